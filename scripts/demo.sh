@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# THE demo command: set-up, then `wrangler dev` on 127.0.0.1:${PORT:-8787} (wrangler runs
+# scripts/build.sh itself). Without a real OPENAI_BASE_URL (environment or .dev.vars) it also starts
+# the scripted model server on 127.0.0.1:${MODEL_PORT:-8788} and points the worker at it.
+# Extra args go to wrangler dev (e.g. --persist-to .wrangler/demo-state).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export WRANGLER_SEND_METRICS=false
+
+bash scripts/setup.sh
+
+PORT="${PORT:-8787}"
+MODEL_PORT="${MODEL_PORT:-8788}"
+VAR_ARGS=()
+MODEL_PID=""
+cleanup() {
+  if [ -n "$MODEL_PID" ]; then kill "$MODEL_PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+has_base_url=0
+if [ -n "${OPENAI_BASE_URL:-}" ]; then
+  has_base_url=1
+  VAR_ARGS+=(--var "OPENAI_BASE_URL:$OPENAI_BASE_URL")
+elif [ -f .dev.vars ] && grep -Eq '^[[:space:]]*OPENAI_BASE_URL[[:space:]]*=[[:space:]]*"?[^"[:space:]]' .dev.vars; then
+  has_base_url=1
+fi
+
+if [ "$has_base_url" = 0 ]; then
+  echo "demo: no OPENAI_BASE_URL set: starting the scripted model server on 127.0.0.1:$MODEL_PORT"
+  node tests/support/model-server.mjs --host 127.0.0.1 --port "$MODEL_PORT" &
+  MODEL_PID=$!
+  for _ in $(seq 1 50); do
+    if node -e "fetch('http://127.0.0.1:$MODEL_PORT/v1/models').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; then break; fi
+    kill -0 "$MODEL_PID" 2>/dev/null || { echo "demo: model server failed to start" >&2; exit 1; }
+    sleep 0.1
+  done
+  VAR_ARGS+=(--var "OPENAI_BASE_URL:http://127.0.0.1:$MODEL_PORT/v1")
+fi
+
+echo "demo: starting wrangler dev (it builds the worker first; ready in ~15 s)"
+echo "demo: open http://127.0.0.1:$PORT/ in a browser"
+npx wrangler dev --ip 127.0.0.1 --port "$PORT" "${VAR_ARGS[@]}" "$@"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Idempotent machine set-up for durable-chat: Rust wasm target, worker-build, wasm-bindgen-cli
+# (same version as Cargo.lock's wasm-bindgen), npm packages, and with --browser Debian chromium.
+# Everything comes from package registries (crates.io, npm, Debian); nothing else is downloaded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WORKER_BUILD_VERSION=0.8.7
+WANT_BROWSER=0
+for arg in "$@"; do
+  case "$arg" in
+    --browser) WANT_BROWSER=1 ;;
+    -h|--help) echo "usage: bash scripts/setup.sh [--browser]"; exit 0 ;;
+    *) echo "setup: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+say() { echo "setup: $*"; }
+
+# 1. Rust target
+if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "wasm32-unknown-unknown target present"
+else
+  say "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# 2. worker-build
+if command -v worker-build >/dev/null 2>&1 && worker-build --version 2>/dev/null | grep -Fqw "$WORKER_BUILD_VERSION"; then
+  say "worker-build $WORKER_BUILD_VERSION present"
+else
+  say "installing worker-build $WORKER_BUILD_VERSION (takes a few minutes)"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION"
+fi
+
+# 3. wasm-bindgen-cli matching the locked wasm-bindgen crate
+if [ ! -f Cargo.lock ]; then
+  say "no Cargo.lock yet: generating it"
+  cargo generate-lockfile
+fi
+WBG_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+if [ -z "$WBG_VERSION" ]; then
+  # Cargo.lock lacks the wasm32-only deps until something resolves them; fall back to the pin.
+  WBG_VERSION="$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
+fi
+if [ -z "$WBG_VERSION" ]; then
+  echo "setup: cannot determine the wasm-bindgen version from Cargo.lock or Cargo.toml" >&2
+  exit 1
+fi
+if command -v wasm-bindgen >/dev/null 2>&1 && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "$WBG_VERSION" ]; then
+  say "wasm-bindgen-cli $WBG_VERSION present"
+else
+  say "installing wasm-bindgen-cli $WBG_VERSION (takes a few minutes)"
+  cargo install wasm-bindgen-cli --version "$WBG_VERSION"
+fi
+
+# 4. npm packages (npm 11 does not run install scripts; workerd and esbuild work without them)
+if [ ! -d node_modules ] || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules ]; } \
+   || [ package.json -nt node_modules ]; then
+  if [ -f package-lock.json ]; then
+    say "npm ci"
+    npm ci --no-audit --no-fund
+  else
+    say "npm install"
+    npm install --no-audit --no-fund
+  fi
+  touch node_modules
+else
+  say "node_modules up to date"
+fi
+
+# 5. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
+if [ "$WANT_BROWSER" = 1 ]; then
+  if [ -x /usr/bin/chromium ]; then
+    say "chromium present"
+  else
+    say "installing Debian chromium"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
+  fi
+fi
+
+say "done"

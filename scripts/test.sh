@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# THE test command (also what CI runs via .ci/run): set-up (incl. chromium), native cargo tests,
+# the worker build, then the Node end-to-end and support tests (node:test, one file at a time).
+# Exits non-zero on any failure.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export WRANGLER_SEND_METRICS=false
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+echo "== setup"
+bash scripts/setup.sh --browser
+
+echo "== cargo test (native)"
+cargo test
+
+echo "== build worker"
+bash scripts/build.sh
+
+echo "== node tests"
+shopt -s nullglob
+# Pass files, not directories (newer Node treats `node --test dir/` differently).
+files=(tests/e2e/*.test.mjs tests/support/*.test.mjs)
+if [ "${#files[@]}" -eq 0 ]; then
+  echo "test: no node test files found" >&2
+  exit 1
+fi
+node --test --test-concurrency=1 "${files[@]}"

@@ -1,0 +1,239 @@
+//! Chat requests, cancel and clear: what a submit persists and broadcasts,
+//! the message-concurrency decision, and the serial queue that starts turns.
+
+use crate::protocol::{server, ChatRequest, Outcome, ResponseFrame, Trigger};
+
+use super::config::{Concurrency, TurnTrigger};
+use super::effects::{ConfigKey, ConnId, StoreOp, Timer};
+use super::turns::{FrontDecision, QueuedTurn};
+use super::Core;
+
+impl Core {
+    pub(super) fn on_connect(&mut self, conn: ConnId) {
+        self.conns.add(conn.clone());
+        if let Some(id) = self.live_stream_id() {
+            // A stream is live (or cut and replayable): offer it instead of the transcript.
+            if let Some(state) = self.conns.state_mut(&conn) {
+                state.pending_resume = true;
+            }
+            self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+        } else {
+            if let Some(id) = self.accepted_not_streaming() {
+                if let Some(state) = self.conns.state_mut(&conn) {
+                    state.parked = true;
+                }
+                self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
+            }
+            let frame = server::chat_messages(&self.transcript.messages(), true);
+            self.send_to(vec![conn.clone()], frame);
+        }
+        let identity = server::identity(&self.config.name, &self.config.agent);
+        self.send_to(vec![conn.clone()], identity);
+        self.send_to(vec![conn], server::mcp_servers());
+    }
+
+    pub(super) fn on_chat_request(&mut self, conn: ConnId, id: String, request: ChatRequest) {
+        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        let trigger = match request.trigger {
+            Trigger::Submit => TurnTrigger::Submit,
+            Trigger::Regenerate => TurnTrigger::Regenerate,
+        };
+        if overlapped
+            && trigger == TurnTrigger::Submit
+            && self.config.concurrency == Concurrency::Drop
+        {
+            let message_ids = trailing_user_ids(&request);
+            let snapshot = server::chat_messages(&self.transcript.messages(), false);
+            self.send_to(vec![conn.clone()], snapshot);
+            self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
+            return;
+        }
+        if self.terminal_error.take().is_some() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::TerminalError,
+            });
+        }
+        if let Some(tools) = request.client_tools {
+            if tools.is_empty() {
+                self.store(StoreOp::DeleteConfig {
+                    key: ConfigKey::ClientTools,
+                });
+            } else {
+                self.put_config(ConfigKey::ClientTools, &tools);
+            }
+            self.client_tools = tools;
+        }
+        self.body = request.body.clone();
+        if self.body.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::CustomBody,
+            });
+        } else {
+            let body = self.body.clone();
+            self.put_config(ConfigKey::CustomBody, &body);
+        }
+        let reconciled = self
+            .transcript
+            .reconcile(&request.messages, trigger == TurnTrigger::Regenerate);
+        for removed in &reconciled.removed {
+            self.store(StoreOp::DeleteMessage {
+                id: removed.clone(),
+            });
+        }
+        for entry in &reconciled.written {
+            self.put_entry(entry);
+        }
+        if !reconciled.written.is_empty() || !reconciled.removed.is_empty() {
+            self.broadcast_transcript(Some(&conn));
+        }
+        self.queue.push(QueuedTurn {
+            request_id: id,
+            trigger,
+            requester: Some(conn),
+            message_ids: reconciled.message_ids,
+            submitted_at: self.now,
+            generation: self.queue.generation,
+            overlapped,
+            body: Some(request.body),
+        });
+        self.pump();
+    }
+
+    /// Starts queued turns while nothing runs.
+    pub(super) fn pump(&mut self) {
+        while self.active.is_none() {
+            match self.queue.decide_front(self.config.concurrency, self.now) {
+                FrontDecision::Run(turn) => self.start_turn(turn),
+                FrontDecision::Skip(turn) => self.skip_turn(turn),
+                FrontDecision::WaitUntil(at) => {
+                    self.set_timer(Timer::Debounce, at);
+                    return;
+                }
+                FrontDecision::Empty => break,
+            }
+        }
+        if self.active.is_none() && self.queue.is_empty() && self.continuation.is_none() {
+            // Nothing will stream for connections still parked on a turn.
+            let parked = self.conns.take_parked();
+            self.send_to(parked, server::stream_resume_none(None, None));
+        }
+    }
+
+    /// A superseded turn answers its requester; an invalidated one (clear) answers everyone.
+    fn skip_turn(&mut self, turn: QueuedTurn) {
+        let to = if turn.generation != self.queue.generation {
+            self.conns.chat()
+        } else {
+            turn.requester.iter().cloned().collect()
+        };
+        self.send_terminal(
+            to,
+            &turn.request_id,
+            Outcome::Skipped,
+            Some(&turn.message_ids),
+            turn.is_continuation(),
+        );
+    }
+
+    pub(super) fn on_cancel(&mut self, id: &str) {
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.turn.request_id == id)
+        {
+            self.end_turn(Outcome::Aborted, None);
+            return;
+        }
+        if let Some(turn) = self.queue.remove(id) {
+            let to = self.conns.chat();
+            self.send_terminal(
+                to,
+                &turn.request_id,
+                Outcome::Aborted,
+                Some(&turn.message_ids),
+                turn.is_continuation(),
+            );
+            self.pump();
+        } else if self
+            .continuation
+            .as_ref()
+            .is_some_and(|c| c.request_id == id)
+        {
+            self.continuation = None;
+            self.effects.push(super::Effect::ClearTimer {
+                timer: Timer::Continuation,
+            });
+            self.pump();
+        }
+    }
+
+    /// Clear: abort and forget everything; other tabs are told to clear.
+    pub(super) fn on_clear(&mut self, sender: Option<ConnId>) {
+        for turn in self.queue.invalidate_all() {
+            let to = self.conns.chat();
+            self.send_terminal(
+                to,
+                &turn.request_id,
+                Outcome::Skipped,
+                Some(&turn.message_ids),
+                turn.is_continuation(),
+            );
+        }
+        self.continuation = None;
+        if self.active.is_some() {
+            self.abandon_turn();
+        }
+        let parked = self.conns.take_parked();
+        self.send_to(parked, server::stream_resume_none(None, None));
+        self.transcript.clear();
+        self.client_tools.clear();
+        self.body.clear();
+        self.terminal_error = None;
+        self.orphan = None;
+        self.store(StoreOp::ClearAll);
+        let to = match &sender {
+            Some(conn) => self.conns.all_except(conn),
+            None => self.conns.all(),
+        };
+        self.send_to(to, server::chat_clear());
+    }
+
+    pub(super) fn send_terminal(
+        &mut self,
+        to: Vec<ConnId>,
+        id: &str,
+        outcome: Outcome,
+        message_ids: Option<&[String]>,
+        continuation: bool,
+    ) {
+        let frame = ResponseFrame {
+            done: true,
+            outcome: Some(outcome),
+            message_ids: message_ids.filter(|ids| !ids.is_empty()),
+            continuation,
+            ..ResponseFrame::new(id, "")
+        }
+        .to_json();
+        self.send_to(to, frame);
+    }
+
+    /// The id of a turn accepted but not yet streaming, if any.
+    pub(super) fn accepted_not_streaming(&self) -> Option<String> {
+        if let Some(c) = &self.continuation {
+            return Some(c.request_id.clone());
+        }
+        self.queue.front().map(|t| t.request_id.clone())
+    }
+}
+
+fn trailing_user_ids(request: &ChatRequest) -> Vec<String> {
+    let mut ids: Vec<String> = request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == crate::protocol::Role::User)
+        .map(|m| m.id.clone())
+        .collect();
+    ids.reverse();
+    ids
+}

@@ -1,0 +1,238 @@
+//! How an agent is configured: its tools, approval rules, message concurrency,
+//! step limit, chunk-log batching, and the per-turn hook.
+
+use std::fmt;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use crate::model::ModelSettings;
+use crate::protocol::{ClientToolSchema, UIMessage};
+
+/// When a server tool must be approved by a person before it runs.
+#[derive(Clone, Default)]
+pub enum ApprovalRule {
+    #[default]
+    Never,
+    Always,
+    /// Decided from the call's input.
+    When(Rc<dyn Fn(&Value) -> bool>),
+}
+
+impl ApprovalRule {
+    pub fn required_for(&self, input: &Value) -> bool {
+        match self {
+            ApprovalRule::Never => false,
+            ApprovalRule::Always => true,
+            ApprovalRule::When(rule) => rule(input),
+        }
+    }
+}
+
+impl fmt::Debug for ApprovalRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ApprovalRule::Never => "Never",
+            ApprovalRule::Always => "Always",
+            ApprovalRule::When(_) => "When(..)",
+        })
+    }
+}
+
+/// A server tool as the core sees it: its schema and approval rule. The host
+/// holds the code that runs it.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub approval: ApprovalRule,
+}
+
+impl ToolSpec {
+    pub fn new(name: &str, description: &str, parameters: Value) -> Self {
+        ToolSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters,
+            approval: ApprovalRule::Never,
+        }
+    }
+
+    pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
+        self.approval = rule;
+        self
+    }
+}
+
+/// What happens to a submit that arrives while another turn is running or queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Concurrency {
+    /// Every submit runs, in arrival order.
+    #[default]
+    Queue,
+    /// Every message is kept; only the newest overlapping submit runs.
+    Latest,
+    /// Every message is kept as written; the newest overlapping submit runs
+    /// once and the model sees all of them (one turn for the burst).
+    Merge,
+    /// The overlapping submit is refused and not stored.
+    Drop,
+    /// Like `Latest`, after a quiet window of `ms` since the last submit.
+    Debounce { ms: u64 },
+}
+
+pub const DEFAULT_DEBOUNCE_MS: u64 = 750;
+
+impl Concurrency {
+    /// `queue`, `latest`, `merge`, `drop`, `debounce` or `debounce:<ms>`.
+    pub fn parse(text: &str) -> Option<Concurrency> {
+        let text = text.trim().to_ascii_lowercase();
+        Some(match text.as_str() {
+            "" | "queue" => Concurrency::Queue,
+            "latest" => Concurrency::Latest,
+            "merge" => Concurrency::Merge,
+            "drop" => Concurrency::Drop,
+            "debounce" => Concurrency::Debounce {
+                ms: DEFAULT_DEBOUNCE_MS,
+            },
+            other => {
+                let ms = other
+                    .strip_prefix("debounce:")?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()?;
+                Concurrency::Debounce { ms }
+            }
+        })
+    }
+
+    pub fn supersedes(self) -> bool {
+        matches!(
+            self,
+            Concurrency::Latest | Concurrency::Merge | Concurrency::Debounce { .. }
+        )
+    }
+}
+
+/// When buffered chunks are written to the durable chunk log. Settled tool
+/// results, tool calls and the first delta of a stream are written at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushPolicy {
+    pub max_chunks: usize,
+    pub max_delay_ms: u64,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            max_chunks: 64,
+            max_delay_ms: 500,
+        }
+    }
+}
+
+/// Why a turn runs (`TurnContext::trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnTrigger {
+    Submit,
+    Regenerate,
+    AutoContinuation,
+    Programmatic,
+}
+
+/// What `before_turn` sees.
+#[derive(Debug)]
+pub struct TurnContext<'a> {
+    pub request_id: &'a str,
+    pub trigger: TurnTrigger,
+    pub continuation: bool,
+    pub messages: &'a [&'a UIMessage],
+    pub client_tools: &'a [ClientToolSchema],
+    pub body: &'a Map<String, Value>,
+}
+
+/// What `before_turn` may change for one turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnConfig {
+    pub system: Option<String>,
+    pub max_steps: Option<u32>,
+    pub model: Option<String>,
+}
+
+pub type BeforeTurn = Rc<dyn Fn(&TurnContext<'_>) -> TurnConfig>;
+
+#[derive(Clone)]
+pub struct CoreConfig {
+    /// The instance name (the `<name>` of the URL).
+    pub name: String,
+    /// kebab-case agent class name, sent in the identity frame.
+    pub agent: String,
+    pub system_prompt: String,
+    pub model: ModelSettings,
+    pub tools: Vec<ToolSpec>,
+    pub max_steps: u32,
+    pub concurrency: Concurrency,
+    pub flush: FlushPolicy,
+    /// Quiet time that coalesces tool results into one continuation.
+    pub continuation_coalesce_ms: u64,
+    pub before_turn: Option<BeforeTurn>,
+}
+
+impl CoreConfig {
+    pub fn new(name: &str, agent: &str) -> Self {
+        CoreConfig {
+            name: name.to_string(),
+            agent: agent.to_string(),
+            system_prompt: String::new(),
+            model: ModelSettings::default(),
+            tools: Vec::new(),
+            max_steps: 10,
+            concurrency: Concurrency::Queue,
+            flush: FlushPolicy::default(),
+            continuation_coalesce_ms: 50,
+            before_turn: None,
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+impl fmt::Debug for CoreConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CoreConfig")
+            .field("name", &self.name)
+            .field("agent", &self.agent)
+            .field("tools", &self.tools)
+            .field("max_steps", &self.max_steps)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrency_setting_parses_every_documented_spelling() {
+        assert_eq!(Concurrency::parse("queue"), Some(Concurrency::Queue));
+        assert_eq!(Concurrency::parse("LATEST"), Some(Concurrency::Latest));
+        assert_eq!(Concurrency::parse("merge"), Some(Concurrency::Merge));
+        assert_eq!(Concurrency::parse("drop"), Some(Concurrency::Drop));
+        assert_eq!(
+            Concurrency::parse("debounce"),
+            Some(Concurrency::Debounce {
+                ms: DEFAULT_DEBOUNCE_MS
+            })
+        );
+        assert_eq!(
+            Concurrency::parse("debounce:200"),
+            Some(Concurrency::Debounce { ms: 200 })
+        );
+        assert_eq!(Concurrency::parse("debounce:-5"), None);
+        assert_eq!(Concurrency::parse("sometimes"), None);
+    }
+}

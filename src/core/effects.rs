@@ -1,0 +1,153 @@
+//! What the core asks its host to do, and what the host tells the core.
+//!
+//! The core never performs I/O: every socket send, storage write, model call,
+//! tool run and timer is an `Effect`; every result comes back as an `Event`.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::model::ModelEvent;
+use crate::protocol::UIMessage;
+
+/// A connection id: the `_pk` the client chose (kept in the socket attachment).
+pub type ConnId = Rc<str>;
+/// Identifies one model call or one tool run started by the core.
+pub type CallId = u64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A socket was accepted; the core answers with the connect frames.
+    Connected {
+        conn: ConnId,
+    },
+    /// A socket that was already open when this instance started (after hibernation).
+    Adopted {
+        conn: ConnId,
+    },
+    Frame {
+        conn: ConnId,
+        text: String,
+    },
+    Disconnected {
+        conn: ConnId,
+    },
+    Model {
+        call: CallId,
+        event: ModelEvent,
+    },
+    /// The model call failed before or during streaming; `text` is readable.
+    ModelFailed {
+        call: CallId,
+        text: String,
+    },
+    ToolDone {
+        call: CallId,
+        tool_call_id: String,
+        result: Result<Value, String>,
+    },
+    Timer(Timer),
+}
+
+/// The closed set of timers the core arms. The host maps them onto in-isolate
+/// timers (short) and the Durable Object alarm (anything that must survive eviction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Timer {
+    /// Coalesces tool results into one automatic continuation.
+    Continuation,
+    /// A debounced submit waits out its quiet window.
+    Debounce,
+    /// Buffered stream chunks are written to the chunk log.
+    FlushChunks,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send the same text to each listed connection.
+    Send {
+        to: Vec<ConnId>,
+        frame: Rc<str>,
+    },
+    Store(StoreOp),
+    /// POST this Chat Completions body and feed the stream back as `Event::Model`.
+    CallModel {
+        call: CallId,
+        body: String,
+    },
+    AbortModel {
+        call: CallId,
+    },
+    RunTool {
+        call: CallId,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    SetTimer {
+        timer: Timer,
+        at_ms: u64,
+    },
+    ClearTimer {
+        timer: Timer,
+    },
+}
+
+/// Durable writes, in order. Writes produced by one event belong together.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOp {
+    /// Insert or replace a message; `seq` orders the transcript.
+    PutMessage {
+        seq: u64,
+        message: UIMessage,
+    },
+    DeleteMessage {
+        id: String,
+    },
+    /// Forget history, streams, config and turn state.
+    ClearAll,
+    OpenStream(StreamRecord),
+    AppendChunks {
+        request_id: String,
+        first_seq: u64,
+        bodies: Vec<Rc<str>>,
+    },
+    /// The stream ended: its chunk log is no longer needed.
+    CloseStream {
+        request_id: String,
+    },
+    PutConfig {
+        key: ConfigKey,
+        value: String,
+    },
+    DeleteConfig {
+        key: ConfigKey,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKey {
+    ClientTools,
+    CustomBody,
+    TerminalError,
+}
+
+impl ConfigKey {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigKey::ClientTools => "last_client_tools",
+            ConfigKey::CustomBody => "last_body",
+            ConfigKey::TerminalError => "terminal_error",
+        }
+    }
+}
+
+/// The write-ahead record of a streaming turn.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamRecord {
+    pub request_id: String,
+    pub message_id: String,
+    pub continuation: bool,
+    pub origin_message_ids: Vec<String>,
+    pub started_at: u64,
+}

@@ -1,0 +1,257 @@
+//! The agent's behaviour as plain Rust: no `worker` types, no I/O, no clock.
+//!
+//! `Core::handle(event, now_ms)` takes one event (a frame, a model chunk, a
+//! tool result, a timer) and queues effects (frames to send, rows to write,
+//! model calls, tool runs, timers) that the host drains with `take_effects`.
+//! Durable facts are queued as `Store` effects before the effects that depend
+//! on them, so a core rebuilt from the store after an eviction carries on.
+
+pub mod accumulator;
+mod chat;
+pub mod config;
+pub mod connections;
+pub mod context;
+pub mod effects;
+pub mod ids;
+mod resume;
+mod stream;
+mod tool_results;
+pub mod transcript;
+pub mod turns;
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::protocol::{
+    parse_client_frame, server, ClientFrame, ClientToolSchema, FrameError, UIMessage,
+};
+
+pub use config::{
+    ApprovalRule, Concurrency, CoreConfig, FlushPolicy, ToolSpec, TurnConfig, TurnContext,
+    TurnTrigger,
+};
+pub use effects::{CallId, ConfigKey, ConnId, Effect, Event, StoreOp, StreamRecord, Timer};
+pub use ids::{CountingIds, IdKind, IdSource};
+pub use transcript::Entry;
+
+use connections::Connections;
+use stream::ActiveTurn;
+use transcript::Transcript;
+use turns::TurnQueue;
+
+/// The last turn ended in an error: kept so a reconnecting tab learns of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalError {
+    pub request_id: String,
+    pub text: String,
+    pub message_ids: Vec<String>,
+}
+
+/// A stream left open by an instance that died mid-turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenStream {
+    pub record: StreamRecord,
+    pub chunks: Vec<String>,
+}
+
+/// Everything the core needs from storage to start (or restart).
+#[derive(Debug, Clone, Default)]
+pub struct StoredState {
+    pub messages: Vec<Entry>,
+    pub client_tools: Vec<ClientToolSchema>,
+    pub body: Map<String, Value>,
+    pub terminal_error: Option<TerminalError>,
+    pub open_streams: Vec<OpenStream>,
+}
+
+/// An automatic continuation that has been asked for but not yet queued.
+#[derive(Debug, Clone)]
+struct PendingContinuation {
+    request_id: String,
+    owner: Option<ConnId>,
+}
+
+pub struct Core {
+    config: CoreConfig,
+    ids: Box<dyn IdSource>,
+    now: u64,
+    transcript: Transcript,
+    conns: Connections,
+    queue: TurnQueue,
+    active: Option<ActiveTurn>,
+    continuation: Option<PendingContinuation>,
+    client_tools: Vec<ClientToolSchema>,
+    body: Map<String, Value>,
+    terminal_error: Option<TerminalError>,
+    /// A stream cut by an eviction, replayable until a new turn streams.
+    orphan: Option<OpenStream>,
+    next_call: CallId,
+    effects: Vec<Effect>,
+}
+
+impl Core {
+    pub fn new(
+        config: CoreConfig,
+        stored: StoredState,
+        ids: Box<dyn IdSource>,
+        now_ms: u64,
+    ) -> Core {
+        let mut core = Core {
+            config,
+            ids,
+            now: now_ms,
+            transcript: Transcript::from_entries(stored.messages),
+            conns: Connections::default(),
+            queue: TurnQueue::default(),
+            active: None,
+            continuation: None,
+            client_tools: stored.client_tools,
+            body: stored.body,
+            terminal_error: stored.terminal_error,
+            orphan: None,
+            next_call: 1,
+            effects: Vec::new(),
+        };
+        for open in stored.open_streams {
+            core.settle_orphan(open);
+        }
+        core
+    }
+
+    pub fn handle(&mut self, event: Event, now_ms: u64) {
+        self.now = self.now.max(now_ms);
+        match event {
+            Event::Connected { conn } => self.on_connect(conn),
+            Event::Adopted { conn } => self.conns.add(conn),
+            Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::Disconnected { conn } => self.conns.remove(&conn),
+            Event::Model { call, event } => self.on_model_event(call, event),
+            Event::ModelFailed { call, text } => self.on_model_failed(call, text),
+            Event::ToolDone {
+                call,
+                tool_call_id,
+                result,
+            } => self.on_tool_done(call, &tool_call_id, result),
+            Event::Timer(timer) => self.on_timer(timer),
+        }
+    }
+
+    /// Effects queued so far, in the order they must be carried out.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    pub fn messages(&self) -> Vec<UIMessage> {
+        self.transcript.messages()
+    }
+
+    pub fn config(&self) -> &CoreConfig {
+        &self.config
+    }
+
+    /// True while a turn runs, waits in the queue, or a continuation is owed.
+    pub fn is_busy(&self) -> bool {
+        self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some()
+    }
+
+    fn on_frame(&mut self, conn: ConnId, text: &str) {
+        match parse_client_frame(text) {
+            Ok(ClientFrame::ChatRequest { id, request }) => self.on_chat_request(conn, id, request),
+            Ok(ClientFrame::Cancel { id }) => self.on_cancel(&id),
+            Ok(ClientFrame::Clear) => self.on_clear(Some(conn)),
+            Ok(ClientFrame::ToolResult(result)) => self.on_tool_result(conn, result),
+            Ok(ClientFrame::ToolApproval {
+                tool_call_id,
+                approved,
+                auto_continue,
+            }) => self.on_tool_approval(conn, &tool_call_id, approved, auto_continue),
+            Ok(ClientFrame::ResumeRequest { probe_id }) => self.on_resume_probe(conn, probe_id),
+            Ok(ClientFrame::ResumeAck { id }) => self.on_resume_ack(conn, &id),
+            // Documented ignores: transcript pushes (the server owns history),
+            // non-POST chat requests, and frames that are not chat frames.
+            Ok(ClientFrame::MessagesPush)
+            | Ok(ClientFrame::NotPost)
+            | Err(FrameError::Unknown(_)) => {}
+            Err(error) => self.reject_frame(conn, text, &error.to_string()),
+        }
+    }
+
+    /// A malformed chat frame: answer on its request id when it has one, so
+    /// the requesting tab's stream ends with the error; otherwise an error frame.
+    fn reject_frame(&mut self, conn: ConnId, text: &str, error: &str) {
+        let id = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
+        let frame = match id {
+            Some(id) if !id.is_empty() => crate::protocol::ResponseFrame {
+                done: true,
+                error: true,
+                ..crate::protocol::ResponseFrame::new(&id, error)
+            }
+            .to_json(),
+            _ => server::chat_error(error),
+        };
+        self.send_to(vec![conn], frame);
+    }
+
+    fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Continuation => self.try_start_continuation(),
+            Timer::Debounce => self.pump(),
+            Timer::FlushChunks => self.flush_chunks(),
+        }
+    }
+
+    // ---- small shared helpers ----
+
+    fn send_to(&mut self, to: Vec<ConnId>, frame: String) {
+        if !to.is_empty() {
+            self.effects.push(Effect::Send {
+                to,
+                frame: Rc::from(frame),
+            });
+        }
+    }
+
+    fn store(&mut self, op: StoreOp) {
+        self.effects.push(Effect::Store(op));
+    }
+
+    fn new_id(&mut self, kind: IdKind) -> String {
+        self.ids.new_id(kind)
+    }
+
+    fn next_call_id(&mut self) -> CallId {
+        let id = self.next_call;
+        self.next_call += 1;
+        id
+    }
+
+    fn set_timer(&mut self, timer: Timer, at_ms: u64) {
+        self.effects.push(Effect::SetTimer { timer, at_ms });
+    }
+
+    fn put_entry(&mut self, entry: &Entry) {
+        self.store(StoreOp::PutMessage {
+            seq: entry.seq,
+            message: entry.message.clone(),
+        });
+    }
+
+    fn broadcast_transcript(&mut self, except: Option<&str>) {
+        let frame = server::chat_messages(&self.transcript.messages(), false);
+        let to = match except {
+            Some(conn) => self.conns.all_except(conn),
+            None => self.conns.all(),
+        };
+        self.send_to(to, frame);
+    }
+
+    fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {
+        let value = serde_json::to_string(value).unwrap_or_default();
+        self.store(StoreOp::PutConfig { key, value });
+    }
+}

@@ -1,0 +1,158 @@
+//! The resume handshake: answering a tab's probe (which stream, if any, it
+//! may resume) and its ACK (replay what was streamed, then go live).
+
+use crate::protocol::{server, Outcome, ResponseFrame};
+
+use super::effects::ConnId;
+use super::Core;
+
+impl Core {
+    pub(super) fn on_resume_probe(&mut self, conn: ConnId, probe_id: Option<String>) {
+        let probe = probe_id.as_deref();
+        if let Some(active) = &self.active {
+            let owner = active.turn.requester.clone();
+            let owned_elsewhere = active.turn.is_continuation()
+                && owner
+                    .as_ref()
+                    .is_some_and(|o| *o != conn && self.conns.contains(o));
+            if owned_elsewhere {
+                let frame = server::stream_resume_none(Some("continuation-owned"), probe);
+                self.send_to(vec![conn], frame);
+                return;
+            }
+            let id = active.turn.request_id.clone();
+            self.offer_stream(conn, &id, probe);
+            return;
+        }
+        if let Some(orphan) = &self.orphan {
+            let id = orphan.record.request_id.clone();
+            self.offer_stream(conn, &id, probe);
+            return;
+        }
+        if let Some(pending) = &self.continuation {
+            let owned_by_other = pending.owner.as_ref().is_some_and(|o| *o != conn);
+            if !owned_by_other {
+                let id = pending.request_id.clone();
+                self.park(conn, &id, probe);
+                return;
+            }
+        }
+        if let Some(record) = &self.terminal_error {
+            let frame = server::stream_resuming(&record.request_id, probe);
+            self.send_to(vec![conn], frame);
+            return;
+        }
+        if let Some(id) = self.accepted_not_streaming() {
+            self.park(conn, &id, probe);
+            return;
+        }
+        self.send_to(vec![conn], server::stream_resume_none(Some("idle"), probe));
+    }
+
+    fn offer_stream(&mut self, conn: ConnId, id: &str, probe: Option<&str>) {
+        if let Some(state) = self.conns.state_mut(&conn) {
+            state.pending_resume = true;
+        }
+        self.send_to(vec![conn], server::stream_resuming(id, probe));
+    }
+
+    fn park(&mut self, conn: ConnId, id: &str, probe: Option<&str>) {
+        if let Some(state) = self.conns.state_mut(&conn) {
+            state.parked = true;
+        }
+        self.send_to(vec![conn], server::stream_pending(id, probe));
+    }
+
+    pub(super) fn on_resume_ack(&mut self, conn: ConnId, id: &str) {
+        let was_pending = self.conns.get(&conn).is_some_and(|s| s.pending_resume);
+        if let Some(state) = self.conns.state_mut(&conn) {
+            state.pending_resume = false;
+        }
+        if let Some(active) = &self.active {
+            if active.turn.request_id != id || !was_pending {
+                return;
+            }
+            let continuation = active.turn.is_continuation();
+            let mut frames: Vec<String> = active
+                .log
+                .iter()
+                .enumerate()
+                .map(|(seq, body)| {
+                    ResponseFrame {
+                        replay: true,
+                        seq: Some(seq as u64),
+                        continuation,
+                        ..ResponseFrame::new(id, body)
+                    }
+                    .to_json()
+                })
+                .collect();
+            frames.push(
+                ResponseFrame {
+                    replay: true,
+                    replay_complete: true,
+                    continuation,
+                    ..ResponseFrame::new(id, "")
+                }
+                .to_json(),
+            );
+            for frame in frames {
+                self.send_to(vec![conn.clone()], frame);
+            }
+            return;
+        }
+        if let Some(orphan) = self.orphan.as_ref().filter(|o| o.record.request_id == id) {
+            let continuation = orphan.record.continuation;
+            let message_ids = orphan.record.origin_message_ids.clone();
+            let mut frames: Vec<String> = orphan
+                .chunks
+                .iter()
+                .enumerate()
+                .map(|(seq, body)| {
+                    ResponseFrame {
+                        replay: true,
+                        seq: Some(seq as u64),
+                        continuation,
+                        ..ResponseFrame::new(id, body)
+                    }
+                    .to_json()
+                })
+                .collect();
+            frames.push(
+                ResponseFrame {
+                    done: true,
+                    replay: true,
+                    outcome: Some(Outcome::Aborted),
+                    continuation,
+                    message_ids: Some(&message_ids)
+                        .filter(|m| !m.is_empty())
+                        .map(|m| m.as_slice()),
+                    ..ResponseFrame::new(id, "")
+                }
+                .to_json(),
+            );
+            for frame in frames {
+                self.send_to(vec![conn.clone()], frame);
+            }
+            return;
+        }
+        if let Some(record) = self.terminal_error.as_ref().filter(|r| r.request_id == id) {
+            let frame = ResponseFrame {
+                done: true,
+                error: true,
+                message_ids: Some(record.message_ids.as_slice()).filter(|m| !m.is_empty()),
+                ..ResponseFrame::new(id, &record.text)
+            }
+            .to_json();
+            self.send_to(vec![conn], frame);
+            return;
+        }
+        let frame = ResponseFrame {
+            done: true,
+            replay: true,
+            ..ResponseFrame::new(id, "")
+        }
+        .to_json();
+        self.send_to(vec![conn], frame);
+    }
+}

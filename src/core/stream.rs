@@ -1,0 +1,641 @@
+//! One running turn: the agentic loop over model steps and server tools, the
+//! chunks it streams (applied to the assistant message, logged with `seq`,
+//! broadcast once-serialized), the batched chunk log, and how a turn ends.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::model::{openai, FinishReason, ModelEvent};
+use crate::protocol::{server, Outcome, ResponseFrame, Role, ToolState, UIMessage, UIMessageChunk};
+
+use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
+use super::config::TurnContext;
+use super::context::{model_messages, turn_tools};
+use super::effects::{CallId, ConfigKey, Effect, StoreOp, StreamRecord, Timer};
+use super::ids::IdKind;
+use super::turns::QueuedTurn;
+use super::{Core, OpenStream, TerminalError};
+
+/// Chunks larger than this are sent live but not logged (and get no `seq`).
+const MAX_LOGGED_CHUNK: usize = 1_800_000;
+
+#[derive(Debug)]
+struct StepCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug)]
+pub(super) struct ActiveTurn {
+    pub turn: QueuedTurn,
+    pub message: UIMessage,
+    continuation: bool,
+    system: String,
+    max_steps: u32,
+    step: u32,
+    model_call: Option<CallId>,
+    calls: BTreeMap<u32, StepCall>,
+    running_tools: BTreeMap<String, CallId>,
+    waiting_on_human: bool,
+    text_open: Option<String>,
+    reasoning_open: Option<String>,
+    next_part: u32,
+    finish_reason: Option<FinishReason>,
+    /// Every logged chunk body of this stream, for replay.
+    pub log: Vec<Rc<str>>,
+    flushed: usize,
+    flush_armed: bool,
+    saw_delta: bool,
+}
+
+impl ActiveTurn {
+    fn part_id(&mut self, prefix: &str) -> String {
+        self.next_part += 1;
+        format!("{prefix}-{}", self.next_part)
+    }
+}
+
+impl Core {
+    /// The request id a resuming tab would be offered, if a stream is replayable.
+    pub(super) fn live_stream_id(&self) -> Option<String> {
+        match (&self.active, &self.orphan) {
+            (Some(a), _) => Some(a.turn.request_id.clone()),
+            (None, Some(o)) => Some(o.record.request_id.clone()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn start_turn(&mut self, turn: QueuedTurn) {
+        let continuation = turn.is_continuation();
+        let repaired = self.transcript.repair_unanswered(continuation);
+        for entry in &repaired {
+            self.put_entry(entry);
+        }
+        if !repaired.is_empty() {
+            self.broadcast_transcript(None);
+        }
+        let (system, max_steps) = self.turn_settings(&turn);
+        let message_id = self.new_id(IdKind::Message);
+        self.store(StoreOp::OpenStream(StreamRecord {
+            request_id: turn.request_id.clone(),
+            message_id: message_id.clone(),
+            continuation,
+            origin_message_ids: turn.message_ids.clone(),
+            started_at: self.now,
+        }));
+        self.orphan = None;
+        let request_id = turn.request_id.clone();
+        self.active = Some(ActiveTurn {
+            turn,
+            message: UIMessage::assistant(message_id.clone()),
+            continuation,
+            system,
+            max_steps,
+            step: 0,
+            model_call: None,
+            calls: BTreeMap::new(),
+            running_tools: BTreeMap::new(),
+            waiting_on_human: false,
+            text_open: None,
+            reasoning_open: None,
+            next_part: 0,
+            finish_reason: None,
+            log: Vec::new(),
+            flushed: 0,
+            flush_armed: false,
+            saw_delta: false,
+        });
+        // Tabs waiting for this stream are offered it; they get chunks after their ACK.
+        for conn in self.conns.take_parked() {
+            if let Some(state) = self.conns.state_mut(&conn) {
+                state.pending_resume = true;
+            }
+            self.send_to(vec![conn], server::stream_resuming(&request_id, None));
+        }
+        self.emit(UIMessageChunk::Start {
+            message_id: (!continuation).then_some(message_id),
+            message_metadata: None,
+        });
+        if continuation && self.run_approved_calls() {
+            return;
+        }
+        self.begin_step();
+    }
+
+    fn turn_settings(&self, turn: &QueuedTurn) -> (String, u32) {
+        let mut system = self.config.system_prompt.clone();
+        let mut max_steps = self.config.max_steps;
+        if let Some(hook) = self.config.before_turn.clone() {
+            let messages: Vec<&UIMessage> = self.transcript.iter().collect();
+            let config = hook(&TurnContext {
+                request_id: &turn.request_id,
+                trigger: turn.trigger,
+                continuation: turn.is_continuation(),
+                messages: &messages,
+                client_tools: &self.client_tools,
+                body: &self.body,
+            });
+            system = config.system.unwrap_or(system);
+            max_steps = config.max_steps.unwrap_or(max_steps);
+        }
+        (system, max_steps.max(1))
+    }
+
+    /// A continuation first runs the calls a person approved. Returns true if any run.
+    fn run_approved_calls(&mut self) -> bool {
+        let approved: Vec<(String, String, Value)> = self
+            .transcript
+            .last_assistant()
+            .map(|m| {
+                m.tool_parts()
+                    .filter(|t| t.state == ToolState::ApprovalResponded)
+                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
+                    .map(|t| {
+                        let input = t.input.clone().unwrap_or_else(|| serde_json::json!({}));
+                        (t.tool_call_id.clone(), t.tool_name.clone(), input)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (tool_call_id, tool_name, input) in &approved {
+            self.run_tool(tool_call_id, tool_name, input.clone());
+        }
+        !approved.is_empty()
+    }
+
+    fn run_tool(&mut self, tool_call_id: &str, tool_name: &str, input: Value) {
+        let call = self.next_call_id();
+        if let Some(active) = self.active.as_mut() {
+            active.running_tools.insert(tool_call_id.to_string(), call);
+        }
+        self.effects.push(Effect::RunTool {
+            call,
+            tool_call_id: tool_call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            input,
+        });
+    }
+
+    fn begin_step(&mut self) {
+        let call = self.next_call_id();
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.step += 1;
+        active.calls.clear();
+        active.finish_reason = None;
+        active.model_call = Some(call);
+        let system = active.system.clone();
+        self.emit(UIMessageChunk::StartStep);
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        let mut context: Vec<&UIMessage> = self.transcript.iter().collect();
+        if has_content(&active.message) {
+            context.push(&active.message);
+        }
+        let messages = model_messages(&system, &context);
+        let tools = turn_tools(&self.config.tools, &self.client_tools);
+        let body = openai::request_body(&self.config.model, &messages, &tools);
+        self.effects.push(Effect::CallModel { call, body });
+    }
+
+    fn is_current_model_call(&self, call: CallId) -> bool {
+        self.active.as_ref().and_then(|a| a.model_call) == Some(call)
+    }
+
+    pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
+        if !self.is_current_model_call(call) {
+            return;
+        }
+        match event {
+            ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
+            ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
+            ModelEvent::ToolCallStarted { index, id, name } => {
+                self.close_open_text();
+                if let Some(active) = self.active.as_mut() {
+                    active.calls.insert(
+                        index,
+                        StepCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: String::new(),
+                        },
+                    );
+                }
+                self.emit(UIMessageChunk::ToolInputStart {
+                    tool_call_id: id,
+                    tool_name: name,
+                });
+            }
+            ModelEvent::ToolCallArgumentsDelta { index, delta } => {
+                let Some(call) = self.active.as_mut().and_then(|a| a.calls.get_mut(&index)) else {
+                    return;
+                };
+                call.arguments.push_str(&delta);
+                let tool_call_id = call.id.clone();
+                self.emit(UIMessageChunk::ToolInputDelta {
+                    tool_call_id,
+                    input_text_delta: delta,
+                });
+            }
+            ModelEvent::Finished { reason, .. } => self.on_step_streamed(reason),
+        }
+    }
+
+    fn stream_text(&mut self, delta: String, reasoning: bool) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let (open, other) = if reasoning {
+            (&active.reasoning_open, active.text_open.is_some())
+        } else {
+            (&active.text_open, active.reasoning_open.is_some())
+        };
+        let open_id = open.clone();
+        if other {
+            self.close_open_text();
+        }
+        let id = match open_id {
+            Some(id) => id,
+            None => {
+                let Some(active) = self.active.as_mut() else {
+                    return;
+                };
+                let id = active.part_id(if reasoning { "reasoning" } else { "text" });
+                if reasoning {
+                    active.reasoning_open = Some(id.clone());
+                    self.emit(UIMessageChunk::ReasoningStart { id: id.clone() });
+                } else {
+                    active.text_open = Some(id.clone());
+                    self.emit(UIMessageChunk::TextStart { id: id.clone() });
+                }
+                id
+            }
+        };
+        self.emit(if reasoning {
+            UIMessageChunk::ReasoningDelta { id, delta }
+        } else {
+            UIMessageChunk::TextDelta { id, delta }
+        });
+    }
+
+    fn close_open_text(&mut self) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let text = active.text_open.take();
+        let reasoning = active.reasoning_open.take();
+        if let Some(id) = reasoning {
+            self.emit(UIMessageChunk::ReasoningEnd { id });
+        }
+        if let Some(id) = text {
+            self.emit(UIMessageChunk::TextEnd { id });
+        }
+    }
+
+    /// The model finished a step: route each tool call (server run, approval,
+    /// client) and end the step once every server tool is done.
+    fn on_step_streamed(&mut self, reason: FinishReason) {
+        self.close_open_text();
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.model_call = None;
+        active.finish_reason = Some(reason);
+        let calls: Vec<StepCall> = std::mem::take(&mut active.calls).into_values().collect();
+        let mut handled = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.route_tool_call(&call);
+            handled.push(call);
+        }
+        if let Some(active) = self.active.as_mut() {
+            active.calls = handled
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| (i as u32, c))
+                .collect();
+        }
+        self.maybe_finish_step();
+    }
+
+    fn route_tool_call(&mut self, call: &StepCall) {
+        let parsed = if call.arguments.trim().is_empty() {
+            Ok(serde_json::json!({}))
+        } else {
+            serde_json::from_str::<Value>(&call.arguments)
+        };
+        let is_client = self.client_tools.iter().any(|t| t.name == call.name);
+        let spec = self.config.tool(&call.name).cloned();
+        let error = match (&parsed, is_client || spec.is_some()) {
+            (_, false) => Some(format!(
+                "Model tried to call unavailable tool '{}'.",
+                call.name
+            )),
+            (Err(e), true) => Some(format!("Invalid input for tool '{}': {e}", call.name)),
+            (Ok(_), true) => None,
+        };
+        if let Some(error_text) = error {
+            let input = parsed
+                .map(|v| normalize_input(&v))
+                .unwrap_or_else(|_| serde_json::json!({}));
+            self.emit(UIMessageChunk::ToolInputError {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                input,
+                error_text,
+            });
+            return;
+        }
+        let input = normalize_input(&parsed.unwrap_or_default());
+        self.emit(UIMessageChunk::ToolInputAvailable {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: input.clone(),
+        });
+        match spec {
+            _ if is_client => self.set_waiting_on_human(),
+            Some(spec) if spec.approval.required_for(&input) => {
+                let approval_id = self.new_id(IdKind::Approval);
+                self.emit(UIMessageChunk::ToolApprovalRequest {
+                    approval_id,
+                    tool_call_id: call.id.clone(),
+                });
+                self.set_waiting_on_human();
+            }
+            Some(_) => self.run_tool(&call.id, &call.name, input),
+            None => {}
+        }
+    }
+
+    fn set_waiting_on_human(&mut self) {
+        if let Some(active) = self.active.as_mut() {
+            active.waiting_on_human = true;
+        }
+    }
+
+    pub(super) fn on_tool_done(
+        &mut self,
+        call: CallId,
+        tool_call_id: &str,
+        result: Result<Value, String>,
+    ) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if active.running_tools.get(tool_call_id) != Some(&call) {
+            return;
+        }
+        active.running_tools.remove(tool_call_id);
+        let tool_call_id = tool_call_id.to_string();
+        self.emit(match result {
+            Ok(output) => UIMessageChunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+            },
+            Err(error_text) => UIMessageChunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+            },
+        });
+        self.maybe_finish_step();
+    }
+
+    fn maybe_finish_step(&mut self) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        if !active.running_tools.is_empty() || active.model_call.is_some() {
+            return;
+        }
+        if active.step == 0 {
+            // A continuation's approved calls are done: now the model speaks.
+            self.begin_step();
+            return;
+        }
+        self.emit(UIMessageChunk::FinishStep);
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        let more =
+            !active.calls.is_empty() && !active.waiting_on_human && active.step < active.max_steps;
+        if more {
+            self.begin_step();
+            return;
+        }
+        let reason = active.finish_reason.unwrap_or(FinishReason::Stop);
+        self.emit(UIMessageChunk::Finish {
+            finish_reason: Some(finish_reason_text(reason).to_string()),
+        });
+        self.end_turn(Outcome::Completed, None);
+    }
+
+    pub(super) fn on_model_failed(&mut self, call: CallId, text: String) {
+        if self.is_current_model_call(call) {
+            self.end_turn(Outcome::Error, Some(text));
+        }
+    }
+
+    /// Applies, logs and broadcasts one chunk of the active stream.
+    pub(super) fn emit(&mut self, chunk: UIMessageChunk) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if !apply_chunk(&mut active.message, &chunk) {
+            self.apply_cross_message(&chunk);
+        }
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let body: Rc<str> = Rc::from(chunk.to_json());
+        let logged = body.len() <= MAX_LOGGED_CHUNK;
+        let seq = logged.then_some(active.log.len() as u64);
+        let frame = ResponseFrame {
+            seq,
+            continuation: active.continuation,
+            ..ResponseFrame::new(&active.turn.request_id, &body)
+        }
+        .to_json();
+        let first_delta = !active.saw_delta
+            && matches!(
+                chunk,
+                UIMessageChunk::TextDelta { .. } | UIMessageChunk::ReasoningDelta { .. }
+            );
+        active.saw_delta |= first_delta;
+        if logged {
+            active.log.push(body);
+        }
+        let urgent = first_delta
+            || chunk.settles_a_tool()
+            || matches!(
+                chunk,
+                UIMessageChunk::ToolInputAvailable { .. }
+                    | UIMessageChunk::ToolApprovalRequest { .. }
+            );
+        let unflushed = active.log.len() - active.flushed;
+        let arm = !urgent && unflushed > 0 && !active.flush_armed;
+        if arm {
+            active.flush_armed = true;
+        }
+        let to = self.conns.chat();
+        self.send_to(to, frame);
+        if urgent || unflushed >= self.config.flush.max_chunks {
+            self.flush_chunks();
+        } else if arm {
+            let at = self.now + self.config.flush.max_delay_ms;
+            self.set_timer(Timer::FlushChunks, at);
+        }
+    }
+
+    /// A result for a call owned by an earlier message (an approved call run by
+    /// a continuation): patch that message, persist it, tell every tab.
+    fn apply_cross_message(&mut self, chunk: &UIMessageChunk) {
+        let tool_call_id = match chunk {
+            UIMessageChunk::ToolOutputAvailable { tool_call_id, .. }
+            | UIMessageChunk::ToolOutputError { tool_call_id, .. }
+            | UIMessageChunk::ToolOutputDenied { tool_call_id } => tool_call_id,
+            _ => return,
+        };
+        let Some(entry) = self.transcript.owner_of_mut(tool_call_id) else {
+            return;
+        };
+        let before = entry.message.clone();
+        apply_chunk(&mut entry.message, chunk);
+        if entry.message == before {
+            return;
+        }
+        let entry = entry.clone();
+        self.put_entry(&entry);
+        let to = self.conns.all();
+        self.send_to(to, server::message_updated(&entry.message));
+    }
+
+    pub(super) fn flush_chunks(&mut self) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.flush_armed = false;
+        if active.flushed >= active.log.len() {
+            return;
+        }
+        let bodies = active.log[active.flushed..].to_vec();
+        let first_seq = active.flushed as u64;
+        active.flushed = active.log.len();
+        let request_id = active.turn.request_id.clone();
+        self.store(StoreOp::AppendChunks {
+            request_id,
+            first_seq,
+            bodies,
+        });
+    }
+
+    /// Ends the active turn: persist the answer, send the transcript, then the
+    /// terminal frame; then start whatever waits.
+    pub(super) fn end_turn(&mut self, outcome: Outcome, error: Option<String>) {
+        let Some(mut active) = self.active.take() else {
+            return;
+        };
+        if let Some(call) = active.model_call.take() {
+            self.effects.push(Effect::AbortModel { call });
+        }
+        self.effects.push(Effect::ClearTimer {
+            timer: Timer::FlushChunks,
+        });
+        let request_id = active.turn.request_id.clone();
+        let message_ids = (!active.continuation).then_some(active.turn.message_ids.as_slice());
+        self.conns.clear_pending_resume();
+        if let Some(text) = &error {
+            let frame = ResponseFrame {
+                error: true,
+                continuation: active.continuation,
+                message_ids: message_ids.filter(|ids| !ids.is_empty()),
+                ..ResponseFrame::new(&request_id, text)
+            }
+            .to_json();
+            let to = self.conns.chat();
+            self.send_to(to, frame);
+        }
+        close_dangling_text(&mut active.message);
+        let persist = has_content(&active.message)
+            && !(outcome == Outcome::Error
+                && !active.saw_delta
+                && active.message.tool_parts().next().is_none());
+        if persist {
+            let entry = self.transcript.upsert(active.message.clone());
+            self.put_entry(&entry);
+        }
+        self.store(StoreOp::CloseStream {
+            request_id: request_id.clone(),
+        });
+        if persist {
+            self.broadcast_transcript(None);
+        }
+        let ids: Vec<String> = message_ids.map(<[String]>::to_vec).unwrap_or_default();
+        let to = self.conns.chat();
+        self.send_terminal(to, &request_id, outcome, Some(&ids), active.continuation);
+        if let Some(text) = error {
+            let record = TerminalError {
+                request_id,
+                text,
+                message_ids: ids,
+            };
+            self.put_config(ConfigKey::TerminalError, &record);
+            self.terminal_error = Some(record);
+        }
+        self.after_turn();
+    }
+
+    /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.
+    pub(super) fn abandon_turn(&mut self) {
+        let Some(mut active) = self.active.take() else {
+            return;
+        };
+        if let Some(call) = active.model_call.take() {
+            self.effects.push(Effect::AbortModel { call });
+        }
+        self.conns.clear_pending_resume();
+        let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());
+        let to = self.conns.chat();
+        self.send_terminal(
+            to,
+            &active.turn.request_id,
+            Outcome::Aborted,
+            message_ids.as_deref(),
+            active.continuation,
+        );
+    }
+
+    /// Rebuilds a stream cut by an eviction: its partial answer is persisted
+    /// (with unfinished tool calls marked interrupted) and the log stays
+    /// replayable for a tab that resumes it.
+    pub(super) fn settle_orphan(&mut self, open: OpenStream) {
+        let mut message = UIMessage::assistant(open.record.message_id.clone());
+        for body in &open.chunks {
+            if let Ok(chunk) = serde_json::from_str::<UIMessageChunk>(body) {
+                apply_chunk(&mut message, &chunk);
+            }
+        }
+        close_dangling_text(&mut message);
+        if has_content(&message) && message.role == Role::Assistant {
+            let entry = self.transcript.upsert(message);
+            self.put_entry(&entry);
+        }
+        self.store(StoreOp::CloseStream {
+            request_id: open.record.request_id.clone(),
+        });
+        self.orphan = Some(open);
+    }
+}
+
+fn finish_reason_text(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool-calls",
+        FinishReason::ContentFilter => "content-filter",
+        FinishReason::Other => "other",
+    }
+}

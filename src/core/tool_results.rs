@@ -1,0 +1,140 @@
+//! Tool results and approvals from clients, and the automatic continuation
+//! they drive: a coalescing window re-armed by each result, and a barrier that
+//! waits while the latest assistant is mid-batch, so exactly one continuation
+//! runs per completed batch of tool calls.
+
+use crate::protocol::{server, ToolResult, UIMessage};
+
+use super::config::TurnTrigger;
+use super::effects::{ConfigKey, ConnId, Timer};
+use super::ids::IdKind;
+use super::transcript::{apply_approval, apply_tool_result, is_mid_batch};
+use super::turns::QueuedTurn;
+use super::{Core, PendingContinuation};
+
+impl Core {
+    pub(super) fn on_tool_result(&mut self, conn: ConnId, result: ToolResult) {
+        if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
+            self.put_config(ConfigKey::ClientTools, &tools);
+            self.client_tools = tools;
+        }
+        let applied = self.update_tool_part(&result.tool_call_id, |tool| {
+            apply_tool_result(tool, &result.output, result.error_text.as_deref())
+        });
+        if !applied {
+            return;
+        }
+        self.after_human_answer(conn, result.auto_continue);
+    }
+
+    pub(super) fn on_tool_approval(
+        &mut self,
+        conn: ConnId,
+        tool_call_id: &str,
+        approved: bool,
+        auto_continue: bool,
+    ) {
+        let applied = self.update_tool_part(tool_call_id, |tool| apply_approval(tool, approved));
+        if !applied {
+            let text = format!("no tool call `{tool_call_id}` is waiting for approval");
+            self.send_to(vec![conn], server::chat_error(&text));
+            return;
+        }
+        self.after_human_answer(conn, auto_continue);
+    }
+
+    fn after_human_answer(&mut self, conn: ConnId, auto_continue: bool) {
+        if auto_continue {
+            self.request_continuation(conn);
+        } else if self.continuation.is_some() {
+            self.arm_continuation();
+        }
+    }
+
+    /// Applies `update` to the waiting part with this id: in the streaming
+    /// answer (it rides into the final persist) or in the stored owner message
+    /// (persisted now). Every tab is told. Returns whether anything changed.
+    fn update_tool_part(
+        &mut self,
+        tool_call_id: &str,
+        update: impl Fn(&mut crate::protocol::ToolPart) -> bool,
+    ) -> bool {
+        if let Some(active) = self.active.as_mut() {
+            if let Some(tool) = active.message.tool_part_mut(tool_call_id) {
+                if !update(tool) {
+                    return false;
+                }
+                let message = active.message.clone();
+                self.broadcast_updated(&message);
+                return true;
+            }
+        }
+        let Some(entry) = self.transcript.owner_of_mut(tool_call_id) else {
+            return false;
+        };
+        let Some(tool) = entry.message.tool_part_mut(tool_call_id) else {
+            return false;
+        };
+        if !update(tool) {
+            return false;
+        }
+        let entry = entry.clone();
+        self.put_entry(&entry);
+        self.broadcast_updated(&entry.message);
+        true
+    }
+
+    fn broadcast_updated(&mut self, message: &UIMessage) {
+        let to = self.conns.all();
+        self.send_to(to, server::message_updated(message));
+    }
+
+    fn request_continuation(&mut self, owner: ConnId) {
+        if self.continuation.is_none() {
+            let request_id = self.new_id(IdKind::Request);
+            self.continuation = Some(PendingContinuation {
+                request_id,
+                owner: Some(owner.clone()),
+            });
+        }
+        if let Some(state) = self.conns.state_mut(&owner) {
+            state.parked = true;
+        }
+        self.arm_continuation();
+    }
+
+    fn arm_continuation(&mut self) {
+        let at = self.now + self.config.continuation_coalesce_ms;
+        self.set_timer(Timer::Continuation, at);
+    }
+
+    /// Queues the owed continuation once no turn streams and the batch is complete.
+    pub(super) fn try_start_continuation(&mut self) {
+        if self.continuation.is_none() || self.active.is_some() {
+            return;
+        }
+        if self.transcript.last_assistant().is_some_and(is_mid_batch) {
+            return;
+        }
+        let Some(pending) = self.continuation.take() else {
+            return;
+        };
+        self.queue.push(QueuedTurn {
+            request_id: pending.request_id,
+            trigger: TurnTrigger::AutoContinuation,
+            requester: pending.owner,
+            message_ids: Vec::new(),
+            submitted_at: self.now,
+            generation: self.queue.generation,
+            overlapped: false,
+            body: None,
+        });
+        self.pump();
+    }
+
+    /// After a turn: an owed continuation goes first, then the queue.
+    pub(super) fn after_turn(&mut self) {
+        self.try_start_continuation();
+        self.pump();
+    }
+}

@@ -1,0 +1,363 @@
+//! The stored conversation: ordered messages, how client-posted transcripts
+//! are reconciled into it, how tool results and approvals land on their part,
+//! and the repair of unanswered tool calls before the model is called.
+
+use serde_json::{json, Value};
+
+use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
+
+use super::accumulator::settle_output;
+
+pub const INTERRUPTED_TOOL_ERROR: &str =
+    "The tool call was interrupted before a result was recorded.";
+pub const APPROVED_NOT_RUN_ERROR: &str =
+    "The tool call was approved but did not run before the next turn started.";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub seq: u64,
+    pub message: UIMessage,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    next_seq: u64,
+}
+
+/// What reconciling a client transcript changed.
+#[derive(Debug, Default)]
+pub struct Reconciled {
+    /// Entries written (new or edited user messages).
+    pub written: Vec<Entry>,
+    /// Ids of stored messages removed (regeneration drops the replaced branch).
+    pub removed: Vec<String>,
+    /// Ids of the trailing run of user messages of the request.
+    pub message_ids: Vec<String>,
+}
+
+impl Transcript {
+    pub fn from_entries(mut entries: Vec<Entry>) -> Self {
+        entries.sort_by_key(|e| e.seq);
+        let next_seq = entries.last().map_or(0, |e| e.seq + 1);
+        Transcript { entries, next_seq }
+    }
+
+    pub fn messages(&self) -> Vec<UIMessage> {
+        self.entries.iter().map(|e| e.message.clone()).collect()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &UIMessage> {
+        self.entries.iter().map(|e| &e.message)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    pub fn last(&self) -> Option<&UIMessage> {
+        self.entries.last().map(|e| &e.message)
+    }
+
+    pub fn last_assistant(&self) -> Option<&UIMessage> {
+        self.iter().rev().find(|m| m.role == Role::Assistant)
+    }
+
+    fn position(&self, id: &str) -> Option<usize> {
+        self.entries.iter().position(|e| e.message.id == id)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&UIMessage> {
+        self.position(id).map(|i| &self.entries[i].message)
+    }
+
+    /// Appends a new message or replaces the one with the same id in place.
+    pub fn upsert(&mut self, message: UIMessage) -> Entry {
+        if let Some(i) = self.position(&message.id) {
+            self.entries[i].message = message;
+            return self.entries[i].clone();
+        }
+        let entry = Entry {
+            seq: self.next_seq,
+            message,
+        };
+        self.next_seq += 1;
+        self.entries.push(entry.clone());
+        entry
+    }
+
+    /// Merges a client-posted transcript: new user messages are appended (marked
+    /// `channel:"web"`), edited user messages are updated by id, and assistant or
+    /// system messages the server never produced are ignored (the server owns
+    /// model output). With `regenerate`, stored messages after the last posted
+    /// message are removed so the new answer replaces them.
+    pub fn reconcile(&mut self, incoming: &[UIMessage], regenerate: bool) -> Reconciled {
+        let mut out = Reconciled {
+            message_ids: trailing_user_ids(incoming),
+            ..Default::default()
+        };
+        if regenerate {
+            if let Some(last_known) = incoming.iter().rev().find_map(|m| self.position(&m.id)) {
+                for entry in self.entries.drain(last_known + 1..) {
+                    out.removed.push(entry.message.id);
+                }
+            }
+        }
+        for message in incoming {
+            if message.role != Role::User {
+                continue;
+            }
+            let sanitized = sanitize_user_message(message);
+            match self.position(&message.id) {
+                Some(i) if self.entries[i].message.role != Role::User => {}
+                Some(i) if self.entries[i].message.parts == sanitized.parts => {}
+                _ => out.written.push(self.upsert(sanitized)),
+            }
+        }
+        out
+    }
+
+    /// The newest message holding `tool_call_id`.
+    pub fn owner_of(&self, tool_call_id: &str) -> Option<&UIMessage> {
+        self.iter().rev().find(|m| m.has_tool_call(tool_call_id))
+    }
+
+    pub fn owner_of_mut(&mut self, tool_call_id: &str) -> Option<&mut Entry> {
+        self.entries
+            .iter_mut()
+            .rev()
+            .find(|e| e.message.has_tool_call(tool_call_id))
+    }
+
+    /// Rewrites every tool part that can no longer get a result, except the
+    /// approved calls of the last assistant message when `keep_approved_tail`
+    /// (a continuation is about to run them). Returns the entries changed.
+    pub fn repair_unanswered(&mut self, keep_approved_tail: bool) -> Vec<Entry> {
+        let last_assistant = self
+            .entries
+            .iter()
+            .rposition(|e| e.message.role == Role::Assistant);
+        let mut changed = Vec::new();
+        for (index, entry) in self.entries.iter_mut().enumerate() {
+            let is_tail = Some(index) == last_assistant;
+            let mut touched = false;
+            for part in &mut entry.message.parts {
+                let Part::Tool(tool) = part else { continue };
+                touched |= repair_part(tool, keep_approved_tail && is_tail);
+            }
+            if touched {
+                changed.push(entry.clone());
+            }
+        }
+        changed
+    }
+}
+
+fn repair_part(tool: &mut ToolPart, keep_approved: bool) -> bool {
+    match tool.state {
+        ToolState::InputStreaming | ToolState::InputAvailable | ToolState::ApprovalRequested => {
+            tool.set_error(INTERRUPTED_TOOL_ERROR);
+            true
+        }
+        ToolState::ApprovalResponded if !keep_approved => {
+            let approved = tool
+                .approval
+                .as_ref()
+                .and_then(|a| a.approved)
+                .unwrap_or(false);
+            if approved {
+                tool.set_error(APPROVED_NOT_RUN_ERROR);
+            } else {
+                tool.state = ToolState::OutputDenied;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A result or error from a client lands on the first part still waiting for one.
+pub fn apply_tool_result(tool: &mut ToolPart, output: &Value, error_text: Option<&str>) -> bool {
+    if !matches!(
+        tool.state,
+        ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
+    ) {
+        return false;
+    }
+    match error_text {
+        Some(text) => tool.set_error(text),
+        None => {
+            settle_output(tool, output);
+            tool.preliminary = Some(false);
+        }
+    }
+    true
+}
+
+/// An approval decision lands only on a part that asked for one.
+pub fn apply_approval(tool: &mut ToolPart, approved: bool) -> bool {
+    if tool.state != ToolState::ApprovalRequested {
+        return false;
+    }
+    let mut approval = tool.approval.clone().unwrap_or(crate::protocol::Approval {
+        id: tool.tool_call_id.clone(),
+        approved: None,
+        reason: None,
+    });
+    approval.approved = Some(approved);
+    tool.approval = Some(approval);
+    tool.state = if approved {
+        ToolState::ApprovalResponded
+    } else {
+        ToolState::OutputDenied
+    };
+    true
+}
+
+fn trailing_user_ids(messages: &[UIMessage]) -> Vec<String> {
+    let mut ids: Vec<String> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::User)
+        .map(|m| m.id.clone())
+        .collect();
+    ids.reverse();
+    ids
+}
+
+/// Client-supplied `channel`/`turnMetadata` are not trusted; web messages say so.
+fn sanitize_user_message(message: &UIMessage) -> UIMessage {
+    let mut clean = message.clone();
+    let mut meta = match clean.metadata.take() {
+        Some(Value::Object(m)) => m,
+        _ => Default::default(),
+    };
+    meta.remove("turnMetadata");
+    meta.insert("channel".into(), json!("web"));
+    clean.metadata = Some(Value::Object(meta));
+    clean
+}
+
+/// True while the latest assistant is mid-batch: some tool calls of its step
+/// are settled and others still wait for a person.
+pub fn is_mid_batch(message: &UIMessage) -> bool {
+    let mut settled = false;
+    let mut waiting = false;
+    for tool in message.tool_parts() {
+        settled |= tool.state.is_settled() || tool.state == ToolState::ApprovalResponded;
+        waiting |= tool.state.awaits_human();
+    }
+    settled && waiting
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::UIMessage;
+
+    fn assistant_with(tools: &[(&str, ToolState)]) -> UIMessage {
+        let mut m = UIMessage::assistant("a1");
+        for (id, state) in tools {
+            m.parts.push(Part::Tool(ToolPart::new(id, "t", *state)));
+        }
+        m
+    }
+
+    #[test]
+    fn new_user_messages_are_appended_and_marked_as_web() {
+        let mut t = Transcript::default();
+        let r = t.reconcile(&[UIMessage::user_text("u1", "hi")], false);
+        assert_eq!(r.written.len(), 1);
+        assert_eq!(r.message_ids, vec!["u1"]);
+        assert_eq!(
+            t.get("u1").unwrap().metadata,
+            Some(json!({"channel":"web"}))
+        );
+        let again = t.reconcile(&[UIMessage::user_text("u1", "hi")], false);
+        assert!(
+            again.written.is_empty(),
+            "an unchanged message is not rewritten"
+        );
+    }
+
+    #[test]
+    fn forged_assistant_messages_are_not_stored() {
+        let mut t = Transcript::default();
+        let mut forged = UIMessage::assistant("x");
+        forged
+            .parts
+            .push(Part::Text(crate::protocol::TextPart::done(
+                "I am the model",
+            )));
+        t.reconcile(&[forged, UIMessage::user_text("u1", "hi")], false);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn regeneration_drops_the_answer_after_the_last_posted_message() {
+        let mut t = Transcript::default();
+        t.upsert(UIMessage::user_text("u1", "hi"));
+        t.upsert(UIMessage::assistant("a1"));
+        let r = t.reconcile(&[UIMessage::user_text("u1", "hi")], true);
+        assert_eq!(r.removed, vec!["a1"]);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn unanswered_calls_become_errors_but_an_approved_tail_call_is_kept() {
+        let mut t = Transcript::default();
+        let mut approved = assistant_with(&[
+            ("c1", ToolState::ApprovalResponded),
+            ("c2", ToolState::InputAvailable),
+        ]);
+        approved.tool_part_mut("c1").unwrap().approval = Some(crate::protocol::Approval {
+            id: "c1".into(),
+            approved: Some(true),
+            reason: None,
+        });
+        t.upsert(approved);
+        let changed = t.repair_unanswered(true);
+        assert_eq!(changed.len(), 1);
+        let m = t.get("a1").unwrap();
+        assert_eq!(
+            m.tool_parts().next().unwrap().state,
+            ToolState::ApprovalResponded
+        );
+        let c2 = m.tool_parts().nth(1).unwrap();
+        assert_eq!(c2.state, ToolState::OutputError);
+        assert_eq!(c2.error_text.as_deref(), Some(INTERRUPTED_TOOL_ERROR));
+    }
+
+    #[test]
+    fn mid_batch_means_some_settled_and_some_waiting() {
+        assert!(is_mid_batch(&assistant_with(&[
+            ("a", ToolState::OutputAvailable),
+            ("b", ToolState::InputAvailable)
+        ])));
+        assert!(!is_mid_batch(&assistant_with(&[
+            ("a", ToolState::InputAvailable),
+            ("b", ToolState::InputAvailable)
+        ])));
+        assert!(!is_mid_batch(&assistant_with(&[
+            ("a", ToolState::OutputAvailable),
+            ("b", ToolState::OutputError)
+        ])));
+    }
+
+    #[test]
+    fn approval_only_lands_on_a_part_that_asked() {
+        let mut asked = ToolPart::new("c", "delete_file", ToolState::ApprovalRequested);
+        assert!(apply_approval(&mut asked, false));
+        assert_eq!(asked.state, ToolState::OutputDenied);
+        let mut client_call = ToolPart::new("c", "getUserTimezone", ToolState::InputAvailable);
+        assert!(!apply_approval(&mut client_call, true));
+    }
+}

@@ -1,0 +1,214 @@
+//! Builds the JSON body of a streaming `POST {base}/chat/completions` request
+//! from provider-neutral settings, messages and tool definitions.
+
+use serde_json::{json, Map, Value};
+
+use crate::model::{ModelMessage, ModelSettings, ModelToolCall, ToolDefinition};
+
+/// The request body: `stream: true` with usage reporting, the conversation in
+/// Chat Completions shape, and `tools` (omitted when there are none).
+/// `temperature` and `max_tokens` are only sent when set.
+pub fn request_body(
+    settings: &ModelSettings,
+    messages: &[ModelMessage],
+    tools: &[ToolDefinition],
+) -> String {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(settings.model));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages.iter().map(message_json).collect()),
+    );
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    if let Some(temperature) = settings.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(max_tokens) = settings.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if !tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(tools.iter().map(tool_definition_json).collect()),
+        );
+    }
+    Value::Object(body).to_string()
+}
+
+fn message_json(message: &ModelMessage) -> Value {
+    match message {
+        ModelMessage::System { content } => json!({ "role": "system", "content": content }),
+        ModelMessage::User { content } => json!({ "role": "user", "content": content }),
+        ModelMessage::Assistant {
+            content,
+            tool_calls,
+        } => assistant_message_json(content.as_deref(), tool_calls),
+        ModelMessage::Tool {
+            tool_call_id,
+            content,
+        } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content }),
+    }
+}
+
+/// An assistant turn. With tool calls and no text the content is `null`; with
+/// neither it is `""`, which every compatible server accepts.
+fn assistant_message_json(content: Option<&str>, tool_calls: &[ModelToolCall]) -> Value {
+    let text = content.filter(|text| !text.is_empty());
+    if tool_calls.is_empty() {
+        return json!({ "role": "assistant", "content": text.unwrap_or("") });
+    }
+    let calls: Vec<Value> = tool_calls
+        .iter()
+        .map(|call| {
+            json!({
+                "id": call.id,
+                "type": "function",
+                "function": { "name": call.name, "arguments": call.arguments },
+            })
+        })
+        .collect();
+    json!({ "role": "assistant", "content": text, "tool_calls": calls })
+}
+
+fn tool_definition_json(tool: &ToolDefinition) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(body: &str) -> Value {
+        serde_json::from_str(body).expect("request body is valid JSON")
+    }
+
+    #[test]
+    fn body_carries_the_whole_conversation_and_tools() {
+        let settings = ModelSettings {
+            model: "gpt-test".into(),
+            temperature: Some(0.5),
+            max_tokens: Some(256),
+        };
+        let messages = vec![
+            ModelMessage::System {
+                content: "be brief".into(),
+            },
+            ModelMessage::User {
+                content: "weather?".into(),
+            },
+            ModelMessage::Assistant {
+                content: None,
+                tool_calls: vec![ModelToolCall {
+                    id: "call_1".into(),
+                    name: "get_weather".into(),
+                    arguments: r#"{"city":"Oslo"}"#.into(),
+                }],
+            },
+            ModelMessage::Tool {
+                tool_call_id: "call_1".into(),
+                content: "rain".into(),
+            },
+            ModelMessage::Assistant {
+                content: Some("It rains.".into()),
+                tool_calls: vec![],
+            },
+        ];
+        let tools = vec![ToolDefinition {
+            name: "get_weather".into(),
+            description: "Current weather".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        }];
+
+        let expected = json!({
+            "model": "gpt-test",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "temperature": 0.5,
+            "max_tokens": 256,
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
+                {"role": "assistant", "content": "It rains."}
+            ],
+            "tools": [
+                {"type": "function", "function": {
+                    "name": "get_weather",
+                    "description": "Current weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}
+                }}
+            ]
+        });
+        assert_eq!(
+            parsed(&request_body(&settings, &messages, &tools)),
+            expected
+        );
+    }
+
+    #[test]
+    fn unset_options_and_empty_tools_are_omitted() {
+        let settings = ModelSettings {
+            model: "m".into(),
+            ..ModelSettings::default()
+        };
+        let messages = vec![ModelMessage::User {
+            content: "hi".into(),
+        }];
+        let expected = json!({
+            "model": "m",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "hi"}]
+        });
+        assert_eq!(parsed(&request_body(&settings, &messages, &[])), expected);
+    }
+
+    #[test]
+    fn assistant_text_alongside_tool_calls_is_kept() {
+        let message = ModelMessage::Assistant {
+            content: Some("Let me check.".into()),
+            tool_calls: vec![ModelToolCall {
+                id: "a".into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            }],
+        };
+        let json = message_json(&message);
+        assert_eq!(json["content"], json!("Let me check."));
+        assert_eq!(json["tool_calls"][0]["function"]["arguments"], json!("{}"));
+    }
+
+    #[test]
+    fn empty_assistant_turn_sends_empty_text_not_null() {
+        let message = ModelMessage::Assistant {
+            content: None,
+            tool_calls: vec![],
+        };
+        assert_eq!(
+            message_json(&message),
+            json!({"role": "assistant", "content": ""})
+        );
+    }
+
+    #[test]
+    fn text_with_quotes_and_unicode_is_escaped_properly() {
+        let settings = ModelSettings::default();
+        let messages = vec![ModelMessage::User {
+            content: "say \"hi\"\n🌍".into(),
+        }];
+        let body = parsed(&request_body(&settings, &messages, &[]));
+        assert_eq!(body["messages"][0]["content"], json!("say \"hi\"\n🌍"));
+    }
+}

@@ -1,0 +1,305 @@
+//! Frames a browser (or any client) sends: parsing and validation.
+//!
+//! Parsing never panics. A frame of a chat type that is malformed yields a
+//! `FrameError` the agent answers with an error frame; a frame of a type the
+//! chat layer does not own is `Unknown` (documented ignore).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::message::UIMessage;
+use super::types;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientToolSchema {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Submit,
+    Regenerate,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<UIMessage>,
+    pub trigger: Trigger,
+    /// `None`: absent (keep the stored list); `Some(vec![])`: clear it.
+    pub client_tools: Option<Vec<ClientToolSchema>>,
+    /// Every other body key, exposed to the agent as the custom body.
+    pub body: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub output: Value,
+    /// `Some(text)` when the client reported `state:"output-error"`.
+    pub error_text: Option<String>,
+    pub auto_continue: bool,
+    pub client_tools: Option<Vec<ClientToolSchema>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientFrame {
+    ChatRequest {
+        id: String,
+        request: ChatRequest,
+    },
+    Cancel {
+        id: String,
+    },
+    Clear,
+    ToolResult(ToolResult),
+    ToolApproval {
+        tool_call_id: String,
+        approved: bool,
+        auto_continue: bool,
+    },
+    ResumeRequest {
+        probe_id: Option<String>,
+    },
+    ResumeAck {
+        id: String,
+    },
+    /// A transcript push; this agent does not take history from clients.
+    MessagesPush,
+    /// A chat request whose `init.method` is not POST: ignored, as the reference does.
+    NotPost,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame is not valid JSON")]
+    NotJson,
+    #[error("frame has no string `type`")]
+    NoType,
+    /// Not a chat frame; left to the agent's own handler.
+    #[error("unknown frame type `{0}`")]
+    Unknown(String),
+    #[error("invalid {frame} frame: {reason}")]
+    Invalid { frame: &'static str, reason: String },
+}
+
+/// Default error text of a client tool result sent with `state:"output-error"`.
+pub const DEFAULT_TOOL_ERROR: &str = "Tool execution denied by user";
+
+fn invalid(frame: &'static str, reason: impl Into<String>) -> FrameError {
+    FrameError::Invalid {
+        frame,
+        reason: reason.into(),
+    }
+}
+
+fn string_field(
+    obj: &Map<String, Value>,
+    key: &str,
+    frame: &'static str,
+) -> Result<String, FrameError> {
+    match obj.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(invalid(frame, format!("`{key}` is empty"))),
+        Some(_) => Err(invalid(frame, format!("`{key}` must be a string"))),
+        None => Err(invalid(frame, format!("`{key}` is missing"))),
+    }
+}
+
+fn bool_field(obj: &Map<String, Value>, key: &str, default: bool) -> bool {
+    obj.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+fn client_tools(
+    value: Option<&Value>,
+    frame: &'static str,
+) -> Result<Option<Vec<ClientToolSchema>>, FrameError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value::<Vec<ClientToolSchema>>(v.clone())
+            .map(Some)
+            .map_err(|e| invalid(frame, format!("`clientTools`: {e}"))),
+    }
+}
+
+pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| FrameError::NotJson)?;
+    let Value::Object(obj) = value else {
+        return Err(FrameError::NoType);
+    };
+    let Some(Value::String(kind)) = obj.get("type") else {
+        return Err(FrameError::NoType);
+    };
+    match kind.as_str() {
+        types::USE_CHAT_REQUEST => parse_chat_request(&obj),
+        types::CHAT_REQUEST_CANCEL => Ok(ClientFrame::Cancel {
+            id: string_field(&obj, "id", "cancel")?,
+        }),
+        types::CHAT_CLEAR => Ok(ClientFrame::Clear),
+        types::TOOL_RESULT => parse_tool_result(&obj),
+        types::TOOL_APPROVAL => Ok(ClientFrame::ToolApproval {
+            tool_call_id: string_field(&obj, "toolCallId", "tool approval")?,
+            approved: match obj.get("approved") {
+                Some(Value::Bool(b)) => *b,
+                _ => return Err(invalid("tool approval", "`approved` must be a boolean")),
+            },
+            auto_continue: bool_field(&obj, "autoContinue", false),
+        }),
+        types::STREAM_RESUME_REQUEST => Ok(ClientFrame::ResumeRequest {
+            probe_id: obj
+                .get("probeId")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }),
+        types::STREAM_RESUME_ACK => Ok(ClientFrame::ResumeAck {
+            id: string_field(&obj, "id", "resume ack")?,
+        }),
+        types::CHAT_MESSAGES => Ok(ClientFrame::MessagesPush),
+        other => Err(FrameError::Unknown(other.to_string())),
+    }
+}
+
+fn parse_chat_request(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {
+    const FRAME: &str = "chat request";
+    let id = string_field(obj, "id", FRAME)?;
+    let Some(Value::Object(init)) = obj.get("init") else {
+        return Err(invalid(FRAME, "`init` must be an object"));
+    };
+    if init.get("method").and_then(Value::as_str) != Some("POST") {
+        return Ok(ClientFrame::NotPost);
+    }
+    let Some(Value::String(body_text)) = init.get("body") else {
+        return Err(invalid(FRAME, "`init.body` must be a JSON string"));
+    };
+    let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(body_text) else {
+        return Err(invalid(FRAME, "`init.body` is not a JSON object"));
+    };
+    let messages = match body.remove("messages") {
+        Some(Value::Array(items)) => {
+            let mut messages = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                let message = serde_json::from_value::<UIMessage>(item)
+                    .map_err(|e| invalid(FRAME, format!("message {index}: {e}")))?;
+                messages.push(message);
+            }
+            messages
+        }
+        _ => return Err(invalid(FRAME, "`messages` must be an array")),
+    };
+    let trigger = match body.remove("trigger") {
+        Some(Value::String(t)) if t == "regenerate-message" => Trigger::Regenerate,
+        _ => Trigger::Submit,
+    };
+    let client_tools = client_tools(body.get("clientTools"), FRAME)?;
+    body.remove("clientTools");
+    Ok(ClientFrame::ChatRequest {
+        id,
+        request: ChatRequest {
+            messages,
+            trigger,
+            client_tools,
+            body,
+        },
+    })
+}
+
+fn parse_tool_result(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {
+    const FRAME: &str = "tool result";
+    let tool_call_id = string_field(obj, "toolCallId", FRAME)?;
+    let is_error = obj.get("state").and_then(Value::as_str) == Some("output-error");
+    let error_text = is_error.then(|| {
+        obj.get("errorText")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(DEFAULT_TOOL_ERROR)
+            .to_string()
+    });
+    Ok(ClientFrame::ToolResult(ToolResult {
+        tool_call_id,
+        output: obj.get("output").cloned().unwrap_or(Value::Null),
+        error_text,
+        auto_continue: bool_field(obj, "autoContinue", false),
+        client_tools: client_tools(obj.get("clientTools"), FRAME)?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chat_frame(body: Value) -> String {
+        json!({"id":"r1","type":"cf_agent_use_chat_request",
+               "init":{"method":"POST","body": body.to_string()}})
+        .to_string()
+    }
+
+    #[test]
+    fn chat_request_splits_messages_tools_and_custom_body() {
+        let text = chat_frame(json!({
+            "messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}],
+            "trigger":"submit-message",
+            "clientTools":[{"name":"getUserTimezone"}],
+            "foo": 1
+        }));
+        let ClientFrame::ChatRequest { id, request } = parse_client_frame(&text).unwrap() else {
+            panic!("not a chat request")
+        };
+        assert_eq!(id, "r1");
+        assert_eq!(request.messages[0].text(), "hi");
+        assert_eq!(request.trigger, Trigger::Submit);
+        assert_eq!(request.client_tools.unwrap()[0].name, "getUserTimezone");
+        assert_eq!(request.body.get("foo"), Some(&json!(1)));
+        assert!(!request.body.contains_key("clientTools"));
+    }
+
+    #[test]
+    fn absent_client_tools_differ_from_an_empty_list() {
+        let absent = chat_frame(json!({"messages":[]}));
+        let empty = chat_frame(json!({"messages":[],"clientTools":[]}));
+        let tools = |t: &str| match parse_client_frame(t).unwrap() {
+            ClientFrame::ChatRequest { request, .. } => request.client_tools,
+            _ => panic!(),
+        };
+        assert_eq!(tools(&absent), None);
+        assert_eq!(tools(&empty), Some(vec![]));
+    }
+
+    #[test]
+    fn malformed_chat_frames_are_reported_not_panicked() {
+        let cases = [
+            "not json",
+            r#"{"type":"cf_agent_use_chat_request","id":"r","init":{"method":"POST","body":"{oops"}}"#,
+            r#"{"type":"cf_agent_use_chat_request","id":"r","init":{"method":"POST","body":"{\"messages\":3}"}}"#,
+            r#"{"type":"cf_agent_use_chat_request","id":5,"init":{}}"#,
+            r#"{"type":"cf_agent_tool_result"}"#,
+            r#"{"type":"cf_agent_tool_approval","toolCallId":"c","approved":"yes"}"#,
+        ];
+        for case in cases {
+            assert!(parse_client_frame(case).is_err(), "{case}");
+        }
+    }
+
+    #[test]
+    fn tool_result_error_state_gets_the_default_text() {
+        let frame = parse_client_frame(
+            r#"{"type":"cf_agent_tool_result","toolCallId":"c1","toolName":"x","output":null,"state":"output-error","autoContinue":false}"#,
+        )
+        .unwrap();
+        let ClientFrame::ToolResult(result) = frame else {
+            panic!()
+        };
+        assert_eq!(result.error_text.as_deref(), Some(DEFAULT_TOOL_ERROR));
+        assert!(!result.auto_continue);
+    }
+
+    #[test]
+    fn a_get_method_chat_request_is_ignored() {
+        let text = json!({"id":"r","type":"cf_agent_use_chat_request","init":{"method":"GET"}})
+            .to_string();
+        assert_eq!(parse_client_frame(&text).unwrap(), ClientFrame::NotPost);
+    }
+}

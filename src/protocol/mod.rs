@@ -1,0 +1,15 @@
+//! Wire types of the `useAgentChat` protocol: client frames, server frames,
+//! `UIMessage` and `UIMessageChunk`. Serde only; no behaviour.
+
+pub mod chunk;
+pub mod client;
+pub mod message;
+pub mod server;
+pub mod types;
+
+pub use chunk::UIMessageChunk;
+pub use client::{
+    parse_client_frame, ChatRequest, ClientFrame, ClientToolSchema, FrameError, ToolResult, Trigger,
+};
+pub use message::{Approval, Part, Role, TextPart, TextState, ToolPart, ToolState, UIMessage};
+pub use server::{Outcome, ResponseFrame};

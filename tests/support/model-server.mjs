@@ -1,0 +1,399 @@
+// Scripted OpenAI-compatible model server for demos and end-to-end tests (Node http, no deps).
+// Owns: POST /v1/chat/completions (streaming SSE `chat.completion.chunk`s or a plain JSON
+// completion), the admin endpoints GET /__requests and POST /__reset, and the CLI
+// `node tests/support/model-server.mjs [--port 8788] [--host 127.0.0.1]`.
+// The reply is a pure function of the request's messages and tools; see `planReply` for the rules.
+
+import http from 'node:http';
+import { pathToFileURL } from 'node:url';
+
+// Tool-call ids are `call_<n>` from one process-wide counter so that they never repeat across
+// requests (or across servers started by the same process).
+let toolCallCounter = 0;
+let completionCounter = 0;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Text of a message's content: a string, or an array of parts whose text parts are joined. */
+export function contentText(content) {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((p) => (typeof p === 'string' ? p : p && typeof p.text === 'string' ? p.text : ''))
+      .join('');
+  }
+  return JSON.stringify(content);
+}
+
+/** Split a reply into word deltas: each word plus its following whitespace. */
+export function wordsOf(text) {
+  return text.match(/\S+\s*/g) ?? [];
+}
+
+function offeredToolNames(body) {
+  const names = new Set();
+  for (const t of Array.isArray(body?.tools) ? body.tools : []) {
+    const name = t?.function?.name ?? t?.name;
+    if (typeof name === 'string') names.add(name);
+  }
+  return names;
+}
+
+/** Parse `[tool:NAME:JSON]`: the first `}]` after which the JSON parses wins; raw text otherwise. */
+function parseToolDirective(text) {
+  const m = /\[tool:([^:\]\s]+):/.exec(text);
+  if (!m) return null;
+  const rest = text.slice(m.index + m[0].length);
+  let firstClose = -1;
+  for (let i = 0; i < rest.length - 1; i++) {
+    if (rest[i] === '}' && rest[i + 1] === ']') {
+      if (firstClose < 0) firstClose = i;
+      try {
+        const parsed = JSON.parse(rest.slice(0, i + 1));
+        return { name: m[1], args: JSON.stringify(parsed) };
+      } catch {
+        /* keep looking for a later `}]` */
+      }
+    }
+  }
+  if (firstClose >= 0) return { name: m[1], args: rest.slice(0, firstClose + 1) }; // malformed JSON, verbatim
+  const end = rest.indexOf(']');
+  return { name: m[1], args: end >= 0 ? rest.slice(0, end) : '{}' };
+}
+
+function call(name, argsObjOrString) {
+  const args = typeof argsObjOrString === 'string' ? argsObjOrString : JSON.stringify(argsObjOrString);
+  return { name, args };
+}
+
+/**
+ * Decide the reply for a request body. Returns one of
+ *   { kind: 'http', status, message }
+ *   { kind: 'text', text, mode: 'normal' | 'stream-error' | 'truncate' | 'hang', delayMs }
+ *   { kind: 'tools', calls: [{ name, args }], delayMs }
+ * Tool-call ids are assigned when the reply is produced.
+ */
+export function planReply(body) {
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const last = messages[messages.length - 1];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const text = contentText(lastUser?.content).trim();
+  const delayMatch = /\[delay:(\d+)\]/.exec(text);
+  const delayMs = delayMatch ? Number(delayMatch[1]) : 0;
+  const offered = offeredToolNames(body);
+  const tools = (...calls) => ({ kind: 'tools', calls, delayMs });
+  const say = (t, mode = 'normal') => ({ kind: 'text', text: t, mode, delayMs });
+
+  // A model that calls tools forever, even right after a tool result.
+  if (text.includes('[loop-tools]')) return tools(call('get_weather', { city: 'Loop' }));
+
+  if (last?.role === 'tool') {
+    let start = messages.length;
+    while (start > 0 && messages[start - 1]?.role === 'tool') start--;
+    const names = new Map();
+    for (const m of messages) {
+      if (m?.role !== 'assistant' || !Array.isArray(m.tool_calls)) continue;
+      for (const tc of m.tool_calls) if (tc?.id) names.set(tc.id, tc?.function?.name);
+    }
+    const parts = messages.slice(start).map((m) => {
+      const label = names.get(m.tool_call_id) || m.name || m.tool_call_id;
+      return `${label}=${contentText(m.content)}`;
+    });
+    return say(`Tool results: ${parts.join('; ')}`);
+  }
+
+  const echo = `You said: ${text}`;
+
+  const httpMatch = /\[http:(\d{3})\]/.exec(text);
+  if (httpMatch) {
+    const status = Number(httpMatch[1]);
+    return { kind: 'http', status, message: `scripted error ${status}` };
+  }
+  if (text.includes('[stream-error]')) return say(echo, 'stream-error');
+  if (text.includes('[truncate]')) return say(echo, 'truncate');
+  if (text.includes('[hang]')) return say(echo, 'hang');
+
+  const toolDirective = parseToolDirective(text);
+  if (toolDirective) return tools(call(toolDirective.name, toolDirective.args));
+  const toolsMatch = /\[tools:([^\]]*)\]/.exec(text);
+  if (toolsMatch) {
+    const names = toolsMatch[1].split(',').map((s) => s.trim()).filter(Boolean);
+    if (names.length) return tools(...names.map((n) => call(n, {})));
+  }
+
+  const tokensMatch = /\[tokens:(\d+)\]/.exec(text);
+  if (tokensMatch) {
+    const n = Number(tokensMatch[1]);
+    return say(Array.from({ length: n }, (_, i) => `w${i + 1}`).join(' '));
+  }
+
+  // Plain-language rules: directives are stripped first; a rule whose tool is not offered in
+  // `tools` is skipped (the next rule may still match; none ⇒ the echo reply).
+  const plain = text.replace(/\[[^\]]*\]/g, ' ').replace(/\s+/g, ' ').trim();
+  const rules = [
+    ['get_weather', () => {
+      const m = /weather in ([^?!.,;:\n]+)/i.exec(plain);
+      return m && m[1].trim() ? { city: m[1].trim() } : null;
+    }],
+    ['getUserTimezone', () => (/timezone/i.test(plain) ? {} : null)],
+    ['getScreenSize', () => (/screen size/i.test(plain) ? {} : null)],
+    ['delete_file', () => {
+      const m = /\bdelete\s+(\S+)/i.exec(plain);
+      const path = m ? m[1].replace(/[?!,;]+$/, '') : '';
+      return path ? { path } : null;
+    }],
+    ['parent_clock', () => (/\bclock\b/i.test(plain) ? {} : null)],
+    ['parent_fail', () => (/\bfail\b/i.test(plain) ? {} : null)],
+    ['delegate', () => {
+      const m = /\bdelegate\s+([^:\s]+):\s*(.+)$/i.exec(plain);
+      return m ? { agent: m[1], task: m[2].trim() } : null;
+    }],
+  ];
+  for (const [name, match] of rules) {
+    if (!offered.has(name)) continue;
+    const args = match();
+    if (args) return tools(call(name, args));
+  }
+
+  return say(echo);
+}
+
+function errorBody(message) {
+  return JSON.stringify({ error: { message, type: 'scripted' } });
+}
+
+function splitArgs(args) {
+  if (args.length < 2) return [args, ''];
+  const n = Math.max(2, Math.ceil(args.length / 8));
+  const size = Math.ceil(args.length / n);
+  const pieces = [];
+  for (let i = 0; i < args.length; i += size) pieces.push(args.slice(i, i + size));
+  if (pieces.length < 2) return [args.slice(0, 1), args.slice(1)];
+  return pieces;
+}
+
+function approxTokens(messages) {
+  let n = 0;
+  for (const m of messages ?? []) n += wordsOf(contentText(m?.content)).length + 4;
+  return n;
+}
+
+async function streamReply(req, res, body, plan) {
+  const id = `chatcmpl-scripted-${++completionCounter}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = typeof body.model === 'string' ? body.model : 'scripted-model';
+  let gone = false;
+  res.on('close', () => { gone = true; });
+
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  res.flushHeaders();
+  req.socket.setNoDelay(true);
+
+  let flushed = Promise.resolve();
+  const write = (obj) => {
+    if (gone) return false;
+    flushed = new Promise((resolve) => {
+      res.write(`data: ${typeof obj === 'string' ? obj : JSON.stringify(obj)}\n\n`, () => resolve());
+    });
+    return true;
+  };
+  const chunk = (delta, finish_reason = null) => ({
+    id, object: 'chat.completion.chunk', created, model, system_fingerprint: null,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason }],
+  });
+  let first = true;
+  const pause = async () => {
+    if (!first && plan.delayMs > 0) await sleep(plan.delayMs);
+    first = false;
+    return !gone;
+  };
+
+  let completionTokens = 0;
+  let finish;
+  if (plan.kind === 'tools') {
+    write(chunk({ role: 'assistant', content: null }));
+    let index = 0;
+    for (const c of plan.calls) {
+      const callId = `call_${++toolCallCounter}`;
+      if (!(await pause())) return;
+      write(chunk({ tool_calls: [{ index, id: callId, type: 'function', function: { name: c.name, arguments: '' } }] }));
+      for (const piece of splitArgs(c.args)) {
+        if (!(await pause())) return;
+        write(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+        completionTokens++;
+      }
+      index++;
+    }
+    finish = 'tool_calls';
+  } else {
+    write(chunk({ role: 'assistant', content: '' }));
+    let words = wordsOf(plan.text);
+    if (plan.mode === 'stream-error' || plan.mode === 'truncate') words = words.slice(0, 2);
+    if (plan.mode === 'hang') words = words.slice(0, 3);
+    for (const w of words) {
+      if (!(await pause())) return;
+      write(chunk({ content: w }));
+      completionTokens++;
+    }
+    if (plan.mode === 'stream-error') {
+      write({ error: { message: 'scripted stream failure' } });
+      res.end();
+      return;
+    }
+    if (plan.mode === 'truncate') {
+      // Cut the connection once the words are on the wire: no finish chunk, no [DONE], no
+      // terminating HTTP chunk (the client sees the body end prematurely).
+      await flushed;
+      res.socket?.end();
+      res.socket?.destroy();
+      return;
+    }
+    if (plan.mode === 'hang') return; // stays open until the client aborts or the server closes
+    finish = 'stop';
+  }
+  if (!(await pause())) return;
+  write(chunk({}, finish));
+  const promptTokens = approxTokens(body.messages);
+  write({
+    id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices: [],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+  });
+  write('[DONE]');
+  res.end();
+}
+
+function jsonReply(res, body, plan) {
+  const model = typeof body.model === 'string' ? body.model : 'scripted-model';
+  const message = { role: 'assistant', content: null };
+  let finish = 'stop';
+  if (plan.kind === 'tools') {
+    message.tool_calls = plan.calls.map((c) => ({
+      id: `call_${++toolCallCounter}`, type: 'function', function: { name: c.name, arguments: c.args },
+    }));
+    finish = 'tool_calls';
+  } else {
+    message.content = plan.text;
+  }
+  const promptTokens = approxTokens(body.messages);
+  const completionTokens = plan.kind === 'tools' ? plan.calls.length : wordsOf(plan.text).length;
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({
+    id: `chatcmpl-scripted-${++completionCounter}`, object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000), model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+  }));
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Start the scripted model server.
+ * @returns {Promise<{url: string, port: number, requests: object[], close: () => Promise<void>}>}
+ *   `url` is the OpenAI base URL, e.g. http://127.0.0.1:PORT/v1; `requests` collects every
+ *   chat-completions request body (cleared by POST /__reset).
+ */
+export async function startModelServer({ port = 0, host = '127.0.0.1' } = {}) {
+  const requests = [];
+  const server = http.createServer(async (req, res) => {
+    try {
+      const path = new URL(req.url, 'http://x').pathname;
+      if (req.method === 'GET' && path === '/__requests') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(requests));
+        return;
+      }
+      if (req.method === 'POST' && path === '/__reset') {
+        await readBody(req);
+        requests.length = 0;
+        res.writeHead(204);
+        res.end();
+        return;
+      }
+      if (req.method === 'GET' && (path === '/v1/models' || path === '/models')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'scripted-model', object: 'model', owned_by: 'scripted' }] }));
+        return;
+      }
+      if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
+        const raw = await readBody(req);
+        let body;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(errorBody('request body is not JSON'));
+          return;
+        }
+        requests.push(body);
+        const plan = planReply(body);
+        if (plan.kind === 'http') {
+          res.writeHead(plan.status, { 'content-type': 'application/json' });
+          res.end(errorBody(plan.message));
+          return;
+        }
+        if (body.stream === true) await streamReply(req, res, body, plan);
+        else jsonReply(res, body, plan);
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(errorBody(`no route for ${req.method} ${path}`));
+    } catch (err) {
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(errorBody(String(err?.message ?? err)));
+      } else {
+        res.destroy();
+      }
+    }
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actualPort = server.address().port;
+  let closed = false;
+  return {
+    url: `http://${host}:${actualPort}/v1`,
+    port: actualPort,
+    requests,
+    server,
+    close() {
+      if (closed) return Promise.resolve();
+      closed = true;
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // also ends [hang] streams
+      });
+    },
+  };
+}
+
+// CLI: node tests/support/model-server.mjs [--port 8788] [--host 127.0.0.1]
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const args = process.argv.slice(2);
+  const opt = (name, dflt) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && args[i + 1] !== undefined ? args[i + 1] : dflt;
+  };
+  const srv = await startModelServer({ port: Number(opt('port', '8788')), host: opt('host', '127.0.0.1') });
+  console.log(`model server listening on ${srv.url}`);
+  const stop = () => srv.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}

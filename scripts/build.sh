@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the worker into build/ (build/index.js + build/index_bg.wasm) with worker-build --release,
 # pointing it at local wasm-bindgen, wasm-opt (npm binaryen) and esbuild (npm) so it never
-# downloads anything. Run scripts/setup.sh first on a fresh machine. Extra args go to worker-build.
+# downloads anything; first runs demo/build.mjs if that exists (demo page bundle). Run
+# scripts/setup.sh first on a fresh machine. Extra args go to worker-build.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -27,6 +28,13 @@ fi
 [ "$missing" = 0 ] || exit 1
 
 export WASM_BINDGEN_BIN WASM_OPT_BIN ESBUILD_BIN
+
+# Optional pre-step: bundle the demo page (build.rs embeds demo/dist/index.html when present).
+if [ -f demo/build.mjs ]; then
+  echo "build: node demo/build.mjs"
+  node demo/build.mjs
+fi
+
 echo "build: worker-build --release $*"
 worker-build --release "$@"
 for f in build/index.js build/index_bg.wasm; do

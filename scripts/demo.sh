@@ -8,6 +8,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export WRANGLER_SEND_METRICS=false
+export CLOUDFLARE_CF_FETCH_ENABLED=false  # no network: skip fetching the Request.cf placeholder
 
 bash scripts/setup.sh
 

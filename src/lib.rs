@@ -1,7 +1,15 @@
 //! A chat agent for Cloudflare Durable Objects that speaks the `useAgentChat`
 //! protocol. `protocol` holds the wire types, `core` the behaviour (no I/O),
-//! `model` the provider, and the wasm-only adapter runs it all in a Durable Object.
+//! `model` the provider, `agent` the definition API and Durable Object host,
+//! `store` the SQLite persistence, `routing` the worker entry.
 
+pub mod agent;
 pub mod core;
+pub mod demo;
 pub mod model;
 pub mod protocol;
+pub mod routing;
+#[cfg(target_arch = "wasm32")]
+pub mod store;
+#[cfg(target_arch = "wasm32")]
+mod worker_entry;

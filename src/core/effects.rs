@@ -129,6 +129,8 @@ pub enum ConfigKey {
     ClientTools,
     CustomBody,
     TerminalError,
+    /// The `<name>` the agent is addressed by (for the identity frame).
+    InstanceName,
 }
 
 impl ConfigKey {
@@ -137,6 +139,7 @@ impl ConfigKey {
             ConfigKey::ClientTools => "last_client_tools",
             ConfigKey::CustomBody => "last_body",
             ConfigKey::TerminalError => "terminal_error",
+            ConfigKey::InstanceName => "instance_name",
         }
     }
 }

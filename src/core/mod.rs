@@ -152,6 +152,11 @@ impl Core {
         &self.config
     }
 
+    /// The instance name learned from the request path (sent in the identity frame).
+    pub fn set_name(&mut self, name: &str) {
+        self.config.name = name.to_string();
+    }
+
     /// True while a turn runs, waits in the queue, or a continuation is owed.
     pub fn is_busy(&self) -> bool {
         self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some()

@@ -1,0 +1,210 @@
+//! What a user of the crate writes: an agent definition (prompt, model
+//! settings, typed server tools, concurrency, per-turn hook) with defaults
+//! read from the worker's vars and secrets.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::{ApprovalRule, Concurrency, CoreConfig, ToolSpec, TurnConfig, TurnContext};
+use crate::model::ModelSettings;
+
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+
+/// A tool the agent runs itself. Its JSON schema comes from the input type.
+#[derive(Clone)]
+pub struct ServerTool {
+    pub spec: ToolSpec,
+    run: Rc<dyn Fn(Value) -> ToolFuture>,
+}
+
+impl ServerTool {
+    /// `run` gets the model's input parsed as `I`; its `Ok` value becomes the
+    /// tool output, its `Err` text the tool error the model reads.
+    pub fn new<I, O, F, Fut>(name: &str, description: &str, run: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + 'static,
+        O: Serialize + 'static,
+        F: Fn(I) -> Fut + 'static,
+        Fut: Future<Output = Result<O, String>> + 'static,
+    {
+        let run = Rc::new(run);
+        let tool_name = name.to_string();
+        ServerTool {
+            spec: ToolSpec::new(name, description, input_schema::<I>()),
+            run: Rc::new(move |input: Value| -> ToolFuture {
+                let run = run.clone();
+                let tool_name = tool_name.clone();
+                Box::pin(async move {
+                    let input: I = serde_json::from_value(input)
+                        .map_err(|e| format!("Invalid input for tool '{tool_name}': {e}"))?;
+                    let output = run(input).await?;
+                    serde_json::to_value(output).map_err(|e| {
+                        format!("Tool '{tool_name}' returned unserializable output: {e}")
+                    })
+                })
+            }),
+        }
+    }
+
+    pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
+        self.spec.approval = rule;
+        self
+    }
+
+    pub fn call(&self, input: Value) -> ToolFuture {
+        (self.run)(input)
+    }
+}
+
+/// The JSON schema of a tool input type, without the meta keys models ignore.
+pub fn input_schema<I: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(I)).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    if !schema.is_object() {
+        schema = serde_json::json!({"type": "object"});
+    }
+    schema
+}
+
+/// Reads worker vars and secrets by name.
+pub struct Vars<'a>(pub &'a dyn Fn(&str) -> Option<String>);
+
+impl Vars<'_> {
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// Where the model lives and how turns run.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub model: ModelSettings,
+    pub concurrency: Concurrency,
+    pub max_steps: u32,
+}
+
+impl AgentSettings {
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`.
+    pub fn from_vars(vars: &Vars) -> AgentSettings {
+        let concurrency = vars
+            .get("MESSAGE_CONCURRENCY")
+            .map(|v| match Concurrency::parse(&v) {
+                Some(c) => c,
+                None => {
+                    log_warning(&format!(
+                        "MESSAGE_CONCURRENCY `{v}` is not understood; using queue"
+                    ));
+                    Concurrency::Queue
+                }
+            });
+        AgentSettings {
+            base_url: vars.get("OPENAI_BASE_URL"),
+            api_key: vars.get("OPENAI_API_KEY"),
+            model: ModelSettings {
+                model: vars
+                    .get("MODEL")
+                    .unwrap_or_else(|| "gpt-4o-mini".to_string()),
+                ..Default::default()
+            },
+            concurrency: concurrency.unwrap_or_default(),
+            max_steps: 10,
+        }
+    }
+}
+
+fn log_warning(text: &str) {
+    #[cfg(target_arch = "wasm32")]
+    worker::console_warn!("{text}");
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{text}");
+}
+
+/// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
+pub trait AgentDefinition: 'static {
+    /// Settings from the worker's vars and secrets.
+    fn settings(&self, vars: &Vars) -> AgentSettings {
+        AgentSettings::from_vars(vars)
+    }
+
+    fn system_prompt(&self) -> String {
+        "You are a helpful assistant.".to_string()
+    }
+
+    fn tools(&self) -> Vec<ServerTool> {
+        Vec::new()
+    }
+
+    /// Adjusts one turn (system prompt, step limit) from its context.
+    fn before_turn(&self, _ctx: &TurnContext<'_>) -> TurnConfig {
+        TurnConfig::default()
+    }
+}
+
+/// Builds the core's configuration for one agent instance.
+pub fn core_config<D: AgentDefinition>(
+    definition: &Rc<D>,
+    settings: &AgentSettings,
+    tools: &[ServerTool],
+    name: &str,
+    agent: &str,
+) -> CoreConfig {
+    let mut config = CoreConfig::new(name, agent);
+    config.system_prompt = definition.system_prompt();
+    config.model = settings.model.clone();
+    config.tools = tools.iter().map(|t| t.spec.clone()).collect();
+    config.max_steps = settings.max_steps;
+    config.concurrency = settings.concurrency;
+    let hook_owner = definition.clone();
+    config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
+        hook_owner.before_turn(ctx)
+    }));
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct WeatherInput {
+        /// The city to look up.
+        city: String,
+    }
+
+    #[test]
+    fn tool_schema_comes_from_the_input_type() {
+        let schema = input_schema::<WeatherInput>();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["city"]["type"], "string");
+        assert_eq!(schema["required"], serde_json::json!(["city"]));
+        assert!(schema.get("$schema").is_none());
+    }
+
+    #[test]
+    fn settings_read_vars_and_fall_back_to_queue() {
+        let lookup = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "MESSAGE_CONCURRENCY" => Some("debounce:300".to_string()),
+            "MODEL" => Some("".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(settings.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(settings.concurrency, Concurrency::Debounce { ms: 300 });
+        assert_eq!(settings.model.model, "gpt-4o-mini");
+        assert!(settings.api_key.is_none());
+    }
+}

@@ -1,0 +1,360 @@
+//! Runs a core inside a Durable Object: feeds it platform events (sockets,
+//! model stream, tool results, timers) and carries out its effects. Makes no
+//! protocol decisions of its own.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen_futures::spawn_local;
+use worker::{
+    AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response, State,
+    WebSocket, WebSocketIncomingMessage, WebSocketPair,
+};
+
+use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
+use crate::model::openai::{self, StreamDecoder};
+use crate::protocol::server;
+use crate::store::SqlStore;
+
+use super::definition::{core_config, AgentDefinition, AgentSettings, ServerTool, Vars};
+use super::ids::RandomIds;
+
+/// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
+#[derive(Debug, Serialize, Deserialize)]
+struct Attachment {
+    conn: String,
+}
+
+pub struct AgentHost {
+    state: State,
+    store: SqlStore,
+    core: RefCell<Core>,
+    settings: AgentSettings,
+    tools: HashMap<String, ServerTool>,
+    sockets: RefCell<HashMap<ConnId, WebSocket>>,
+    model_calls: RefCell<HashMap<CallId, AbortController>>,
+    timer_generation: RefCell<HashMap<Timer, u64>>,
+    next_timer: Cell<u64>,
+}
+
+fn now_ms() -> u64 {
+    js_sys::Date::now() as u64
+}
+
+impl AgentHost {
+    pub fn new<D: AgentDefinition>(
+        state: State,
+        env: Env,
+        definition: D,
+        agent: &str,
+    ) -> worker::Result<Rc<Self>> {
+        let definition = Rc::new(definition);
+        let lookup = |name: &str| {
+            env.var(name)
+                .map(|v| v.to_string())
+                .or_else(|_| env.secret(name).map(|v| v.to_string()))
+                .ok()
+        };
+        let settings = definition.settings(&Vars(&lookup));
+        let tools = definition.tools();
+        let store = SqlStore::open(state.storage().sql())?;
+        let stored = store.load()?;
+        let name = stored_name(&store);
+        let config = core_config(&definition, &settings, &tools, &name, agent);
+        let core = Core::new(config, stored, Box::new(RandomIds), now_ms());
+        let host = Rc::new(AgentHost {
+            state,
+            store,
+            core: RefCell::new(core),
+            settings,
+            tools: tools
+                .into_iter()
+                .map(|t| (t.spec.name.clone(), t))
+                .collect(),
+            sockets: RefCell::new(HashMap::new()),
+            model_calls: RefCell::new(HashMap::new()),
+            timer_generation: RefCell::new(HashMap::new()),
+            next_timer: Cell::new(0),
+        });
+        host.adopt_open_sockets();
+        host.execute_pending();
+        Ok(host)
+    }
+
+    /// Sockets accepted by an earlier instance (before hibernation or eviction).
+    fn adopt_open_sockets(self: &Rc<Self>) {
+        for ws in self.state.get_websockets() {
+            if let Ok(Some(Attachment { conn })) = ws.deserialize_attachment::<Attachment>() {
+                let conn: ConnId = Rc::from(conn);
+                self.sockets.borrow_mut().insert(conn.clone(), ws);
+                self.dispatch(Event::Adopted { conn });
+            }
+        }
+    }
+
+    pub async fn fetch(self: &Rc<Self>, req: Request) -> worker::Result<Response> {
+        let url = req.url()?;
+        let path = url.path();
+        if let Some(name) = instance_name(path) {
+            self.remember_name(&name);
+        }
+        if path.ends_with("/get-messages") {
+            let messages = self.core.borrow().messages();
+            return Response::from_json(&messages);
+        }
+        let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
+        if !upgrade.eq_ignore_ascii_case("websocket") {
+            return Response::error("Not implemented", 404);
+        }
+        let pk = url
+            .query_pairs()
+            .find(|(k, _)| k == "_pk")
+            .map(|(_, v)| v.into_owned())
+            .filter(|v| !v.is_empty() && v.len() <= 128);
+        let conn = self.unique_conn_id(pk);
+        let pair = WebSocketPair::new()?;
+        self.state.accept_web_socket(&pair.server);
+        pair.server.serialize_attachment(Attachment {
+            conn: conn.to_string(),
+        })?;
+        self.sockets.borrow_mut().insert(conn.clone(), pair.server);
+        self.dispatch(Event::Connected { conn });
+        Response::from_websocket(pair.client)
+    }
+
+    /// The client picks `_pk`; two sockets with the same one stay distinct.
+    fn unique_conn_id(&self, pk: Option<String>) -> ConnId {
+        let base = pk.unwrap_or_else(|| super::ids::random_token(16));
+        let sockets = self.sockets.borrow();
+        let mut candidate = base.clone();
+        let mut n = 1;
+        while sockets.contains_key(candidate.as_str()) {
+            n += 1;
+            candidate = format!("{base}#{n}");
+        }
+        Rc::from(candidate)
+    }
+
+    fn remember_name(&self, name: &str) {
+        let mut core = self.core.borrow_mut();
+        if core.config().name != name {
+            core.set_name(name);
+            let _ = self.store.apply(&crate::core::StoreOp::PutConfig {
+                key: crate::core::ConfigKey::InstanceName,
+                value: name.to_string(),
+            });
+        }
+    }
+
+    pub fn on_message(self: &Rc<Self>, ws: WebSocket, message: WebSocketIncomingMessage) {
+        let Some(conn) = self.conn_of(&ws) else {
+            return;
+        };
+        match message {
+            WebSocketIncomingMessage::String(text) => self.dispatch(Event::Frame { conn, text }),
+            WebSocketIncomingMessage::Binary(_) => {
+                let _ = ws.send_with_str(server::chat_error(
+                    "binary frames are not supported; send JSON text",
+                ));
+            }
+        }
+    }
+
+    pub fn on_close(self: &Rc<Self>, ws: WebSocket) {
+        if let Some(conn) = self.conn_of(&ws) {
+            self.sockets.borrow_mut().remove(&conn);
+            self.dispatch(Event::Disconnected { conn });
+        }
+    }
+
+    fn conn_of(&self, ws: &WebSocket) -> Option<ConnId> {
+        let attachment = ws.deserialize_attachment::<Attachment>().ok()??;
+        let conn: ConnId = Rc::from(attachment.conn);
+        if !self.sockets.borrow().contains_key(&conn) {
+            self.sockets.borrow_mut().insert(conn.clone(), ws.clone());
+        }
+        Some(conn)
+    }
+
+    pub fn dispatch(self: &Rc<Self>, event: Event) {
+        let effects = {
+            let mut core = self.core.borrow_mut();
+            core.handle(event, now_ms());
+            core.take_effects()
+        };
+        self.execute(effects);
+    }
+
+    fn execute_pending(self: &Rc<Self>) {
+        let effects = self.core.borrow_mut().take_effects();
+        self.execute(effects);
+    }
+
+    fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Send { to, frame } => {
+                    let sockets = self.sockets.borrow();
+                    for conn in &to {
+                        if let Some(ws) = sockets.get(conn) {
+                            let _ = ws.send_with_str(&*frame);
+                        }
+                    }
+                }
+                Effect::Store(op) => {
+                    if let Err(e) = self.store.apply(&op) {
+                        worker::console_error!("storage write failed: {e}");
+                    }
+                }
+                Effect::CallModel { call, body } => {
+                    let host = self.clone();
+                    spawn_local(async move { host.run_model(call, body).await });
+                }
+                Effect::AbortModel { call } => {
+                    if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
+                        controller.abort();
+                    }
+                }
+                Effect::RunTool {
+                    call,
+                    tool_call_id,
+                    tool_name,
+                    input,
+                } => {
+                    let host = self.clone();
+                    let tool = self.tools.get(&tool_name).cloned();
+                    spawn_local(async move {
+                        let result = match tool {
+                            Some(tool) => tool.call(input).await,
+                            None => Err(format!("Tool '{tool_name}' is not available.")),
+                        };
+                        host.dispatch(Event::ToolDone {
+                            call,
+                            tool_call_id,
+                            result,
+                        });
+                    });
+                }
+                Effect::SetTimer { timer, at_ms } => self.set_timer(timer, at_ms),
+                Effect::ClearTimer { timer } => {
+                    self.bump_timer(timer);
+                }
+            }
+        }
+    }
+
+    fn bump_timer(&self, timer: Timer) -> u64 {
+        let generation = self.next_timer.get() + 1;
+        self.next_timer.set(generation);
+        self.timer_generation.borrow_mut().insert(timer, generation);
+        generation
+    }
+
+    fn set_timer(self: &Rc<Self>, timer: Timer, at_ms: u64) {
+        let generation = self.bump_timer(timer);
+        let wait = at_ms.saturating_sub(now_ms());
+        let host = self.clone();
+        spawn_local(async move {
+            Delay::from(Duration::from_millis(wait)).await;
+            let current = host.timer_generation.borrow().get(&timer).copied();
+            if current == Some(generation) {
+                host.dispatch(Event::Timer(timer));
+            }
+        });
+    }
+
+    async fn run_model(self: Rc<Self>, call: CallId, body: String) {
+        let Some(base_url) = self.settings.base_url.clone() else {
+            let text =
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).".to_string();
+            self.dispatch(Event::ModelFailed { call, text });
+            return;
+        };
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        self.model_calls.borrow_mut().insert(call, controller);
+        let result = self.stream_model(call, &base_url, body, &signal).await;
+        self.model_calls.borrow_mut().remove(&call);
+        if let Err(text) = result {
+            self.dispatch(Event::ModelFailed { call, text });
+        }
+    }
+
+    async fn stream_model(
+        self: &Rc<Self>,
+        call: CallId,
+        base_url: &str,
+        body: String,
+        signal: &worker::AbortSignal,
+    ) -> Result<(), String> {
+        let headers = Headers::new();
+        let _ = headers.set("content-type", "application/json");
+        let _ = headers.set("accept", "text/event-stream");
+        if let Some(key) = &self.settings.api_key {
+            let _ = headers.set("authorization", &format!("Bearer {key}"));
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
+        let url = openai::chat_completions_url(base_url);
+        let request = Request::new_with_init(&url, &init)
+            .map_err(|e| format!("Model request could not be built: {e}"))?;
+        let mut response = Fetch::Request(request)
+            .send_with_signal(signal)
+            .await
+            .map_err(|e| format!("Model request failed: {e}"))?;
+        let status = response.status_code();
+        if !(200..300).contains(&status) {
+            let text = response.text().await.unwrap_or_default();
+            return Err(openai::http_error_text(status, &text));
+        }
+        let mut stream = response
+            .stream()
+            .map_err(|e| format!("Model response has no body: {e}"))?;
+        let mut decoder = StreamDecoder::new();
+        let mut events = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let bytes = chunk.map_err(|e| format!("Model stream failed: {e}"))?;
+            decoder
+                .feed(&bytes, &mut events)
+                .map_err(|e| e.to_string())?;
+            self.deliver(call, &mut events);
+            if decoder.is_finished() {
+                return Ok(());
+            }
+        }
+        decoder.finish(&mut events).map_err(|e| e.to_string())?;
+        self.deliver(call, &mut events);
+        Ok(())
+    }
+
+    fn deliver(self: &Rc<Self>, call: CallId, events: &mut Vec<crate::model::ModelEvent>) {
+        for event in events.drain(..) {
+            self.dispatch(Event::Model { call, event });
+        }
+    }
+}
+
+/// `<name>` of `/agents/<namespace>/<name>/…`.
+pub fn instance_name(path: &str) -> Option<String> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    if segments.next()? != "agents" {
+        return None;
+    }
+    segments.next()?;
+    let name = segments.next()?;
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn stored_name(store: &SqlStore) -> String {
+    store
+        .config_value(crate::core::ConfigKey::InstanceName)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "default".to_string())
+}

@@ -1,0 +1,93 @@
+//! The agent as a user of the crate sees it: a definition trait with typed
+//! tools, and (on wasm) the host that runs it in a Durable Object plus the
+//! `chat_agent!` macro that declares the Durable Object class.
+
+pub mod definition;
+#[cfg(target_arch = "wasm32")]
+pub mod host;
+#[cfg(target_arch = "wasm32")]
+pub mod ids;
+
+pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
+
+/// Declares a Durable Object class `$class` that runs the agent `$definition`.
+/// `$agent` is the kebab-case class name sent in the identity frame.
+///
+/// ```ignore
+/// durable_chat::chat_agent!(ChatAgent, MyAgent, "chat-agent");
+/// ```
+#[macro_export]
+macro_rules! chat_agent {
+    ($class:ident, $definition:expr, $agent:literal) => {
+        #[::worker::durable_object]
+        pub struct $class {
+            host: ::core::result::Result<
+                ::std::rc::Rc<$crate::agent::host::AgentHost>,
+                ::std::string::String,
+            >,
+        }
+
+        impl ::worker::DurableObject for $class {
+            fn new(state: ::worker::State, env: ::worker::Env) -> Self {
+                let host = $crate::agent::host::AgentHost::new(state, env, $definition, $agent)
+                    .map_err(|e| e.to_string());
+                if let Err(e) = &host {
+                    ::worker::console_error!("agent failed to start: {e}");
+                }
+                Self { host }
+            }
+
+            async fn fetch(&self, req: ::worker::Request) -> ::worker::Result<::worker::Response> {
+                match &self.host {
+                    Ok(host) => host.fetch(req).await,
+                    Err(e) => ::worker::Response::error(format!("agent failed to start: {e}"), 500),
+                }
+            }
+
+            async fn websocket_message(
+                &self,
+                ws: ::worker::WebSocket,
+                message: ::worker::WebSocketIncomingMessage,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_message(ws, message);
+                }
+                Ok(())
+            }
+
+            async fn websocket_close(
+                &self,
+                ws: ::worker::WebSocket,
+                _code: usize,
+                _reason: ::std::string::String,
+                _was_clean: bool,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_close(ws);
+                }
+                Ok(())
+            }
+
+            async fn websocket_error(
+                &self,
+                ws: ::worker::WebSocket,
+                _error: ::worker::Error,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_close(ws);
+                }
+                Ok(())
+            }
+
+            async fn alarm(&self) -> ::worker::Result<::worker::Response> {
+                ::worker::Response::ok("")
+            }
+
+            async fn connect(&self, _socket: ::worker::Socket) -> ::worker::Result<()> {
+                Err(::worker::Error::RustError(
+                    "TCP connections are not served".into(),
+                ))
+            }
+        }
+    };
+}

@@ -1,0 +1,81 @@
+//! Maps request paths to agents: `/agents/<kebab(binding)>/<name>[/…]`, the
+//! camel→kebab rule of the client, and which binding a namespace names.
+
+/// The client's `kebab()`: `MyAgent`→`my-agent`, `CHAT_AGENT`→`chat-agent`.
+pub fn kebab(name: &str) -> String {
+    if name.chars().all(|c| !c.is_ascii_lowercase()) {
+        return name.to_ascii_lowercase().replace('_', "-");
+    }
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('-');
+            out.push(c.to_ascii_lowercase());
+        } else if c == '_' {
+            out.push('-');
+        } else {
+            out.push(c);
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `/agents/<namespace>/<name>…` with the binding it names.
+    Agent {
+        binding: &'a str,
+        name: String,
+    },
+    /// Under `/agents/` but no such namespace (or no name).
+    BadAgentPath,
+    NotAgent,
+}
+
+pub fn route<'a>(path: &str, bindings: &[&'a str]) -> Route<'a> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    if segments.next() != Some("agents") {
+        return Route::NotAgent;
+    }
+    let (Some(namespace), Some(name)) = (segments.next(), segments.next()) else {
+        return Route::BadAgentPath;
+    };
+    if name.is_empty() {
+        return Route::BadAgentPath;
+    }
+    match bindings.iter().find(|b| kebab(b) == namespace) {
+        Some(binding) => Route::Agent {
+            binding,
+            name: name.to_string(),
+        },
+        None => Route::BadAgentPath,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kebab_matches_the_client_rule() {
+        assert_eq!(kebab("ChatAgent"), "chat-agent");
+        assert_eq!(kebab("MyAgent"), "my-agent");
+        assert_eq!(kebab("CHAT_AGENT"), "chat-agent");
+        assert_eq!(kebab("Coordinator"), "coordinator");
+    }
+
+    #[test]
+    fn agent_paths_route_to_their_binding_and_name() {
+        let bindings = ["ChatAgent", "Coordinator"];
+        assert_eq!(
+            route("/agents/chat-agent/room-1/get-messages", &bindings),
+            Route::Agent {
+                binding: "ChatAgent",
+                name: "room-1".into()
+            }
+        );
+        assert_eq!(route("/agents/nope/room", &bindings), Route::BadAgentPath);
+        assert_eq!(route("/agents/chat-agent", &bindings), Route::BadAgentPath);
+        assert_eq!(route("/", &bindings), Route::NotAgent);
+    }
+}

@@ -1,0 +1,219 @@
+//! The exact frames `useAgentChat` sends (chat request with `init.body` as a
+//! JSON string, tool result, approval, resume probe/ack, cancel, clear), and
+//! helpers that pick received frames by type and by request id.
+
+use serde_json::{json, Map, Value};
+
+pub const RESPONSE: &str = "cf_agent_use_chat_response";
+pub const MESSAGES: &str = "cf_agent_chat_messages";
+pub const CLEAR: &str = "cf_agent_chat_clear";
+pub const UPDATED: &str = "cf_agent_message_updated";
+pub const RESUMING: &str = "cf_agent_stream_resuming";
+pub const RESUME_NONE: &str = "cf_agent_stream_resume_none";
+pub const PENDING: &str = "cf_agent_stream_pending";
+pub const IDENTITY: &str = "cf_agent_identity";
+pub const MCP: &str = "cf_agent_mcp_servers";
+pub const CHAT_ERROR: &str = "cf_agent_chat_error";
+
+// ---- frames a client sends ----
+
+/// A user `UIMessage` as the AI SDK builds it.
+pub fn user(id: &str, text: &str) -> Value {
+    json!({"id": id, "role": "user", "parts": [{"type": "text", "text": text}]})
+}
+
+/// `sendMessage`: the full client transcript, `trigger:"submit-message"`.
+pub fn chat_request(id: &str, messages: &[Value]) -> String {
+    chat_request_with(id, messages, json!({}))
+}
+
+/// A chat request with extra body keys (`clientTools`, custom body fields).
+pub fn chat_request_with(id: &str, messages: &[Value], extra: Value) -> String {
+    request_frame(id, messages, "submit-message", extra)
+}
+
+/// `regenerate()`: the transcript without the assistant being regenerated.
+pub fn regenerate(id: &str, messages: &[Value]) -> String {
+    request_frame(id, messages, "regenerate-message", json!({}))
+}
+
+fn request_frame(id: &str, messages: &[Value], trigger: &str, extra: Value) -> String {
+    let mut body = Map::new();
+    body.insert("messages".into(), Value::Array(messages.to_vec()));
+    body.insert("trigger".into(), json!(trigger));
+    if let Value::Object(extra) = extra {
+        body.extend(extra);
+    }
+    json!({
+        "id": id,
+        "init": {"method": "POST", "body": Value::Object(body).to_string()},
+        "type": "cf_agent_use_chat_request"
+    })
+    .to_string()
+}
+
+pub fn tool_result(tool_call_id: &str, output: Value, auto_continue: bool) -> String {
+    tool_result_with(tool_call_id, output, auto_continue, json!({}))
+}
+
+/// A tool result with extra keys (`clientTools`, `toolName`).
+pub fn tool_result_with(tool_call_id: &str, output: Value, auto: bool, extra: Value) -> String {
+    let mut frame = json!({
+        "type": "cf_agent_tool_result",
+        "toolCallId": tool_call_id,
+        "toolName": "",
+        "output": output,
+        "autoContinue": auto
+    });
+    if let (Value::Object(frame), Value::Object(extra)) = (&mut frame, extra) {
+        frame.extend(extra);
+    }
+    frame.to_string()
+}
+
+/// `addToolOutput({state:"output-error", errorText})`.
+pub fn tool_error(tool_call_id: &str, error_text: &str, auto_continue: bool) -> String {
+    json!({
+        "type": "cf_agent_tool_result",
+        "toolCallId": tool_call_id,
+        "toolName": "",
+        "output": null,
+        "state": "output-error",
+        "errorText": error_text,
+        "autoContinue": auto_continue
+    })
+    .to_string()
+}
+
+pub fn approval(tool_call_id: &str, approved: bool, auto_continue: bool) -> String {
+    json!({
+        "type": "cf_agent_tool_approval",
+        "toolCallId": tool_call_id,
+        "approved": approved,
+        "autoContinue": auto_continue
+    })
+    .to_string()
+}
+
+pub fn resume_probe(probe_id: &str) -> String {
+    json!({"type": "cf_agent_stream_resume_request", "probeId": probe_id}).to_string()
+}
+
+pub fn resume_ack(id: &str) -> String {
+    json!({"type": "cf_agent_stream_resume_ack", "id": id}).to_string()
+}
+
+pub fn cancel(id: &str) -> String {
+    json!({"id": id, "type": "cf_agent_chat_request_cancel"}).to_string()
+}
+
+pub fn clear() -> String {
+    json!({"type": "cf_agent_chat_clear"}).to_string()
+}
+
+// ---- picking received frames ----
+
+pub fn kind(frame: &Value) -> &str {
+    frame["type"].as_str().unwrap_or("")
+}
+
+pub fn kinds(frames: &[Value]) -> Vec<&str> {
+    frames.iter().map(kind).collect()
+}
+
+pub fn of_type<'a>(frames: &'a [Value], kind_name: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| kind(f) == kind_name).collect()
+}
+
+pub fn position_of(frames: &[Value], pred: impl Fn(&Value) -> bool) -> Option<usize> {
+    frames.iter().position(pred)
+}
+
+/// Every `cf_agent_use_chat_response` frame of request `id`.
+pub fn responses<'a>(frames: &'a [Value], id: &str) -> Vec<&'a Value> {
+    frames
+        .iter()
+        .filter(|f| kind(f) == RESPONSE && f["id"] == id)
+        .collect()
+}
+
+/// Live chunk frames of `id`: not done, not an error, not replayed.
+pub fn live_chunks<'a>(frames: &'a [Value], id: &str) -> Vec<&'a Value> {
+    responses(frames, id)
+        .into_iter()
+        .filter(|f| f["done"] == false && f.get("error").is_none() && f.get("replay").is_none())
+        .collect()
+}
+
+/// Replayed chunk frames of `id` (not the `replayComplete` marker or a terminal frame).
+pub fn replayed_chunks<'a>(frames: &'a [Value], id: &str) -> Vec<&'a Value> {
+    responses(frames, id)
+        .into_iter()
+        .filter(|f| f["replay"] == true && f["done"] == false && f.get("replayComplete").is_none())
+        .collect()
+}
+
+/// The parsed `UIMessageChunk` carried in a chunk frame's `body`.
+pub fn body(frame: &Value) -> Value {
+    let text = frame["body"].as_str().expect("frame has a string body");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+pub fn bodies(frames: &[&Value]) -> Vec<Value> {
+    frames.iter().map(|f| body(f)).collect()
+}
+
+/// The chunk `type`s a tab saw live for request `id`, in order.
+pub fn chunk_types(frames: &[Value], id: &str) -> Vec<String> {
+    live_chunks(frames, id)
+        .into_iter()
+        .map(|f| body(f)["type"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The single terminal (`done:true`) frame of `id`; panics if there are several.
+pub fn terminal<'a>(frames: &'a [Value], id: &str) -> Option<&'a Value> {
+    let done: Vec<&Value> = responses(frames, id)
+        .into_iter()
+        .filter(|f| f["done"] == true)
+        .collect();
+    assert!(
+        done.len() <= 1,
+        "several terminal frames for {id}: {done:?}"
+    );
+    done.first().copied()
+}
+
+/// Ids of the messages of a transcript frame (`cf_agent_chat_messages`) or list.
+pub fn ids_of(messages: &Value) -> Vec<String> {
+    let list = messages.get("messages").unwrap_or(messages);
+    list.as_array()
+        .map(|l| {
+            l.iter()
+                .map(|m| m["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The first tool part with `toolCallId` in a message.
+pub fn tool_part<'a>(message: &'a Value, tool_call_id: &str) -> Option<&'a Value> {
+    message["parts"]
+        .as_array()?
+        .iter()
+        .find(|p| p["toolCallId"] == tool_call_id)
+}
+
+/// The concatenated text parts of a message.
+pub fn text_of(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .map(|p| p["text"].as_str().unwrap_or(""))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,490 @@
+//! A deterministic host around `durable_chat::core::Core` for native tests:
+//! a virtual clock, an in-memory store, tabs that record every frame, a
+//! scripted model and scripted server tools, and the armed timers. Tests send
+//! client frames, step virtual time (`step`, `advance`, `run_until_idle`) and
+//! can drop the core and rebuild it from the store (`evict`).
+#![allow(dead_code)]
+
+pub mod frames;
+pub mod model;
+pub mod store;
+
+pub use frames::*;
+pub use model::*;
+pub use store::*;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use durable_chat::core::{
+    ApprovalRule, CallId, ConnId, Core, CoreConfig, CountingIds, Effect, Event, IdKind, IdSource,
+    StoredState, Timer, ToolSpec,
+};
+use durable_chat::model::ModelEvent;
+
+/// Counting ids shared across rebuilds, so a restarted core never reuses an id.
+#[derive(Clone, Default)]
+struct SharedIds(Rc<RefCell<CountingIds>>);
+
+impl IdSource for SharedIds {
+    fn new_id(&mut self, kind: IdKind) -> String {
+        self.0.borrow_mut().new_id(kind)
+    }
+}
+
+#[derive(Debug)]
+enum Work {
+    Model {
+        call: CallId,
+        event: ModelEvent,
+    },
+    ModelFailed {
+        call: CallId,
+        text: String,
+    },
+    Tool {
+        call: CallId,
+        tool_call_id: String,
+        result: Result<Value, String>,
+    },
+}
+
+impl Work {
+    fn call(&self) -> CallId {
+        match self {
+            Work::Model { call, .. } | Work::ModelFailed { call, .. } | Work::Tool { call, .. } => {
+                *call
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: u64,
+    order: u64,
+    work: Work,
+}
+
+#[derive(Debug, Default)]
+pub struct Tab {
+    pub frames: Vec<Value>,
+    pub connected: bool,
+}
+
+/// Steps `run_until_idle` may take before it decides the core is looping.
+const MAX_STEPS: usize = 200_000;
+
+pub struct Sim {
+    core: Core,
+    config: CoreConfig,
+    ids: SharedIds,
+    pub now: u64,
+    pub store: MemStore,
+    pub tabs: BTreeMap<String, Tab>,
+    agenda: Vec<Scheduled>,
+    timers: BTreeMap<Timer, (u64, u64)>,
+    order: u64,
+    pub model: ScriptedModel,
+    pub tools: ScriptedTools,
+    /// Frames sent to a connection that is not open.
+    pub misdelivered: Vec<(String, Value)>,
+}
+
+/// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
+pub fn demo_config() -> CoreConfig {
+    let mut config = CoreConfig::new("room-1", "chat-agent");
+    config.system_prompt = "You are a test agent.".into();
+    config.model.model = "test-model".into();
+    config.tools = vec![
+        ToolSpec::new(
+            "get_weather",
+            "Weather for a city",
+            json!({"type":"object","properties":{"city":{"type":"string"}}}),
+        ),
+        ToolSpec::new(
+            "delete_file",
+            "Deletes a file",
+            json!({"type":"object","properties":{"path":{"type":"string"}}}),
+        )
+        .needs_approval(ApprovalRule::Always),
+    ];
+    config
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Sim::new()
+    }
+}
+
+impl Sim {
+    pub fn new() -> Sim {
+        Sim::with_config(demo_config())
+    }
+
+    /// The demo config, adjusted.
+    pub fn with(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
+        let mut config = demo_config();
+        adjust(&mut config);
+        Sim::with_config(config)
+    }
+
+    pub fn with_config(config: CoreConfig) -> Sim {
+        let ids = SharedIds::default();
+        let core = Core::new(
+            config.clone(),
+            StoredState::default(),
+            Box::new(ids.clone()),
+            0,
+        );
+        Sim {
+            core,
+            config,
+            ids,
+            now: 0,
+            store: MemStore::default(),
+            tabs: BTreeMap::new(),
+            agenda: Vec::new(),
+            timers: BTreeMap::new(),
+            order: 0,
+            model: ScriptedModel::default(),
+            tools: ScriptedTools::default(),
+            misdelivered: Vec::new(),
+        }
+    }
+
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    // ---- scripting ----
+
+    pub fn script(&mut self, reply: Reply) -> &mut Sim {
+        self.model.replies.push_back(reply);
+        self
+    }
+
+    pub fn script_tool(&mut self, name: &str, reply: ToolReply) -> &mut Sim {
+        self.tools
+            .scripts
+            .entry(name.to_string())
+            .or_default()
+            .push_back(reply);
+        self
+    }
+
+    // ---- tabs ----
+
+    pub fn connect(&mut self, tab: &str) {
+        self.tabs.insert(
+            tab.to_string(),
+            Tab {
+                frames: Vec::new(),
+                connected: true,
+            },
+        );
+        self.handle(Event::Connected { conn: conn(tab) });
+    }
+
+    pub fn disconnect(&mut self, tab: &str) {
+        if let Some(t) = self.tabs.get_mut(tab) {
+            t.connected = false;
+        }
+        self.handle(Event::Disconnected { conn: conn(tab) });
+    }
+
+    /// A text frame from `tab`, handled at the current virtual time.
+    pub fn send(&mut self, tab: &str, frame: impl Into<String>) {
+        let text = frame.into();
+        self.handle(Event::Frame {
+            conn: conn(tab),
+            text,
+        });
+    }
+
+    pub fn frames(&self, tab: &str) -> &[Value] {
+        self.tabs.get(tab).map_or(&[], |t| &t.frames)
+    }
+
+    pub fn take_frames(&mut self, tab: &str) -> Vec<Value> {
+        self.tabs
+            .get_mut(tab)
+            .map(|t| std::mem::take(&mut t.frames))
+            .unwrap_or_default()
+    }
+
+    /// Forgets what every tab received so far.
+    pub fn clear_frames(&mut self) {
+        for tab in self.tabs.values_mut() {
+            tab.frames.clear();
+        }
+    }
+
+    // ---- time ----
+
+    /// Delivers the next piece of work (model event, tool result or timer),
+    /// moving the clock to its time. Returns false when nothing is scheduled.
+    pub fn step(&mut self) -> bool {
+        self.step_until(u64::MAX)
+    }
+
+    /// Delivers everything due now, without moving the clock.
+    pub fn settle(&mut self) {
+        let now = self.now;
+        self.drain_until(now);
+    }
+
+    /// Moves the clock `ms` forward, delivering everything due on the way.
+    pub fn advance(&mut self, ms: u64) {
+        let target = self.now + ms;
+        self.drain_until(target);
+        self.now = target;
+    }
+
+    /// Delivers work until nothing is scheduled (a stalled model call stays open).
+    pub fn run_until_idle(&mut self) {
+        self.drain_until(u64::MAX);
+    }
+
+    fn drain_until(&mut self, limit: u64) {
+        for _ in 0..MAX_STEPS {
+            if !self.step_until(limit) {
+                return;
+            }
+        }
+        panic!("the core kept scheduling work for {MAX_STEPS} steps");
+    }
+
+    fn step_until(&mut self, limit: u64) -> bool {
+        let work = self
+            .agenda
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| (s.at, s.order))
+            .map(|(i, s)| (s.at, s.order, i));
+        let timer = self
+            .timers
+            .iter()
+            .min_by_key(|(_, (at, order))| (*at, *order))
+            .map(|(t, (at, order))| (*at, *order, *t));
+        let take_timer = match (work, timer) {
+            (None, None) => return false,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some((wa, wo, _)), Some((ta, to, _))) => (ta, to) < (wa, wo),
+        };
+        if take_timer {
+            let Some((at, _, t)) = timer else {
+                return false;
+            };
+            if at > limit {
+                return false;
+            }
+            self.now = self.now.max(at);
+            self.timers.remove(&t);
+            self.handle(Event::Timer(t));
+        } else {
+            let Some((at, _, index)) = work else {
+                return false;
+            };
+            if at > limit {
+                return false;
+            }
+            self.now = self.now.max(at);
+            let item = self.agenda.remove(index);
+            let event = match item.work {
+                Work::Model { call, event } => Event::Model { call, event },
+                Work::ModelFailed { call, text } => Event::ModelFailed { call, text },
+                Work::Tool {
+                    call,
+                    tool_call_id,
+                    result,
+                } => Event::ToolDone {
+                    call,
+                    tool_call_id,
+                    result,
+                },
+            };
+            self.handle(event);
+        }
+        true
+    }
+
+    /// Timers armed right now, with their due times.
+    pub fn armed(&self) -> Vec<(Timer, u64)> {
+        self.timers.iter().map(|(t, (at, _))| (*t, *at)).collect()
+    }
+
+    /// Model calls still streaming (scheduled events pending).
+    pub fn open_model_calls(&self) -> usize {
+        let mut calls: Vec<CallId> = self
+            .agenda
+            .iter()
+            .filter(|s| matches!(s.work, Work::Model { .. } | Work::ModelFailed { .. }))
+            .map(|s| s.work.call())
+            .collect();
+        calls.dedup();
+        calls.len()
+    }
+
+    // ---- eviction ----
+
+    /// The isolate dies: in-flight model calls, tool runs and timers are lost;
+    /// a new core starts from the store and adopts the still-open sockets.
+    pub fn evict(&mut self) {
+        self.agenda.clear();
+        self.timers.clear();
+        let stored = self.store.stored_state();
+        self.core = Core::new(
+            self.config.clone(),
+            stored,
+            Box::new(self.ids.clone()),
+            self.now,
+        );
+        self.apply_effects();
+        let open: Vec<String> = self
+            .tabs
+            .iter()
+            .filter(|(_, t)| t.connected)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for tab in open {
+            self.handle(Event::Adopted { conn: conn(&tab) });
+        }
+    }
+
+    // ---- the host loop ----
+
+    fn handle(&mut self, event: Event) {
+        self.core.handle(event, self.now);
+        self.apply_effects();
+    }
+
+    fn apply_effects(&mut self) {
+        for effect in self.core.take_effects() {
+            self.apply(effect);
+        }
+    }
+
+    fn next_order(&mut self) -> u64 {
+        self.order += 1;
+        self.order
+    }
+
+    fn schedule(&mut self, at: u64, work: Work) {
+        let order = self.next_order();
+        self.agenda.push(Scheduled { at, order, work });
+    }
+
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Send { to, frame } => {
+                let value: Value = serde_json::from_str(&frame).unwrap_or_else(|e| {
+                    panic!("core sent a frame that is not JSON ({e}): {frame}")
+                });
+                for c in to {
+                    match self.tabs.get_mut(&*c) {
+                        Some(tab) if tab.connected => tab.frames.push(value.clone()),
+                        _ => self.misdelivered.push((c.to_string(), value.clone())),
+                    }
+                }
+            }
+            Effect::Store(op) => self.store.apply(op),
+            Effect::CallModel { call, body } => {
+                let body: Value = serde_json::from_str(&body)
+                    .unwrap_or_else(|e| panic!("model request body is not JSON ({e}): {body}"));
+                let reply = self.model.replies.pop_front().unwrap_or_else(|| {
+                    panic!("model called (call {call}) with no reply scripted; request: {body}")
+                });
+                self.model.requests.push(ModelRequest {
+                    call,
+                    at: self.now,
+                    body,
+                });
+                let start = self.now;
+                let mut at = start;
+                for event in reply.events {
+                    at += reply.every_ms;
+                    self.schedule(at, Work::Model { call, event });
+                }
+                at += reply.every_ms;
+                match reply.end {
+                    End::Finish(reason) => self.schedule(
+                        at,
+                        Work::Model {
+                            call,
+                            event: ModelEvent::Finished {
+                                reason,
+                                usage: None,
+                            },
+                        },
+                    ),
+                    End::Fail(text) => self.schedule(at, Work::ModelFailed { call, text }),
+                    End::Stall => {}
+                }
+            }
+            Effect::AbortModel { call } => {
+                self.model.aborted.push(call);
+                self.agenda.retain(|s| s.work.call() != call);
+            }
+            Effect::RunTool {
+                call,
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let reply = self.tools.next(&tool_name);
+                self.tools.runs.push(ToolRun {
+                    call,
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name,
+                    input,
+                    at: self.now,
+                });
+                let at = self.now + reply.delay_ms;
+                self.schedule(
+                    at,
+                    Work::Tool {
+                        call,
+                        tool_call_id,
+                        result: reply.result,
+                    },
+                );
+            }
+            Effect::SetTimer { timer, at_ms } => {
+                let order = self.next_order();
+                self.timers.insert(timer, (at_ms, order));
+            }
+            Effect::ClearTimer { timer } => {
+                self.timers.remove(&timer);
+            }
+        }
+    }
+
+    // ---- reading state ----
+
+    /// The core's transcript as JSON.
+    pub fn transcript(&self) -> Vec<Value> {
+        self.core
+            .messages()
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("message serializes"))
+            .collect()
+    }
+
+    pub fn requests(&self) -> &[ModelRequest] {
+        &self.model.requests
+    }
+
+    pub fn last_request(&self) -> &ModelRequest {
+        self.model.requests.last().expect("the model was called")
+    }
+}
+
+pub fn conn(tab: &str) -> ConnId {
+    Rc::from(tab)
+}

@@ -1,0 +1,264 @@
+//! The scripted model and scripted server tools: a queue of replies the sim
+//! feeds back as `ModelEvent`s (text words, tool calls, HTTP failure, a stall),
+//! every request body recorded as JSON, and per-tool queues of results.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::Value;
+
+use durable_chat::core::CallId;
+use durable_chat::model::{FinishReason, ModelEvent};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum End {
+    Finish(FinishReason),
+    /// The call fails (HTTP error or broken stream) with this readable text.
+    Fail(String),
+    /// The stream never ends (until the core aborts it).
+    Stall,
+}
+
+/// One scripted model reply. Events are delivered `every_ms` apart in virtual
+/// time, starting `every_ms` after the call (all at once when 0).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub events: Vec<ModelEvent>,
+    pub end: End,
+    pub every_ms: u64,
+}
+
+impl Reply {
+    /// Text split into words (each word after the first keeps its leading space).
+    pub fn text(text: &str) -> Reply {
+        let mut events = Vec::new();
+        for (i, word) in text.split(' ').enumerate() {
+            let delta = if i == 0 {
+                word.to_string()
+            } else {
+                format!(" {word}")
+            };
+            events.push(ModelEvent::TextDelta(delta));
+        }
+        Reply {
+            events,
+            end: End::Finish(FinishReason::Stop),
+            every_ms: 0,
+        }
+    }
+
+    /// `n` text tokens: `w0 w1 w2 …`.
+    pub fn words(n: usize) -> Reply {
+        let words: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+        Reply::text(&words.join(" "))
+    }
+
+    pub fn tool_call(id: &str, name: &str, args: Value) -> Reply {
+        Reply::tool_calls(&[(id, name, args)])
+    }
+
+    /// Several tool calls in one step (parallel calls).
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
+        let mut reply = Reply {
+            events: Vec::new(),
+            end: End::Finish(FinishReason::ToolCalls),
+            every_ms: 0,
+        };
+        for (id, name, args) in calls {
+            reply = reply.and_tool_call(id, name, args.clone());
+        }
+        reply
+    }
+
+    /// The provider answers with an HTTP error before streaming anything.
+    pub fn http_error(text: &str) -> Reply {
+        Reply {
+            events: Vec::new(),
+            end: End::Fail(text.to_string()),
+            every_ms: 0,
+        }
+    }
+
+    /// Adds a tool call after what the reply already streams; the step ends with tool calls.
+    pub fn and_tool_call(mut self, id: &str, name: &str, args: Value) -> Reply {
+        let index = self
+            .events
+            .iter()
+            .filter(|e| matches!(e, ModelEvent::ToolCallStarted { .. }))
+            .count() as u32;
+        self.events.push(ModelEvent::ToolCallStarted {
+            index,
+            id: id.to_string(),
+            name: name.to_string(),
+        });
+        let text = args.to_string();
+        let mid = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .nth(text.chars().count() / 2)
+            .unwrap_or(0);
+        for piece in [&text[..mid], &text[mid..]] {
+            if !piece.is_empty() {
+                self.events.push(ModelEvent::ToolCallArgumentsDelta {
+                    index,
+                    delta: piece.to_string(),
+                });
+            }
+        }
+        self.end = End::Finish(FinishReason::ToolCalls);
+        self
+    }
+
+    pub fn every(mut self, ms: u64) -> Reply {
+        self.every_ms = ms;
+        self
+    }
+
+    /// Streams what it has, then hangs.
+    pub fn stall(mut self) -> Reply {
+        self.end = End::Stall;
+        self
+    }
+
+    /// Streams what it has, then fails with `text`.
+    pub fn then_fail(mut self, text: &str) -> Reply {
+        self.end = End::Fail(text.to_string());
+        self
+    }
+}
+
+/// A model request as the provider would receive it.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    pub call: CallId,
+    pub at: u64,
+    pub body: Value,
+}
+
+impl ModelRequest {
+    pub fn messages(&self) -> Vec<Value> {
+        self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn roles(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    pub fn user_texts(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn tool(&self, name: &str) -> Option<Value> {
+        self.body["tools"]
+            .as_array()?
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .map(|t| t["function"].clone())
+    }
+
+    /// `(tool_call_id, content)` of every tool message the model is shown.
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                (
+                    m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                    m["content"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn tool_result(&self, tool_call_id: &str) -> Option<String> {
+        self.tool_results()
+            .into_iter()
+            .find(|(id, _)| id == tool_call_id)
+            .map(|(_, content)| content)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ScriptedModel {
+    pub replies: VecDeque<Reply>,
+    pub requests: Vec<ModelRequest>,
+    pub aborted: Vec<CallId>,
+}
+
+/// One scripted server-tool outcome, delivered `delay_ms` after the run starts.
+#[derive(Debug, Clone)]
+pub struct ToolReply {
+    pub result: Result<Value, String>,
+    pub delay_ms: u64,
+}
+
+impl ToolReply {
+    pub fn ok(output: Value) -> ToolReply {
+        ToolReply {
+            result: Ok(output),
+            delay_ms: 0,
+        }
+    }
+
+    pub fn err(text: &str) -> ToolReply {
+        ToolReply {
+            result: Err(text.to_string()),
+            delay_ms: 0,
+        }
+    }
+
+    pub fn after(mut self, ms: u64) -> ToolReply {
+        self.delay_ms = ms;
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolRun {
+    pub call: CallId,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Value,
+    pub at: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct ScriptedTools {
+    pub scripts: BTreeMap<String, VecDeque<ToolReply>>,
+    pub runs: Vec<ToolRun>,
+}
+
+impl ScriptedTools {
+    /// The next scripted reply for `name`; an unscripted run fails readably.
+    pub fn next(&mut self, name: &str) -> ToolReply {
+        self.scripts
+            .get_mut(name)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or_else(|| ToolReply::err(&format!("no scripted result for tool {name}")))
+    }
+
+    pub fn runs_of(&self, name: &str) -> Vec<&ToolRun> {
+        self.runs.iter().filter(|r| r.tool_name == name).collect()
+    }
+}

@@ -81,7 +81,7 @@ impl AgentHost {
             next_timer: Cell::new(0),
         });
         host.adopt_open_sockets();
-        host.execute_pending();
+        host.dispatch(Event::Woke);
         Ok(host)
     }
 
@@ -189,11 +189,6 @@ impl AgentHost {
         self.execute(effects);
     }
 
-    fn execute_pending(self: &Rc<Self>) {
-        let effects = self.core.borrow_mut().take_effects();
-        self.execute(effects);
-    }
-
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
@@ -239,12 +234,36 @@ impl AgentHost {
                         });
                     });
                 }
+                Effect::SetTimer { timer, at_ms } if timer.is_durable() => self.set_alarm(at_ms),
                 Effect::SetTimer { timer, at_ms } => self.set_timer(timer, at_ms),
+                Effect::ClearTimer { timer } if timer.is_durable() => self.clear_alarm(),
                 Effect::ClearTimer { timer } => {
                     self.bump_timer(timer);
                 }
             }
         }
+    }
+
+    /// The durable alarm outlives the isolate: a cut turn is woken by it.
+    fn set_alarm(&self, at_ms: u64) {
+        let storage = self.state.storage();
+        let offset = at_ms.saturating_sub(now_ms()).max(1) as i64;
+        spawn_local(async move {
+            if let Err(e) = storage.set_alarm(offset).await {
+                worker::console_error!("could not set the alarm: {e}");
+            }
+        });
+    }
+
+    fn clear_alarm(&self) {
+        let storage = self.state.storage();
+        spawn_local(async move {
+            let _ = storage.delete_alarm().await;
+        });
+    }
+
+    pub fn on_alarm(self: &Rc<Self>) {
+        self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
     fn bump_timer(&self, timer: Timer) -> u64 {

@@ -80,6 +80,9 @@ macro_rules! chat_agent {
             }
 
             async fn alarm(&self) -> ::worker::Result<::worker::Response> {
+                if let Ok(host) = &self.host {
+                    host.on_alarm();
+                }
                 ::worker::Response::ok("")
             }
 

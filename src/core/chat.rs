@@ -26,6 +26,10 @@ impl Core {
             }
             let frame = server::chat_messages(&self.transcript.messages(), true);
             self.send_to(vec![conn.clone()], frame);
+            if let Some(root) = &self.recovering {
+                let frame = server::chat_recovering(true, root);
+                self.send_to(vec![conn.clone()], frame);
+            }
         }
         let identity = server::identity(&self.config.name, &self.config.agent);
         self.send_to(vec![conn.clone()], identity);
@@ -95,6 +99,8 @@ impl Core {
             generation: self.queue.generation,
             overlapped,
             body: Some(request.body),
+            recovery_root: None,
+            resume_message: None,
         });
         self.pump();
     }

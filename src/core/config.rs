@@ -139,6 +139,35 @@ pub enum TurnTrigger {
     Regenerate,
     AutoContinuation,
     Programmatic,
+    /// A turn cut by an eviction, continued into the same assistant message.
+    RecoveryContinue,
+    /// A turn cut before it produced anything, run again.
+    RecoveryRetry,
+}
+
+/// Bounds on recovering turns cut by evictions. Turns waiting for a person
+/// are parked instead and never use this budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryConfig {
+    pub max_attempts: u32,
+    /// Attempts whose isolate died again; never reset by progress.
+    pub max_interrupted_attempts: u32,
+    /// Give up when no attempt made durable progress for this long.
+    pub no_progress_timeout_ms: u64,
+    /// While a turn runs, a durable alarm is kept this far ahead so an
+    /// evicted turn is woken and recovered without any client.
+    pub heartbeat_ms: u64,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        RecoveryConfig {
+            max_attempts: 10,
+            max_interrupted_attempts: 5,
+            no_progress_timeout_ms: 300_000,
+            heartbeat_ms: 10_000,
+        }
+    }
 }
 
 /// What `before_turn` sees.
@@ -176,6 +205,7 @@ pub struct CoreConfig {
     pub flush: FlushPolicy,
     /// Quiet time that coalesces tool results into one continuation.
     pub continuation_coalesce_ms: u64,
+    pub recovery: RecoveryConfig,
     pub before_turn: Option<BeforeTurn>,
 }
 
@@ -191,6 +221,7 @@ impl CoreConfig {
             concurrency: Concurrency::Queue,
             flush: FlushPolicy::default(),
             continuation_coalesce_ms: 50,
+            recovery: RecoveryConfig::default(),
             before_turn: None,
         }
     }

@@ -47,6 +47,8 @@ pub enum Event {
         result: Result<Value, String>,
     },
     Timer(Timer),
+    /// The instance started and adopted its open sockets: recover cut turns.
+    Woke,
 }
 
 /// The closed set of timers the core arms. The host maps them onto in-isolate
@@ -59,6 +61,16 @@ pub enum Timer {
     Debounce,
     /// Buffered stream chunks are written to the chunk log.
     FlushChunks,
+    /// Keeps a running turn's durable alarm ahead; the host maps it onto the
+    /// Durable Object alarm, which also fires in a restarted process.
+    Heartbeat,
+}
+
+impl Timer {
+    /// Must survive the isolate (mapped onto the durable alarm).
+    pub fn is_durable(self) -> bool {
+        self == Timer::Heartbeat
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +143,8 @@ pub enum ConfigKey {
     TerminalError,
     /// The `<name>` the agent is addressed by (for the identity frame).
     InstanceName,
+    /// The budget of the recovery in progress.
+    Recovery,
 }
 
 impl ConfigKey {
@@ -140,6 +154,7 @@ impl ConfigKey {
             ConfigKey::CustomBody => "last_body",
             ConfigKey::TerminalError => "terminal_error",
             ConfigKey::InstanceName => "instance_name",
+            ConfigKey::Recovery => "recovery",
         }
     }
 }
@@ -153,4 +168,7 @@ pub struct StreamRecord {
     pub continuation: bool,
     pub origin_message_ids: Vec<String>,
     pub started_at: u64,
+    /// The first interrupted request of a recovery chain, when this is a recovery turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_root: Option<String>,
 }

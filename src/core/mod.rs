@@ -13,6 +13,7 @@ pub mod connections;
 pub mod context;
 pub mod effects;
 pub mod ids;
+mod recovery;
 mod resume;
 mod stream;
 mod tool_results;
@@ -65,6 +66,8 @@ pub struct StoredState {
     pub body: Map<String, Value>,
     pub terminal_error: Option<TerminalError>,
     pub open_streams: Vec<OpenStream>,
+    /// The budget of a recovery in progress (JSON), if any.
+    pub recovery: Option<String>,
 }
 
 /// An automatic continuation that has been asked for but not yet queued.
@@ -88,6 +91,11 @@ pub struct Core {
     terminal_error: Option<TerminalError>,
     /// A stream cut by an eviction, replayable until a new turn streams.
     orphan: Option<OpenStream>,
+    /// Streams found open at start, recovered on `Event::Woke`.
+    cut_streams: Vec<OpenStream>,
+    /// Root request id of the recovery in progress (tabs are told on connect).
+    recovering: Option<String>,
+    recovery_budget: Option<recovery::RecoveryBudget>,
     next_call: CallId,
     effects: Vec<Effect>,
 }
@@ -99,7 +107,11 @@ impl Core {
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
-        let mut core = Core {
+        let recovery_budget = stored
+            .recovery
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok());
+        Core {
             config,
             ids,
             now: now_ms,
@@ -112,13 +124,12 @@ impl Core {
             body: stored.body,
             terminal_error: stored.terminal_error,
             orphan: None,
+            cut_streams: stored.open_streams,
+            recovering: None,
+            recovery_budget,
             next_call: 1,
             effects: Vec::new(),
-        };
-        for open in stored.open_streams {
-            core.settle_orphan(open);
         }
-        core
     }
 
     pub fn handle(&mut self, event: Event, now_ms: u64) {
@@ -136,6 +147,7 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => self.on_timer(timer),
+            Event::Woke => self.on_woke(),
         }
     }
 
@@ -207,6 +219,7 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
+            Timer::Heartbeat => self.on_heartbeat(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::model::{openai, FinishReason, ModelEvent};
-use crate::protocol::{server, Outcome, ResponseFrame, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Outcome, ResponseFrame, ToolState, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
 use super::config::TurnContext;
@@ -16,7 +16,7 @@ use super::context::{model_messages, turn_tools};
 use super::effects::{CallId, ConfigKey, Effect, StoreOp, StreamRecord, Timer};
 use super::ids::IdKind;
 use super::turns::QueuedTurn;
-use super::{Core, OpenStream, TerminalError};
+use super::{Core, TerminalError};
 
 /// Chunks larger than this are sent live but not logged (and get no `seq`).
 const MAX_LOGGED_CHUNK: usize = 1_800_000;
@@ -32,6 +32,9 @@ struct StepCall {
 pub(super) struct ActiveTurn {
     pub turn: QueuedTurn,
     pub message: UIMessage,
+    /// The answer's place in the transcript, reserved when the turn starts so
+    /// it follows the messages it answers even if newer ones arrive meanwhile.
+    seq: u64,
     continuation: bool,
     system: String,
     max_steps: u32,
@@ -78,19 +81,33 @@ impl Core {
             self.broadcast_transcript(None);
         }
         let (system, max_steps) = self.turn_settings(&turn);
-        let message_id = self.new_id(IdKind::Message);
+        let resumed = turn
+            .resume_message
+            .as_deref()
+            .and_then(|id| self.transcript.get(id))
+            .cloned();
+        let message = match resumed {
+            Some(message) => message,
+            None => UIMessage::assistant(self.new_id(IdKind::Message)),
+        };
+        let message_id = message.id.clone();
+        let seq = self.transcript.reserve_seq();
         self.store(StoreOp::OpenStream(StreamRecord {
             request_id: turn.request_id.clone(),
             message_id: message_id.clone(),
             continuation,
             origin_message_ids: turn.message_ids.clone(),
             started_at: self.now,
+            recovery_root: turn.recovery_root.clone(),
         }));
+        let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
+        self.set_timer(Timer::Heartbeat, heartbeat_at);
         self.orphan = None;
         let request_id = turn.request_id.clone();
         self.active = Some(ActiveTurn {
             turn,
-            message: UIMessage::assistant(message_id.clone()),
+            message,
+            seq,
             continuation,
             system,
             max_steps,
@@ -193,7 +210,12 @@ impl Core {
         let Some(active) = self.active.as_ref() else {
             return;
         };
-        let mut context: Vec<&UIMessage> = self.transcript.iter().collect();
+        // The answer being written replaces its stored copy (a recovery continues one).
+        let mut context: Vec<&UIMessage> = self
+            .transcript
+            .before(active.seq)
+            .filter(|m| m.id != active.message.id)
+            .collect();
         if has_content(&active.message) {
             context.push(&active.message);
         }
@@ -541,11 +563,11 @@ impl Core {
         if let Some(call) = active.model_call.take() {
             self.effects.push(Effect::AbortModel { call });
         }
-        self.effects.push(Effect::ClearTimer {
-            timer: Timer::FlushChunks,
-        });
+        for timer in [Timer::FlushChunks, Timer::Heartbeat] {
+            self.effects.push(Effect::ClearTimer { timer });
+        }
         let request_id = active.turn.request_id.clone();
-        let message_ids = (!active.continuation).then_some(active.turn.message_ids.as_slice());
+        let message_ids = Some(active.turn.message_ids.as_slice());
         self.conns.clear_pending_resume();
         if let Some(text) = &error {
             let frame = ResponseFrame {
@@ -564,7 +586,9 @@ impl Core {
                 && !active.saw_delta
                 && active.message.tool_parts().next().is_none());
         if persist {
-            let entry = self.transcript.upsert(active.message.clone());
+            let entry = self
+                .transcript
+                .insert_at(active.seq, active.message.clone());
             self.put_entry(&entry);
         }
         self.store(StoreOp::CloseStream {
@@ -584,6 +608,9 @@ impl Core {
             };
             self.put_config(ConfigKey::TerminalError, &record);
             self.terminal_error = Some(record);
+        }
+        if active.turn.is_recovery() {
+            self.finish_recovery();
         }
         self.after_turn();
     }
@@ -606,27 +633,6 @@ impl Core {
             message_ids.as_deref(),
             active.continuation,
         );
-    }
-
-    /// Rebuilds a stream cut by an eviction: its partial answer is persisted
-    /// (with unfinished tool calls marked interrupted) and the log stays
-    /// replayable for a tab that resumes it.
-    pub(super) fn settle_orphan(&mut self, open: OpenStream) {
-        let mut message = UIMessage::assistant(open.record.message_id.clone());
-        for body in &open.chunks {
-            if let Ok(chunk) = serde_json::from_str::<UIMessageChunk>(body) {
-                apply_chunk(&mut message, &chunk);
-            }
-        }
-        close_dangling_text(&mut message);
-        if has_content(&message) && message.role == Role::Assistant {
-            let entry = self.transcript.upsert(message);
-            self.put_entry(&entry);
-        }
-        self.store(StoreOp::CloseStream {
-            request_id: open.record.request_id.clone(),
-        });
-        self.orphan = Some(open);
     }
 }
 

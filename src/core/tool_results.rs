@@ -128,6 +128,8 @@ impl Core {
             generation: self.queue.generation,
             overlapped: false,
             body: None,
+            recovery_root: None,
+            resume_message: None,
         });
         self.pump();
     }

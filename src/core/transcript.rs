@@ -94,6 +94,34 @@ impl Transcript {
         entry
     }
 
+    /// Reserves a place for a message written later (a turn's answer).
+    pub fn reserve_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Like `upsert`, but a new message takes the reserved `seq`, in order.
+    pub fn insert_at(&mut self, seq: u64, message: UIMessage) -> Entry {
+        if let Some(i) = self.position(&message.id) {
+            self.entries[i].message = message;
+            return self.entries[i].clone();
+        }
+        let entry = Entry { seq, message };
+        let at = self.entries.partition_point(|e| e.seq < seq);
+        self.entries.insert(at, entry.clone());
+        self.next_seq = self.next_seq.max(seq + 1);
+        entry
+    }
+
+    /// The messages placed before `seq`: what the turn that reserved it answers.
+    pub fn before(&self, seq: u64) -> impl Iterator<Item = &UIMessage> {
+        self.entries
+            .iter()
+            .take_while(move |e| e.seq < seq)
+            .map(|e| &e.message)
+    }
+
     /// Merges a client-posted transcript: new user messages are appended (marked
     /// `channel:"web"`), edited user messages are updated by id, and assistant or
     /// system messages the server never produced are ignored (the server owns
@@ -299,6 +327,18 @@ mod tests {
             )));
         t.reconcile(&[forged, UIMessage::user_text("u1", "hi")], false);
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn a_reserved_answer_sorts_before_messages_stored_while_it_streamed() {
+        let mut t = Transcript::default();
+        t.upsert(UIMessage::user_text("u1", "hi"));
+        let seq = t.reserve_seq();
+        t.upsert(UIMessage::user_text("u2", "meanwhile"));
+        assert_eq!(t.before(seq).count(), 1);
+        t.insert_at(seq, UIMessage::assistant("a1"));
+        let ids: Vec<String> = t.iter().map(|m| m.id.clone()).collect();
+        assert_eq!(ids, ["u1", "a1", "u2"]);
     }
 
     #[test]

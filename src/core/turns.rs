@@ -22,11 +22,25 @@ pub struct QueuedTurn {
     pub overlapped: bool,
     /// Custom body sent with this request, if any.
     pub body: Option<Map<String, Value>>,
+    /// Recovery: the first interrupted request of the chain.
+    pub recovery_root: Option<String>,
+    /// Recovery continue: the stored partial answer to stream into.
+    pub resume_message: Option<String>,
 }
 
 impl QueuedTurn {
     pub fn is_continuation(&self) -> bool {
-        self.trigger == TurnTrigger::AutoContinuation
+        matches!(
+            self.trigger,
+            TurnTrigger::AutoContinuation | TurnTrigger::RecoveryContinue
+        )
+    }
+
+    pub fn is_recovery(&self) -> bool {
+        matches!(
+            self.trigger,
+            TurnTrigger::RecoveryContinue | TurnTrigger::RecoveryRetry
+        )
     }
 }
 
@@ -129,6 +143,8 @@ mod tests {
             generation: 0,
             overlapped,
             body: None,
+            recovery_root: None,
+            resume_message: None,
         }
     }
 

@@ -82,6 +82,7 @@ impl SqlStore {
                 state.body = map;
             }
         }
+        state.recovery = self.config_value(ConfigKey::Recovery)?;
         if let Some(record) = self.config_value(ConfigKey::TerminalError)? {
             state.terminal_error = serde_json::from_str::<TerminalError>(&record).ok();
         }

@@ -333,11 +333,13 @@ impl Sim {
 
     // ---- eviction ----
 
-    /// The isolate dies: in-flight model calls, tool runs and timers are lost;
-    /// a new core starts from the store and adopts the still-open sockets.
+    /// The isolate dies: in-flight model calls, tool runs and in-isolate
+    /// timers are lost (durable ones stay armed, like the Durable Object
+    /// alarm); a new core starts from the store, adopts the still-open
+    /// sockets and is told it woke.
     pub fn evict(&mut self) {
         self.agenda.clear();
-        self.timers.clear();
+        self.timers.retain(|t, _| t.is_durable());
         let stored = self.store.stored_state();
         self.core = Core::new(
             self.config.clone(),
@@ -355,6 +357,7 @@ impl Sim {
         for tab in open {
             self.handle(Event::Adopted { conn: conn(&tab) });
         }
+        self.handle(Event::Woke);
     }
 
     // ---- the host loop ----

@@ -102,6 +102,7 @@ impl MemStore {
                 .unwrap_or_default(),
             terminal_error: config(ConfigKey::TerminalError)
                 .and_then(|v| serde_json::from_str(v).ok()),
+            recovery: config(ConfigKey::Recovery).cloned(),
             open_streams: self
                 .open_streams
                 .values()

@@ -1,0 +1,229 @@
+//! Chat recovery after an eviction: a stream found open at start is settled
+//! (its partial answer persisted, its log kept for a resuming tab), then the
+//! turn is parked if it waits for a person, continued into the same answer if
+//! it produced something, retried if it produced nothing, or failed with a
+//! clear message once its budget (attempts, interrupted attempts, time without
+//! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{server, Part, ResponseFrame, Role, ToolState, UIMessage, UIMessageChunk};
+
+use super::accumulator::{apply_chunk, close_dangling_text, has_content};
+use super::config::TurnTrigger;
+use super::effects::{ConfigKey, StoreOp, Timer};
+use super::ids::IdKind;
+use super::transcript::INTERRUPTED_TOOL_ERROR;
+use super::turns::QueuedTurn;
+use super::{Core, OpenStream, TerminalError};
+
+pub const EXHAUSTED_TEXT: &str =
+    "The assistant was interrupted and could not recover. Please try again.";
+
+/// Durable bookkeeping of one recovery chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryBudget {
+    pub root: String,
+    pub attempts: u32,
+    pub interrupted: u32,
+    pub last_progress_at: u64,
+}
+
+/// What to do with a turn cut by an eviction.
+#[derive(Debug, PartialEq, Eq)]
+enum Plan {
+    /// Waits for a browser tool result or an approval: nothing runs now.
+    Park,
+    Continue,
+    Retry,
+    /// The conversation moved on; nothing to do.
+    Skip,
+}
+
+impl Core {
+    pub(super) fn on_woke(&mut self) {
+        for open in std::mem::take(&mut self.cut_streams) {
+            self.recover(open);
+        }
+    }
+
+    pub(super) fn on_heartbeat(&mut self) {
+        if self.active.is_some() {
+            let at = self.now + self.config.recovery.heartbeat_ms;
+            self.set_timer(Timer::Heartbeat, at);
+        }
+    }
+
+    fn recover(&mut self, open: OpenStream) {
+        let root = open
+            .record
+            .recovery_root
+            .clone()
+            .unwrap_or_else(|| open.record.request_id.clone());
+        let produced = !open.chunks.is_empty();
+        let partial = self.settle_cut_stream(&open);
+        let plan = self.plan(&open, partial.as_ref());
+        match plan {
+            Plan::Park | Plan::Skip => {
+                self.clear_budget();
+                return;
+            }
+            Plan::Continue | Plan::Retry => {}
+        }
+        let mut budget = match self.recovery_budget.take() {
+            Some(b) if b.root == root => b,
+            _ => RecoveryBudget {
+                root: root.clone(),
+                attempts: 0,
+                interrupted: 0,
+                last_progress_at: self.now,
+            },
+        };
+        budget.attempts += 1;
+        budget.interrupted += 1;
+        if produced {
+            budget.last_progress_at = self.now;
+        }
+        let limits = self.config.recovery;
+        let exhausted = budget.attempts > limits.max_attempts
+            || budget.interrupted > limits.max_interrupted_attempts
+            || self.now.saturating_sub(budget.last_progress_at) > limits.no_progress_timeout_ms;
+        if exhausted {
+            self.exhaust(&open, &root);
+            return;
+        }
+        self.put_config(ConfigKey::Recovery, &budget);
+        self.recovery_budget = Some(budget);
+        self.recovering = Some(root.clone());
+        let to = self.conns.chat();
+        self.send_to(to, server::chat_recovering(true, &root));
+        let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
+        let request_id = self.new_id(IdKind::Request);
+        self.queue.push(QueuedTurn {
+            request_id,
+            trigger: if continue_into.is_some() {
+                TurnTrigger::RecoveryContinue
+            } else {
+                TurnTrigger::RecoveryRetry
+            },
+            requester: None,
+            message_ids: open.record.origin_message_ids.clone(),
+            submitted_at: self.now,
+            generation: self.queue.generation,
+            overlapped: false,
+            body: None,
+            recovery_root: Some(root),
+            resume_message: continue_into,
+        });
+        self.pump();
+    }
+
+    /// Persists what the cut stream produced (on top of the stored copy of the
+    /// answer when it was itself a continuation of one) and closes its log.
+    fn settle_cut_stream(&mut self, open: &OpenStream) -> Option<UIMessage> {
+        let mut message = self
+            .transcript
+            .get(&open.record.message_id)
+            .cloned()
+            .unwrap_or_else(|| UIMessage::assistant(open.record.message_id.clone()));
+        for body in &open.chunks {
+            if let Ok(chunk) = serde_json::from_str::<UIMessageChunk>(body) {
+                apply_chunk(&mut message, &chunk);
+            }
+        }
+        close_dangling_text(&mut message);
+        self.repair_dead_server_calls(&mut message);
+        self.store(StoreOp::CloseStream {
+            request_id: open.record.request_id.clone(),
+        });
+        self.orphan = Some(open.clone());
+        if !has_content(&message) || message.role != Role::Assistant {
+            return None;
+        }
+        let entry = self.transcript.upsert(message);
+        self.put_entry(&entry);
+        self.broadcast_transcript(None);
+        Some(entry.message)
+    }
+
+    /// A server tool whose run died with the isolate gets an error result;
+    /// calls waiting for a person are left as they are.
+    fn repair_dead_server_calls(&self, message: &mut UIMessage) {
+        for part in &mut message.parts {
+            let Part::Tool(tool) = part else { continue };
+            let client_call = self.client_tools.iter().any(|t| t.name == tool.tool_name);
+            let dead = match tool.state {
+                ToolState::InputStreaming => true,
+                ToolState::InputAvailable => !client_call,
+                _ => false,
+            };
+            if dead {
+                tool.set_error(INTERRUPTED_TOOL_ERROR);
+            }
+        }
+    }
+
+    fn plan(&self, open: &OpenStream, partial: Option<&UIMessage>) -> Plan {
+        if let Some(message) = partial {
+            let waits_for_person = message.tool_parts().any(|t| {
+                t.state == ToolState::ApprovalRequested
+                    || (t.state == ToolState::InputAvailable
+                        && self.client_tools.iter().any(|c| c.name == t.tool_name))
+            });
+            if waits_for_person {
+                return Plan::Park;
+            }
+            let is_leaf = self.transcript.last().is_some_and(|m| m.id == message.id);
+            return if is_leaf { Plan::Continue } else { Plan::Skip };
+        }
+        let leaf_is_origin = self.transcript.last().is_some_and(|m| {
+            m.role == Role::User && open.record.origin_message_ids.contains(&m.id)
+        });
+        if leaf_is_origin && !open.record.continuation {
+            Plan::Retry
+        } else {
+            Plan::Skip
+        }
+    }
+
+    fn exhaust(&mut self, open: &OpenStream, root: &str) {
+        let ids = open.record.origin_message_ids.clone();
+        let frame = ResponseFrame {
+            done: true,
+            error: true,
+            message_ids: Some(ids.as_slice()).filter(|m| !m.is_empty()),
+            ..ResponseFrame::new(&open.record.request_id, EXHAUSTED_TEXT)
+        }
+        .to_json();
+        let to = self.conns.chat();
+        self.send_to(to, frame);
+        let record = TerminalError {
+            request_id: open.record.request_id.clone(),
+            text: EXHAUSTED_TEXT.to_string(),
+            message_ids: ids,
+        };
+        self.put_config(ConfigKey::TerminalError, &record);
+        self.terminal_error = Some(record);
+        self.orphan = None;
+        self.recovering = Some(root.to_string());
+        self.finish_recovery();
+    }
+
+    /// A recovery chain ended (completed, failed or exhausted).
+    pub(super) fn finish_recovery(&mut self) {
+        self.clear_budget();
+        if let Some(root) = self.recovering.take() {
+            let to = self.conns.chat();
+            self.send_to(to, server::chat_recovering(false, &root));
+        }
+    }
+
+    fn clear_budget(&mut self) {
+        if self.recovery_budget.take().is_some() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::Recovery,
+            });
+        }
+    }
+}

@@ -1,0 +1,401 @@
+// End-to-end: the foundation (issue 2) on the real built worker under Miniflare, driven over real
+// WebSockets exactly as useAgentChat frames them: connect frames, get-messages, routing, the idle
+// resume probe, a text turn seen by two tabs, a server-tool turn, model HTTP errors, cancel,
+// clear, regenerate, restart, and malformed frames.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  connect, chatRequest, userMessage, getMessages, isDone, textOf,
+} from '../support/harness.mjs';
+import {
+  workerFor, rid, responsesOf, chunkFrames, typesOf, firstIndex, waitForModelRequests,
+  modelTexts, toolMessages, probe,
+} from '../support/e2e.mjs';
+
+const AGENT = 'ChatAgent';
+const TURN_MS = 15000;
+
+/** Connect and wait until the connect frames (ending with mcp_servers) arrived. */
+async function tab(w, room, opts) {
+  const c = await connect(w.url, AGENT, room, opts);
+  await c.waitFor('cf_agent_mcp_servers');
+  return c;
+}
+
+test('a new connection receives the transcript (connect:true), then identity, then the MCP state, and nothing else', async (t) => {
+  const w = await workerFor(t);
+  const c = await tab(w, 'room-connect');
+  assert.deepEqual(c.frames.map((f) => f.type), [
+    'cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers',
+  ]);
+  assert.deepEqual(c.frames[0], { type: 'cf_agent_chat_messages', messages: [], connect: true });
+  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: 'room-connect', agent: 'chat-agent' });
+  assert.deepEqual(c.frames[2], {
+    type: 'cf_agent_mcp_servers', mcp: { servers: {}, tools: [], prompts: [], resources: [] },
+  });
+});
+
+test('get-messages returns the transcript as JSON, ignoring _pk and keeping extra query params working', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-get';
+  const c = await tab(w, room);
+  const id = rid();
+  const uid = rid('u');
+  c.send(chatRequest(id, [userMessage(uid, 'hello')]));
+  await c.waitFor(isDone(id), TURN_MS);
+
+  const url = new URL(`/agents/chat-agent/${room}/get-messages`, w.url);
+  url.searchParams.set('token', 'secret-123');
+  url.searchParams.set('_pk', 'some-connection');
+  const res = await fetch(url);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+  const messages = await res.json();
+  assert.ok(Array.isArray(messages));
+  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(messages[0].id, uid);
+  assert.deepEqual(messages, await getMessages(w.url, AGENT, room));
+
+  // Another instance name is another conversation.
+  assert.deepEqual(await getMessages(w.url, AGENT, 'room-get-other', { query: { token: 'x' } }), []);
+});
+
+test('an unknown agent namespace is answered 400 "Invalid request", for HTTP and WebSocket alike', async (t) => {
+  const w = await workerFor(t);
+  const res = await w.fetch('/agents/no-such-agent/room/get-messages');
+  assert.equal(res.status, 400);
+  assert.equal(await res.text(), 'Invalid request');
+  await assert.rejects(connect(w.url, 'no-such-agent', 'room'), /HTTP 400/);
+  // Paths outside /agents/ are not agent requests.
+  assert.equal((await w.fetch('/nothing-here')).status, 404);
+});
+
+test('a resume probe on an idle agent is answered resume_none with reason idle and the same probeId', async (t) => {
+  const w = await workerFor(t);
+  const c = await tab(w, 'room-probe');
+  const mark = c.mark();
+  const probeId = probe(c);
+  const answer = await c.waitFor((f) => f.type?.startsWith('cf_agent_stream_'));
+  assert.deepEqual(answer, { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId });
+  assert.equal(c.since(mark).length, 1, 'exactly one answer');
+});
+
+test('a text turn streams to both tabs in order with contiguous seq, the requester gets no echo of its message, and the transcript precedes the terminal frame', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-basic';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const markA = a.mark();
+  const markB = b.mark();
+  const id = rid();
+  const uid = rid('u');
+  a.send(chatRequest(id, [userMessage(uid, 'hello world')]));
+  const doneA = await a.waitFor(isDone(id), TURN_MS);
+  const doneB = await b.waitFor(isDone(id), TURN_MS);
+
+  // Terminal frame: completed, with the ids of the request's trailing user messages.
+  const terminal = { type: 'cf_agent_use_chat_response', id, body: '', done: true, outcome: 'completed', messageIds: [uid] };
+  assert.deepEqual(doneA, terminal);
+  assert.deepEqual(doneB, terminal);
+
+  const persisted = await getMessages(w.url, AGENT, room);
+  assert.equal(persisted.length, 2);
+  const [user, assistant] = persisted;
+  assert.equal(user.id, uid);
+  assert.equal(user.role, 'user');
+  assert.equal(user.metadata?.channel, 'web');
+  assert.deepEqual(user.parts, [{ type: 'text', text: 'hello world' }]);
+  assert.equal(assistant.role, 'assistant');
+  assert.equal(assistant.parts.find((p) => p.type === 'text')?.text, 'You said: hello world');
+  assert.equal(assistant.parts.find((p) => p.type === 'text')?.state, 'done');
+
+  const framesA = a.since(markA);
+  const framesB = b.since(markB);
+  const chunksA = chunkFrames(framesA, id);
+
+  // Chunk order and seq.
+  const types = typesOf(framesA, id);
+  assert.equal(types[0], 'start');
+  assert.equal(types[1], 'start-step');
+  assert.equal(types[2], 'text-start');
+  assert.deepEqual(types.slice(-3), ['text-end', 'finish-step', 'finish']);
+  assert.ok(types.slice(3, -3).length >= 2 && types.slice(3, -3).every((x) => x === 'text-delta'), types.join(','));
+  assert.deepEqual(chunksA.map((f) => f.seq), chunksA.map((_, i) => i), 'seq from 0, contiguous');
+  assert.ok(chunksA.every((f) => f.done === false && !f.continuation && !f.replay));
+  assert.equal(textOf(framesA, id), 'You said: hello world');
+  const start = JSON.parse(chunksA[0].body);
+  assert.equal(start.messageId, assistant.id, 'start.messageId is the persisted assistant id');
+  assert.equal(JSON.parse(chunksA.at(-1).body).finishReason, 'stop');
+
+  // The other tab sees the user message first, then every chunk, identically.
+  const chunksB = chunkFrames(framesB, id);
+  assert.deepEqual(chunksB, chunksA, 'the other tab gets every chunk live, same body and seq');
+  const userBroadcast = firstIndex(framesB, 'cf_agent_chat_messages');
+  assert.ok(userBroadcast >= 0 && userBroadcast < framesB.indexOf(chunksB[0]), 'user message broadcast before the first chunk');
+  assert.deepEqual(framesB[userBroadcast].messages.map((m) => m.id), [uid]);
+  assert.equal(framesB[userBroadcast].connect, undefined);
+
+  // The requester gets no echo of its own message: its only transcript is the end-of-turn one.
+  const transcriptsA = framesA.filter((f) => f.type === 'cf_agent_chat_messages');
+  assert.equal(transcriptsA.length, 1, 'requester gets exactly one transcript (end of turn)');
+  for (const [frames, chunks] of [[framesA, chunksA], [framesB, chunksB]]) {
+    const last = frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+    const at = frames.indexOf(last);
+    assert.ok(at > frames.indexOf(chunks.at(-1)), 'end-of-turn transcript after the last chunk');
+    assert.ok(at < frames.findIndex(isDone(id)), 'end-of-turn transcript before the terminal frame');
+    assert.deepEqual(last.messages, persisted);
+  }
+
+  // What the model was sent.
+  const [body] = await waitForModelRequests(w.model, 1);
+  assert.equal(body.stream, true);
+  assert.equal(body.messages[0].role, 'system');
+  assert.deepEqual(modelTexts(body), ['hello world']);
+  assert.ok(body.tools.some((x) => (x.function?.name ?? x.name) === 'get_weather'));
+});
+
+test('a server-tool turn streams the call, its output and the follow-up text, and persists one assistant message', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-tool';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const markB = b.mark();
+  const id = rid();
+  const uid = rid('u');
+  const mark = a.mark();
+  a.send(chatRequest(id, [userMessage(uid, "what's the weather in Paris?")]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  await b.waitFor(isDone(id), TURN_MS);
+
+  const frames = a.since(mark);
+  const chunks = chunkFrames(frames, id).map((f) => JSON.parse(f.body));
+  const types = chunks.map((c) => c.type);
+  const seqTypes = types.filter((x, i) => !(x === types[i - 1] && (x === 'tool-input-delta' || x === 'text-delta')));
+  assert.deepEqual(seqTypes, [
+    'start', 'start-step', 'tool-input-start', 'tool-input-delta', 'tool-input-available',
+    'tool-output-available', 'finish-step', 'start-step', 'text-start', 'text-delta', 'text-end',
+    'finish-step', 'finish',
+  ]);
+  const callStart = chunks.find((c) => c.type === 'tool-input-start');
+  assert.equal(callStart.toolName, 'get_weather');
+  const available = chunks.find((c) => c.type === 'tool-input-available');
+  assert.deepEqual(available.input, { city: 'Paris' });
+  assert.equal(available.toolCallId, callStart.toolCallId);
+  const output = chunks.find((c) => c.type === 'tool-output-available');
+  assert.equal(output.toolCallId, callStart.toolCallId);
+  assert.deepEqual(output.output, { city: 'Paris', tempC: 21 });
+  assert.deepEqual(chunkFrames(b.since(markB), id), chunkFrames(frames, id), 'other tab sees the same chunks');
+
+  const persisted = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(persisted.map((m) => m.role), ['user', 'assistant']);
+  const parts = persisted[1].parts;
+  const tool = parts.find((p) => p.type === 'tool-get_weather');
+  assert.equal(tool.state, 'output-available');
+  assert.equal(tool.toolCallId, callStart.toolCallId);
+  assert.deepEqual(tool.input, { city: 'Paris' });
+  assert.deepEqual(tool.output, { city: 'Paris', tempC: 21 });
+  assert.equal(parts.filter((p) => p.type === 'step-start').length, 2);
+  assert.match(parts.find((p) => p.type === 'text').text, /^Tool results: get_weather=/);
+
+  // The model's second step saw the call and its result.
+  const requests = await waitForModelRequests(w.model, 2);
+  assert.equal(requests.length, 2);
+  const second = requests[1];
+  const call = second.messages.find((m) => m.role === 'assistant' && m.tool_calls?.length);
+  assert.equal(call.tool_calls[0].id, callStart.toolCallId);
+  assert.equal(call.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.tool_calls[0].function.arguments), { city: 'Paris' });
+  const [result] = toolMessages(second);
+  assert.equal(result.tool_call_id, callStart.toolCallId);
+  assert.deepEqual(JSON.parse(result.content), { city: 'Paris', tempC: 21 });
+});
+
+test('a model HTTP error reaches every tab as readable error text, then a terminal error outcome, and no assistant is persisted', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-http';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const markA = a.mark();
+  const markB = b.mark();
+  const id = rid();
+  const uid = rid('u');
+  a.send(chatRequest(id, [userMessage(uid, 'please fail [http:429]')]));
+  const doneA = await a.waitFor(isDone(id), TURN_MS);
+  await b.waitFor(isDone(id), TURN_MS);
+
+  for (const frames of [a.since(markA), b.since(markB)]) {
+    const mine = responsesOf(frames, id);
+    const errorAt = mine.findIndex((f) => f.error === true);
+    assert.ok(errorAt >= 0, 'an error frame is sent');
+    const error = mine[errorAt];
+    assert.equal(error.done, false);
+    assert.equal(typeof error.body, 'string');
+    assert.match(error.body, /429/);
+    assert.match(error.body, /scripted error 429/, 'the provider message is readable, not JSON');
+    assert.doesNotThrow(() => assert.ok(!error.body.trim().startsWith('{')));
+    assert.deepEqual(error.messageIds, [uid]);
+    const done = mine.at(-1);
+    assert.equal(done.done, true);
+    assert.equal(done.outcome, 'error');
+    assert.equal(mine.indexOf(done), mine.length - 1);
+    assert.ok(errorAt < mine.length - 1, 'the error precedes the terminal frame');
+    assert.ok(mine.slice(0, errorAt).every((f) => !f.done && JSON.parse(f.body).type !== 'error'));
+  }
+  assert.deepEqual(doneA.messageIds, [uid]);
+  const persisted = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(persisted.map((m) => m.id), [uid], 'only the user message is kept');
+});
+
+test('cancelling mid-stream ends the turn aborted and persists the partial answer', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-cancel';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const id = rid();
+  const uid = rid('u');
+  const mark = a.mark();
+  a.send(chatRequest(id, [userMessage(uid, 'long answer [tokens:200] [delay:20]')]));
+  // Let a few words stream, then stop.
+  await a.waitFor((f) => f.id === id && f.body?.includes('"w3 "'), TURN_MS);
+  a.send({ id, type: 'cf_agent_chat_request_cancel' });
+  const done = await a.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'aborted');
+  assert.deepEqual(done.messageIds, [uid]);
+  assert.equal((await b.waitFor(isDone(id), TURN_MS)).outcome, 'aborted');
+
+  const streamed = textOf(a.since(mark), id);
+  const persisted = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(persisted.map((m) => m.role), ['user', 'assistant']);
+  const text = persisted[1].parts.find((p) => p.type === 'text')?.text ?? '';
+  assert.ok(text.startsWith('w1 w2 w3'), `partial kept: ${text}`);
+  assert.ok(!text.includes('w200'), 'the answer was cut');
+  assert.equal(text, streamed, 'the persisted partial is what was streamed');
+  assert.equal(persisted[1].id, JSON.parse(chunkFrames(a.since(mark), id)[0].body).messageId);
+  // The agent is idle again.
+  const probeId = probe(a);
+  assert.deepEqual(await a.waitFor('cf_agent_stream_resume_none'), { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId });
+});
+
+test('clearing from one tab empties the history and tells only the other tab to clear', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-clear';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'remember me')]));
+  await a.waitFor(isDone(id), TURN_MS);
+  await b.waitFor(isDone(id), TURN_MS);
+  assert.equal((await getMessages(w.url, AGENT, room)).length, 2);
+
+  const markA = a.mark();
+  a.send({ type: 'cf_agent_chat_clear' });
+  assert.deepEqual(await b.waitFor('cf_agent_chat_clear'), { type: 'cf_agent_chat_clear' });
+  assert.deepEqual(await getMessages(w.url, AGENT, room), []);
+  // The sender does not get its own clear back (probe to fence the frames it did get).
+  const probeId = probe(a);
+  await a.waitFor((f) => f.probeId === probeId);
+  assert.ok(!a.since(markA).some((f) => f.type === 'cf_agent_chat_clear'));
+  // A new tab starts empty, and the next turn sees no old history.
+  const c = await tab(w, room);
+  assert.deepEqual(c.frames[0].messages, []);
+  const before = w.model.requests.length;
+  const id2 = rid();
+  c.send(chatRequest(id2, [userMessage(rid('u'), 'fresh start')]));
+  await c.waitFor(isDone(id2), TURN_MS);
+  assert.deepEqual(modelTexts(w.model.requests[before]), ['fresh start']);
+});
+
+test('regenerate replaces the last assistant message with a new one', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-regen';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const uid = rid('u');
+  const user = userMessage(uid, 'tell me something');
+  const id1 = rid();
+  a.send(chatRequest(id1, [user]));
+  await a.waitFor(isDone(id1), TURN_MS);
+  const [, first] = await getMessages(w.url, AGENT, room);
+
+  const id2 = rid();
+  const mark = a.mark();
+  // The AI SDK removes the assistant being regenerated: the request ends with the user message.
+  a.send(chatRequest(id2, [{ ...user, metadata: { channel: 'web' } }], { trigger: 'regenerate-message' }));
+  const done = await a.waitFor(isDone(id2), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  assert.deepEqual(done.messageIds, [uid]);
+  await b.waitFor(isDone(id2), TURN_MS);
+
+  const persisted = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(persisted.map((m) => m.role), ['user', 'assistant']);
+  assert.equal(persisted[0].id, uid);
+  assert.notEqual(persisted[1].id, first.id, 'a new assistant message');
+  assert.equal(JSON.parse(chunkFrames(a.since(mark), id2)[0].body).messageId, persisted[1].id);
+  const last = a.since(mark).filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+  assert.deepEqual(last.messages.map((m) => m.id), [uid, persisted[1].id]);
+  // The model was asked again without the old answer.
+  const requests = await waitForModelRequests(w.model, 2);
+  assert.deepEqual(requests[1].messages.map((m) => m.role), ['system', 'user']);
+});
+
+test('history survives a restart of the worker process', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-restart';
+  const a = await tab(w, room);
+  const id = rid();
+  const uid = rid('u');
+  a.send(chatRequest(id, [userMessage(uid, 'before restart')]));
+  await a.waitFor(isDone(id), TURN_MS);
+  const before = await getMessages(w.url, AGENT, room);
+
+  await w.restart();
+  const closed = await a.waitForClose(10000);
+  assert.notEqual(closed.code, 1000, 'the old socket dropped');
+  assert.deepEqual(await getMessages(w.url, AGENT, room), before);
+  const c = await tab(w, room);
+  assert.deepEqual(c.frames[0], { type: 'cf_agent_chat_messages', messages: before, connect: true });
+  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: room, agent: 'chat-agent' });
+
+  // A turn after the restart sends the whole history to the model.
+  const id2 = rid();
+  const n = w.model.requests.length;
+  c.send(chatRequest(id2, [...before, userMessage(rid('u'), 'after restart')]));
+  assert.equal((await c.waitFor(isDone(id2), TURN_MS)).outcome, 'completed');
+  assert.deepEqual(modelTexts(w.model.requests[n]), ['before restart', 'after restart']);
+  assert.equal((await getMessages(w.url, AGENT, room)).length, 4);
+});
+
+test('malformed frames get an error answer and the socket keeps working', async (t) => {
+  const w = await workerFor(t);
+  const room = 'room-malformed';
+  const a = await tab(w, room);
+
+  a.send('this is not json{');
+  const notJson = await a.waitFor((f) => f.type === 'cf_agent_chat_error');
+  assert.equal(typeof notJson.error, 'string');
+  assert.match(notJson.error, /JSON/);
+
+  // A chat request whose body is not JSON is answered on its request id, ending that request.
+  const bad = rid();
+  a.send({ id: bad, type: 'cf_agent_use_chat_request', init: { method: 'POST', body: '{oops' } });
+  const badDone = await a.waitFor(isDone(bad));
+  assert.equal(badDone.error, true);
+  assert.ok(badDone.body.length > 0);
+
+  // A request whose messages are not an array.
+  const bad2 = rid();
+  a.send({ id: bad2, type: 'cf_agent_use_chat_request', init: { method: 'POST', body: JSON.stringify({ messages: 3 }) } });
+  assert.equal((await a.waitFor(isDone(bad2))).error, true);
+
+  assert.ok(a.isOpen, 'socket still open');
+  assert.deepEqual(await getMessages(w.url, AGENT, room), [], 'nothing was persisted');
+  assert.equal(w.model.requests.length, 0, 'the model was not called');
+
+  // The same socket still chats.
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'still here?')]));
+  const done = await a.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  assert.equal(textOf(a.frames, id), 'You said: still here?');
+});

@@ -1,0 +1,102 @@
+// Shared helpers for the end-to-end suites in tests/e2e/: a per-test worker, request ids like the
+// client's nanoid(8), response-frame filters, and waiting on the scripted model's request log.
+// Owns: workerFor, rid, responsesOf, chunkFrames, typesOf, waitUntil, waitForModelRequests,
+// modelTexts, toolMessages, probe, firstIndex.
+
+import { randomBytes } from 'node:crypto';
+import { startWorker, isResponse } from './harness.mjs';
+
+/** Start a fresh worker (own model server and storage) closed when test `t` ends. */
+export async function workerFor(t, opts) {
+  const w = await startWorker(opts);
+  t.after(() => w.close());
+  return w;
+}
+
+const ALPHABET = 'useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict';
+/** A request/message id like the client's nanoid(8) (or `prefix-` + 8 chars). */
+export function rid(prefix = '') {
+  const bytes = randomBytes(8);
+  let id = '';
+  for (const b of bytes) id += ALPHABET[b & 63];
+  return prefix ? `${prefix}-${id}` : id;
+}
+
+/** Every cf_agent_use_chat_response frame of request `id` among `frames`. */
+export function responsesOf(frames, id) {
+  return frames.filter(isResponse(id));
+}
+
+/** Non-terminal chunk frames (body is a JSON UIMessageChunk) of request `id`. */
+export function chunkFrames(frames, id) {
+  return responsesOf(frames, id).filter((f) => !f.done && !f.error && f.body !== '');
+}
+
+/** The chunk `type`s carried by the chunk frames of request `id`. */
+export function typesOf(frames, id) {
+  return chunkFrames(frames, id).map((f) => JSON.parse(f.body).type);
+}
+
+/** Index of the first frame matching `pred` (a predicate or a frame type), -1 if none. */
+export function firstIndex(frames, pred) {
+  const match = typeof pred === 'string' ? (f) => f?.type === pred : pred;
+  return frames.findIndex(match);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `fn` until it returns a truthy value (returned); throws after timeoutMs. */
+export async function waitUntil(fn, { timeoutMs = 10000, intervalMs = 10, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Wait until the scripted model has received at least `n` requests; returns model.requests. */
+export function waitForModelRequests(model, n, timeoutMs = 10000) {
+  return waitUntil(() => model.requests.length >= n && model.requests, {
+    timeoutMs,
+    what: `${n} model request(s) (have ${model.requests.length})`,
+  });
+}
+
+/** Plain text of a chat-completions message content. */
+export function contentText(content) {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : p?.text ?? '')).join('');
+  return JSON.stringify(content);
+}
+
+/** Texts of the `role` messages of a model request body (default: user). */
+export function modelTexts(body, role = 'user') {
+  return (body?.messages ?? []).filter((m) => m.role === role).map((m) => contentText(m.content));
+}
+
+/** The `tool` messages of a model request body. */
+export function toolMessages(body) {
+  return (body?.messages ?? []).filter((m) => m.role === 'tool');
+}
+
+/** Names of the tools offered to the model in a request body. */
+export function offeredTools(body) {
+  return (body?.tools ?? []).map((t) => t?.function?.name ?? t?.name);
+}
+
+/** Send a resume probe like the client does on connect; returns the probe id. */
+export function probe(client, probeId = rid()) {
+  client.send({ type: 'cf_agent_stream_resume_request', probeId });
+  return probeId;
+}
+
+/** The tool part with `toolCallId` in a UIMessage list (or undefined). */
+export function toolPart(messages, toolCallId) {
+  for (const m of messages) {
+    for (const p of m.parts ?? []) if (p.toolCallId === toolCallId) return p;
+  }
+  return undefined;
+}

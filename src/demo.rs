@@ -58,4 +58,130 @@ impl AgentDefinition for DemoAgent {
 }
 
 #[cfg(target_arch = "wasm32")]
-crate::chat_agent!(ChatAgent, DemoAgent, "chat-agent");
+crate::chat_agent!(ChatAgent, |_env: &worker::Env| DemoAgent, "chat-agent");
+
+#[cfg(target_arch = "wasm32")]
+pub use coordinator::Coordinator;
+
+/// The second demo class: delegates tasks to a `ChatAgent` as a sub-agent,
+/// executing two client tools of its own for the child.
+#[cfg(target_arch = "wasm32")]
+mod coordinator {
+    use std::rc::Rc;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::{json, Value};
+
+    use crate::agent::subagent::{chat, ChatCallback, ChatOptions, ClientToolCall};
+    use crate::agent::{AgentDefinition, ServerTool};
+    use crate::protocol::{ClientToolSchema, UIMessageChunk};
+
+    pub struct CoordinatorAgent {
+        env: Rc<worker::Env>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    pub struct DelegateInput {
+        /// Name of the ChatAgent to delegate to.
+        pub agent: String,
+        /// What it should do.
+        pub task: String,
+    }
+
+    /// Keeps the child's final assistant text (its last text part) and any error.
+    #[derive(Default)]
+    struct FinalText {
+        text: String,
+        error: Option<String>,
+    }
+
+    impl ChatCallback for FinalText {
+        fn on_event(&mut self, chunk_json: &str) {
+            match serde_json::from_str::<UIMessageChunk>(chunk_json) {
+                Ok(UIMessageChunk::TextStart { .. }) => self.text.clear(),
+                Ok(UIMessageChunk::TextDelta { delta, .. }) => self.text.push_str(&delta),
+                _ => {}
+            }
+        }
+        fn on_error(&mut self, text: &str) {
+            self.error = Some(text.to_string());
+        }
+    }
+
+    fn parent_tools() -> Vec<ClientToolSchema> {
+        let no_parameters = Some(json!({"type": "object", "properties": {}}));
+        vec![
+            ClientToolSchema {
+                name: "parent_clock".into(),
+                description: Some("The coordinator's current time.".into()),
+                parameters: no_parameters.clone(),
+            },
+            ClientToolSchema {
+                name: "parent_fail".into(),
+                description: Some("A tool the coordinator always refuses.".into()),
+                parameters: no_parameters,
+            },
+        ]
+    }
+
+    fn run_parent_tool(call: ClientToolCall) -> crate::agent::definition::ToolFuture {
+        Box::pin(async move {
+            match call.tool_name.as_str() {
+                "parent_clock" => {
+                    let now: String = js_sys::Date::new_0().to_iso_string().into();
+                    Ok::<Value, String>(json!({"now": now, "by": "coordinator"}))
+                }
+                "parent_fail" => Err("the coordinator refused".to_string()),
+                other => Err(format!("the coordinator has no tool '{other}'")),
+            }
+        })
+    }
+
+    impl AgentDefinition for CoordinatorAgent {
+        fn system_prompt(&self) -> String {
+            "You coordinate other agents: use `delegate` to hand them tasks.".to_string()
+        }
+
+        fn tools(&self) -> Vec<ServerTool> {
+            let env = self.env.clone();
+            vec![ServerTool::new(
+                "delegate",
+                "Hand a task to another agent and get its answer.",
+                move |input: DelegateInput| {
+                    let env = env.clone();
+                    async move {
+                        let mut result = FinalText::default();
+                        let options = ChatOptions {
+                            client_tools: parent_tools(),
+                            on_client_tool_call: Some(Rc::new(run_parent_tool)),
+                            signal: None,
+                        };
+                        chat(
+                            &env,
+                            "ChatAgent",
+                            &input.agent,
+                            input.task,
+                            &mut result,
+                            options,
+                        )
+                        .await
+                        .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
+                        match result.error {
+                            Some(error) => Err(format!("agent '{}' failed: {error}", input.agent)),
+                            None => Ok(json!({"text": result.text})),
+                        }
+                    }
+                },
+            )]
+        }
+    }
+
+    crate::chat_agent!(
+        Coordinator,
+        |env: &worker::Env| CoordinatorAgent {
+            env: Rc::new(env.clone())
+        },
+        "coordinator"
+    );
+}

@@ -6,7 +6,7 @@ use worker::{event, Context, Env, Request, Response, Result};
 use crate::routing::{route, Route};
 
 /// Durable Object bindings this worker serves (see wrangler.toml).
-const AGENT_BINDINGS: &[&str] = &["ChatAgent"];
+const AGENT_BINDINGS: &[&str] = &["ChatAgent", "Coordinator"];
 
 const DEMO_PAGE: &str = include_str!(concat!(env!("OUT_DIR"), "/demo_page.html"));
 

@@ -5,6 +5,9 @@
 
 mod sim;
 
+use std::rc::Rc;
+
+use durable_chat::core::{ApprovalRule, ToolSpec};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -280,4 +283,118 @@ fn an_unanswered_approval_is_repaired_when_a_new_message_arrives() {
         Some(&CHAT_ERROR),
         "too late to approve"
     );
+}
+
+#[test]
+fn two_approvals_in_one_step_continue_once_after_both_are_answered() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_calls(&[
+        ("c1", "delete_file", json!({"path": "/a"})),
+        ("c2", "delete_file", json!({"path": "/b"})),
+    ]));
+    sim.send("a", chat_request("r1", &[user("u1", "delete both")]));
+    sim.run_until_idle();
+    sim.script_tool("delete_file", ToolReply::ok(json!("gone /a")))
+        .script(Reply::text("Deleted /a, kept /b."));
+    sim.send("a", approval("c1", true, true));
+    sim.advance(500);
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "the batch waits for the second answer"
+    );
+    sim.send("a", approval("c2", false, true));
+    sim.run_until_idle();
+    assert_eq!(sim.requests().len(), 2);
+    assert_eq!(sim.tools.runs.len(), 1);
+    assert_eq!(sim.tools.runs[0].tool_call_id, "c1");
+    let request = sim.last_request();
+    assert_eq!(request.tool_result("c1").as_deref(), Some("gone /a"));
+    assert_eq!(
+        request.tool_result("c2").as_deref(),
+        Some("Tool call execution denied.")
+    );
+}
+
+#[test]
+fn an_approval_that_arrives_while_its_turn_streams_is_honoured_by_the_continuation() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_calls(&[
+        ("c1", "delete_file", json!({"path": "/a"})),
+        ("s1", "get_weather", json!({"city": "Oslo"})),
+    ]))
+    .script_tool("get_weather", ToolReply::ok(json!({"tempC": 3})).after(300))
+    .script_tool("delete_file", ToolReply::ok(json!("gone")))
+    .script(Reply::text("Done."));
+    sim.send("a", chat_request("r1", &[user("u1", "delete and weather")]));
+    sim.advance(10);
+    assert!(chunk_types(sim.frames("a"), "r1").contains(&"tool-approval-request".to_string()));
+    sim.send("a", approval("c1", true, true));
+    sim.run_until_idle();
+    let runs: Vec<&str> = sim
+        .tools
+        .runs
+        .iter()
+        .map(|r| r.tool_call_id.as_str())
+        .collect();
+    assert_eq!(runs, ["s1", "c1"]);
+    let first = sim.store.transcript()[1].clone();
+    assert_eq!(tool_part(&first, "c1").unwrap()["output"], "gone");
+    assert_eq!(sim.requests().len(), 2);
+}
+
+#[test]
+fn an_approval_rule_can_decide_from_the_input() {
+    let mut sim = Sim::with(|c| {
+        let guarded = ToolSpec::new("write_file", "Writes a file", json!({"type": "object"}))
+            .needs_approval(ApprovalRule::When(Rc::new(|input| {
+                input["path"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("/etc"))
+            })));
+        c.tools.push(guarded);
+    });
+    sim.connect("a");
+    sim.script(Reply::tool_calls(&[
+        ("c1", "write_file", json!({"path": "/tmp/a"})),
+        ("c2", "write_file", json!({"path": "/etc/passwd"})),
+    ]))
+    .script_tool("write_file", ToolReply::ok(json!("written")));
+    sim.send("a", chat_request("r1", &[user("u1", "write both")]));
+    sim.run_until_idle();
+    let runs: Vec<&str> = sim
+        .tools
+        .runs
+        .iter()
+        .map(|r| r.tool_call_id.as_str())
+        .collect();
+    assert_eq!(runs, ["c1"], "only the call the rule lets through runs");
+    let answer = sim.store.transcript()[1].clone();
+    assert_eq!(
+        tool_part(&answer, "c1").unwrap()["state"],
+        "output-available"
+    );
+    assert_eq!(
+        tool_part(&answer, "c2").unwrap()["state"],
+        "approval-requested"
+    );
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+        "completed"
+    );
+}
+
+#[test]
+fn a_tool_result_can_answer_a_call_that_awaits_approval() {
+    let mut sim = two_tabs();
+    let answer = approval_turn(&mut sim);
+    sim.clear_frames();
+    sim.send("b", tool_result("c1", json!("done by hand"), false));
+    let part = tool_part(&sim.store.message(&answer).unwrap(), "c1")
+        .unwrap()
+        .clone();
+    assert_eq!(part["state"], "output-available");
+    assert_eq!(part["output"], "done by hand");
+    assert_eq!(of_type(sim.frames("a"), UPDATED).len(), 1);
+    assert!(sim.tools.runs.is_empty());
 }

@@ -216,7 +216,25 @@ fn drop_refuses_an_overlapping_submit_with_a_rollback_snapshot() {
         "one rollback snapshot per dropped submit"
     );
     assert!(snapshots.iter().all(|s| ids_of(s) == ["u1"]));
-    assert!(of_type(sim.frames("b"), MESSAGES).is_empty());
+    let seen_by_b: Vec<Vec<String>> = of_type(sim.frames("b"), MESSAGES)
+        .iter()
+        .map(|f| ids_of(f))
+        .collect();
+    assert_eq!(
+        seen_by_b,
+        [["u1"]],
+        "the other tab only heard of the accepted message"
+    );
+    let tools = json!({"clientTools": [{"name": "getLocation"}], "mood": "x"});
+    sim.send("b", chat_request_with("r5", &[user("u5", "m5")], tools));
+    assert_eq!(
+        terminal(sim.frames("b"), "r5").unwrap()["outcome"],
+        "skipped"
+    );
+    assert!(
+        sim.store.config.is_empty(),
+        "a dropped submit changes no stored config"
+    );
     sim.run_until_idle();
     assert_eq!(model_ran(&sim), 1);
     assert!(sim.store.ops[..writes]
@@ -231,6 +249,7 @@ fn drop_refuses_an_overlapping_submit_with_a_rollback_snapshot() {
 fn drop_still_queues_a_regeneration() {
     let mut sim = sim_with(Concurrency::Drop);
     burst(&mut sim, 1, 0);
+    sim.script(Reply::text("again"));
     sim.advance(20);
     sim.send("a", regenerate("rg", &[user("u1", "m1")]));
     sim.run_until_idle();
@@ -262,8 +281,9 @@ fn debounce_starts_the_survivor_a_quiet_window_after_the_last_submit() {
 #[test]
 fn debounce_bursts_of_three_to_five_wait_for_the_last_submit_or_the_running_turn() {
     for last in 3..=5 {
-        for gap in [5, 40, 120] {
-            let ms = 100;
+        // Every submit overlaps: the first turn runs until 110 ms, then the survivor waits.
+        for gap in [5, 40, 100] {
+            let ms = 150;
             let mut sim = sim_with(Concurrency::Debounce { ms });
             burst(&mut sim, last, gap);
             let last_submit = sim.now;

@@ -273,37 +273,6 @@ fn a_model_http_failure_sends_an_error_frame_then_outcome_error_and_persists_no_
 }
 
 #[test]
-fn an_errored_turn_is_resurfaced_to_a_probing_tab_until_a_new_turn_starts() {
-    let mut sim = two_tabs();
-    sim.script(Reply::http_error("500 boom"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
-    sim.connect("c");
-    sim.take_frames("c");
-    sim.send("c", resume_probe("p1"));
-    assert_eq!(
-        sim.take_frames("c"),
-        [json!({"type": RESUMING, "id": "r1", "probeId": "p1"})]
-    );
-    sim.send("c", resume_ack("r1"));
-    assert_eq!(
-        sim.take_frames("c"),
-        [
-            json!({"type": RESPONSE, "id": "r1", "body": "500 boom", "done": true,
-                "error": true, "messageIds": ["u1"]})
-        ]
-    );
-    sim.script(Reply::text("ok"));
-    sim.send(
-        "a",
-        chat_request("r2", &[user("u1", "hi"), user("u2", "again")]),
-    );
-    sim.run_until_idle();
-    sim.send("c", resume_probe("p2"));
-    assert_eq!(sim.take_frames("c").last().unwrap()["reason"], "idle");
-}
-
-#[test]
 fn cancel_aborts_the_turn_and_persists_the_partial_answer() {
     let mut sim = two_tabs();
     sim.script(Reply::words(20).every(10));
@@ -508,122 +477,6 @@ fn malformed_frames_are_answered_without_panicking_and_leave_the_store_alone() {
 }
 
 #[test]
-fn the_chunk_log_is_written_in_batches_not_per_token() {
-    let mut sim = two_tabs();
-    sim.script(Reply::words(1000).every(5));
-    sim.send("a", chat_request("r1", &[user("u1", "long please")]));
-    let mut max_lag = 0;
-    while sim.step() {
-        let live = live_chunks(sim.frames("a"), "r1").len();
-        if let Some(log) = sim.store.chunks.get("r1") {
-            max_lag = max_lag.max(live - log.len());
-        }
-    }
-    let writes = sim.store.chunk_writes();
-    assert!(
-        writes < 50,
-        "{writes} chunk-log writes for a 1000-token reply"
-    );
-    assert!(
-        max_lag <= 64,
-        "the log lagged the stream by {max_lag} chunks"
-    );
-    assert_eq!(
-        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
-        "completed"
-    );
-}
-
-#[test]
-fn the_first_delta_is_logged_at_once() {
-    let mut sim = two_tabs();
-    sim.script(Reply::words(30).every(5));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    while live_chunks(sim.frames("a"), "r1")
-        .iter()
-        .all(|f| body(f)["type"] != "text-delta")
-    {
-        assert!(sim.step());
-    }
-    let log = sim.store.chunk_log("r1");
-    assert_eq!(log.last().unwrap()["type"], "text-delta");
-    assert_eq!(log.len(), live_chunks(sim.frames("a"), "r1").len());
-}
-
-#[test]
-fn settled_tool_results_are_logged_at_once() {
-    let mut sim = two_tabs();
-    sim.script(Reply::tool_call(
-        "call_1",
-        "get_weather",
-        json!({"city": "Oslo"}),
-    ))
-    .script(Reply::words(5).every(5))
-    .script_tool("get_weather", ToolReply::ok(json!({"tempC": 3})).after(100));
-    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
-    let settled = |sim: &Sim| {
-        live_chunks(sim.frames("a"), "r1")
-            .iter()
-            .any(|f| body(f)["type"] == "tool-output-available")
-    };
-    while !settled(&sim) {
-        assert!(sim.step());
-    }
-    let log = sim.store.chunk_log("r1");
-    let live = chunk_types(sim.frames("a"), "r1");
-    let settled_at = live
-        .iter()
-        .position(|t| t == "tool-output-available")
-        .unwrap();
-    assert_eq!(
-        log.len(),
-        settled_at + 1,
-        "everything up to the result is durable"
-    );
-    assert_eq!(log[settled_at]["type"], "tool-output-available");
-}
-
-#[test]
-fn a_tab_joining_mid_stream_is_offered_the_stream_and_replayed_after_its_ack() {
-    let mut sim = two_tabs();
-    sim.script(Reply::words(10).every(10));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.advance(45);
-    sim.connect("c");
-    assert_eq!(
-        kinds(sim.frames("c")),
-        [RESUMING, IDENTITY, MCP],
-        "no transcript while streaming"
-    );
-    assert_eq!(sim.frames("c")[0], json!({"type": RESUMING, "id": "r1"}));
-    sim.advance(20);
-    assert!(
-        responses(sim.frames("c"), "r1").is_empty(),
-        "no live chunks before the ACK"
-    );
-    sim.send("c", resume_ack("r1"));
-    let replayed = replayed_chunks(sim.frames("c"), "r1").len();
-    assert_eq!(replayed, live_chunks(sim.frames("a"), "r1").len());
-    sim.run_until_idle();
-    let c = sim.frames("c");
-    let seqs: Vec<u64> = responses(c, "r1")
-        .iter()
-        .filter(|f| f["done"] == false && f.get("replayComplete").is_none())
-        .map(|f| f["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        seqs,
-        (0..seqs.len() as u64).collect::<Vec<_>>(),
-        "replay then live, no gap or repeat"
-    );
-    assert_eq!(seqs.len(), live_chunks(sim.frames("a"), "r1").len());
-    let marker = position_of(c, |f| f["replayComplete"] == true).unwrap();
-    assert_eq!(c[marker]["replay"], true);
-    assert_eq!(c[marker]["done"], false);
-    assert_eq!(terminal(c, "r1").unwrap()["outcome"], "completed");
-}
-
-#[test]
 fn history_survives_a_restart() {
     let mut sim = two_tabs();
     sim.script(Reply::text("remember me"));
@@ -634,4 +487,74 @@ fn history_survives_a_restart() {
     assert_eq!(sim.transcript(), before);
     sim.connect("c");
     assert_eq!(sim.frames("c")[0]["messages"], Value::Array(before));
+}
+
+#[test]
+fn the_agentic_loop_stops_at_max_steps() {
+    let mut sim = Sim::with(|c| c.max_steps = 2);
+    sim.connect("a");
+    for i in 0..2 {
+        sim.script(Reply::tool_call(
+            &format!("call_{i}"),
+            "get_weather",
+            json!({"city": "Oslo"}),
+        ))
+        .script_tool("get_weather", ToolReply::ok(json!({"tempC": i})));
+    }
+    sim.send("a", chat_request("r1", &[user("u1", "loop")]));
+    sim.run_until_idle();
+    assert_eq!(sim.requests().len(), 2);
+    assert_eq!(sim.tools.runs.len(), 2);
+    let end = terminal(sim.frames("a"), "r1").unwrap();
+    assert_eq!(end["outcome"], "completed");
+    let finish = chunk_types(sim.frames("a"), "r1");
+    assert_eq!(finish.last().map(String::as_str), Some("finish"));
+}
+
+#[test]
+fn a_call_to_an_unavailable_tool_is_an_input_error_and_the_model_goes_on() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.script(Reply::tool_call("call_1", "launch_rockets", json!({})))
+        .script(Reply::text("I cannot do that."));
+    sim.send("a", chat_request("r1", &[user("u1", "launch")]));
+    sim.run_until_idle();
+    assert!(chunk_types(sim.frames("a"), "r1").contains(&"tool-input-error".to_string()));
+    assert!(sim.tools.runs.is_empty());
+    let error = sim.requests()[1].tool_result("call_1").unwrap();
+    assert!(error.contains("launch_rockets"), "{error}");
+    let part = tool_part(&sim.store.transcript()[1], "call_1")
+        .unwrap()
+        .clone();
+    assert_eq!(part["state"], "output-error");
+}
+
+#[test]
+fn client_supplied_channel_and_turn_metadata_are_replaced_by_the_web_channel() {
+    let mut sim = two_tabs();
+    sim.script(Reply::text("ok"));
+    let mut message = user("u1", "hi");
+    message["metadata"] = json!({"channel": "sms", "turnMetadata": {"x": 1}, "draft": 2});
+    sim.send("a", chat_request("r1", &[message]));
+    sim.run_until_idle();
+    assert_eq!(
+        sim.store.message("u1").unwrap()["metadata"],
+        json!({"channel": "web", "draft": 2})
+    );
+}
+
+#[test]
+fn a_stream_that_breaks_midway_keeps_the_partial_answer_and_ends_with_an_error() {
+    let mut sim = two_tabs();
+    sim.script(Reply::text("half an").then_fail("stream reset by peer"));
+    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
+    sim.run_until_idle();
+    let frames = responses(sim.frames("b"), "r1");
+    let n = frames.len();
+    assert_eq!(frames[n - 2]["error"], true);
+    assert_eq!(frames[n - 2]["body"], "stream reset by peer");
+    assert_eq!(frames[n - 1]["outcome"], "error");
+    let ids = sim.store.message_ids();
+    assert_eq!(ids.len(), 2, "the partial answer is kept");
+    assert_eq!(text_of(&sim.store.message(&ids[1]).unwrap()), "half an");
 }

@@ -27,7 +27,13 @@ use super::ids::RandomIds;
 #[derive(Debug, Serialize, Deserialize)]
 struct Attachment {
     conn: String,
+    /// A parent agent's `chat()` channel rather than a browser tab.
+    #[serde(default)]
+    channel: bool,
 }
+
+/// Path suffix of the parent → child channel (see `subagent.rs`).
+pub const CHANNEL_PATH: &str = "/__chat-channel";
 
 pub struct AgentHost {
     state: State,
@@ -88,7 +94,7 @@ impl AgentHost {
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
     fn adopt_open_sockets(self: &Rc<Self>) {
         for ws in self.state.get_websockets() {
-            if let Ok(Some(Attachment { conn })) = ws.deserialize_attachment::<Attachment>() {
+            if let Ok(Some(Attachment { conn, .. })) = ws.deserialize_attachment::<Attachment>() {
                 let conn: ConnId = Rc::from(conn);
                 self.sockets.borrow_mut().insert(conn.clone(), ws);
                 self.dispatch(Event::Adopted { conn });
@@ -115,14 +121,23 @@ impl AgentHost {
             .find(|(k, _)| k == "_pk")
             .map(|(_, v)| v.into_owned())
             .filter(|v| !v.is_empty() && v.len() <= 128);
-        let conn = self.unique_conn_id(pk);
+        let channel = path.ends_with(CHANNEL_PATH);
+        let conn = match channel {
+            true => self.unique_conn_id(Some(format!("channel:{}", super::ids::random_token(12)))),
+            false => self.unique_conn_id(pk),
+        };
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
         pair.server.serialize_attachment(Attachment {
             conn: conn.to_string(),
+            channel,
         })?;
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
-        self.dispatch(Event::Connected { conn });
+        self.dispatch(if channel {
+            Event::Adopted { conn }
+        } else {
+            Event::Connected { conn }
+        });
         Response::from_websocket(pair.client)
     }
 
@@ -151,10 +166,14 @@ impl AgentHost {
     }
 
     pub fn on_message(self: &Rc<Self>, ws: WebSocket, message: WebSocketIncomingMessage) {
-        let Some(conn) = self.conn_of(&ws) else {
+        let Some((conn, channel)) = self.conn_of(&ws) else {
             return;
         };
         match message {
+            WebSocketIncomingMessage::String(text) if channel => {
+                let event = super::subagent::channel_event(conn, text);
+                self.dispatch(event);
+            }
             WebSocketIncomingMessage::String(text) => self.dispatch(Event::Frame { conn, text }),
             WebSocketIncomingMessage::Binary(_) => {
                 let _ = ws.send_with_str(server::chat_error(
@@ -165,19 +184,19 @@ impl AgentHost {
     }
 
     pub fn on_close(self: &Rc<Self>, ws: WebSocket) {
-        if let Some(conn) = self.conn_of(&ws) {
+        if let Some((conn, _)) = self.conn_of(&ws) {
             self.sockets.borrow_mut().remove(&conn);
             self.dispatch(Event::Disconnected { conn });
         }
     }
 
-    fn conn_of(&self, ws: &WebSocket) -> Option<ConnId> {
+    fn conn_of(&self, ws: &WebSocket) -> Option<(ConnId, bool)> {
         let attachment = ws.deserialize_attachment::<Attachment>().ok()??;
         let conn: ConnId = Rc::from(attachment.conn);
         if !self.sockets.borrow().contains_key(&conn) {
             self.sockets.borrow_mut().insert(conn.clone(), ws.clone());
         }
-        Some(conn)
+        Some((conn, attachment.channel))
     }
 
     pub fn dispatch(self: &Rc<Self>, event: Event) {
@@ -233,6 +252,18 @@ impl AgentHost {
                             result,
                         });
                     });
+                }
+                Effect::CallRemoteTool {
+                    call,
+                    conn,
+                    tool_call_id,
+                    tool_name,
+                    input,
+                } => {
+                    let frame = server::rpc_tool_call(call, &tool_call_id, &tool_name, &input);
+                    if let Some(ws) = self.sockets.borrow().get(&conn) {
+                        let _ = ws.send_with_str(&frame);
+                    }
                 }
                 Effect::SetTimer { timer, at_ms } if timer.is_durable() => self.set_alarm(at_ms),
                 Effect::SetTimer { timer, at_ms } => self.set_timer(timer, at_ms),

@@ -7,18 +7,21 @@ pub mod definition;
 pub mod host;
 #[cfg(target_arch = "wasm32")]
 pub mod ids;
+#[cfg(target_arch = "wasm32")]
+pub mod subagent;
 
 pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
 
-/// Declares a Durable Object class `$class` that runs the agent `$definition`.
+/// Declares a Durable Object class `$class` that runs the agent built by
+/// `$make` (a closure from `&worker::Env` to an `AgentDefinition`).
 /// `$agent` is the kebab-case class name sent in the identity frame.
 ///
 /// ```ignore
-/// durable_chat::chat_agent!(ChatAgent, MyAgent, "chat-agent");
+/// durable_chat::chat_agent!(ChatAgent, |_env| MyAgent, "chat-agent");
 /// ```
 #[macro_export]
 macro_rules! chat_agent {
-    ($class:ident, $definition:expr, $agent:literal) => {
+    ($class:ident, $make:expr, $agent:literal) => {
         #[::worker::durable_object]
         pub struct $class {
             host: ::core::result::Result<
@@ -29,7 +32,9 @@ macro_rules! chat_agent {
 
         impl ::worker::DurableObject for $class {
             fn new(state: ::worker::State, env: ::worker::Env) -> Self {
-                let host = $crate::agent::host::AgentHost::new(state, env, $definition, $agent)
+                let make = $make;
+                let definition = make(&env);
+                let host = $crate::agent::host::AgentHost::new(state, env, definition, $agent)
                     .map_err(|e| e.to_string());
                 if let Err(e) = &host {
                     ::worker::console_error!("agent failed to start: {e}");

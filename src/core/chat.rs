@@ -90,17 +90,13 @@ impl Core {
         if !reconciled.written.is_empty() || !reconciled.removed.is_empty() {
             self.broadcast_transcript(Some(&conn));
         }
+        self.transcript.reserve_for(&id);
         self.queue.push(QueuedTurn {
-            request_id: id,
-            trigger,
             requester: Some(conn),
             message_ids: reconciled.message_ids,
-            submitted_at: self.now,
-            generation: self.queue.generation,
             overlapped,
             body: Some(request.body),
-            recovery_root: None,
-            resume_message: None,
+            ..QueuedTurn::new(id, trigger, self.now, self.queue.generation)
         });
         self.pump();
     }
@@ -242,4 +238,39 @@ fn trailing_user_ids(request: &ChatRequest) -> Vec<String> {
         .collect();
     ids.reverse();
     ids
+}
+
+impl Core {
+    /// A sub-agent turn asked for by a parent agent: the message is stored and
+    /// broadcast like a tab's, and the turn queues like any other.
+    pub(super) fn on_programmatic_chat(
+        &mut self,
+        conn: ConnId,
+        message: crate::protocol::UIMessage,
+        tools: Vec<crate::protocol::ClientToolSchema>,
+        executor: bool,
+    ) {
+        let request_id = self.new_id(super::ids::IdKind::Request);
+        self.send_to(vec![conn.clone()], server::rpc_started(&request_id));
+        let mut message = message;
+        message.role = crate::protocol::Role::User;
+        let entry = self.transcript.upsert(message);
+        self.put_entry(&entry);
+        self.broadcast_transcript(None);
+        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        self.queue.push(QueuedTurn {
+            requester: Some(conn.clone()),
+            message_ids: vec![entry.message.id.clone()],
+            overlapped,
+            turn_tools: Some(tools),
+            executor: executor.then_some(conn),
+            ..QueuedTurn::new(
+                request_id,
+                TurnTrigger::Programmatic,
+                self.now,
+                self.queue.generation,
+            )
+        });
+        self.pump();
+    }
 }

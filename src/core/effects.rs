@@ -49,6 +49,15 @@ pub enum Event {
     Timer(Timer),
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
+    /// A parent agent's `chat()` over channel `conn` (already `Adopted`):
+    /// `tools` are client tools for this turn only; with `executor` their
+    /// calls are sent back on the channel to run.
+    ProgrammaticChat {
+        conn: ConnId,
+        message: UIMessage,
+        tools: Vec<crate::protocol::ClientToolSchema>,
+        executor: bool,
+    },
 }
 
 /// The closed set of timers the core arms. The host maps them onto in-isolate
@@ -91,6 +100,15 @@ pub enum Effect {
     },
     RunTool {
         call: CallId,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    /// Ask the parent agent on channel `conn` to run one of this turn's client
+    /// tools; its answer comes back as `Event::ToolDone`.
+    CallRemoteTool {
+        call: CallId,
+        conn: ConnId,
         tool_call_id: String,
         tool_name: String,
         input: Value,

@@ -138,7 +138,10 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
-            Event::Disconnected { conn } => self.conns.remove(&conn),
+            Event::Disconnected { conn } => {
+                self.conns.remove(&conn);
+                self.fail_remote_calls(&conn);
+            }
             Event::Model { call, event } => self.on_model_event(call, event),
             Event::ModelFailed { call, text } => self.on_model_failed(call, text),
             Event::ToolDone {
@@ -148,6 +151,12 @@ impl Core {
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => self.on_timer(timer),
             Event::Woke => self.on_woke(),
+            Event::ProgrammaticChat {
+                conn,
+                message,
+                tools,
+                executor,
+            } => self.on_programmatic_chat(conn, message, tools, executor),
         }
     }
 

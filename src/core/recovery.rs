@@ -100,21 +100,16 @@ impl Core {
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
         let request_id = self.new_id(IdKind::Request);
+        let trigger = if continue_into.is_some() {
+            TurnTrigger::RecoveryContinue
+        } else {
+            TurnTrigger::RecoveryRetry
+        };
         self.queue.push(QueuedTurn {
-            request_id,
-            trigger: if continue_into.is_some() {
-                TurnTrigger::RecoveryContinue
-            } else {
-                TurnTrigger::RecoveryRetry
-            },
-            requester: None,
             message_ids: open.record.origin_message_ids.clone(),
-            submitted_at: self.now,
-            generation: self.queue.generation,
-            overlapped: false,
-            body: None,
             recovery_root: Some(root),
             resume_message: continue_into,
+            ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation)
         });
         self.pump();
     }

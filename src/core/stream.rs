@@ -13,7 +13,7 @@ use crate::protocol::{server, Outcome, ResponseFrame, ToolState, UIMessage, UIMe
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
 use super::config::TurnContext;
 use super::context::{model_messages, turn_tools};
-use super::effects::{CallId, ConfigKey, Effect, StoreOp, StreamRecord, Timer};
+use super::effects::{CallId, ConfigKey, ConnId, Effect, StoreOp, StreamRecord, Timer};
 use super::ids::IdKind;
 use super::turns::QueuedTurn;
 use super::{Core, TerminalError};
@@ -41,7 +41,9 @@ pub(super) struct ActiveTurn {
     step: u32,
     model_call: Option<CallId>,
     calls: BTreeMap<u32, StepCall>,
-    running_tools: BTreeMap<String, CallId>,
+    /// Tool runs in flight, by tool call id: the call and, for a client tool
+    /// run by a parent agent, the channel it went to.
+    running_tools: BTreeMap<String, (CallId, Option<ConnId>)>,
     waiting_on_human: bool,
     text_open: Option<String>,
     reasoning_open: Option<String>,
@@ -91,7 +93,7 @@ impl Core {
             None => UIMessage::assistant(self.new_id(IdKind::Message)),
         };
         let message_id = message.id.clone();
-        let seq = self.transcript.reserve_seq();
+        let seq = self.transcript.take_reserved(&turn.request_id);
         self.store(StoreOp::OpenStream(StreamRecord {
             request_id: turn.request_id.clone(),
             message_id: message_id.clone(),
@@ -178,22 +180,71 @@ impl Core {
             })
             .unwrap_or_default();
         for (tool_call_id, tool_name, input) in &approved {
-            self.run_tool(tool_call_id, tool_name, input.clone());
+            self.run_tool(tool_call_id, tool_name, input.clone(), None);
         }
         !approved.is_empty()
     }
 
-    fn run_tool(&mut self, tool_call_id: &str, tool_name: &str, input: Value) {
+    /// Runs a server tool here, or a client tool on the parent agent's channel.
+    fn run_tool(
+        &mut self,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: Value,
+        remote: Option<ConnId>,
+    ) {
         let call = self.next_call_id();
         if let Some(active) = self.active.as_mut() {
-            active.running_tools.insert(tool_call_id.to_string(), call);
+            active
+                .running_tools
+                .insert(tool_call_id.to_string(), (call, remote.clone()));
         }
-        self.effects.push(Effect::RunTool {
-            call,
-            tool_call_id: tool_call_id.to_string(),
-            tool_name: tool_name.to_string(),
-            input,
+        let tool_call_id = tool_call_id.to_string();
+        let tool_name = tool_name.to_string();
+        self.effects.push(match remote {
+            Some(conn) => Effect::CallRemoteTool {
+                call,
+                conn,
+                tool_call_id,
+                tool_name,
+                input,
+            },
+            None => Effect::RunTool {
+                call,
+                tool_call_id,
+                tool_name,
+                input,
+            },
         });
+    }
+
+    /// The client tools of the active turn: its own (a sub-agent call) or the stored list.
+    fn active_client_tools(&self) -> &[crate::protocol::ClientToolSchema] {
+        match self
+            .active
+            .as_ref()
+            .and_then(|a| a.turn.turn_tools.as_ref())
+        {
+            Some(tools) => tools,
+            None => &self.client_tools,
+        }
+    }
+
+    /// A parent's channel closed: its client tool runs will never answer.
+    pub(super) fn fail_remote_calls(&mut self, conn: &str) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        let lost: Vec<(CallId, String)> = active
+            .running_tools
+            .iter()
+            .filter(|(_, (_, remote))| remote.as_deref() == Some(conn))
+            .map(|(id, (call, _))| (*call, id.clone()))
+            .collect();
+        for (call, tool_call_id) in lost {
+            let text = "The caller went away before the tool returned.".to_string();
+            self.on_tool_done(call, &tool_call_id, Err(text));
+        }
     }
 
     fn begin_step(&mut self) {
@@ -220,7 +271,7 @@ impl Core {
             context.push(&active.message);
         }
         let messages = model_messages(&system, &context);
-        let tools = turn_tools(&self.config.tools, &self.client_tools);
+        let tools = turn_tools(&self.config.tools, self.active_client_tools());
         let body = openai::request_body(&self.config.model, &messages, &tools);
         self.effects.push(Effect::CallModel { call, body });
     }
@@ -350,7 +401,11 @@ impl Core {
         } else {
             serde_json::from_str::<Value>(&call.arguments)
         };
-        let is_client = self.client_tools.iter().any(|t| t.name == call.name);
+        let is_client = self
+            .active_client_tools()
+            .iter()
+            .any(|t| t.name == call.name);
+        let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         let error = match (&parsed, is_client || spec.is_some()) {
             (_, false) => Some(format!(
@@ -379,7 +434,10 @@ impl Core {
             input: input.clone(),
         });
         match spec {
-            _ if is_client => self.set_waiting_on_human(),
+            _ if is_client => match executor {
+                Some(conn) => self.run_tool(&call.id, &call.name, input, Some(conn)),
+                None => self.set_waiting_on_human(),
+            },
             Some(spec) if spec.approval.required_for(&input) => {
                 let approval_id = self.new_id(IdKind::Approval);
                 self.emit(UIMessageChunk::ToolApprovalRequest {
@@ -388,7 +446,7 @@ impl Core {
                 });
                 self.set_waiting_on_human();
             }
-            Some(_) => self.run_tool(&call.id, &call.name, input),
+            Some(_) => self.run_tool(&call.id, &call.name, input, None),
             None => {}
         }
     }
@@ -408,7 +466,7 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        if active.running_tools.get(tool_call_id) != Some(&call) {
+        if active.running_tools.get(tool_call_id).map(|(c, _)| *c) != Some(call) {
             return;
         }
         active.running_tools.remove(tool_call_id);

@@ -120,16 +120,13 @@ impl Core {
             return;
         };
         self.queue.push(QueuedTurn {
-            request_id: pending.request_id,
-            trigger: TurnTrigger::AutoContinuation,
             requester: pending.owner,
-            message_ids: Vec::new(),
-            submitted_at: self.now,
-            generation: self.queue.generation,
-            overlapped: false,
-            body: None,
-            recovery_root: None,
-            resume_message: None,
+            ..QueuedTurn::new(
+                pending.request_id,
+                TurnTrigger::AutoContinuation,
+                self.now,
+                self.queue.generation,
+            )
         });
         self.pump();
     }

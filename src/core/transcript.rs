@@ -2,6 +2,8 @@
 //! are reconciled into it, how tool results and approvals land on their part,
 //! and the repair of unanswered tool calls before the model is called.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
 use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
@@ -23,6 +25,8 @@ pub struct Entry {
 pub struct Transcript {
     entries: Vec<Entry>,
     next_seq: u64,
+    /// Places kept for the answers of accepted requests, by request id.
+    reserved: BTreeMap<String, u64>,
 }
 
 /// What reconciling a client transcript changed.
@@ -40,7 +44,11 @@ impl Transcript {
     pub fn from_entries(mut entries: Vec<Entry>) -> Self {
         entries.sort_by_key(|e| e.seq);
         let next_seq = entries.last().map_or(0, |e| e.seq + 1);
-        Transcript { entries, next_seq }
+        Transcript {
+            entries,
+            next_seq,
+            reserved: BTreeMap::new(),
+        }
     }
 
     pub fn messages(&self) -> Vec<UIMessage> {
@@ -61,6 +69,7 @@ impl Transcript {
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.reserved.clear();
     }
 
     pub fn last(&self) -> Option<&UIMessage> {
@@ -94,10 +103,25 @@ impl Transcript {
         entry
     }
 
-    /// Reserves a place for a message written later (a turn's answer).
-    pub fn reserve_seq(&mut self) -> u64 {
+    /// Keeps the place right after an accepted request's messages for its
+    /// answer, so the answer follows the question it answers even when newer
+    /// submits are stored before it runs (queued turns, `latest`).
+    pub fn reserve_for(&mut self, request_id: &str) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.reserved.insert(request_id.to_string(), seq);
+    }
+
+    /// The place of a starting turn's answer: the one reserved when it was
+    /// accepted, else the end. Turns start in acceptance order, so older
+    /// reservations belong to requests that were skipped or cancelled.
+    pub fn take_reserved(&mut self, request_id: &str) -> u64 {
+        let seq = self.reserved.remove(request_id).unwrap_or_else(|| {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            seq
+        });
+        self.reserved.retain(|_, s| *s > seq);
         seq
     }
 
@@ -333,8 +357,9 @@ mod tests {
     fn a_reserved_answer_sorts_before_messages_stored_while_it_streamed() {
         let mut t = Transcript::default();
         t.upsert(UIMessage::user_text("u1", "hi"));
-        let seq = t.reserve_seq();
+        t.reserve_for("r1");
         t.upsert(UIMessage::user_text("u2", "meanwhile"));
+        let seq = t.take_reserved("r1");
         assert_eq!(t.before(seq).count(), 1);
         t.insert_at(seq, UIMessage::assistant("a1"));
         let ids: Vec<String> = t.iter().map(|m| m.id.clone()).collect();

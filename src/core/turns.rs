@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
 
+use crate::protocol::ClientToolSchema;
+
 use super::config::{Concurrency, TurnTrigger};
 use super::effects::ConnId;
 
@@ -26,9 +28,37 @@ pub struct QueuedTurn {
     pub recovery_root: Option<String>,
     /// Recovery continue: the stored partial answer to stream into.
     pub resume_message: Option<String>,
+    /// Client tools for this turn only (a sub-agent call); `None` uses the stored list.
+    pub turn_tools: Option<Vec<ClientToolSchema>>,
+    /// Where this turn's client tool calls are executed (a parent agent's
+    /// channel); without one they are left for a person to answer.
+    pub executor: Option<ConnId>,
 }
 
 impl QueuedTurn {
+    /// A turn with no requester, origin messages, body or recovery state.
+    pub fn new(
+        request_id: String,
+        trigger: TurnTrigger,
+        submitted_at: u64,
+        generation: u64,
+    ) -> Self {
+        QueuedTurn {
+            request_id,
+            trigger,
+            requester: None,
+            message_ids: Vec::new(),
+            submitted_at,
+            generation,
+            overlapped: false,
+            body: None,
+            recovery_root: None,
+            resume_message: None,
+            turn_tools: None,
+            executor: None,
+        }
+    }
+
     pub fn is_continuation(&self) -> bool {
         matches!(
             self.trigger,
@@ -135,16 +165,8 @@ mod tests {
 
     fn submit(id: &str, at: u64, overlapped: bool) -> QueuedTurn {
         QueuedTurn {
-            request_id: id.into(),
-            trigger: TurnTrigger::Submit,
-            requester: None,
-            message_ids: vec![],
-            submitted_at: at,
-            generation: 0,
             overlapped,
-            body: None,
-            recovery_root: None,
-            resume_message: None,
+            ..QueuedTurn::new(id.into(), TurnTrigger::Submit, at, 0)
         }
     }
 

@@ -18,3 +18,9 @@ pub const IDENTITY: &str = "cf_agent_identity";
 pub const MCP_SERVERS: &str = "cf_agent_mcp_servers";
 /// Our own frame for a request the agent refused (bad input, limits).
 pub const CHAT_ERROR: &str = "cf_agent_chat_error";
+
+// The parent ↔ child agent channel of `chat()` (see agent/subagent.rs).
+pub const RPC_CHAT: &str = "cf_agent_rpc_chat";
+pub const RPC_STARTED: &str = "cf_agent_rpc_started";
+pub const RPC_TOOL_CALL: &str = "cf_agent_rpc_tool_call";
+pub const RPC_TOOL_RESULT: &str = "cf_agent_rpc_tool_result";

@@ -226,6 +226,7 @@ test('a model HTTP error reaches every tab as readable error text, then a termin
 
   for (const frames of [a.since(markA), b.since(markB)]) {
     const mine = responsesOf(frames, id);
+    assert.equal(JSON.parse(mine[0].body).type, 'start', 'the error arrives after the start chunk');
     const errorAt = mine.findIndex((f) => f.error === true);
     assert.ok(errorAt >= 0, 'an error frame is sent');
     const error = mine[errorAt];

@@ -217,3 +217,33 @@ pub fn text_of(message: &Value) -> String {
         })
         .unwrap_or_default()
 }
+
+/// Distinct request ids of continuation frames a tab saw, in order.
+pub fn continuation_ids(frames: &[Value]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for f in of_type(frames, RESPONSE) {
+        if f["continuation"] == true {
+            let id = f["id"].as_str().unwrap().to_string();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+pub fn permutations(items: &[&'static str]) -> Vec<Vec<&'static str>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            out.push(tail);
+        }
+    }
+    out
+}

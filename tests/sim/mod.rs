@@ -245,9 +245,17 @@ impl Sim {
         self.now = target;
     }
 
-    /// Delivers work until nothing is scheduled (a stalled model call stays open).
+    /// Delivers work until nothing is scheduled but durable timers (the
+    /// heartbeat re-arms itself while a turn runs; `advance` fires it). A
+    /// stalled model call stays open.
     pub fn run_until_idle(&mut self) {
-        self.drain_until(u64::MAX);
+        for _ in 0..MAX_STEPS {
+            let only_durable = self.agenda.is_empty() && self.timers.keys().all(|t| t.is_durable());
+            if only_durable || !self.step() {
+                return;
+            }
+        }
+        panic!("the core kept scheduling work for {MAX_STEPS} steps");
     }
 
     fn drain_until(&mut self, limit: u64) {
@@ -434,11 +442,19 @@ impl Sim {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);
             }
+            // A parent agent's executor is scripted like a server tool.
             Effect::RunTool {
                 call,
                 tool_call_id,
                 tool_name,
                 input,
+            }
+            | Effect::CallRemoteTool {
+                call,
+                tool_call_id,
+                tool_name,
+                input,
+                ..
             } => {
                 let reply = self.tools.next(&tool_name);
                 self.tools.runs.push(ToolRun {

@@ -45,6 +45,7 @@ function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
     compatibilityDate: COMPATIBILITY_DATE,
     durableObjects: {
       ChatAgent: { className: 'ChatAgent', useSQLite: true },
+      Coordinator: { className: 'Coordinator', useSQLite: true },
     },
     durableObjectsPersist: persistDir,
     cf: false,

@@ -3,6 +3,9 @@
 // completion), the admin endpoints GET /__requests and POST /__reset, and the CLI
 // `node tests/support/model-server.mjs [--port 8788] [--host 127.0.0.1]`.
 // The reply is a pure function of the request's messages and tools; see `planReply` for the rules.
+// Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
+// onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
+// when the client went away first); see `startModelServer` for the record's fields.
 
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -179,12 +182,25 @@ function approxTokens(messages) {
   return n;
 }
 
-async function streamReply(req, res, body, plan) {
+async function streamReply(req, res, body, plan, timing = null) {
   const id = `chatcmpl-scripted-${++completionCounter}`;
   const created = Math.floor(Date.now() / 1000);
   const model = typeof body.model === 'string' ? body.model : 'scripted-model';
   let gone = false;
   res.on('close', () => { gone = true; });
+  if (timing) {
+    timing.completionId = id;
+    let reported = false;
+    const report = (complete) => {
+      if (reported) return;
+      reported = true;
+      timing.lastByteAt = performance.now();
+      timing.complete = complete;
+      try { timing.onTiming(timing.record()); } catch { /* a hook must not break the stream */ }
+    };
+    res.on('finish', () => report(true));
+    res.on('close', () => report(false));
+  }
 
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -193,10 +209,12 @@ async function streamReply(req, res, body, plan) {
   });
   res.flushHeaders();
   req.socket.setNoDelay(true);
+  if (timing) timing.firstByteAt = performance.now();
 
   let flushed = Promise.resolve();
   const write = (obj) => {
     if (gone) return false;
+    if (timing) timing.chunks++;
     flushed = new Promise((resolve) => {
       res.write(`data: ${typeof obj === 'string' ? obj : JSON.stringify(obj)}\n\n`, () => resolve());
     });
@@ -237,6 +255,7 @@ async function streamReply(req, res, body, plan) {
     if (plan.mode === 'hang') words = words.slice(0, 3);
     for (const w of words) {
       if (!(await pause())) return;
+      if (timing && timing.firstContentAt === null) timing.firstContentAt = performance.now();
       write(chunk({ content: w }));
       completionTokens++;
     }
@@ -301,11 +320,21 @@ function readBody(req) {
 
 /**
  * Start the scripted model server.
+ * @param {object} [opts]
+ * @param {number} [opts.port] default 0 (any free port)
+ * @param {string} [opts.host] default 127.0.0.1
+ * @param {(record: object) => void} [opts.onTiming] optional timing hook, called once per
+ *   streamed completion (`stream: true`) with { completionId, kind: 'text'|'tools',
+ *   lastUserText, receivedAt, firstByteAt, firstContentAt, lastByteAt, chunks, complete }:
+ *   times are this process's performance.now() (ms); receivedAt = request body read, firstByteAt =
+ *   headers flushed, firstContentAt = first text word written (null for tool calls), lastByteAt =
+ *   the response's last byte handed to the OS ('finish'; or the close time when the client went
+ *   away first, then complete=false); chunks = SSE events written. Without it nothing changes.
  * @returns {Promise<{url: string, port: number, requests: object[], close: () => Promise<void>}>}
  *   `url` is the OpenAI base URL, e.g. http://127.0.0.1:PORT/v1; `requests` collects every
  *   chat-completions request body (cleared by POST /__reset).
  */
-export async function startModelServer({ port = 0, host = '127.0.0.1' } = {}) {
+export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming } = {}) {
   const requests = [];
   const server = http.createServer(async (req, res) => {
     try {
@@ -329,6 +358,7 @@ export async function startModelServer({ port = 0, host = '127.0.0.1' } = {}) {
       }
       if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
         const raw = await readBody(req);
+        const receivedAt = performance.now();
         let body;
         try {
           body = JSON.parse(raw);
@@ -344,7 +374,22 @@ export async function startModelServer({ port = 0, host = '127.0.0.1' } = {}) {
           res.end(errorBody(plan.message));
           return;
         }
-        if (body.stream === true) await streamReply(req, res, body, plan);
+        if (body.stream === true) {
+          let timing = null;
+          if (typeof onTiming === 'function') {
+            const messages = Array.isArray(body.messages) ? body.messages : [];
+            const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+            timing = {
+              onTiming, completionId: null, kind: plan.kind, lastUserText: contentText(lastUser?.content),
+              receivedAt, firstByteAt: null, firstContentAt: null, lastByteAt: null, chunks: 0, complete: false,
+              record() {
+                const { onTiming: _hook, record: _record, ...fields } = this;
+                return fields;
+              },
+            };
+          }
+          await streamReply(req, res, body, plan, timing);
+        }
         else jsonReply(res, body, plan);
         return;
       }

@@ -3,11 +3,15 @@ import { ToolCall } from './ToolCall.jsx';
 
 const ROLE_LABELS = { user: 'You', assistant: 'Agent', system: 'System' };
 
-/** One transcript message. All content is rendered as text. */
-export function Message({ message, onApproval }) {
+/**
+ * One transcript message. All content is rendered as text. `continued`: the previous message has
+ * the same role (e.g. the reply that follows a tool result), so the avatar is not repeated.
+ */
+export function Message({ message, continued, onApproval }) {
   const { role, parts = [] } = message;
+  const className = `message message-${role}${continued ? ' message-continued' : ''}`;
   return (
-    <li className={`message message-${role}`} data-testid="message" data-role={role} data-id={message.id}>
+    <li className={className} data-testid="message" data-role={role} data-id={message.id}>
       <div className="avatar" aria-hidden="true">{role === 'user' ? 'You' : 'AI'}</div>
       <div className="message-body">
         <span className="visually-hidden">{ROLE_LABELS[role] ?? role}:</span>

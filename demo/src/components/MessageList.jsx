@@ -37,8 +37,13 @@ export function MessageList({ messages, busy, suggestions, onSuggestion, onAppro
         </div>
       ) : (
         <ol className="message-list">
-          {messages.map((m) => (
-            <Message key={m.id} message={m} onApproval={onApproval} />
+          {messages.map((m, i) => (
+            <Message
+              key={m.id}
+              message={m}
+              continued={i > 0 && messages[i - 1].role === m.role}
+              onApproval={onApproval}
+            />
           ))}
         </ol>
       )}

@@ -12,11 +12,13 @@ const STATE_LABELS = {
   'output-denied': 'denied',
 };
 
+/** A value as text: strings as they are, small JSON on one line, larger JSON indented. */
 const show = (value) => {
   if (value === undefined) return '';
   if (typeof value === 'string') return value;
   try {
-    return JSON.stringify(value, null, 2);
+    const oneLine = JSON.stringify(value);
+    return oneLine.length <= 60 ? oneLine : JSON.stringify(value, null, 2);
   } catch {
     return String(value);
   }

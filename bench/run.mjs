@@ -1,0 +1,790 @@
+#!/usr/bin/env node
+// Side-by-side benchmark: our Rust agent (build/, class ChatAgent) against a minimal TypeScript
+// agent on npm @cloudflare/think 0.23.0 (bench/think-worker/, class ThinkAgent), both under the
+// same Miniflare/workerd (root node_modules), each in its own Miniflare instance (= its own workerd
+// process, so CPU and RSS can be attributed), one scripted model server (tests/support/
+// model-server.mjs, with its timing hook), one WebSocket client (tests/support/harness.mjs connect
+// + chatRequest, i.e. the frames useAgentChat sends). Repetitions are interleaved A B B A ….
+// Prints a table of median / p90 per metric and the ratio ours/think, the load caused by other
+// processes during each phase, and how each figure is measured. It asserts nothing on timings.
+//
+//   node bench/run.mjs [--quick] [--tokens N] [--reps N] [--tabs N] [--agents N]
+//                      [--history N] [--build] [--json FILE]
+//
+// See bench/README.md for what each metric means.
+
+import { Miniflare } from 'miniflare';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import {
+  closeSync, copyFileSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync,
+  readSync, readdirSync, rmSync, statSync, writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { COMPATIBILITY_DATE, chatRequest, connect, isDone, userMessage } from '../tests/support/harness.mjs';
+import { startModelServer } from '../tests/support/model-server.mjs';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const THINK_DIR = join(ROOT, 'bench', 'think-worker');
+const BUILD_LOCK = '/tmp/durable-chat-build.lock';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+// ---- options -------------------------------------------------------------------------------
+
+function parseArgs(argv) {
+  const flags = new Set();
+  const values = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    const [k, inline] = a.slice(2).split('=');
+    if (['quick', 'build', 'help'].includes(k)) flags.add(k);
+    else {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`--${k} needs a value`);
+      values[k] = v;
+    }
+  }
+  if (flags.has('help')) {
+    console.log('node bench/run.mjs [--quick] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
+    process.exit(0);
+  }
+  const quick = flags.has('quick');
+  const int = (k, d) => {
+    if (values[k] === undefined) return d;
+    const n = Number(values[k]);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
+    return n;
+  };
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects'];
+  for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
+  const reps = int('reps', quick ? 3 : 10);
+  return {
+    quick,
+    build: flags.has('build'),
+    tokens: int('tokens', 1000),
+    reps,
+    sqliteReps: Math.max(1, Math.ceil(reps / 3)),
+    tabs: int('tabs', 50),
+    fanoutTokens: int('fanout-tokens', 200),
+    agents: int('agents', quick ? 10 : 100),
+    history: int('history', 50),
+    connects: int('connects', quick ? 10 : 30),
+    json: values.json ?? null,
+  };
+}
+
+// ---- /proc helpers -------------------------------------------------------------------------
+
+const CLK_TCK = 100; // Linux USER_HZ; /proc/<pid>/stat times are in these ticks
+const TICK_MS = 1000 / CLK_TCK;
+
+function readProcStat(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // fields after ")": state(3) ppid(4) … utime(14) stime(15); rest[0] is field 3
+    return { ppid: Number(rest[1]), utime: Number(rest[11]), stime: Number(rest[12]) };
+  } catch {
+    return null;
+  }
+}
+
+function childPids(ppid) {
+  const out = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const st = readProcStat(Number(e));
+    if (st && st.ppid === ppid) out.push(Number(e));
+  }
+  return out;
+}
+
+function descendants(pid) {
+  const all = [];
+  const stack = [pid];
+  while (stack.length) {
+    for (const c of childPids(stack.pop())) { all.push(c); stack.push(c); }
+  }
+  return all;
+}
+
+/** CPU ms (utime+stime) summed over pids. */
+function cpuMs(pids) {
+  let ticks = 0;
+  for (const p of pids) {
+    const st = readProcStat(p);
+    if (st) ticks += st.utime + st.stime;
+  }
+  return ticks * TICK_MS;
+}
+
+/** RSS in KiB summed over pids (VmRSS). */
+function rssKiB(pids) {
+  let kb = 0;
+  for (const p of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch { /* gone */ }
+  }
+  return kb;
+}
+
+/** Busy jiffies of the whole machine (all CPUs, everything but idle and iowait). */
+function machineBusyMs() {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = line;
+  return (user + nice + system + irq + softirq + (steal || 0)) * TICK_MS;
+}
+
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+
+// ---- statistics and formatting ---------------------------------------------------------------
+
+function quantile(xs, q) {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  const pos = (v.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+const median = (xs) => quantile(xs, 0.5);
+const p90 = (xs) => quantile(xs, 0.9);
+
+function fmt(x) {
+  if (!Number.isFinite(x)) return '-';
+  const a = Math.abs(x);
+  if (a >= 1000) return x.toFixed(0);
+  if (a >= 100) return x.toFixed(1);
+  if (a >= 10) return x.toFixed(2);
+  return x.toFixed(3);
+}
+
+// ---- building / staging the two workers --------------------------------------------------------
+
+function stageOurs(dir) {
+  const build = join(ROOT, 'build');
+  if (!existsSync(join(build, 'index_bg.wasm'))) {
+    throw new Error('build/index_bg.wasm missing: run `flock /tmp/durable-chat-build.lock bash scripts/build.sh` (or pass --build)');
+  }
+  // Snapshot the build under the build lock so that a concurrent rebuild cannot change the worker
+  // between phases (the memory phase starts new Miniflare instances later).
+  mkdirSync(dir, { recursive: true });
+  execFileSync('flock', [BUILD_LOCK, 'cp', join(build, 'index.js'), join(build, 'index_bg.wasm'), dir]);
+  return { dir, wasm: join(dir, 'index_bg.wasm'), mtime: statSync(join(build, 'index_bg.wasm')).mtime };
+}
+
+function ensureThinkBuilt() {
+  const dist = join(THINK_DIR, 'dist', 'index.js');
+  const inputs = [join(THINK_DIR, 'src', 'index.ts'), join(THINK_DIR, 'build.mjs'), join(THINK_DIR, 'package-lock.json')];
+  const stale = !existsSync(dist) || inputs.some((f) => existsSync(f) && statSync(f).mtimeMs > statSync(dist).mtimeMs);
+  if (!stale) return dist;
+  if (!existsSync(join(THINK_DIR, 'node_modules', '@cloudflare', 'think'))) {
+    console.error('bench: installing bench/think-worker dependencies (npm ci) …');
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: THINK_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  console.error('bench: bundling bench/think-worker …');
+  execFileSync(process.execPath, [join(THINK_DIR, 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return dist;
+}
+
+// ---- one worker = one Miniflare instance = one workerd process ------------------------------
+
+async function startInstance(spec, { modelUrl, persistDir, preventEviction = false }) {
+  const before = new Set(descendants(process.pid));
+  const mf = new Miniflare({
+    modules: spec.modules,
+    modulesRoot: spec.modulesRoot,
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: spec.compatibilityFlags,
+    durableObjects: { [spec.binding]: { className: spec.className, useSQLite: true } },
+    durableObjectsPersist: persistDir,
+    unsafePreventEviction: preventEviction,
+    cf: false,
+    host: '127.0.0.1',
+    port: 0,
+    bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue' },
+  });
+  const ready = await mf.ready;
+  const pids = descendants(process.pid).filter((p) => !before.has(p));
+  if (!pids.length) throw new Error(`could not find the workerd process of ${spec.label}`);
+  const ns = await mf.getDurableObjectNamespace(spec.binding);
+  return {
+    ...spec,
+    mf,
+    pids,
+    url: new URL(ready).origin,
+    persistDir,
+    /** Path of the DO's SQLite WAL file for instance `name`. */
+    walPath(name) {
+      return join(persistDir, `-${spec.binding}`, `${ns.idFromName(name).toString()}.sqlite-wal`);
+    },
+    cpu: () => cpuMs(pids),
+    rss: () => rssKiB(pids),
+    idleCpuPerMs: 0,
+    close: () => mf.dispose(),
+  };
+}
+
+// ---- the client: useAgentChat's frames -----------------------------------------------------
+
+function nanoid8() {
+  return randomUUID().replace(/-/g, '').slice(0, 8);
+}
+
+/**
+ * Open a tab the way useAgent + useAgentChat do: socket with _pk, then the resume probe. Resolves
+ * once the connect transcript and the probe's answer have arrived (the hook is then "ready").
+ * Each frame's receipt time is kept in client.times (same index as client.frames).
+ */
+async function openTab(inst, name) {
+  const t0 = now();
+  const c = await connect(inst.url, inst.binding, name);
+  const tOpen = now();
+  // Receipt time of each frame, same index as c.frames (harness's own listener runs first and
+  // pushes the parsed frame); frames that arrived together with the upgrade have no time.
+  c.times = [];
+  c.transcript = [];
+  const track = (f) => {
+    if (f?.type === 'cf_agent_chat_messages' && Array.isArray(f.messages)) c.transcript = f.messages;
+  };
+  c.frames.forEach(track);
+  c.ws.on('message', () => {
+    c.times[c.frames.length - 1] = now();
+    track(c.frames[c.frames.length - 1]);
+  });
+  c.send({ type: 'cf_agent_stream_resume_request', probeId: nanoid8() });
+  await c.waitFor('cf_agent_chat_messages', 30000);
+  c.cursor = 0;
+  await c.waitFor((f) => f?.type === 'cf_agent_stream_resume_none' || f?.type === 'cf_agent_stream_resuming', 30000);
+  c.cursor = 0;
+  await c.waitFor('cf_agent_identity', 30000);
+  const ready = now();
+  c.connectMs = ready - t0;
+  c.openMs = tOpen - t0;
+  return c;
+}
+
+/**
+ * Send a user message as useAgentChat's sendMessage does (full client transcript + new message);
+ * wait for the terminal frame. Returns timings (performance.now()).
+ */
+async function turn(c, text, { timeoutMs = 120000 } = {}) {
+  const id = nanoid8();
+  const msg = userMessage(nanoid8(), text);
+  const mark = c.frames.length;
+  c.cursor = mark;
+  const tSend = now();
+  c.send(chatRequest(id, [...c.transcript, msg]));
+  await c.waitFor(isDone(id), timeoutMs);
+  let firstText = NaN;
+  let doneAt = NaN;
+  let chunks = 0;
+  let error = null;
+  for (let i = mark; i < c.frames.length; i++) {
+    const f = c.frames[i];
+    if (f?.type !== 'cf_agent_use_chat_response' || f.id !== id) continue;
+    if (f.done) { doneAt = c.times[i]; if (f.error) error = f.body; break; }
+    if (f.error) { error = f.body; continue; }
+    chunks++;
+    if (Number.isNaN(firstText) && f.body.includes('"text-delta"')) firstText = c.times[i];
+  }
+  if (error) throw new Error(`turn failed on ${c.url}: ${error}`);
+  // The end-of-turn transcript is broadcast before the terminal frame; keep it as the client does.
+  return { id, tSend, firstText, doneAt, chunks };
+}
+
+// ---- SQLite WAL watcher ------------------------------------------------------------------
+
+/**
+ * Counts what SQLite appends to a WAL file while it runs, by polling the file every ~1 ms:
+ * frames (one page each, 24-byte header + page) and commit frames (header field "db size after
+ * commit" ≠ 0 ⇒ one write transaction). A checkpoint + WAL restart (new salts in the header) is
+ * followed: the rest of the old generation is read first (it is only overwritten after ~1000 new
+ * frames), then the new one from its start.
+ */
+class WalWatcher {
+  constructor(path) {
+    this.path = path;
+    this.fd = null;
+    this.salts = null;
+    this.offset = 32;
+    this.pageSize = 0;
+    this.frames = 0;
+    this.commits = 0;
+    this.restarts = 0;
+    this.timer = null;
+  }
+
+  open() {
+    if (this.fd === null && existsSync(this.path)) this.fd = openSync(this.path, 'r');
+    return this.fd !== null;
+  }
+
+  header() {
+    const b = Buffer.alloc(32);
+    if (readSync(this.fd, b, 0, 32, 0) < 32) return null;
+    const magic = b.readUInt32BE(0);
+    if (magic !== 0x377f0682 && magic !== 0x377f0683) return null;
+    return { pageSize: b.readUInt32BE(8), salt1: b.readUInt32BE(16), salt2: b.readUInt32BE(20) };
+  }
+
+  /** Walk frames of generation `salts` from this.offset; count=false only skips. */
+  scan(salts, count) {
+    const size = fstatSync(this.fd).size;
+    const frameSize = 24 + this.pageSize;
+    const hdr = Buffer.alloc(24);
+    while (this.offset + frameSize <= size) {
+      if (readSync(this.fd, hdr, 0, 24, this.offset) < 24) break;
+      if (hdr.readUInt32BE(8) !== salts.salt1 || hdr.readUInt32BE(12) !== salts.salt2) break;
+      if (count) {
+        this.frames++;
+        if (hdr.readUInt32BE(4) !== 0) this.commits++;
+      }
+      this.offset += frameSize;
+    }
+  }
+
+  poll(count = true) {
+    if (!this.open()) return;
+    const h = this.header();
+    if (!h) return;
+    this.pageSize = h.pageSize;
+    if (!this.salts) {
+      this.salts = h;
+      this.offset = 32;
+      this.scan(h, count);
+      return;
+    }
+    if (h.salt1 !== this.salts.salt1 || h.salt2 !== this.salts.salt2) {
+      this.scan(this.salts, count); // finish the old generation
+      this.salts = h;
+      this.offset = 32;
+      this.restarts++;
+    }
+    this.scan(h, count);
+  }
+
+  start() {
+    this.poll(false); // skip what is already there
+    this.frames = 0;
+    this.commits = 0;
+    this.restarts = 0;
+    this.timer = setInterval(() => this.poll(true), 1);
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.poll(true);
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+    return {
+      commits: this.commits,
+      frames: this.frames,
+      walBytes: this.frames * (24 + this.pageSize) + this.restarts * 32,
+      pageSize: this.pageSize,
+      restarts: this.restarts,
+    };
+  }
+}
+
+// ---- phases ---------------------------------------------------------------------------
+
+/** Wait until the instance's CPU counter stops moving (≤ 1 tick over 60 ms), at most maxMs. */
+async function settle(inst, maxMs = 1500) {
+  const t0 = now();
+  let last = inst.cpu();
+  let stable = 0;
+  while (now() - t0 < maxMs) {
+    await sleep(20);
+    const c = inst.cpu();
+    if (c - last <= TICK_MS) stable++; else stable = 0;
+    last = c;
+    if (stable >= 3) break;
+  }
+}
+
+/** Interleaved order for repetition r: A B, B A, A B, … */
+const orderFor = (r, pair) => (r % 2 === 0 ? pair : [pair[1], pair[0]]);
+
+class PhaseLoad {
+  constructor(name, insts) {
+    this.name = name;
+    this.insts = insts;
+    this.t0 = now();
+    this.busy0 = machineBusyMs();
+    this.self0 = process.cpuUsage();
+    this.w0 = insts.map((i) => i.cpu());
+  }
+
+  end() {
+    const wall = now() - this.t0;
+    const busy = machineBusyMs() - this.busy0;
+    const selfUs = process.cpuUsage(this.self0);
+    const self = (selfUs.user + selfUs.system) / 1000;
+    const workerd = this.insts.reduce((s, inst, k) => s + (inst.cpu() - this.w0[k]), 0);
+    const other = Math.max(0, busy - self - workerd);
+    return {
+      phase: this.name,
+      wallS: wall / 1000,
+      workerdCores: workerd / wall,
+      benchNodeCores: self / wall,
+      otherCores: other / wall,
+      load1: loadavg()[0],
+    };
+  }
+}
+
+async function measureIdle(insts, ms) {
+  const c0 = insts.map((i) => i.cpu());
+  const t0 = now();
+  await sleep(ms);
+  const dt = now() - t0;
+  insts.forEach((inst, k) => { inst.idleCpuPerMs = Math.max(0, (inst.cpu() - c0[k]) / dt); });
+}
+
+async function phaseTurns(pair, opts, timingOf, results, uniq) {
+  const prompt = (tag) => `[tokens:${opts.tokens}] ${tag}`;
+  // Warm-up per worker (JIT, wasm instantiation, first-use code paths): not measured.
+  for (const inst of pair) {
+    const c = await openTab(inst, `warm-${uniq}`);
+    await turn(c, '[tokens:3] warm');
+    await turn(c, prompt(`bench:warm-${inst.key}-${uniq}`));
+    await c.close();
+  }
+  for (let r = 0; r < opts.reps; r++) {
+    for (const inst of orderFor(r, pair)) {
+      const res = results[inst.key];
+      const c = await openTab(inst, `turns-${uniq}-${r}`);
+      await turn(c, '[tokens:3] prime'); // steady state: measure the agent's second turn
+      await settle(inst);
+      const tag = `bench:${inst.key}-${uniq}-${r}`;
+      const cpu0 = inst.cpu();
+      const t0 = now();
+      const t = await turn(c, prompt(tag));
+      await settle(inst);
+      const cpu = inst.cpu() - cpu0 - inst.idleCpuPerMs * (now() - t0);
+      const timing = await timingOf(tag);
+      res.cpuPerToken.push(cpu / opts.tokens);
+      res.firstChunk.push(t.firstText - t.tSend);
+      res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
+      res.lastByteToDone.push(timing ? t.doneAt - timing.lastByteAt : NaN);
+      res.turnMs.push(t.doneAt - t.tSend);
+      await c.close();
+    }
+  }
+}
+
+async function phaseSqlite(pair, opts, results, uniq) {
+  for (let r = 0; r < opts.sqliteReps; r++) {
+    for (const inst of orderFor(r, pair)) {
+      const name = `sql-${uniq}-${r}`;
+      const c = await openTab(inst, name);
+      await turn(c, '[tokens:3] prime');
+      await settle(inst);
+      await sleep(100);
+      const w = new WalWatcher(inst.walPath(name));
+      w.start();
+      await turn(c, `[tokens:${opts.tokens}] bench:sql-${inst.key}-${uniq}-${r}`);
+      await settle(inst);
+      await sleep(200);
+      const s = w.stop();
+      results[inst.key].sqlCommits.push(s.commits);
+      results[inst.key].sqlWalKiB.push(s.walBytes / 1024);
+      results[inst.key].sqlPages.push(s.frames);
+      await c.close();
+    }
+  }
+}
+
+async function phaseFanout(pair, opts, results, uniq) {
+  const reps = Math.max(2, Math.ceil(opts.reps / 2));
+  for (let r = 0; r < reps; r++) {
+    for (const inst of orderFor(r, pair)) {
+      const name = `fan-${uniq}-${r}`;
+      const tabs = [];
+      for (let i = 0; i < opts.tabs; i += 10) {
+        tabs.push(...(await Promise.all(Array.from({ length: Math.min(10, opts.tabs - i) }, () => openTab(inst, name)))));
+      }
+      await settle(inst);
+      const [first, ...others] = tabs;
+      const mark = others.map((t) => t.frames.length);
+      const t = turn(first, `[tokens:${opts.fanoutTokens}] bench:fan-${inst.key}-${uniq}-${r}`);
+      const { id, tSend, doneAt: firstDone } = await t;
+      const doneTimes = await Promise.all(others.map(async (tab, k) => {
+        tab.cursor = mark[k];
+        await tab.waitFor(isDone(id), 60000);
+        const i = tab.frames.findIndex((f, j) => j >= mark[k] && isDone(id)(f));
+        return tab.times[i];
+      }));
+      const last = Math.max(firstDone, ...doneTimes);
+      results[inst.key].fanout.push(last - tSend);
+      await Promise.all(tabs.map((tab) => tab.close()));
+    }
+  }
+}
+
+async function phaseConnect(pair, opts, results, uniq) {
+  for (let r = 0; r < opts.connects; r++) {
+    for (const inst of orderFor(r, pair)) {
+      const c = await openTab(inst, `conn-${uniq}-${r}`);
+      results[inst.key].connect.push(c.connectMs);
+      results[inst.key].connectOpen.push(c.openMs);
+      await c.close();
+      await sleep(5);
+    }
+  }
+}
+
+/** Build `agents` agents with `history`-message transcripts on one instance; keep a tab open each. */
+async function buildHistories(inst, opts, uniq) {
+  const turnsPerAgent = Math.ceil(opts.history / 2);
+  const tabs = [];
+  const t0 = now();
+  const batch = 10;
+  for (let a = 0; a < opts.agents; a += batch) {
+    const group = await Promise.all(Array.from({ length: Math.min(batch, opts.agents - a) }, (_, k) => openTab(inst, `mem-${uniq}-${a + k}`)));
+    await Promise.all(group.map(async (c, k) => {
+      for (let i = 0; i < turnsPerAgent; i++) await turn(c, `[tokens:40] agent ${a + k} message ${i}`);
+    }));
+    tabs.push(...group);
+  }
+  return { tabs, seconds: (now() - t0) / 1000, messages: tabs.reduce((s, t) => s + t.transcript.length, 0) / tabs.length };
+}
+
+async function rssSettled(inst) {
+  await settle(inst, 3000);
+  await sleep(500);
+  const samples = [];
+  for (let i = 0; i < 5; i++) { samples.push(inst.rss()); await sleep(100); }
+  return median(samples);
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const started = now();
+  const work = mkdtempSync(join(tmpdir(), 'durable-chat-bench-'));
+  const log = (...a) => console.error(`[${((now() - started) / 1000).toFixed(1)}s]`, ...a);
+  const cleanup = [];
+  try {
+    if (opts.build) {
+      log('building our worker (flock', BUILD_LOCK, 'bash scripts/build.sh) …');
+      execFileSync('flock', [BUILD_LOCK, 'bash', 'scripts/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    }
+    const ours = stageOurs(join(work, 'ours-build'));
+    const thinkDist = ensureThinkBuilt();
+
+    // Timing records of the model server, by the bench tag in the user text.
+    const timings = new Map();
+    const waiters = new Map();
+    const model = await startModelServer({
+      onTiming(rec) {
+        const m = /bench:(\S+)/.exec(rec.lastUserText);
+        if (!m) return;
+        timings.set(m[1], rec);
+        waiters.get(m[1])?.(rec);
+      },
+    });
+    cleanup.push(() => model.close());
+    const timingOf = (tag) => {
+      const key = tag.replace(/^bench:/, '');
+      if (timings.has(key)) return Promise.resolve(timings.get(key));
+      return Promise.race([
+        new Promise((resolve) => waiters.set(key, resolve)),
+        sleep(2000).then(() => null),
+      ]).finally(() => waiters.delete(key));
+    };
+
+    const specs = {
+      ours: {
+        key: 'ours', label: 'ours (Rust/wasm ChatAgent)', binding: 'ChatAgent', className: 'ChatAgent',
+        modules: [
+          { type: 'ESModule', path: join(ours.dir, 'index.js') },
+          { type: 'CompiledWasm', path: join(ours.dir, 'index_bg.wasm') },
+        ],
+        modulesRoot: ours.dir,
+        compatibilityFlags: [],
+      },
+      think: {
+        key: 'think', label: 'think (@cloudflare/think 0.23.0 ThinkAgent)', binding: 'ThinkAgent', className: 'ThinkAgent',
+        modules: [{ type: 'ESModule', path: thinkDist }],
+        modulesRoot: join(THINK_DIR, 'dist'),
+        compatibilityFlags: ['nodejs_compat'],
+      },
+    };
+    const newResults = () => ({
+      cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], turnMs: [],
+      sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
+      memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], historySeconds: [],
+    });
+    const results = { ours: newResults(), think: newResults() };
+    const loads = [];
+    const uniq = nanoid8();
+
+    // Phases 1-4 on one pair of instances.
+    log('starting workers …');
+    const pair = [];
+    for (const key of ['ours', 'think']) {
+      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-do`) });
+      cleanup.push(() => inst.close());
+      pair.push(inst);
+    }
+    log(`workers up: ours pid ${pair[0].pids.join(',')}, think pid ${pair[1].pids.join(',')}`);
+    await measureIdle(pair, opts.quick ? 500 : 1500);
+
+    let load = new PhaseLoad(`turns (${opts.tokens}-token turns ×${opts.reps})`, pair);
+    log(`phase: ${load.name}`);
+    await phaseTurns(pair, opts, timingOf, results, uniq);
+    loads.push(load.end());
+
+    load = new PhaseLoad(`sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, pair);
+    log(`phase: ${load.name}`);
+    await phaseSqlite(pair, opts, results, uniq);
+    loads.push(load.end());
+
+    load = new PhaseLoad(`fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, pair);
+    log(`phase: ${load.name}`);
+    await phaseFanout(pair, opts, results, uniq);
+    loads.push(load.end());
+
+    load = new PhaseLoad(`connect (fresh agent ×${opts.connects})`, pair);
+    log(`phase: ${load.name}`);
+    await phaseConnect(pair, opts, results, uniq);
+    loads.push(load.end());
+
+    for (const inst of pair) await inst.close();
+
+    // Phase 5: memory, on a fresh pair that never evicts (so all agents stay resident).
+    const memPair = [];
+    for (const key of ['ours', 'think']) {
+      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true });
+      cleanup.push(() => inst.close());
+      memPair.push(inst);
+    }
+    load = new PhaseLoad(`memory (${opts.agents} agents × ${opts.history} messages)`, memPair);
+    log(`phase: ${load.name}`);
+    const memTabs = [];
+    for (const inst of memPair) {
+      const warm = await openTab(inst, `memwarm-${uniq}`);
+      for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
+      memTabs.push(warm);
+      const base = await rssSettled(inst);
+      const built = await buildHistories(inst, opts, uniq);
+      memTabs.push(...built.tabs);
+      const after = await rssSettled(inst);
+      const r = results[inst.key];
+      r.rssBaseMiB.push(base / 1024);
+      r.rssAfterMiB.push(after / 1024);
+      r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
+      r.historySeconds.push(built.seconds);
+      r.historyMessages = built.messages;
+      log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
+    }
+    loads.push(load.end());
+    await Promise.all(memTabs.map((t) => t.close()));
+
+    // Sizes.
+    const wasmBytes = readFileSync(ours.wasm);
+    const thinkBytes = readFileSync(thinkDist);
+    const sizes = {
+      oursWasmKiB: wasmBytes.length / 1024,
+      oursWasmGzKiB: gzipSync(wasmBytes).length / 1024,
+      oursJsKiB: statSync(join(ours.dir, 'index.js')).size / 1024,
+      thinkBundleKiB: thinkBytes.length / 1024,
+      thinkBundleGzKiB: gzipSync(thinkBytes).length / 1024,
+    };
+
+    report(opts, results, loads, sizes, { ours, elapsed: (now() - started) / 1000 });
+  } finally {
+    for (const f of cleanup.reverse()) await Promise.resolve().then(f).catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function report(opts, results, loads, sizes, { ours, elapsed }) {
+  const o = results.ours;
+  const t = results.think;
+  const rows = [
+    [`runtime CPU per streamed token (ms)`, o.cpuPerToken, t.cpuPerToken],
+    [`request → first text chunk (ms)`, o.firstChunk, t.firstChunk],
+    [`  of which after the model's first word (ms)`, o.firstChunkAfterModel, t.firstChunkAfterModel],
+    [`model's last byte → terminal done frame (ms)`, o.lastByteToDone, t.lastByteToDone],
+    [`whole ${opts.tokens}-token turn, request → done (ms)`, o.turnMs, t.turnMs],
+    [`${opts.tabs}-tab fan-out, ${opts.fanoutTokens}-token turn → last tab done (ms)`, o.fanout, t.fanout],
+    [`SQLite write transactions per ${opts.tokens}-token turn`, o.sqlCommits, t.sqlCommits],
+    [`SQLite WAL bytes written per ${opts.tokens}-token turn (KiB)`, o.sqlWalKiB, t.sqlWalKiB],
+    [`runtime memory per agent, ${opts.history}-message history (MiB)`, o.memPerAgentMiB, t.memPerAgentMiB],
+    [`runtime RSS with ${opts.agents} agents (MiB)`, o.rssAfterMiB, t.rssAfterMiB],
+    [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect],
+    [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen],
+    [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
+    [`worker code size gzip (KiB)`, [sizes.oursWasmGzKiB], [sizes.thinkBundleGzKiB]],
+  ];
+  const head = ['metric', 'ours median / p90', 'think median / p90', 'ours/think'];
+  const cell = (xs) => (xs.length > 1 ? `${fmt(median(xs))} / ${fmt(p90(xs))}` : xs.length ? fmt(xs[0]) : '-');
+  const table = rows.map(([name, a, b]) => {
+    const ratio = median(a) / median(b);
+    return [name, cell(a), cell(b), Number.isFinite(ratio) ? ratio.toFixed(2) : '-'];
+  });
+  const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
+  const line = (r) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  const out = [];
+  out.push('');
+  out.push(`durable-chat benchmark — ${new Date().toISOString()} — ${opts.quick ? 'quick' : 'full'} run, ${elapsed.toFixed(0)} s`);
+  out.push(`settings: tokens=${opts.tokens} reps=${opts.reps} (sqlite reps=${opts.sqliteReps}) tabs=${opts.tabs} agents=${opts.agents} history=${opts.history} connects=${opts.connects}; ` +
+    `ours = build/index_bg.wasm of ${ours.mtime.toISOString()}; runtime: miniflare ${pkgVersion('miniflare')} / workerd ${pkgVersion('workerd')}; node ${process.version}; ${cpuInfo()}`);
+  out.push('');
+  out.push(line(head));
+  out.push(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|')}|`);
+  for (const r of table) out.push(line(r));
+  out.push('');
+  out.push('load during each phase (cores busy, averaged over the phase; "other" = whole machine minus both workerd processes minus this benchmark process):');
+  for (const l of loads) {
+    out.push(`  ${l.phase.padEnd(44)} ${l.wallS.toFixed(1).padStart(6)} s  workerd ${l.workerdCores.toFixed(2)}  bench node ${l.benchNodeCores.toFixed(2)}  other processes ${l.otherCores.toFixed(2)}  loadavg(1m) ${l.load1.toFixed(2)}`);
+  }
+  out.push('');
+  out.push('method:');
+  out.push('  CPU/token: utime+stime (/proc/<pid>/stat, 10 ms ticks) of the worker\'s own workerd process from just before the request until its CPU counter is still again after the terminal frame, minus the idle rate measured at start, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn).');
+  out.push('  first chunk: client send → receipt of the first text-delta frame; "after the model\'s first word" subtracts the model server\'s write time of its first content word (timing hook, same clock).');
+  out.push('  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame.');
+  out.push('  fan-out: N tabs of one fresh agent connected and idle; tab 1 sends; time until the last tab has the done:true frame.');
+  out.push('  SQLite: the DO\'s <id>.sqlite-wal in the Miniflare persist dir is polled every ~1 ms during the turn; each WAL frame = one page written (24-byte header + page), a frame with a non-zero "db size after commit" field ends one write transaction; checkpoint restarts (new salts) are followed. Bytes = frames × (24 + page size).');
+  out.push('  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N.');
+  out.push('  connect: new socket (with _pk) to a never-used agent name on a warm process → socket open, transcript frame, identity frame and the answer to the resume probe all received.');
+  out.push('  sizes: ours = build/index_bg.wasm (the JS shim is ' + sizes.oursJsKiB.toFixed(0) + ' KiB more); think = the esbuild bundle bench/think-worker/dist/index.js (unminified, as wrangler deploys it by default).');
+  console.log(out.join('\n'));
+  if (opts.json) writeFileSync(opts.json, JSON.stringify({ opts, results, loads, sizes, date: new Date().toISOString() }, null, 2));
+}
+
+function pkgVersion(name) {
+  try {
+    const p = name === 'workerd' ? join(ROOT, 'node_modules', 'workerd', 'package.json') : join(ROOT, 'node_modules', name, 'package.json');
+    return JSON.parse(readFileSync(p, 'utf8')).version;
+  } catch {
+    return '?';
+  }
+}
+
+function cpuInfo() {
+  try {
+    const txt = readFileSync('/proc/cpuinfo', 'utf8');
+    const m = /model name\s*:\s*(.+)/.exec(txt);
+    const n = (txt.match(/^processor\s*:/gm) || []).length;
+    return `${n} CPU${n === 1 ? '' : 's'}${m ? ` (${m[1].trim()})` : ''}`;
+  } catch {
+    return '';
+  }
+}
+
+main().catch((err) => {
+  console.error(err?.stack || String(err));
+  process.exit(1);
+});

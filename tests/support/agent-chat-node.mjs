@@ -1,0 +1,125 @@
+// Runs the REAL `useAgentChat` (agents/chat/react) + `useAgent` (agents/react) hooks in Node, with
+// React 19's own renderer (react-dom/client), so end-to-end tests drive the agent through the
+// exact client code a browser app uses. The component renders nothing, so React never creates
+// DOM nodes: a container stub with the handful of fields react-dom's root touches is enough, plus
+// `window.event` (read when scheduling updates). Sockets use the `ws` package (Node 20 has no
+// global WebSocket), wrapped to record every frame the client sends and receives.
+// Owns: mountAgentChat.
+
+import WS from 'ws';
+import React from 'react';
+import { createRoot } from 'react-dom/client';
+
+// react-dom reads `window.event` to pick an update priority; nothing else of `window` is needed
+// because the tree renders no host elements. Keep any real window (never the case under node:test).
+if (typeof globalThis.window === 'undefined') globalThis.window = { event: undefined };
+if (typeof globalThis.WebSocket === 'undefined') globalThis.WebSocket = WS;
+globalThis.IS_REACT_ACT_ENVIRONMENT = false;
+
+const { useAgent } = await import('agents/react');
+const { useAgentChat } = await import('agents/chat/react');
+
+const noop = () => {};
+
+function containerStub() {
+  const view = { HTMLIFrameElement: class HTMLIFrameElement {}, document: null };
+  const doc = {
+    nodeType: 9, activeElement: null, body: null, defaultView: view,
+    addEventListener: noop, removeEventListener: noop,
+  };
+  view.document = doc;
+  return {
+    nodeType: 1, nodeName: 'DIV', tagName: 'DIV', textContent: '', firstChild: null,
+    ownerDocument: doc, addEventListener: noop, removeEventListener: noop,
+  };
+}
+
+/**
+ * Mount `useAgent` + `useAgentChat` for agent `agent` instance `name` on the worker at `url`.
+ * @param {object} o
+ * @param {string} o.url worker base URL (http://127.0.0.1:PORT)
+ * @param {string} o.name instance name
+ * @param {string} [o.agent] agent class (`ChatAgent`)
+ * @param {object|((ctx) => object)} [o.chatOptions] extra useAgentChat options (tools, onToolCall…);
+ *   a function receives {get chat()} so callbacks can reach the latest hook result.
+ * @returns {Promise<{chat, frames, sent, errors, waitFor(pred, timeoutMs?), unmount()}>}
+ *   `chat` is the latest hook result; `frames`/`sent` are parsed frames received/sent by its socket.
+ */
+export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptions = {} }) {
+  const host = new URL(url).host;
+  const frames = [];
+  const sent = [];
+  const errors = [];
+  const listeners = new Set();
+  let latest = null;
+  const notify = () => { for (const l of [...listeners]) l(); };
+
+  class RecordingWebSocket extends WS {
+    constructor(...args) {
+      super(...args);
+      this.on('message', (data, isBinary) => {
+        if (isBinary) return;
+        try { frames.push(JSON.parse(data.toString('utf8'))); } catch { frames.push({ type: '__raw', data: data.toString('utf8') }); }
+        notify();
+      });
+    }
+    send(data, ...rest) {
+      try { sent.push(JSON.parse(data)); } catch { sent.push({ type: '__raw', data }); }
+      return super.send(data, ...rest);
+    }
+  }
+
+  const ctx = { get chat() { return latest; } };
+  const options = typeof chatOptions === 'function' ? chatOptions(ctx) : chatOptions;
+
+  function App() {
+    const agentConn = useAgent({ agent, name, host, WebSocket: RecordingWebSocket });
+    const chat = useAgentChat({
+      agent: agentConn,
+      // What @cloudflare/think/react does on top of the generic hook.
+      syncMessagesToServer: false,
+      onError: (e) => errors.push(e),
+      ...options,
+    });
+    latest = chat;
+    React.useEffect(notify);
+    return null;
+  }
+
+  const root = createRoot(containerStub(), {
+    onUncaughtError: (e) => errors.push(e),
+    onRecoverableError: (e) => errors.push(e),
+  });
+  root.render(React.createElement(React.Suspense, { fallback: null }, React.createElement(App)));
+
+  const handle = {
+    get chat() { return latest; },
+    frames,
+    sent,
+    errors,
+    /** Resolve with pred(chat)'s truthy value once it holds (checked after every render/frame). */
+    waitFor(pred, timeoutMs = 15000) {
+      return new Promise((resolve, reject) => {
+        let timer;
+        const check = () => {
+          let value;
+          try { value = latest && pred(latest); } catch (e) { value = undefined; }
+          if (value) { listeners.delete(check); clearTimeout(timer); resolve(value); }
+        };
+        timer = setTimeout(() => {
+          listeners.delete(check);
+          const state = latest ? JSON.stringify({ status: latest.status, messages: latest.messages }, null, 1).slice(0, 3000) : '(not rendered)';
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${pred.name || String(pred).slice(0, 160)}; errors: ${errors.map(String).join('; ') || 'none'}; state: ${state}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    async unmount() {
+      root.unmount();
+      await new Promise((r) => setTimeout(r, 20));
+    },
+  };
+  await handle.waitFor((c) => c.status === 'ready' && frames.some((f) => f.type === 'cf_agent_mcp_servers'));
+  return handle;
+}

@@ -23,7 +23,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { COMPATIBILITY_DATE, chatRequest, connect, isDone, userMessage } from '../tests/support/harness.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 
@@ -196,7 +196,7 @@ function ensureThinkBuilt() {
 
 // ---- one worker = one Miniflare instance = one workerd process ------------------------------
 
-async function startInstance(spec, { modelUrl, persistDir, preventEviction = false }) {
+async function startInstance(spec, { modelUrl, persistDir, preventEviction = false, miniflare = {} }) {
   const before = new Set(descendants(process.pid));
   const mf = new Miniflare({
     modules: spec.modules,
@@ -210,6 +210,7 @@ async function startInstance(spec, { modelUrl, persistDir, preventEviction = fal
     host: '127.0.0.1',
     port: 0,
     bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue' },
+    ...miniflare,
   });
   const ready = await mf.ready;
   const pids = descendants(process.pid).filter((p) => !before.has(p));
@@ -272,6 +273,14 @@ async function openTab(inst, name) {
 }
 
 /**
+ * Close a tab without waiting for the close handshake (waiting costs up to seconds per socket
+ * here); the server-side close work is absorbed by settle() before the next measurement.
+ */
+function drop(c) {
+  try { c.ws.close(1000); } catch { c.ws.terminate(); }
+}
+
+/**
  * Send a user message as useAgentChat's sendMessage does (full client transcript + new message);
  * wait for the terminal frame. Returns timings (performance.now()).
  */
@@ -320,6 +329,7 @@ class WalWatcher {
     this.commits = 0;
     this.restarts = 0;
     this.timer = null;
+    this.pageWrites = new Map(); // page number → times written (for attributing writes to tables)
   }
 
   open() {
@@ -344,6 +354,8 @@ class WalWatcher {
       if (readSync(this.fd, hdr, 0, 24, this.offset) < 24) break;
       if (hdr.readUInt32BE(8) !== salts.salt1 || hdr.readUInt32BE(12) !== salts.salt2) break;
       if (count) {
+        const pgno = hdr.readUInt32BE(0);
+        this.pageWrites.set(pgno, (this.pageWrites.get(pgno) ?? 0) + 1);
         this.frames++;
         if (hdr.readUInt32BE(4) !== 0) this.commits++;
       }
@@ -373,6 +385,7 @@ class WalWatcher {
 
   start() {
     this.poll(false); // skip what is already there
+    this.pageWrites.clear();
     this.frames = 0;
     this.commits = 0;
     this.restarts = 0;
@@ -456,7 +469,7 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
     const c = await openTab(inst, `warm-${uniq}`);
     await turn(c, '[tokens:3] warm');
     await turn(c, prompt(`bench:warm-${inst.key}-${uniq}`));
-    await c.close();
+    drop(c);
   }
   for (let r = 0; r < opts.reps; r++) {
     for (const inst of orderFor(r, pair)) {
@@ -476,7 +489,7 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
       res.lastByteToDone.push(timing ? t.doneAt - timing.lastByteAt : NaN);
       res.turnMs.push(t.doneAt - t.tSend);
-      await c.close();
+      drop(c);
     }
   }
 }
@@ -498,7 +511,7 @@ async function phaseSqlite(pair, opts, results, uniq) {
       results[inst.key].sqlCommits.push(s.commits);
       results[inst.key].sqlWalKiB.push(s.walBytes / 1024);
       results[inst.key].sqlPages.push(s.frames);
-      await c.close();
+      drop(c);
     }
   }
 }
@@ -525,7 +538,7 @@ async function phaseFanout(pair, opts, results, uniq) {
       }));
       const last = Math.max(firstDone, ...doneTimes);
       results[inst.key].fanout.push(last - tSend);
-      await Promise.all(tabs.map((tab) => tab.close()));
+      tabs.forEach(drop);
     }
   }
 }
@@ -536,7 +549,7 @@ async function phaseConnect(pair, opts, results, uniq) {
       const c = await openTab(inst, `conn-${uniq}-${r}`);
       results[inst.key].connect.push(c.connectMs);
       results[inst.key].connectOpen.push(c.openMs);
-      await c.close();
+      drop(c);
       await sleep(5);
     }
   }
@@ -603,23 +616,7 @@ async function main() {
       ]).finally(() => waiters.delete(key));
     };
 
-    const specs = {
-      ours: {
-        key: 'ours', label: 'ours (Rust/wasm ChatAgent)', binding: 'ChatAgent', className: 'ChatAgent',
-        modules: [
-          { type: 'ESModule', path: join(ours.dir, 'index.js') },
-          { type: 'CompiledWasm', path: join(ours.dir, 'index_bg.wasm') },
-        ],
-        modulesRoot: ours.dir,
-        compatibilityFlags: [],
-      },
-      think: {
-        key: 'think', label: 'think (@cloudflare/think 0.23.0 ThinkAgent)', binding: 'ThinkAgent', className: 'ThinkAgent',
-        modules: [{ type: 'ESModule', path: thinkDist }],
-        modulesRoot: join(THINK_DIR, 'dist'),
-        compatibilityFlags: ['nodejs_compat'],
-      },
-    };
+    const specs = workerSpecs(ours, thinkDist);
     const newResults = () => ({
       cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
@@ -689,7 +686,7 @@ async function main() {
       log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
     }
     loads.push(load.end());
-    await Promise.all(memTabs.map((t) => t.close()));
+    memTabs.forEach(drop);
 
     // Sizes.
     const wasmBytes = readFileSync(ours.wasm);
@@ -784,7 +781,35 @@ function cpuInfo() {
   }
 }
 
-main().catch((err) => {
-  console.error(err?.stack || String(err));
-  process.exit(1);
-});
+// Helpers shared with bench/profile.mjs.
+export {
+  ROOT, THINK_DIR, stageOurs, ensureThinkBuilt, startInstance, openTab, turn, drop, settle, WalWatcher,
+  nanoid8, median, fmt, sleep, now,
+};
+
+export function workerSpecs(ours, thinkDist) {
+  return {
+    ours: {
+      key: 'ours', label: 'ours (Rust/wasm ChatAgent)', binding: 'ChatAgent', className: 'ChatAgent',
+      modules: [
+        { type: 'ESModule', path: join(ours.dir, 'index.js') },
+        { type: 'CompiledWasm', path: join(ours.dir, 'index_bg.wasm') },
+      ],
+      modulesRoot: ours.dir,
+      compatibilityFlags: [],
+    },
+    think: {
+      key: 'think', label: 'think (@cloudflare/think 0.23.0 ThinkAgent)', binding: 'ThinkAgent', className: 'ThinkAgent',
+      modules: [{ type: 'ESModule', path: thinkDist }],
+      modulesRoot: join(THINK_DIR, 'dist'),
+      compatibilityFlags: ['nodejs_compat'],
+    },
+  };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err) => {
+    console.error(err?.stack || String(err));
+    process.exit(1);
+  });
+}

@@ -22,7 +22,7 @@ bash scripts/build.sh
 echo "== node tests"
 shopt -s nullglob
 # Pass files, not directories (newer Node treats `node --test dir/` differently).
-files=(tests/e2e/*.test.mjs tests/support/*.test.mjs)
+files=(tests/e2e/*.test.mjs tests/browser/*.test.mjs tests/support/*.test.mjs)
 if [ "${#files[@]}" -eq 0 ]; then
   echo "test: no node test files found" >&2
   exit 1

@@ -3,6 +3,8 @@
 
 use worker::{event, Context, Env, Request, Response, Result};
 
+use crate::agent::access::{require_token, Refusal, RequestInfo};
+use crate::agent::host::{request_info, CHANNEL_PATH};
 use crate::routing::{route, Route};
 
 /// Durable Object bindings this worker serves (see wrangler.toml).
@@ -15,6 +17,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let path = req.path();
     match route(&path, AGENT_BINDINGS) {
         Route::Agent { binding, name } => {
+            if let Err(refusal) = authorize_route(&request_info(&req)?, &env) {
+                return Response::error(refusal.reason, refusal.status);
+            }
             let stub = env
                 .durable_object(binding)?
                 .id_from_name(&name)?
@@ -29,4 +34,21 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         }
         Route::NotAgent => Response::error("Not found", 404),
     }
+}
+
+/// The routing-level authorisation hook: runs before any agent is woken.
+/// Parent → child channels are internal (Durable Object to Durable Object)
+/// and never reachable from outside; with `AUTH_TOKEN` set, a matching
+/// `token` query parameter is required.
+fn authorize_route(request: &RequestInfo, env: &Env) -> std::result::Result<(), Refusal> {
+    if request.path.ends_with(CHANNEL_PATH) {
+        return Err(Refusal::forbidden("internal endpoint"));
+    }
+    let token = env
+        .secret("AUTH_TOKEN")
+        .map(|s| s.to_string())
+        .or_else(|_| env.var("AUTH_TOKEN").map(|v| v.to_string()))
+        .ok()
+        .filter(|t| !t.is_empty());
+    require_token(request, token.as_deref())
 }

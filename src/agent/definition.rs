@@ -11,7 +11,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::core::{ApprovalRule, Concurrency, CoreConfig, ToolSpec, TurnConfig, TurnContext};
+use crate::core::{
+    ApprovalRule, Concurrency, CoreConfig, Limits, ToolSpec, TurnConfig, TurnContext,
+};
+
+use super::access::{require_token, Refusal, RequestInfo};
 use crate::model::ModelSettings;
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
@@ -93,6 +97,9 @@ pub struct AgentSettings {
     pub model: ModelSettings,
     pub concurrency: Concurrency,
     pub max_steps: u32,
+    /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
+    pub auth_token: Option<String>,
+    pub limits: Limits,
 }
 
 impl AgentSettings {
@@ -120,6 +127,14 @@ impl AgentSettings {
             },
             concurrency: concurrency.unwrap_or_default(),
             max_steps: 10,
+            auth_token: vars.get("AUTH_TOKEN"),
+            limits: Limits {
+                model_stall_timeout_ms: vars
+                    .get("MODEL_STALL_TIMEOUT_MS")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(Limits::default().model_stall_timeout_ms),
+                ..Limits::default()
+            },
         }
     }
 }
@@ -146,6 +161,12 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// Decides whether a request may open a socket or read the transcript.
+    /// The default requires `?token=` to match `AUTH_TOKEN` when that is set.
+    fn authorize(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
+        require_token(request, settings.auth_token.as_deref())
+    }
+
     /// Adjusts one turn (system prompt, step limit) from its context.
     fn before_turn(&self, _ctx: &TurnContext<'_>) -> TurnConfig {
         TurnConfig::default()
@@ -166,6 +187,7 @@ pub fn core_config<D: AgentDefinition>(
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.max_steps = settings.max_steps;
     config.concurrency = settings.concurrency;
+    config.limits = settings.limits;
     let hook_owner = definition.clone();
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)
@@ -181,6 +203,7 @@ mod tests {
     #[derive(Deserialize, JsonSchema)]
     struct WeatherInput {
         /// The city to look up.
+        #[allow(dead_code)]
         city: String,
     }
 

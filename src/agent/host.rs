@@ -20,6 +20,7 @@ use crate::model::openai::{self, StreamDecoder};
 use crate::protocol::server;
 use crate::store::SqlStore;
 
+use super::access::{Refusal, RequestInfo};
 use super::definition::{core_config, AgentDefinition, AgentSettings, ServerTool, Vars};
 use super::ids::RandomIds;
 
@@ -35,8 +36,11 @@ struct Attachment {
 /// Path suffix of the parent → child channel (see `subagent.rs`).
 pub const CHANNEL_PATH: &str = "/__chat-channel";
 
+type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
+
 pub struct AgentHost {
     state: State,
+    authorize: Authorizer,
     store: SqlStore,
     core: RefCell<Core>,
     settings: AgentSettings,
@@ -72,8 +76,11 @@ impl AgentHost {
         let name = stored_name(&store);
         let config = core_config(&definition, &settings, &tools, &name, agent);
         let core = Core::new(config, stored, Box::new(RandomIds), now_ms());
+        let (owner, allowed) = (definition.clone(), settings.clone());
+        let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let host = Rc::new(AgentHost {
             state,
+            authorize,
             store,
             core: RefCell::new(core),
             settings,
@@ -108,6 +115,12 @@ impl AgentHost {
         if let Some(name) = instance_name(path) {
             self.remember_name(&name);
         }
+        let channel = path.ends_with(CHANNEL_PATH);
+        if !channel {
+            if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
+                return Response::error(refusal.reason, refusal.status);
+            }
+        }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
             return Response::from_json(&messages);
@@ -121,7 +134,6 @@ impl AgentHost {
             .find(|(k, _)| k == "_pk")
             .map(|(_, v)| v.into_owned())
             .filter(|v| !v.is_empty() && v.len() <= 128);
-        let channel = path.ends_with(CHANNEL_PATH);
         let conn = match channel {
             true => self.unique_conn_id(Some(format!("channel:{}", super::ids::random_token(12)))),
             false => self.unique_conn_id(pk),
@@ -184,6 +196,10 @@ impl AgentHost {
     }
 
     pub fn on_close(self: &Rc<Self>, ws: WebSocket) {
+        // Complete the client's close handshake (the runtime does not answer a
+        // hibernatable socket's close frame by itself); fails harmlessly on a
+        // socket that is already gone.
+        let _ = ws.close(Some(1000), None::<&str>);
         if let Some((conn, _)) = self.conn_of(&ws) {
             self.sockets.borrow_mut().remove(&conn);
             self.dispatch(Event::Disconnected { conn });
@@ -407,4 +423,21 @@ fn stored_name(store: &SqlStore) -> String {
         .ok()
         .flatten()
         .unwrap_or_else(|| "default".to_string())
+}
+
+/// What an authorisation hook sees of a request.
+pub fn request_info(req: &Request) -> worker::Result<RequestInfo> {
+    let url = req.url()?;
+    Ok(RequestInfo {
+        path: url.path().to_string(),
+        query: url
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+        headers: req
+            .headers()
+            .entries()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+    })
 }

@@ -2,6 +2,7 @@
 //! tools, and (on wasm) the host that runs it in a Durable Object plus the
 //! `chat_agent!` macro that declares the Durable Object class.
 
+pub mod access;
 pub mod definition;
 #[cfg(target_arch = "wasm32")]
 pub mod host;
@@ -10,6 +11,7 @@ pub mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
 
+pub use access::{Refusal, RequestInfo};
 pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
 
 /// Declares a Durable Object class `$class` that runs the agent built by

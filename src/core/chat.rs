@@ -37,6 +37,14 @@ impl Core {
     }
 
     pub(super) fn on_chat_request(&mut self, conn: ConnId, id: String, request: ChatRequest) {
+        if self.queue.len() >= self.config.limits.max_pending_turns {
+            let error = format!(
+                "too many pending turns (limit {}); try again when the agent is less busy",
+                self.config.limits.max_pending_turns
+            );
+            self.reject(conn, Some(id), &error);
+            return;
+        }
         let overlapped = self.active.is_some() || !self.queue.is_empty();
         let trigger = match request.trigger {
             Trigger::Submit => TurnTrigger::Submit,

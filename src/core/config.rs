@@ -206,6 +206,7 @@ pub struct CoreConfig {
     /// Quiet time that coalesces tool results into one continuation.
     pub continuation_coalesce_ms: u64,
     pub recovery: RecoveryConfig,
+    pub limits: super::limits::Limits,
     pub before_turn: Option<BeforeTurn>,
 }
 
@@ -222,6 +223,7 @@ impl CoreConfig {
             flush: FlushPolicy::default(),
             continuation_coalesce_ms: 50,
             recovery: RecoveryConfig::default(),
+            limits: super::limits::Limits::default(),
             before_turn: None,
         }
     }

@@ -73,6 +73,8 @@ pub enum Timer {
     /// Keeps a running turn's durable alarm ahead; the host maps it onto the
     /// Durable Object alarm, which also fires in a restarted process.
     Heartbeat,
+    /// Checks that the running model stream is still producing events.
+    ModelStall,
 }
 
 impl Timer {

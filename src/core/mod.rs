@@ -13,6 +13,7 @@ pub mod connections;
 pub mod context;
 pub mod effects;
 pub mod ids;
+pub mod limits;
 mod recovery;
 mod resume;
 mod stream;
@@ -35,6 +36,7 @@ pub use config::{
 };
 pub use effects::{CallId, ConfigKey, ConnId, Effect, Event, StoreOp, StreamRecord, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
+pub use limits::Limits;
 pub use transcript::Entry;
 
 use connections::Connections;
@@ -184,11 +186,29 @@ impl Core {
     }
 
     fn on_frame(&mut self, conn: ConnId, text: &str) {
+        let limits = self.config.limits;
+        if text.len() > limits.max_frame_bytes {
+            let error = format!(
+                "frame too large: {} bytes (limit {})",
+                text.len(),
+                limits.max_frame_bytes
+            );
+            self.reject(conn, limits::leading_request_id(text), &error);
+            return;
+        }
         match parse_client_frame(text) {
-            Ok(ClientFrame::ChatRequest { id, request }) => self.on_chat_request(conn, id, request),
+            Ok(ClientFrame::ChatRequest { id, request }) => {
+                match limits.check_chat_request(&request) {
+                    Ok(()) => self.on_chat_request(conn, id, request),
+                    Err(error) => self.reject(conn, Some(id), &error),
+                }
+            }
+            Ok(ClientFrame::ToolResult(result)) => match limits.check_tool_result(&result) {
+                Ok(()) => self.on_tool_result(conn, result),
+                Err(error) => self.reject(conn, None, &error),
+            },
             Ok(ClientFrame::Cancel { id }) => self.on_cancel(&id),
             Ok(ClientFrame::Clear) => self.on_clear(Some(conn)),
-            Ok(ClientFrame::ToolResult(result)) => self.on_tool_result(conn, result),
             Ok(ClientFrame::ToolApproval {
                 tool_call_id,
                 approved,
@@ -211,6 +231,12 @@ impl Core {
         let id = serde_json::from_str::<Value>(text)
             .ok()
             .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
+        self.reject(conn, id, error);
+    }
+
+    /// Refuses a frame: on its request id (the tab's stream ends with the
+    /// error) or, without one, with a `cf_agent_chat_error` frame. Nothing is stored.
+    pub(crate) fn reject(&mut self, conn: ConnId, id: Option<String>, error: &str) {
         let frame = match id {
             Some(id) if !id.is_empty() => crate::protocol::ResponseFrame {
                 done: true,
@@ -229,6 +255,7 @@ impl Core {
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
             Timer::Heartbeat => self.on_heartbeat(),
+            Timer::ModelStall => self.on_model_stall_check(),
         }
     }
 

@@ -37,6 +37,8 @@ enum Plan {
     Park,
     Continue,
     Retry,
+    /// An automatic continuation cut before it showed anything: run it again.
+    Rerun,
     /// The conversation moved on; nothing to do.
     Skip,
 }
@@ -66,10 +68,15 @@ impl Core {
         let plan = self.plan(&open, partial.as_ref());
         match plan {
             Plan::Park | Plan::Skip => {
-                self.clear_budget();
+                // A recovery turn cut again ends its chain here: tabs told
+                // by the previous instance that it began are told it ended.
+                if open.record.recovery_root.is_some() {
+                    self.recovering = Some(root);
+                }
+                self.finish_recovery();
                 return;
             }
-            Plan::Continue | Plan::Retry => {}
+            Plan::Continue | Plan::Retry | Plan::Rerun => {}
         }
         let mut budget = match self.recovery_budget.take() {
             Some(b) if b.root == root => b,
@@ -100,10 +107,9 @@ impl Core {
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
         let request_id = self.new_id(IdKind::Request);
-        let trigger = if continue_into.is_some() {
-            TurnTrigger::RecoveryContinue
-        } else {
-            TurnTrigger::RecoveryRetry
+        let trigger = match plan {
+            Plan::Retry => TurnTrigger::RecoveryRetry,
+            _ => TurnTrigger::RecoveryContinue,
         };
         self.queue.push(QueuedTurn {
             message_ids: open.record.origin_message_ids.clone(),
@@ -117,6 +123,7 @@ impl Core {
     /// Persists what the cut stream produced (on top of the stored copy of the
     /// answer when it was itself a continuation of one) and closes its log.
     fn settle_cut_stream(&mut self, open: &OpenStream) -> Option<UIMessage> {
+        let failed_runs = open.record.continuation && self.fail_approved_runs();
         let mut message = self
             .transcript
             .get(&open.record.message_id)
@@ -134,12 +141,44 @@ impl Core {
         });
         self.orphan = Some(open.clone());
         if !has_content(&message) || message.role != Role::Assistant {
+            if failed_runs {
+                self.broadcast_transcript(None);
+            }
             return None;
         }
         let entry = self.transcript.upsert(message);
         self.put_entry(&entry);
         self.broadcast_transcript(None);
         Some(entry.message)
+    }
+
+    /// A continuation starts by running the calls a person approved (in the
+    /// answer it continues); cut, those runs died with it and may or may not
+    /// have taken effect, so they get an error result instead of a second
+    /// run. Returns whether any did.
+    fn fail_approved_runs(&mut self) -> bool {
+        let started: Vec<String> = self
+            .transcript
+            .last_assistant()
+            .map(|m| {
+                m.tool_parts()
+                    .filter(|t| t.state == ToolState::ApprovalResponded)
+                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
+                    .map(|t| t.tool_call_id.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in &started {
+            let Some(entry) = self.transcript.owner_of_mut(id) else {
+                continue;
+            };
+            if let Some(tool) = entry.message.tool_part_mut(id) {
+                tool.set_error(INTERRUPTED_TOOL_ERROR);
+            }
+            let entry = entry.clone();
+            self.put_entry(&entry);
+        }
+        !started.is_empty()
     }
 
     /// A server tool whose run died with the isolate gets an error result;
@@ -172,10 +211,23 @@ impl Core {
             let is_leaf = self.transcript.last().is_some_and(|m| m.id == message.id);
             return if is_leaf { Plan::Continue } else { Plan::Skip };
         }
+        if open.record.continuation {
+            // Nothing shown yet: run it again unless the conversation moved on
+            // past the answer it continues.
+            let leaf_is_answer = self
+                .transcript
+                .last()
+                .is_some_and(|m| m.role == Role::Assistant);
+            return if leaf_is_answer {
+                Plan::Rerun
+            } else {
+                Plan::Skip
+            };
+        }
         let leaf_is_origin = self.transcript.last().is_some_and(|m| {
             m.role == Role::User && open.record.origin_message_ids.contains(&m.id)
         });
-        if leaf_is_origin && !open.record.continuation {
+        if leaf_is_origin {
             Plan::Retry
         } else {
             Plan::Skip

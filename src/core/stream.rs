@@ -49,6 +49,7 @@ pub(super) struct ActiveTurn {
     reasoning_open: Option<String>,
     next_part: u32,
     finish_reason: Option<FinishReason>,
+    last_model_event_at: u64,
     /// Every logged chunk body of this stream, for replay.
     pub log: Vec<Rc<str>>,
     flushed: usize,
@@ -122,6 +123,7 @@ impl Core {
             reasoning_open: None,
             next_part: 0,
             finish_reason: None,
+            last_model_event_at: 0,
             log: Vec::new(),
             flushed: 0,
             flush_armed: false,
@@ -256,7 +258,9 @@ impl Core {
         active.calls.clear();
         active.finish_reason = None;
         active.model_call = Some(call);
+        active.last_model_event_at = self.now;
         let system = active.system.clone();
+        self.arm_stall_check(self.now);
         self.emit(UIMessageChunk::StartStep);
         let Some(active) = self.active.as_ref() else {
             return;
@@ -283,6 +287,9 @@ impl Core {
     pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
         if !self.is_current_model_call(call) {
             return;
+        }
+        if let Some(active) = self.active.as_mut() {
+            active.last_model_event_at = self.now;
         }
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
@@ -513,6 +520,35 @@ impl Core {
         self.end_turn(Outcome::Completed, None);
     }
 
+    /// One timer per stall window (not one per token): when it fires early
+    /// because events kept coming, it is re-armed from the last event.
+    fn arm_stall_check(&mut self, from: u64) {
+        let timeout = self.config.limits.model_stall_timeout_ms;
+        if timeout > 0 {
+            self.set_timer(Timer::ModelStall, from + timeout);
+        }
+    }
+
+    pub(super) fn on_model_stall_check(&mut self) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        if active.model_call.is_none() {
+            return;
+        }
+        let timeout = self.config.limits.model_stall_timeout_ms;
+        let last = active.last_model_event_at;
+        if self.now.saturating_sub(last) >= timeout {
+            let text = format!(
+                "The model stream stalled: nothing arrived for {} s.",
+                timeout / 1000
+            );
+            self.end_turn(Outcome::Error, Some(text));
+        } else {
+            self.arm_stall_check(last);
+        }
+    }
+
     pub(super) fn on_model_failed(&mut self, call: CallId, text: String) {
         if self.is_current_model_call(call) {
             self.end_turn(Outcome::Error, Some(text));
@@ -621,7 +657,7 @@ impl Core {
         if let Some(call) = active.model_call.take() {
             self.effects.push(Effect::AbortModel { call });
         }
-        for timer in [Timer::FlushChunks, Timer::Heartbeat] {
+        for timer in [Timer::FlushChunks, Timer::Heartbeat, Timer::ModelStall] {
             self.effects.push(Effect::ClearTimer { timer });
         }
         let request_id = active.turn.request_id.clone();

@@ -3,7 +3,7 @@
 //! waits while the latest assistant is mid-batch, so exactly one continuation
 //! runs per completed batch of tool calls.
 
-use crate::protocol::{server, ToolResult, UIMessage};
+use crate::protocol::{server, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk};
 
 use super::config::TurnTrigger;
 use super::effects::{ConfigKey, ConnId, Timer};
@@ -64,7 +64,12 @@ impl Core {
                 if !update(tool) {
                     return false;
                 }
+                let settled = settled_chunk(tool);
                 let message = active.message.clone();
+                // Logged like a server tool's result, so it survives an eviction.
+                if let Some(chunk) = settled {
+                    self.emit(chunk);
+                }
                 self.broadcast_updated(&message);
                 return true;
             }
@@ -135,5 +140,22 @@ impl Core {
     pub(super) fn after_turn(&mut self) {
         self.try_start_continuation();
         self.pump();
+    }
+}
+
+/// The chunk that records a settled tool part in a stream's log.
+fn settled_chunk(tool: &ToolPart) -> Option<UIMessageChunk> {
+    let tool_call_id = tool.tool_call_id.clone();
+    match tool.state {
+        ToolState::OutputAvailable => Some(UIMessageChunk::ToolOutputAvailable {
+            tool_call_id,
+            output: tool.output.clone().unwrap_or_default(),
+        }),
+        ToolState::OutputError => Some(UIMessageChunk::ToolOutputError {
+            tool_call_id,
+            error_text: tool.error_text.clone().unwrap_or_default(),
+        }),
+        ToolState::OutputDenied => Some(UIMessageChunk::ToolOutputDenied { tool_call_id }),
+        _ => None,
     }
 }

@@ -98,15 +98,23 @@ test('a client tool round trip: onToolCall + addToolOutput send the result and t
   assert.ok(offeredTools(requests[0]).includes('getUserTimezone'));
   assert.deepEqual(JSON.parse(toolMessages(requests[1])[0].content), { timezone: 'Europe/Paris' });
 
+  // The server keeps the continuation as its own assistant message (as Think does).
   const server = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(server.map((m) => m.role), ['user', 'assistant', 'assistant']);
   assert.equal(toolPart(server, calls[0].toolCallId).state, 'output-available');
-  await a.waitFor((c) => JSON.stringify(normalize(c.messages)) === JSON.stringify(server));
-  const part = toolPart(a.chat.messages, calls[0].toolCallId);
-  assert.equal(part.state, 'output-available');
-  assert.deepEqual(part.output, { timezone: 'Europe/Paris' });
-  await b.waitFor((c) => JSON.stringify(normalize(c.messages)) === JSON.stringify(server));
-  assert.equal(b.chat.status, 'ready');
+  assert.equal(textOfMessages(server), expected);
+
+  // Both tabs show the settled tool call and end with the continuation's answer. (Whether the
+  // live-rendered continuation also stays appended to the tool message is up to the hook's
+  // observer path, exactly as with Think; see the report.)
+  for (const tab of [a, b]) {
+    await tab.waitFor((c) => c.status === 'ready' && !c.isServerStreaming && lastText(c) === expected
+      && toolPart(c.messages, calls[0].toolCallId)?.state === 'output-available');
+    assert.deepEqual(toolPart(tab.chat.messages, calls[0].toolCallId).output, { timezone: 'Europe/Paris' });
+    assert.equal(tab.chat.messages.at(-1).id, server.at(-1).id, 'the last message is the persisted continuation');
+  }
   assert.deepEqual(a.errors, []);
+  assert.deepEqual(b.errors, []);
 });
 
 test('an approval round trip: addToolApprovalResponse approves, the server runs the tool and the model continues', async (t) => {
@@ -129,13 +137,17 @@ test('an approval round trip: addToolApprovalResponse approves, the server runs 
   assert.deepEqual(approval, { type: 'cf_agent_tool_approval', toolCallId: pending.toolCallId, approved: true, autoContinue: true });
 
   const server = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(server.map((m) => m.role), ['user', 'assistant', 'assistant']);
   const settled = toolPart(server, pending.toolCallId);
   assert.equal(settled.state, 'output-available');
   assert.deepEqual(settled.output, { deleted: 'notes.txt' });
-  await a.waitFor((c) => toolPart(c.messages, pending.toolCallId)?.state === 'output-available');
-  assert.deepEqual(toolPart(a.chat.messages, pending.toolCallId).output, { deleted: 'notes.txt' });
-  await b.waitFor((c) => toolPart(c.messages, pending.toolCallId)?.state === 'output-available' && textOfMessages(c.messages) === expected);
-  assert.equal(w.model.requests.length, 2);
+  assert.equal(textOfMessages(server), expected);
+  for (const tab of [a, b]) {
+    await tab.waitFor((c) => c.status === 'ready' && !c.isServerStreaming && lastText(c) === expected
+      && toolPart(c.messages, pending.toolCallId)?.state === 'output-available');
+    assert.deepEqual(toolPart(tab.chat.messages, pending.toolCallId).output, { deleted: 'notes.txt' });
+  }
+  assert.equal(w.model.requests.length, 2, 'the tool ran once and the model was asked once more');
   assert.deepEqual(a.errors, []);
 });
 
@@ -146,7 +158,7 @@ test('a denial through addToolApprovalResponse never runs the tool and the model
   await a.chat.sendMessage({ text: 'delete important.txt' });
   const pending = await a.waitFor((c) => c.status === 'ready' && c.messages.at(-1)?.parts.find((p) => p.state === 'approval-requested'));
   a.chat.addToolApprovalResponse({ id: pending.approval.id, approved: false });
-  await a.waitFor((c) => c.status === 'ready' && textOfMessages(c.messages).startsWith('Tool results: delete_file=Tool call execution denied.'));
+  await a.waitFor((c) => c.status === 'ready' && lastText(c) === 'Tool results: delete_file=Tool call execution denied.');
   assert.equal(toolPart(await getMessages(w.url, AGENT, room), pending.toolCallId).state, 'output-denied');
   await a.waitFor((c) => toolPart(c.messages, pending.toolCallId)?.state === 'output-denied');
   assert.equal(toolMessages(w.model.requests[1])[0].content, 'Tool call execution denied.');

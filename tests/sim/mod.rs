@@ -322,6 +322,13 @@ impl Sim {
         true
     }
 
+    /// When the next piece of work or timer is due, if anything is scheduled.
+    pub fn next_due(&self) -> Option<u64> {
+        let work = self.agenda.iter().map(|s| s.at).min();
+        let timer = self.timers.values().map(|(at, _)| *at).min();
+        work.into_iter().chain(timer).min()
+    }
+
     /// Timers armed right now, with their due times.
     pub fn armed(&self) -> Vec<(Timer, u64)> {
         self.timers.iter().map(|(t, (at, _))| (*t, *at)).collect()

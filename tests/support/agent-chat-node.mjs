@@ -3,7 +3,8 @@
 // exact client code a browser app uses. The component renders nothing, so React never creates
 // DOM nodes: a container stub with the handful of fields react-dom's root touches is enough, plus
 // `window.event` (read when scheduling updates). Sockets use the `ws` package (Node 20 has no
-// global WebSocket), wrapped to record every frame the client sends and receives.
+// global WebSocket), wrapped to record every frame the client sends and receives and to deliver
+// messages one per task as browsers do.
 // Owns: mountAgentChat.
 
 import WS from 'ws';
@@ -16,8 +17,17 @@ if (typeof globalThis.window === 'undefined') globalThis.window = { event: undef
 if (typeof globalThis.WebSocket === 'undefined') globalThis.WebSocket = WS;
 globalThis.IS_REACT_ACT_ENVIRONMENT = false;
 
-const { useAgent } = await import('agents/react');
-const { useAgentChat } = await import('agents/chat/react');
+// Each mounted hook is one browser tab, so it gets its own copy of the hook modules: they keep
+// module-level caches (the get-messages request cache, the query cache) that two tabs never share.
+const AGENT_REACT_URL = import.meta.resolve('agents/react');
+const AGENT_CHAT_REACT_URL = import.meta.resolve('agents/chat/react');
+let tabs = 0;
+async function tabModules() {
+  const tab = ++tabs;
+  const { useAgent } = await import(`${AGENT_REACT_URL}?tab=${tab}`);
+  const { useAgentChat } = await import(`${AGENT_CHAT_REACT_URL}?tab=${tab}`);
+  return { useAgent, useAgentChat };
+}
 
 const noop = () => {};
 
@@ -55,8 +65,10 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
   const notify = () => { for (const l of [...listeners]) l(); };
 
   class RecordingWebSocket extends WS {
-    constructor(...args) {
-      super(...args);
+    constructor(address, protocols, options) {
+      // Browsers deliver each message as its own task (microtasks run in between); ws by default
+      // emits every message of a TCP read in one tick, which no browser does.
+      super(address, protocols, { ...options, allowSynchronousEvents: false });
       this.on('message', (data, isBinary) => {
         if (isBinary) return;
         try { frames.push(JSON.parse(data.toString('utf8'))); } catch { frames.push({ type: '__raw', data: data.toString('utf8') }); }
@@ -69,6 +81,7 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
     }
   }
 
+  const { useAgent, useAgentChat } = await tabModules();
   const ctx = { get chat() { return latest; } };
   const options = typeof chatOptions === 'function' ? chatOptions(ctx) : chatOptions;
 
@@ -82,6 +95,9 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
       ...options,
     });
     latest = chat;
+    if (process.env.DEBUG_AGENT_CHAT) {
+      console.log(`[${name}] render`, chat.status, `srv=${chat.isServerStreaming}`, chat.messages.map((m) => `${m.role}:${m.id.slice(0, 4)}(${m.parts.length})`).join(' '));
+    }
     React.useEffect(notify);
     return null;
   }
@@ -120,6 +136,7 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
       await new Promise((r) => setTimeout(r, 20));
     },
   };
-  await handle.waitFor((c) => c.status === 'ready' && frames.some((f) => f.type === 'cf_agent_mcp_servers'));
+  // Connected: the connect frames arrived (the hook may already be resuming a live stream).
+  await handle.waitFor(() => frames.some((f) => f.type === 'cf_agent_mcp_servers'));
   return handle;
 }

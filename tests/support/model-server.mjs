@@ -65,6 +65,20 @@ function parseToolDirective(text) {
   return { name: m[1], args: end >= 0 ? rest.slice(0, end) : '{}' };
 }
 
+/** The instruction a recovering agent appends after its cut answer. */
+export function isContinueInstruction(text) {
+  return /^Continue your previous response/i.test(text.trim());
+}
+
+/** The text of the assistant messages since the last real user message (a cut answer). */
+function cutAnswer(messages) {
+  const parts = [];
+  for (let i = messages.length - 2; i >= 0 && messages[i]?.role === 'assistant'; i--) {
+    parts.unshift(contentText(messages[i].content));
+  }
+  return parts.join('');
+}
+
 function call(name, argsObjOrString) {
   const args = typeof argsObjOrString === 'string' ? argsObjOrString : JSON.stringify(argsObjOrString);
   return { name, args };
@@ -78,9 +92,23 @@ function call(name, argsObjOrString) {
  * Tool-call ids are assigned when the reply is produced.
  */
 export function planReply(body) {
+  const reply = planFreshReply(body);
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  if (reply.kind !== 'text' || !isContinueInstruction(contentText(lastUser?.content))) return reply;
+  const said = cutAnswer(messages);
+  return reply.text.startsWith(said) ? { ...reply, text: reply.text.slice(said.length) } : reply;
+}
+
+function planFreshReply(body) {
   const messages = Array.isArray(body?.messages) ? body.messages : [];
   const last = messages[messages.length - 1];
-  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const users = messages.filter((m) => m?.role === 'user');
+  let lastUser = users[users.length - 1];
+  // A recovering agent asks the model to continue its cut answer: answer the real request
+  // and send only what the cut answer is missing, so a recovered turn reads as one answer.
+  const continuing = isContinueInstruction(contentText(lastUser?.content));
+  if (continuing) lastUser = users[users.length - 2];
   const text = contentText(lastUser?.content).trim();
   const delayMatch = /\[delay:(\d+)\]/.exec(text);
   const delayMs = delayMatch ? Number(delayMatch[1]) : 0;

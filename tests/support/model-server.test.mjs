@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startModelServer } from './model-server.mjs';
+import { startModelServer, planReply } from './model-server.mjs';
 
 let srv;
 before(async () => { srv = await startModelServer(); });
@@ -397,4 +397,17 @@ test('CLI prints its URL and serves', async () => {
   } finally {
     child.kill('SIGTERM');
   }
+});
+
+test('a continue instruction after a cut answer gets only the missing rest of the reply', () => {
+  const continueText = 'Continue your previous response from exactly where it stopped. Do not repeat anything you already said.';
+  const reply = planReply({
+    messages: [
+      { role: 'user', content: '[tokens:6]' },
+      { role: 'assistant', content: 'w1 w2 w3 ' },
+      { role: 'user', content: continueText },
+    ],
+  });
+  assert.equal(reply.kind, 'text');
+  assert.equal(reply.text, 'w4 w5 w6');
 });

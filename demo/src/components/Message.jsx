@@ -3,6 +3,10 @@ import { ToolCall } from './ToolCall.jsx';
 
 const ROLE_LABELS = { user: 'You', assistant: 'Agent', system: 'System' };
 
+/** Whether a part renders anything (an assistant message can start with only `step-start`). */
+export const isVisiblePart = (part) =>
+  ((part.type === 'text' || part.type === 'reasoning') && Boolean(part.text)) || isToolUIPart(part);
+
 /**
  * One transcript message. All content is rendered as text. `continued`: the previous message has
  * the same role (e.g. the reply that follows a tool result), so the avatar is not repeated.

@@ -1,8 +1,10 @@
 import { useEffect, useRef } from 'react';
-import { Message } from './Message.jsx';
+import { Message, isVisiblePart } from './Message.jsx';
 
 /** The transcript, kept scrolled to the bottom while the user has not scrolled up. */
-export function MessageList({ messages, busy, suggestions, onSuggestion, onApproval }) {
+export function MessageList({ messages: all, busy, suggestions, onSuggestion, onApproval }) {
+  // Messages with nothing to show (an assistant turn that failed before its first token) are left out.
+  const messages = all.filter((m) => (m.parts ?? []).some(isVisiblePart));
   const scroller = useRef(null);
   const pinned = useRef(true);
 
@@ -14,11 +16,11 @@ export function MessageList({ messages, busy, suggestions, onSuggestion, onAppro
   useEffect(() => {
     const el = scroller.current;
     if (el && pinned.current) el.scrollTop = el.scrollHeight;
-  }, [messages]);
+  }, [all]);
 
   return (
     <div className="messages" ref={scroller} onScroll={onScroll} data-testid="messages" aria-label="Conversation">
-      {messages.length === 0 ? (
+      {all.length === 0 ? (
         <div className="empty" data-testid="empty">
           <h2>Chat with a Durable Object</h2>
           <p>

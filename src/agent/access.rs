@@ -1,0 +1,118 @@
+//! Who may connect: the request as an authorisation hook sees it, refusals
+//! with a status and a short reason, and the shared-token check the demo uses
+//! (`AUTH_TOKEN` secret ⇒ a matching `token` query parameter).
+
+/// What an authorisation hook sees of a request, before a WebSocket is
+/// accepted or `get-messages` answers.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInfo {
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestInfo {
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A refused request: answered with `status` (401 or 403) and `reason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn unauthorized(reason: &str) -> Self {
+        Refusal {
+            status: 401,
+            reason: reason.to_string(),
+        }
+    }
+
+    pub fn forbidden(reason: &str) -> Self {
+        Refusal {
+            status: 403,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// With `expected` set, the request must carry `?token=<expected>`.
+pub fn require_token(request: &RequestInfo, expected: Option<&str>) -> Result<(), Refusal> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    match request.query_param("token") {
+        None => Err(Refusal::unauthorized("a token is required")),
+        Some(given) if same_secret(given, expected) => Ok(()),
+        Some(_) => Err(Refusal::forbidden("the token does not match")),
+    }
+}
+
+/// Compares without stopping at the first difference.
+fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as usize;
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_token(token: Option<&str>) -> RequestInfo {
+        RequestInfo {
+            path: "/agents/chat-agent/a".into(),
+            query: token
+                .map(|t| vec![("token".to_string(), t.to_string())])
+                .unwrap_or_default(),
+            headers: vec![],
+        }
+    }
+
+    #[test]
+    fn without_a_configured_token_everyone_may_connect() {
+        assert!(require_token(&with_token(None), None).is_ok());
+    }
+
+    #[test]
+    fn a_configured_token_must_be_present_and_match() {
+        assert_eq!(
+            require_token(&with_token(None), Some("s3"))
+                .unwrap_err()
+                .status,
+            401
+        );
+        assert_eq!(
+            require_token(&with_token(Some("nope")), Some("s3"))
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert_eq!(
+            require_token(&with_token(Some("s3x")), Some("s3"))
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert!(require_token(&with_token(Some("s3")), Some("s3")).is_ok());
+    }
+}

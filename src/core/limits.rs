@@ -1,0 +1,115 @@
+//! How much a client may send and how long a model may stall: configurable
+//! bounds, each answered with a clear error instead of a crash or a hang.
+
+use crate::protocol::{ChatRequest, ToolResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest incoming WebSocket frame, in bytes.
+    pub max_frame_bytes: usize,
+    /// Messages in one chat request.
+    pub max_messages: usize,
+    /// Parts in one message of a chat request.
+    pub max_parts: usize,
+    /// Size of one tool result's output (serialized), in bytes.
+    pub max_tool_result_bytes: usize,
+    /// Client tool schemas in one request.
+    pub max_client_tools: usize,
+    /// Turns waiting in the queue (the running one not counted).
+    pub max_pending_turns: usize,
+    /// A model stream with no event for this long fails the turn (0: never).
+    pub model_stall_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: 4 * 1024 * 1024,
+            max_messages: 2_000,
+            max_parts: 500,
+            max_tool_result_bytes: 1024 * 1024,
+            max_client_tools: 128,
+            max_pending_turns: 32,
+            model_stall_timeout_ms: 120_000,
+        }
+    }
+}
+
+impl Limits {
+    pub fn check_chat_request(&self, request: &ChatRequest) -> Result<(), String> {
+        if request.messages.len() > self.max_messages {
+            return Err(format!(
+                "too many messages in one request: {} (limit {})",
+                request.messages.len(),
+                self.max_messages
+            ));
+        }
+        if let Some(m) = request
+            .messages
+            .iter()
+            .find(|m| m.parts.len() > self.max_parts)
+        {
+            return Err(format!(
+                "message {} has too many parts: {} (limit {})",
+                m.id,
+                m.parts.len(),
+                self.max_parts
+            ));
+        }
+        if let Some(m) = request.messages.iter().find(|m| m.id.is_empty()) {
+            return Err(format!("a {:?} message has an empty id", m.role));
+        }
+        self.check_client_tools(request.client_tools.as_ref().map_or(0, Vec::len))
+    }
+
+    pub fn check_tool_result(&self, result: &ToolResult) -> Result<(), String> {
+        let size =
+            result.output.to_string().len() + result.error_text.as_ref().map_or(0, String::len);
+        if size > self.max_tool_result_bytes {
+            return Err(format!(
+                "tool result for {} is too large: {size} bytes (limit {})",
+                result.tool_call_id, self.max_tool_result_bytes
+            ));
+        }
+        self.check_client_tools(result.client_tools.as_ref().map_or(0, Vec::len))
+    }
+
+    fn check_client_tools(&self, count: usize) -> Result<(), String> {
+        if count > self.max_client_tools {
+            return Err(format!(
+                "too many client tools: {count} (limit {})",
+                self.max_client_tools
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The request id of a frame too large to parse, when it leads the frame
+/// (as `useAgentChat` writes it: `{"id":"…",…`).
+pub fn leading_request_id(text: &str) -> Option<String> {
+    let head = text.get(..text.len().min(256)).unwrap_or("");
+    let rest = head.strip_prefix("{\"id\":\"")?;
+    let end = rest.find('"')?;
+    let id = &rest[..end];
+    let plain = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then(|| id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leading_id_of_an_oversized_frame_is_found_without_parsing_it() {
+        assert_eq!(
+            leading_request_id(r#"{"id":"Xy12Ab34","init":{"method":"POST","body":"…"#),
+            Some("Xy12Ab34".into())
+        );
+        assert_eq!(leading_request_id(r#"{"type":"x","id":"a"}"#), None);
+        assert_eq!(leading_request_id(r#"{"id":"<script>"}"#), None);
+    }
+}

@@ -1,0 +1,40 @@
+// Smoke test of the benchmark (bench/run.mjs): its smallest setting runs to the end and prints
+// every row of the results table. It checks no figures: the benchmark is not a timing test.
+// Needs build/ (scripts/build.sh); bench/run.mjs installs and bundles bench/think-worker itself.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const ROWS = [
+  'runtime CPU per streamed token',
+  'request → first text chunk',
+  "model's last byte → terminal done frame",
+  'fan-out',
+  'SQLite write transactions per',
+  'SQLite WAL bytes written per',
+  'runtime memory per agent',
+  'fresh-agent connect on a warm process',
+  'worker code size',
+];
+
+test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 }, async () => {
+  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; });
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, `bench exited with ${code}\nstdout:\n${out}\nstderr:\n${err}`);
+  assert.match(out, /\| metric\s+\| ours median \/ p90\s+\| think median \/ p90\s+\| ours\/think \|/);
+  for (const row of ROWS) {
+    const line = out.split('\n').find((l) => l.startsWith('| ') && l.includes(row));
+    assert.ok(line, `table row "${row}" missing:\n${out}`);
+    assert.equal(line.split('|').length, 6, `malformed row: ${line}`);
+  }
+  assert.match(out, /load during each phase/);
+});

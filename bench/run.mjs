@@ -60,7 +60,7 @@ function parseArgs(argv) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
     return n;
   };
-  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects'];
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
   return {
@@ -71,6 +71,8 @@ function parseArgs(argv) {
     sqliteReps: Math.max(1, Math.ceil(reps / 3)),
     tabs: int('tabs', 50),
     fanoutTokens: int('fanout-tokens', 200),
+    pacedTokens: int('paced-tokens', 100),
+    paceMs: int('pace-ms', 5),
     agents: int('agents', quick ? 10 : 100),
     history: int('history', 50),
     connects: int('connects', quick ? 10 : 30),
@@ -487,8 +489,15 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       res.cpuPerToken.push(cpu / opts.tokens);
       res.firstChunk.push(t.firstText - t.tSend);
       res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
-      res.lastByteToDone.push(timing ? t.doneAt - timing.lastByteAt : NaN);
+      res.lastByteToDoneUnpaced.push(timing ? t.doneAt - timing.lastByteAt : NaN);
       res.turnMs.push(t.doneAt - t.tSend);
+      // End-of-turn overhead needs a model the agent keeps up with (otherwise it measures the
+      // backlog of unprocessed chunks): a short paced turn on the same agent.
+      await settle(inst);
+      const ptag = `bench:${inst.key}-${uniq}-${r}-paced`;
+      const p = await turn(c, `[tokens:${opts.pacedTokens}] [delay:${opts.paceMs}] ${ptag}`);
+      const ptiming = await timingOf(ptag);
+      res.lastByteToDone.push(ptiming ? p.doneAt - ptiming.lastByteAt : NaN);
       drop(c);
     }
   }
@@ -618,7 +627,7 @@ async function main() {
 
     const specs = workerSpecs(ours, thinkDist);
     const newResults = () => ({
-      cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], turnMs: [],
+      cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], historySeconds: [],
     });
@@ -715,6 +724,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     [`  of which after the model's first word (ms)`, o.firstChunkAfterModel, t.firstChunkAfterModel],
     [`model's last byte → terminal done frame (ms)`, o.lastByteToDone, t.lastByteToDone],
     [`whole ${opts.tokens}-token turn, request → done (ms)`, o.turnMs, t.turnMs],
+    [`  its model's last byte → done (backlog, ms)`, o.lastByteToDoneUnpaced, t.lastByteToDoneUnpaced],
     [`${opts.tabs}-tab fan-out, ${opts.fanoutTokens}-token turn → last tab done (ms)`, o.fanout, t.fanout],
     [`SQLite write transactions per ${opts.tokens}-token turn`, o.sqlCommits, t.sqlCommits],
     [`SQLite WAL bytes written per ${opts.tokens}-token turn (KiB)`, o.sqlWalKiB, t.sqlWalKiB],
@@ -750,8 +760,9 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push('');
   out.push('method:');
   out.push('  CPU/token: utime+stime (/proc/<pid>/stat, 10 ms ticks) of the worker\'s own workerd process from just before the request until its CPU counter is still again after the terminal frame, minus the idle rate measured at start, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn).');
+  out.push(`  CPU/token, first chunk, whole turn: the model streams the ${opts.tokens} words as fast as it can (no delay), as do the SQLite and fan-out turns.`);
   out.push('  first chunk: client send → receipt of the first text-delta frame; "after the model\'s first word" subtracts the model server\'s write time of its first content word (timing hook, same clock).');
-  out.push('  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame.');
+  out.push(`  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame, on a paced ${opts.pacedTokens}-token turn (${opts.paceMs} ms between words) so the agent keeps up with the model; the unpaced ${opts.tokens}-token turn's figure (backlog row) also contains the chunks still queued when the model finished.`);
   out.push('  fan-out: N tabs of one fresh agent connected and idle; tab 1 sends; time until the last tab has the done:true frame.');
   out.push('  SQLite: the DO\'s <id>.sqlite-wal in the Miniflare persist dir is polled every ~1 ms during the turn; each WAL frame = one page written (24-byte header + page), a frame with a non-zero "db size after commit" field ends one write transaction; checkpoint restarts (new salts) are followed. Bytes = frames × (24 + page size).');
   out.push('  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N.');

@@ -716,3 +716,647 @@ fn the_heartbeat_keeps_firing_while_a_turn_runs_and_stops_after() {
     assert_eq!(heartbeat(&sim), None);
     assert!(sim.armed().is_empty());
 }
+
+// ---- the randomized simulation ----
+//
+// Each seed drives two tabs through a few turns (one after the other, as a
+// person does) whose model replies mix text, server tool calls, browser tool
+// calls and calls that need approval, with the occasional model failure. The
+// tabs answer what they are asked after a random delay, acknowledge resume
+// offers, and tab `b` drops and reconnects now and then. The core is evicted
+// after random events (and sometimes between a question and its answer,
+// hours apart). When everything is quiet the invariants are checked.
+//
+// No duplicate answer, precisely: a person's turn is answered by one assistant
+// message, continued in place by recoveries. Each automatic continuation
+// after a browser tool result or an approval adds one more message, so an
+// assistant message may follow another in the same turn only if the earlier
+// one holds a call answered by a person and all its calls are settled, and a
+// turn has at most one message per answer the tabs sent plus one.
+//
+// Run one seed with its event log: `SIM_SEED=17 cargo test --test
+// core_recovery random -- --nocapture`; `SIM_SEEDS=n` sets how many run.
+
+/// xorshift64*, seeded through splitmix64 so nearby seeds diverge.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const CLIENT_TOOL: &str = "getLocation";
+const APPROVAL_TOOL: &str = "delete_file";
+const SERVER_TOOL: &str = "get_weather";
+const HOUR: u64 = 3_600_000;
+
+#[derive(Debug)]
+enum Act {
+    Send,
+    Answer { call: String, approval: bool },
+    Ack { id: String },
+    Drop,
+    Rejoin,
+}
+
+#[derive(Debug)]
+struct Planned {
+    at: u64,
+    tab: &'static str,
+    act: Act,
+}
+
+struct World {
+    sim: Sim,
+    rng: Rng,
+    log: Vec<String>,
+    turns: usize,
+    /// `(id, text)` of every user message the tabs sent, in order.
+    sent: Vec<(String, String)>,
+    planned: Vec<Planned>,
+    /// Calls the tabs were asked to answer (id → needs approval).
+    known: BTreeMap<String, bool>,
+    /// Calls a tab answered (or will: the answer is planned).
+    answered: BTreeSet<String>,
+    answers: Vec<usize>,
+    /// Error texts the tabs were shown, by turn.
+    errors: Vec<Vec<String>>,
+    recovering: BTreeMap<&'static str, bool>,
+    evictions_left: u32,
+    evict_odds: u64,
+    /// The person walks away from the last turn's questions.
+    walk_away: bool,
+    tool_replies: u32,
+    next_call: u32,
+    b_online: bool,
+}
+
+fn sim_config(rng: &mut Rng) -> durable_chat::core::CoreConfig {
+    let mut config = demo_config();
+    config.flush.max_chunks = rng.pick(&[1, 3, 10, 64]);
+    config.flush.max_delay_ms = rng.pick(&[20, 100, 500]);
+    config
+}
+
+impl World {
+    fn new(seed: u64) -> World {
+        let mut rng = Rng::new(seed);
+        let mut sim = Sim::with_config(sim_config(&mut rng));
+        sim.connect("a");
+        sim.connect("b");
+        let turns = 1 + rng.below(4) as usize;
+        let evictions_left = rng.below(7) as u32;
+        let evict_odds = rng.pick(&[3, 6, 12, 25]);
+        let walk_away = rng.one_in(5);
+        World {
+            sim,
+            rng,
+            log: Vec::new(),
+            turns,
+            sent: Vec::new(),
+            planned: Vec::new(),
+            known: BTreeMap::new(),
+            answered: BTreeSet::new(),
+            answers: Vec::new(),
+            errors: Vec::new(),
+            recovering: BTreeMap::new(),
+            evictions_left,
+            evict_odds,
+            walk_away,
+            tool_replies: 0,
+            next_call: 0,
+            b_online: true,
+        }
+    }
+
+    fn note(&mut self, what: String) {
+        self.log.push(format!("t={:>9} {what}", self.sim.now));
+    }
+
+    fn plan(&mut self, delay: u64, tab: &'static str, act: Act) {
+        let at = self.sim.now + delay;
+        self.planned.push(Planned { at, tab, act });
+    }
+
+    fn call_id(&mut self) -> String {
+        self.next_call += 1;
+        format!("t{}", self.next_call)
+    }
+
+    // ---- the scripted world ----
+
+    fn model_reply(&mut self) -> Reply {
+        let every = self.rng.pick(&[0, 5, 20, 60]);
+        let words = 1 + self.rng.below(40) as usize;
+        let roll = if self.tool_replies >= 3 {
+            0
+        } else {
+            self.rng.below(100)
+        };
+        let tool = |world: &mut World, name: &str| {
+            let id = world.call_id();
+            let args = match name {
+                SERVER_TOOL => json!({"city": "Oslo"}),
+                APPROVAL_TOOL => json!({"path": format!("/tmp/{id}")}),
+                _ => json!({"precise": true}),
+            };
+            (id, name.to_string(), args)
+        };
+        let calls = match roll {
+            0..=44 => return Reply::words(words).every(every),
+            45..=89 => {
+                self.tool_replies += 1;
+                let names: Vec<&str> = match roll {
+                    45..=59 => vec![SERVER_TOOL],
+                    60..=71 => vec![CLIENT_TOOL],
+                    72..=79 => vec![APPROVAL_TOOL],
+                    _ => {
+                        let all = [SERVER_TOOL, CLIENT_TOOL, APPROVAL_TOOL];
+                        vec![self.rng.pick(&all), self.rng.pick(&all)]
+                    }
+                };
+                names.iter().map(|n| tool(self, n)).collect::<Vec<_>>()
+            }
+            90..=94 => return Reply::http_error("503 the model is overloaded"),
+            _ => {
+                return Reply::words(words)
+                    .every(every)
+                    .then_fail("stream reset by peer")
+            }
+        };
+        let mut reply = if self.rng.one_in(3) {
+            Reply::text("Let me check.")
+        } else {
+            Reply::tool_calls(&[])
+        };
+        for (id, name, args) in calls {
+            reply = reply.and_tool_call(&id, &name, args);
+        }
+        reply.every(every)
+    }
+
+    fn tool_reply(&mut self, name: &str) -> ToolReply {
+        let delay = self.rng.pick(&[0, 10, 300, 2_000, 8_000]);
+        if self.rng.one_in(8) {
+            ToolReply::err(&format!("{name} failed")).after(delay)
+        } else {
+            ToolReply::ok(json!({"from": name, "n": self.rng.below(100)})).after(delay)
+        }
+    }
+
+    /// Keeps the model and the server tools scripted ahead of any call.
+    fn refill(&mut self) {
+        while self.sim.model.replies.len() < 3 {
+            let reply = self.model_reply();
+            self.sim.model.replies.push_back(reply);
+        }
+        for name in [SERVER_TOOL, APPROVAL_TOOL] {
+            while self.sim.tools.scripts.get(name).map_or(0, |q| q.len()) < 3 {
+                let reply = self.tool_reply(name);
+                self.sim.script_tool(name, reply);
+            }
+        }
+    }
+
+    // ---- the tabs ----
+
+    fn online(&self, tab: &str) -> bool {
+        tab == "a" || self.b_online
+    }
+
+    /// Reads what each tab received: questions to answer, resume offers to
+    /// acknowledge, errors shown and the recovering flag.
+    fn absorb(&mut self) {
+        for tab in ["a", "b"] {
+            for frame in self.sim.take_frames(tab) {
+                match kind(&frame) {
+                    RESPONSE => self.absorb_response(tab, &frame),
+                    MESSAGES => {
+                        for m in frame["messages"].as_array().cloned().unwrap_or_default() {
+                            self.absorb_message(&m);
+                        }
+                    }
+                    UPDATED => self.absorb_message(&frame["message"].clone()),
+                    RECOVERING => {
+                        let on = frame["recovering"] == true;
+                        self.note(format!("{tab} <- recovering {on} {}", frame["id"]));
+                        self.recovering.insert(tab, on);
+                    }
+                    RESUMING => {
+                        let id = frame["id"].as_str().unwrap_or("").to_string();
+                        self.note(format!("{tab} <- resuming {id}"));
+                        let delay = self.rng.below(200);
+                        self.plan(delay, tab, Act::Ack { id });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn absorb_response(&mut self, tab: &'static str, frame: &Value) {
+        let id = frame["id"].as_str().unwrap_or("");
+        let text = frame["body"].as_str().unwrap_or("");
+        if frame["error"] == true {
+            self.note(format!("{tab} <- error {id}: {text}"));
+            assert!(
+                !text.is_empty(),
+                "an error frame without a message: {frame}"
+            );
+            if tab == "a" {
+                let turn = self.sent.len().saturating_sub(1);
+                if let Some(errors) = self.errors.get_mut(turn) {
+                    errors.push(text.to_string());
+                }
+            }
+            return;
+        }
+        if frame["done"] == true {
+            if tab == "a" {
+                let outcome = frame["outcome"].as_str().unwrap_or("-");
+                let replay = if frame["replay"] == true {
+                    " replay"
+                } else {
+                    ""
+                };
+                self.note(format!("{tab} <- done {id} {outcome}{replay}"));
+            }
+            return;
+        }
+        let Ok(chunk) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let call = chunk["toolCallId"].as_str().unwrap_or("").to_string();
+        match chunk["type"].as_str().unwrap_or("") {
+            "tool-input-available" if chunk["toolName"] == CLIENT_TOOL => self.learn(call, false),
+            "tool-approval-request" => self.learn(call, true),
+            _ => {}
+        }
+    }
+
+    fn absorb_message(&mut self, message: &Value) {
+        for part in message["parts"].as_array().cloned().unwrap_or_default() {
+            let call = part["toolCallId"].as_str().unwrap_or("").to_string();
+            match part["state"].as_str().unwrap_or("") {
+                "input-available" if part["type"] == format!("tool-{CLIENT_TOOL}") => {
+                    self.learn(call, false)
+                }
+                "approval-requested" => self.learn(call, true),
+                _ => {}
+            }
+        }
+    }
+
+    /// A tab shows a question: the person answers it once, after a while.
+    fn learn(&mut self, call: String, approval: bool) {
+        if self.known.contains_key(&call) {
+            return;
+        }
+        self.known.insert(call.clone(), approval);
+        if self.walk_away && self.sent.len() == self.turns {
+            self.note(format!("the person leaves {call} unanswered"));
+            return;
+        }
+        self.answered.insert(call.clone());
+        let delay = self.rng.pick(&[0, 30, 500, 3_000, 20_000]);
+        let tab = self.rng.pick(&["a", "b"]);
+        self.plan(delay, tab, Act::Answer { call, approval });
+    }
+
+    fn perform(&mut self, planned: Planned) {
+        let mut tab = planned.tab;
+        if !self.online(tab) {
+            match planned.act {
+                Act::Ack { .. } => return,
+                Act::Rejoin => {}
+                _ => tab = "a",
+            }
+        }
+        match planned.act {
+            Act::Send => {
+                let k = self.sent.len() + 1;
+                let (id, text) = (format!("u{k}"), format!("question {k}"));
+                self.note(format!("{tab} -> send r{k} {id}"));
+                let mut messages = self.sim.transcript();
+                messages.push(user(&id, &text));
+                self.sent.push((id, text));
+                self.answers.push(0);
+                self.errors.push(Vec::new());
+                self.tool_replies = 0;
+                let frame = chat_request_with(
+                    &format!("r{k}"),
+                    &messages,
+                    json!({"clientTools": [{"name": CLIENT_TOOL, "description": "Where the user is"}]}),
+                );
+                self.sim.send(tab, frame);
+            }
+            Act::Answer { call, approval } => {
+                if let Some(n) = self.answers.last_mut() {
+                    *n += 1;
+                }
+                let frame = if approval {
+                    let approve = !self.rng.one_in(3);
+                    self.note(format!("{tab} -> approve {call} {approve}"));
+                    sim::approval(&call, approve, true)
+                } else {
+                    self.note(format!("{tab} -> result {call}"));
+                    tool_result(&call, json!({"city": "Paris"}), true)
+                };
+                self.sim.send(tab, frame);
+            }
+            Act::Ack { id } => {
+                self.note(format!("{tab} -> ack {id}"));
+                self.sim.send(tab, resume_ack(&id));
+            }
+            Act::Drop => {
+                self.note("b drops".into());
+                self.b_online = false;
+                self.sim.disconnect("b");
+                let delay = self.rng.pick(&[0, 100, 2_000, 30_000]);
+                self.plan(delay, "b", Act::Rejoin);
+            }
+            Act::Rejoin => {
+                self.note("b reconnects and probes".into());
+                self.b_online = true;
+                self.sim.connect("b");
+                self.sim.send("b", resume_probe("probe"));
+            }
+        }
+    }
+
+    fn evict(&mut self) {
+        self.evictions_left = self.evictions_left.saturating_sub(1);
+        self.refill();
+        self.note(format!(
+            "EVICT (open streams {:?})",
+            self.sim.store.open_streams.keys().collect::<Vec<_>>()
+        ));
+        self.sim.evict();
+    }
+
+    // ---- the run ----
+
+    fn run(&mut self) {
+        self.plan(0, "a", Act::Send);
+        for _ in 0..100_000 {
+            self.refill();
+            self.absorb();
+            let next_planned = self
+                .planned
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.at)
+                .map(|(i, p)| (i, p.at));
+            match (self.sim.next_due(), next_planned) {
+                (Some(due), planned) if planned.is_none_or(|(_, at)| due <= at) => {
+                    let requests = self.sim.requests().len();
+                    self.sim.step();
+                    if self.sim.requests().len() > requests {
+                        self.note(format!("model call {}", self.sim.requests().len()));
+                    }
+                    if self.evictions_left > 0 && self.rng.one_in(self.evict_odds) {
+                        self.evict();
+                    }
+                }
+                (_, Some((index, at))) => {
+                    let planned = self.planned.remove(index);
+                    if self.sim.next_due().is_none() && self.evictions_left > 0 {
+                        // Quiet while a person takes their time: maybe hours pass, maybe evictions.
+                        if self.rng.one_in(4) {
+                            self.evict();
+                        }
+                        if self.rng.one_in(4) {
+                            let hours = 1 + self.rng.below(5);
+                            self.note(format!("{hours} h pass"));
+                            self.sim.advance(hours * HOUR);
+                        }
+                    }
+                    self.sim.advance(at.saturating_sub(self.sim.now));
+                    self.perform(planned);
+                    if self.rng.one_in(20) && self.b_online {
+                        let delay = self.rng.below(1_000);
+                        self.plan(delay, "b", Act::Drop);
+                    }
+                }
+                (None, None) => {
+                    if self.sent.len() < self.turns {
+                        let delay = self.rng.pick(&[0, 100, 5_000]);
+                        let tab = self.rng.pick(&["a", "b"]);
+                        self.plan(delay, tab, Act::Send);
+                        continue;
+                    }
+                    // Quiet: a parked turn must stay parked through more evictions and hours.
+                    let requests = self.sim.requests().len();
+                    for _ in 0..2 {
+                        self.sim.evict();
+                        self.sim.advance(2 * HOUR);
+                        self.absorb();
+                    }
+                    if self.sim.next_due().is_none() && self.planned.is_empty() {
+                        assert_eq!(
+                            self.sim.requests().len(),
+                            requests,
+                            "the model was called while the agent was idle"
+                        );
+                        return;
+                    }
+                }
+            }
+        }
+        panic!("the run did not settle");
+    }
+
+    // ---- the invariants ----
+
+    fn check(&self) {
+        let store = &self.sim.store;
+        assert!(
+            store.open_streams.is_empty() && store.chunks.is_empty(),
+            "a stream is still open: {:?}",
+            store.open_streams
+        );
+        assert!(!self.sim.core().is_busy(), "the core is still busy");
+        assert_eq!(
+            self.sim.transcript(),
+            store.transcript(),
+            "the core and the store disagree"
+        );
+        let messages: Vec<&UIMessage> = store.messages.values().collect();
+        let users: Vec<(String, String)> = messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| (m.id.clone(), m.text()))
+            .collect();
+        assert_eq!(
+            users, self.sent,
+            "user messages lost, repeated or reordered"
+        );
+        let ids: BTreeSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids.len(), messages.len(), "a message id is stored twice");
+        assert!(
+            matches!(messages.first(), Some(m) if m.role == Role::User),
+            "an answer before any question"
+        );
+
+        let mut turn = 0;
+        let mut start = 0;
+        while start < messages.len() {
+            let end = messages[start + 1..]
+                .iter()
+                .position(|m| m.role == Role::User)
+                .map_or(messages.len(), |p| start + 1 + p);
+            let answers = &messages[start + 1..end];
+            self.check_turn(turn, answers);
+            turn += 1;
+            start = end;
+        }
+        for (tab, on) in &self.recovering {
+            assert!(!on, "tab {tab} was left with the recovering flag on");
+        }
+        assert!(
+            self.sim.misdelivered.is_empty(),
+            "{:?}",
+            self.sim.misdelivered
+        );
+    }
+
+    fn check_turn(&self, turn: usize, answers: &[&UIMessage]) {
+        let person_answered = |m: &UIMessage| {
+            m.tool_parts()
+                .any(|t| t.tool_name == CLIENT_TOOL || t.tool_name == APPROVAL_TOOL)
+                && m.tool_parts().all(|t| t.state.is_settled())
+        };
+        for pair in answers.windows(2) {
+            assert!(
+                person_answered(pair[0]),
+                "turn {turn}: answer {} follows {} which no person's answer continued",
+                pair[1].id,
+                pair[0].id
+            );
+        }
+        assert!(
+            answers.len() <= 1 + self.answers[turn],
+            "turn {turn}: {} answers for {} person's answers",
+            answers.len(),
+            self.answers[turn]
+        );
+        let completed = answers.last().is_some_and(|m| {
+            let last = m.parts.iter().rev().find(|p| !matches!(p, Part::StepStart));
+            m.tool_parts().all(|t| t.state.is_settled())
+                && matches!(last, Some(Part::Text(t)) if t.state != Some(TextState::Streaming))
+        });
+        let failed = !self.errors[turn].is_empty();
+        let parked = answers.last().is_some_and(|m| {
+            let waiting: Vec<&str> = m
+                .tool_parts()
+                .filter(|t| t.state.awaits_human())
+                .map(|t| t.tool_call_id.as_str())
+                .collect();
+            !waiting.is_empty()
+                && waiting
+                    .iter()
+                    .all(|id| self.known.contains_key(*id) && !self.answered.contains(*id))
+        });
+        assert!(
+            completed || failed || parked,
+            "turn {turn} neither completed, failed with a message, nor waits for a person: {}",
+            serde_json::to_string(&answers).unwrap()
+        );
+    }
+}
+
+use durable_chat::protocol::{Part, Role, TextState, UIMessage};
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Runs one seed; on failure returns the panic message and the event log.
+fn run_seed(seed: u64) -> Result<World, (String, Vec<String>)> {
+    let mut world = World::new(seed);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.run();
+        world.check();
+    }));
+    match outcome {
+        Ok(()) => Ok(world),
+        Err(payload) => Err((panic_text(&*payload), std::mem::take(&mut world.log))),
+    }
+}
+
+#[test]
+fn random_evictions_never_lose_a_message_duplicate_an_answer_or_leave_a_turn_stuck() {
+    if let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        match run_seed(seed) {
+            Ok(world) => println!("seed {seed} passed:\n{}", world.log.join("\n")),
+            Err((error, log)) => panic!("seed {seed}: {error}\n{}", log.join("\n")),
+        }
+        return;
+    }
+    let seeds: u64 = std::env::var("SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3_000);
+    let started = std::time::Instant::now();
+    let mut failures: Vec<(u64, String, Vec<String>)> = Vec::new();
+    let (mut evictions, mut requests) = (0usize, 0usize);
+    for seed in 0..seeds {
+        match run_seed(seed) {
+            Ok(world) => {
+                evictions += world.log.iter().filter(|l| l.contains("EVICT")).count();
+                requests += world.sim.requests().len();
+            }
+            Err((error, log)) => {
+                failures.push((seed, error, log));
+                if failures.len() >= 20 {
+                    break;
+                }
+            }
+        }
+    }
+    println!(
+        "{seeds} seeds, {evictions} random evictions, {requests} model calls in {:?}",
+        started.elapsed()
+    );
+    if let Some((seed, error, log)) = failures.first() {
+        let list: Vec<String> = failures
+            .iter()
+            .map(|(s, e, _)| format!("  seed {s}: {}", e.lines().next().unwrap_or("")))
+            .collect();
+        panic!(
+            "{} failing seeds:\n{}\n\nfirst failure, seed {seed}: {error}\nevent log:\n{}",
+            failures.len(),
+            list.join("\n"),
+            log.join("\n")
+        );
+    }
+}

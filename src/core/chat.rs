@@ -54,7 +54,7 @@ impl Core {
             && trigger == TurnTrigger::Submit
             && self.config.concurrency == Concurrency::Drop
         {
-            let message_ids = trailing_user_ids(&request);
+            let message_ids = super::transcript::trailing_user_ids(&request.messages);
             let snapshot = server::chat_messages(&self.transcript.messages(), false);
             self.send_to(vec![conn.clone()], snapshot);
             self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
@@ -234,18 +234,6 @@ impl Core {
         }
         self.queue.front().map(|t| t.request_id.clone())
     }
-}
-
-fn trailing_user_ids(request: &ChatRequest) -> Vec<String> {
-    let mut ids: Vec<String> = request
-        .messages
-        .iter()
-        .rev()
-        .take_while(|m| m.role == crate::protocol::Role::User)
-        .map(|m| m.id.clone())
-        .collect();
-    ids.reverse();
-    ids
 }
 
 impl Core {

@@ -98,6 +98,8 @@ pub struct Core {
     /// Root request id of the recovery in progress (tabs are told on connect).
     recovering: Option<String>,
     recovery_budget: Option<recovery::RecoveryBudget>,
+    /// Request ids of the last few ended turns with their `messageIds`.
+    finished: std::collections::VecDeque<(String, Vec<String>)>,
     next_call: CallId,
     effects: Vec<Effect>,
 }
@@ -129,6 +131,7 @@ impl Core {
             cut_streams: stored.open_streams,
             recovering: None,
             recovery_budget,
+            finished: Default::default(),
             next_call: 1,
             effects: Vec::new(),
         }

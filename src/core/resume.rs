@@ -73,67 +73,35 @@ impl Core {
                 return;
             }
             let continuation = active.turn.is_continuation();
-            let mut frames: Vec<String> = active
-                .log
-                .iter()
-                .enumerate()
-                .map(|(seq, body)| {
-                    ResponseFrame {
-                        replay: true,
-                        seq: Some(seq as u64),
-                        continuation,
-                        ..ResponseFrame::new(id, body)
-                    }
-                    .to_json()
-                })
-                .collect();
-            frames.push(
-                ResponseFrame {
-                    replay: true,
-                    replay_complete: true,
-                    continuation,
-                    ..ResponseFrame::new(id, "")
-                }
-                .to_json(),
-            );
-            for frame in frames {
-                self.send_to(vec![conn.clone()], frame);
-            }
+            let caught_up = ResponseFrame {
+                replay: true,
+                replay_complete: true,
+                continuation,
+                ..ResponseFrame::new(id, "")
+            };
+            let frames =
+                replay_frames(id, active.log.iter().map(|b| &**b), continuation, caught_up);
+            self.send_each(&conn, frames);
             return;
         }
         if let Some(orphan) = self.orphan.as_ref().filter(|o| o.record.request_id == id) {
             let continuation = orphan.record.continuation;
-            let message_ids = orphan.record.origin_message_ids.clone();
-            let mut frames: Vec<String> = orphan
-                .chunks
-                .iter()
-                .enumerate()
-                .map(|(seq, body)| {
-                    ResponseFrame {
-                        replay: true,
-                        seq: Some(seq as u64),
-                        continuation,
-                        ..ResponseFrame::new(id, body)
-                    }
-                    .to_json()
-                })
-                .collect();
-            frames.push(
-                ResponseFrame {
-                    done: true,
-                    replay: true,
-                    outcome: Some(Outcome::Aborted),
-                    continuation,
-                    message_ids: Some(&message_ids)
-                        .filter(|m| !m.is_empty())
-                        .map(|m| m.as_slice()),
-                    ..ResponseFrame::new(id, "")
-                }
-                .to_json(),
+            let message_ids = &orphan.record.origin_message_ids;
+            let cut_off = ResponseFrame {
+                done: true,
+                replay: true,
+                outcome: Some(Outcome::Aborted),
+                continuation,
+                message_ids: Some(message_ids.as_slice()).filter(|m| !m.is_empty()),
+                ..ResponseFrame::new(id, "")
+            };
+            let frames = replay_frames(
+                id,
+                orphan.chunks.iter().map(String::as_str),
+                continuation,
+                cut_off,
             );
-            for frame in frames {
-                self.send_to(vec![conn.clone()], frame);
-            }
+            self.send_each(&conn, frames);
             return;
         }
         if let Some(record) = self.terminal_error.as_ref().filter(|r| r.request_id == id) {
@@ -147,12 +115,54 @@ impl Core {
             self.send_to(vec![conn], frame);
             return;
         }
+        let message_ids = self.recently_finished(id);
         let frame = ResponseFrame {
             done: true,
             replay: true,
+            message_ids: message_ids.as_deref().filter(|m| !m.is_empty()),
             ..ResponseFrame::new(id, "")
         }
         .to_json();
         self.send_to(vec![conn], frame);
     }
+
+    /// The `messageIds` of a recently ended request (for a late ACK).
+    fn recently_finished(&self, id: &str) -> Option<Vec<String>> {
+        self.finished
+            .iter()
+            .find(|(request_id, _)| request_id == id)
+            .map(|(_, ids)| ids.clone())
+    }
+}
+
+impl Core {
+    fn send_each(&mut self, conn: &ConnId, frames: Vec<String>) {
+        for frame in frames {
+            self.send_to(vec![conn.clone()], frame);
+        }
+    }
+}
+
+/// A stored chunk log replayed (`replay:true` with each chunk's `seq`), then
+/// `last`, the frame that says how the replay ends.
+fn replay_frames<'a>(
+    id: &str,
+    bodies: impl Iterator<Item = &'a str>,
+    continuation: bool,
+    last: ResponseFrame<'_>,
+) -> Vec<String> {
+    let mut frames: Vec<String> = bodies
+        .enumerate()
+        .map(|(seq, body)| {
+            ResponseFrame {
+                replay: true,
+                seq: Some(seq as u64),
+                continuation,
+                ..ResponseFrame::new(id, body)
+            }
+            .to_json()
+        })
+        .collect();
+    frames.push(last.to_json());
+    frames
 }

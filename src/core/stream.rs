@@ -692,6 +692,7 @@ impl Core {
             self.broadcast_transcript(None);
         }
         let ids: Vec<String> = message_ids.map(<[String]>::to_vec).unwrap_or_default();
+        self.remember_finished(&request_id, &ids);
         let to = self.conns.chat();
         self.send_terminal(to, &request_id, outcome, Some(&ids), active.continuation);
         if let Some(text) = error {
@@ -707,6 +708,15 @@ impl Core {
             self.finish_recovery();
         }
         self.after_turn();
+    }
+
+    fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
+        const REMEMBERED: usize = 32;
+        if self.finished.len() == REMEMBERED {
+            self.finished.pop_front();
+        }
+        self.finished
+            .push_back((request_id.to_string(), message_ids.to_vec()));
     }
 
     /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.

@@ -274,7 +274,8 @@ pub fn apply_approval(tool: &mut ToolPart, approved: bool) -> bool {
     true
 }
 
-fn trailing_user_ids(messages: &[UIMessage]) -> Vec<String> {
+/// Ids of the trailing run of user messages (the `messageIds` of a request).
+pub(super) fn trailing_user_ids(messages: &[UIMessage]) -> Vec<String> {
     let mut ids: Vec<String> = messages
         .iter()
         .rev()

@@ -110,6 +110,8 @@ test('a client tool round trip: onToolCall + addToolOutput send the result and t
   for (const tab of [a, b]) {
     await tab.waitFor((c) => c.status === 'ready' && !c.isServerStreaming && lastText(c) === expected
       && toolPart(c.messages, calls[0].toolCallId)?.state === 'output-available');
+    await tab.settled();
+    console.log(tab === a ? 'A' : 'B', JSON.stringify(tab.chat.messages.map((m) => [m.id, m.role, m.parts.map((p) => p.type + (p.text ? ':' + p.text.length : ''))])));
     assert.deepEqual(toolPart(tab.chat.messages, calls[0].toolCallId).output, { timezone: 'Europe/Paris' });
     assert.equal(tab.chat.messages.at(-1).id, server.at(-1).id, 'the last message is the persisted continuation');
   }

@@ -131,6 +131,17 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
         check();
       });
     },
+    /** Resolve once nothing was rendered or received for `quietMs` (after in-flight work settled). */
+    settled(quietMs = 150, timeoutMs = 15000) {
+      return new Promise((resolve, reject) => {
+        let quiet;
+        const arm = () => { clearTimeout(quiet); quiet = setTimeout(done, quietMs); };
+        const done = () => { listeners.delete(arm); clearTimeout(limit); resolve(latest); };
+        const limit = setTimeout(() => { listeners.delete(arm); clearTimeout(quiet); reject(new Error('never settled')); }, timeoutMs);
+        listeners.add(arm);
+        arm();
+      });
+    },
     async unmount() {
       root.unmount();
       await new Promise((r) => setTimeout(r, 20));

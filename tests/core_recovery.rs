@@ -1132,8 +1132,10 @@ impl World {
                 .enumerate()
                 .min_by_key(|(_, p)| p.at)
                 .map(|(i, p)| (i, p.at));
-            match (self.sim.next_due(), next_planned) {
-                (Some(due), planned) if planned.is_none_or(|(_, at)| due <= at) => {
+            let due = self.sim.next_due();
+            let core_first = due.is_some_and(|d| next_planned.is_none_or(|(_, at)| d <= at));
+            match (core_first, next_planned) {
+                (true, _) => {
                     let requests = self.sim.requests().len();
                     self.sim.step();
                     if self.sim.requests().len() > requests {
@@ -1143,7 +1145,7 @@ impl World {
                         self.evict();
                     }
                 }
-                (_, Some((index, at))) => {
+                (false, Some((index, at))) => {
                     let planned = self.planned.remove(index);
                     if self.sim.next_due().is_none() && self.evictions_left > 0 {
                         // Quiet while a person takes their time: maybe hours pass, maybe evictions.
@@ -1163,7 +1165,7 @@ impl World {
                         self.plan(delay, "b", Act::Drop);
                     }
                 }
-                (None, None) => {
+                (false, None) => {
                     if self.sent.len() < self.turns {
                         let delay = self.rng.pick(&[0, 100, 5_000]);
                         let tab = self.rng.pick(&["a", "b"]);

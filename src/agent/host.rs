@@ -177,6 +177,22 @@ impl AgentHost {
         }
     }
 
+    /// The agent's own turn (e.g. from a scheduled job or an HTTP route of
+    /// yours): stored, queued and broadcast to every tab like a tab's turn.
+    pub fn chat(self: &Rc<Self>, message: crate::protocol::UIMessage) {
+        self.dispatch(Event::ProgrammaticChat {
+            conn: None,
+            message,
+            tools: Vec::new(),
+            executor: false,
+        });
+    }
+
+    /// Forgets the history; every tab is told to clear.
+    pub fn clear_messages(self: &Rc<Self>) {
+        self.dispatch(Event::ClearHistory);
+    }
+
     pub fn on_message(self: &Rc<Self>, ws: WebSocket, message: WebSocketIncomingMessage) {
         let Some((conn, channel)) = self.conn_of(&ws) else {
             return;

@@ -231,7 +231,7 @@ pub fn channel_event(conn: ConnId, text: String) -> Event {
             let tools = serde_json::from_value(frame["clientTools"].clone()).unwrap_or_default();
             match message {
                 Some(message) => Event::ProgrammaticChat {
-                    conn,
+                    conn: Some(conn),
                     message,
                     tools,
                     executor: frame["executor"].as_bool().unwrap_or(false),

@@ -241,13 +241,15 @@ impl Core {
     /// broadcast like a tab's, and the turn queues like any other.
     pub(super) fn on_programmatic_chat(
         &mut self,
-        conn: ConnId,
+        conn: Option<ConnId>,
         message: crate::protocol::UIMessage,
         tools: Vec<crate::protocol::ClientToolSchema>,
         executor: bool,
     ) {
         let request_id = self.new_id(super::ids::IdKind::Request);
-        self.send_to(vec![conn.clone()], server::rpc_started(&request_id));
+        if let Some(conn) = &conn {
+            self.send_to(vec![conn.clone()], server::rpc_started(&request_id));
+        }
         let mut message = message;
         message.role = crate::protocol::Role::User;
         let entry = self.transcript.upsert(message);
@@ -255,11 +257,11 @@ impl Core {
         self.broadcast_transcript(None);
         let overlapped = self.active.is_some() || !self.queue.is_empty();
         self.queue.push(QueuedTurn {
-            requester: Some(conn.clone()),
             message_ids: vec![entry.message.id.clone()],
             overlapped,
             turn_tools: Some(tools),
-            executor: executor.then_some(conn),
+            executor: conn.clone().filter(|_| executor),
+            requester: conn,
             ..QueuedTurn::new(
                 request_id,
                 TurnTrigger::Programmatic,

@@ -49,15 +49,18 @@ pub enum Event {
     Timer(Timer),
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
-    /// A parent agent's `chat()` over channel `conn` (already `Adopted`):
-    /// `tools` are client tools for this turn only; with `executor` their
-    /// calls are sent back on the channel to run.
+    /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
+    /// agent's over channel `conn` (already `Adopted`). `tools` are client
+    /// tools for this turn only; with `executor` their calls are sent back on
+    /// the channel to run.
     ProgrammaticChat {
-        conn: ConnId,
+        conn: Option<ConnId>,
         message: UIMessage,
         tools: Vec<crate::protocol::ClientToolSchema>,
         executor: bool,
     },
+    /// The agent's own `clear_messages()`: like a tab's clear, told to every tab.
+    ClearHistory,
 }
 
 /// The closed set of timers the core arms. The host maps them onto in-isolate

@@ -162,6 +162,7 @@ impl Core {
                 tools,
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
+            Event::ClearHistory => self.on_clear(None),
         }
     }
 

@@ -190,6 +190,18 @@ impl Sim {
         self.handle(Event::Connected { conn: conn(tab) });
     }
 
+    /// A parent agent's channel: gets frames like a tab but no connect frames.
+    pub fn open_channel(&mut self, tab: &str) {
+        self.tabs.insert(
+            tab.to_string(),
+            Tab {
+                frames: Vec::new(),
+                connected: true,
+            },
+        );
+        self.handle(Event::Adopted { conn: conn(tab) });
+    }
+
     pub fn disconnect(&mut self, tab: &str) {
         if let Some(t) = self.tabs.get_mut(tab) {
             t.connected = false;
@@ -377,7 +389,8 @@ impl Sim {
 
     // ---- the host loop ----
 
-    fn handle(&mut self, event: Event) {
+    /// Any core event at the current virtual time (e.g. a programmatic turn).
+    pub fn handle(&mut self, event: Event) {
         self.core.handle(event, self.now);
         self.apply_effects();
     }

@@ -10,6 +10,7 @@
 //     after M agents with H-message histories.
 //
 //   node bench/profile.mjs [--tokens 1000] [--turns 3] [--agents 20] [--history 50] [--out DIR]
+//                          [--workers ours,think]
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,11 +25,11 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { tokens: 1000, turns: 3, agents: 20, history: 50, out: null };
+  const o = { tokens: 1000, turns: 3, agents: 20, history: 50, out: null, workers: 'ours,think' };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
-    o[k] = k === 'out' ? a[i + 1] : Number(a[i + 1]);
+    o[k] = k === 'out' || k === 'workers' ? a[i + 1] : Number(a[i + 1]);
   }
   return o;
 }
@@ -59,10 +60,16 @@ async function inspect(port) {
     }
   });
   return {
-    send(method, params = {}) {
+    send(method, params = {}, timeoutMs = 30000) {
       const id = next++;
       ws.send(JSON.stringify({ id, method, params }));
-      return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => { pending.delete(id); reject(new Error(`${method}: no answer in ${timeoutMs} ms`)); }, timeoutMs);
+        pending.set(id, {
+          resolve: (v) => { clearTimeout(timer); resolve(v); },
+          reject: (e) => { clearTimeout(timer); reject(e); },
+        });
+      });
     },
     close: () => ws.close(),
   };
@@ -125,7 +132,7 @@ async function main() {
   const specs = workerSpecs(ours, ensureThinkBuilt());
   const model = await startModelServer();
   try {
-    for (const key of ['ours', 'think']) {
+    for (const key of o.workers.split(',')) {
       const port = await freePort();
       const inst = await startInstance(specs[key], {
         modelUrl: model.url, persistDir: join(work, `${key}-do`), preventEviction: true, miniflare: { inspectorPort: port },
@@ -151,7 +158,7 @@ async function main() {
         const { profile } = await cdp.send('Profiler.stop');
         writeFileSync(join(out, `${key}.cpuprofile`), JSON.stringify(profile));
         const top = topSelf(profile);
-        console.log(`CPU: ${o.turns} × ${o.tokens}-token turns: workerd ${fmt(cpu)} ms (/proc), JS/wasm samples ${fmt(top.totalMs)} ms (rest = runtime: sockets, SQLite, fetch, GC)`);
+        console.log(`CPU: ${o.turns} × ${o.tokens}-token turns: workerd ${fmt(cpu)} ms (/proc), sampled ≈ ${fmt(top.totalMs)} ms of JS/wasm (sample-count estimate; use the percentages)`);
         for (const r of top.rows) console.log(`  ${r.pct.toFixed(1).padStart(5)}%  ${fmt(r.ms).padStart(7)} ms  ${r.fn}`);
 
         // SQLite pages of one turn.
@@ -178,9 +185,9 @@ async function main() {
         // Memory.
         await cdp.send('HeapProfiler.enable').catch(() => {});
         const heap = async () => {
-          await cdp.send('HeapProfiler.collectGarbage').catch(() => {});
-          const h = await cdp.send('Runtime.getHeapUsage');
-          return h.usedSize / 1048576;
+          await cdp.send('HeapProfiler.collectGarbage', {}, 10000).catch(() => {});
+          const h = await cdp.send('Runtime.getHeapUsage', {}, 10000).catch(() => null);
+          return h ? h.usedSize / 1048576 : NaN;
         };
         await settle(inst);
         const h0 = await heap();
@@ -211,7 +218,7 @@ async function main() {
   }
 }
 
-main().catch((err) => {
+main().then(() => process.exit(0), (err) => {
   console.error(err?.stack || String(err));
   process.exit(1);
 });

@@ -803,6 +803,8 @@ struct World {
     known: BTreeMap<String, bool>,
     /// Calls a tab answered (or will: the answer is planned).
     answered: BTreeSet<String>,
+    /// Answers planned but not sent yet.
+    in_flight: BTreeSet<String>,
     answers: Vec<usize>,
     /// Error texts the tabs were shown, by turn.
     errors: Vec<Vec<String>>,
@@ -842,6 +844,7 @@ impl World {
             planned: Vec::new(),
             known: BTreeMap::new(),
             answered: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
             answers: Vec::new(),
             errors: Vec::new(),
             recovering: BTreeMap::new(),
@@ -1026,10 +1029,30 @@ impl World {
                 "input-available" if part["type"] == format!("tool-{CLIENT_TOOL}") => {
                     self.learn(call, false)
                 }
+                "approval-requested" if self.answered.contains(&call) => self.ask_again(call),
                 "approval-requested" => self.learn(call, true),
                 _ => {}
             }
         }
+    }
+
+    /// An approval the person gave is shown as asked again (it landed on an
+    /// answer still streaming and was lost with the isolate): they approve again.
+    fn ask_again(&mut self, call: String) {
+        if self.in_flight.contains(&call) {
+            return;
+        }
+        self.note(format!("the approval prompt for {call} is shown again"));
+        self.in_flight.insert(call.clone());
+        let delay = self.rng.pick(&[0, 500, 3_000]);
+        self.plan(
+            delay,
+            "a",
+            Act::Answer {
+                call,
+                approval: true,
+            },
+        );
     }
 
     /// A tab shows a question: the person answers it once, after a while.
@@ -1043,6 +1066,7 @@ impl World {
             return;
         }
         self.answered.insert(call.clone());
+        self.in_flight.insert(call.clone());
         let delay = self.rng.pick(&[0, 30, 500, 3_000, 20_000]);
         let tab = self.rng.pick(&["a", "b"]);
         self.plan(delay, tab, Act::Answer { call, approval });
@@ -1076,6 +1100,7 @@ impl World {
                 self.sim.send(tab, frame);
             }
             Act::Answer { call, approval } => {
+                self.in_flight.remove(&call);
                 if let Some(n) = self.answers.last_mut() {
                     *n += 1;
                 }
@@ -1103,6 +1128,8 @@ impl World {
             Act::Rejoin => {
                 self.note("b reconnects and probes".into());
                 self.b_online = true;
+                // A new connection starts without the flag; the core repeats it if it still holds.
+                self.recovering.insert("b", false);
                 self.sim.connect("b");
                 self.sim.send("b", resume_probe("probe"));
             }
@@ -1160,6 +1187,9 @@ impl World {
                     }
                     self.sim.advance(at.saturating_sub(self.sim.now));
                     self.perform(planned);
+                    if self.evictions_left > 0 && self.rng.one_in(self.evict_odds) {
+                        self.evict();
+                    }
                     if self.rng.one_in(20) && self.b_online {
                         let delay = self.rng.below(1_000);
                         self.plan(delay, "b", Act::Drop);

@@ -170,6 +170,7 @@ impl Core {
             .is_some_and(|c| c.request_id == id)
         {
             self.continuation = None;
+            self.put_recovery_row();
             self.effects.push(super::Effect::ClearTimer {
                 timer: Timer::Continuation,
             });
@@ -179,8 +180,14 @@ impl Core {
 
     /// Clear: abort and forget everything; other tabs are told to clear.
     pub(super) fn on_clear(&mut self, sender: Option<ConnId>) {
-        for turn in self.queue.invalidate_all() {
-            let to = self.conns.chat();
+        // With nothing running, the front turn is waiting out its debounce
+        // window: only its requester is told it was skipped.
+        let front_waits = self.active.is_none();
+        for (index, turn) in self.queue.invalidate_all().into_iter().enumerate() {
+            let to = match (&turn.requester, index == 0 && front_waits) {
+                (Some(requester), true) => vec![requester.clone()],
+                _ => self.conns.chat(),
+            };
             self.send_terminal(
                 to,
                 &turn.request_id,
@@ -227,11 +234,9 @@ impl Core {
         self.send_to(to, frame);
     }
 
-    /// The id of a turn accepted but not yet streaming, if any.
+    /// The id of a turn accepted but not yet streaming, if any. A continuation
+    /// still waiting for its batch is not one: only its owner is parked on it.
     pub(super) fn accepted_not_streaming(&self) -> Option<String> {
-        if let Some(c) = &self.continuation {
-            return Some(c.request_id.clone());
-        }
         self.queue.front().map(|t| t.request_id.clone())
     }
 }

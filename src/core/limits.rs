@@ -1,6 +1,7 @@
 //! How much a client may send and how long a model may stall: configurable
 //! bounds, each answered with a clear error instead of a crash or a hang.
 
+use crate::protocol::client::MAX_ID_BYTES;
 use crate::protocol::{ChatRequest, ToolResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,12 @@ impl Limits {
         }
         if let Some(m) = request.messages.iter().find(|m| m.id.is_empty()) {
             return Err(format!("a {:?} message has an empty id", m.role));
+        }
+        if let Some(m) = request.messages.iter().find(|m| m.id.len() > MAX_ID_BYTES) {
+            return Err(format!(
+                "a message id is too long: {} bytes (limit {MAX_ID_BYTES})",
+                m.id.len()
+            ));
         }
         self.check_client_tools(request.client_tools.as_ref().map_or(0, Vec::len))
     }

@@ -51,6 +51,11 @@ pub struct TerminalError {
     pub request_id: String,
     pub text: String,
     pub message_ids: Vec<String>,
+    /// What the failed stream sent before the error, replayed before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continuation: bool,
 }
 
 /// A stream left open by an instance that died mid-turn.
@@ -68,7 +73,8 @@ pub struct StoredState {
     pub body: Map<String, Value>,
     pub terminal_error: Option<TerminalError>,
     pub open_streams: Vec<OpenStream>,
-    /// The budget of a recovery in progress (JSON), if any.
+    /// The budget of a recovery in progress and whether an automatic
+    /// continuation is owed (JSON), if any.
     pub recovery: Option<String>,
 }
 
@@ -111,10 +117,13 @@ impl Core {
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
-        let recovery_budget = stored
-            .recovery
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok());
+        let (recovery_budget, continuation_owed) = recovery::load(stored.recovery.as_deref());
+        let mut ids = ids;
+        // A continuation asked for before the restart is still owed.
+        let continuation = continuation_owed.then(|| PendingContinuation {
+            request_id: ids.new_id(IdKind::Request),
+            owner: None,
+        });
         Core {
             config,
             ids,
@@ -123,7 +132,7 @@ impl Core {
             conns: Connections::default(),
             queue: TurnQueue::default(),
             active: None,
-            continuation: None,
+            continuation,
             client_tools: stored.client_tools,
             body: stored.body,
             terminal_error: stored.terminal_error,
@@ -242,12 +251,15 @@ impl Core {
     /// error) or, without one, with a `cf_agent_chat_error` frame. Nothing is stored.
     pub(crate) fn reject(&mut self, conn: ConnId, id: Option<String>, error: &str) {
         let frame = match id {
-            Some(id) if !id.is_empty() => crate::protocol::ResponseFrame {
-                done: true,
-                error: true,
-                ..crate::protocol::ResponseFrame::new(&id, error)
+            // An over-long id is not echoed (the refusal would amplify it).
+            Some(id) if !id.is_empty() && id.len() <= crate::protocol::client::MAX_ID_BYTES => {
+                crate::protocol::ResponseFrame {
+                    done: true,
+                    error: true,
+                    ..crate::protocol::ResponseFrame::new(&id, error)
+                }
+                .to_json()
             }
-            .to_json(),
             _ => server::chat_error(error),
         };
         self.send_to(vec![conn], frame);

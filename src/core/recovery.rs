@@ -15,7 +15,7 @@ use super::effects::{ConfigKey, StoreOp, Timer};
 use super::ids::IdKind;
 use super::transcript::INTERRUPTED_TOOL_ERROR;
 use super::turns::QueuedTurn;
-use super::{Core, OpenStream, TerminalError};
+use super::{Core, Entry, OpenStream, TerminalError};
 
 pub const EXHAUSTED_TEXT: &str =
     "The assistant was interrupted and could not recover. Please try again.";
@@ -28,6 +28,31 @@ pub struct RecoveryBudget {
     pub attempts: u32,
     pub interrupted: u32,
     pub last_progress_at: u64,
+}
+
+/// The stored `Recovery` row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecoveryRow {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    budget: Option<RecoveryBudget>,
+    /// A tool result or approval asked for a continuation that had not
+    /// started streaming yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    continuation_owed: bool,
+}
+
+/// Reads the stored `Recovery` row (a bare budget in rows written before it
+/// also carried the owed continuation).
+pub(super) fn load(text: Option<&str>) -> (Option<RecoveryBudget>, bool) {
+    let Some(text) = text else {
+        return (None, false);
+    };
+    if let Ok(budget) = serde_json::from_str::<RecoveryBudget>(text) {
+        return (Some(budget), false);
+    }
+    let row: RecoveryRow = serde_json::from_str(text).unwrap_or_default();
+    (row.budget, row.continuation_owed)
 }
 
 /// What to do with a turn cut by an eviction.
@@ -45,8 +70,15 @@ enum Plan {
 
 impl Core {
     pub(super) fn on_woke(&mut self) {
-        for open in std::mem::take(&mut self.cut_streams) {
+        let cut = std::mem::take(&mut self.cut_streams);
+        let was_busy = !cut.is_empty();
+        for open in cut {
             self.recover(open);
+        }
+        // An owed continuation (restored from the store) runs once its batch is complete.
+        self.try_start_continuation();
+        if was_busy {
+            self.answer_stranded_messages();
         }
     }
 
@@ -100,8 +132,11 @@ impl Core {
             self.exhaust(&open, &root);
             return;
         }
-        self.put_config(ConfigKey::Recovery, &budget);
         self.recovery_budget = Some(budget);
+        // The recovery turn shows the model every settled result: a
+        // continuation owed for them would answer a second time.
+        self.continuation = None;
+        self.put_recovery_row();
         self.recovering = Some(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
@@ -146,10 +181,109 @@ impl Core {
             }
             return None;
         }
-        let entry = self.transcript.upsert(message);
+        let entry = self.place_partial(message, &open.record.origin_message_ids);
         self.put_entry(&entry);
         self.broadcast_transcript(None);
         Some(entry.message)
+    }
+
+    /// A cut answer not stored yet goes right after the messages it answers,
+    /// ahead of newer messages stored while it streamed (the place its turn
+    /// had reserved, lost with the isolate); otherwise it is appended.
+    fn place_partial(&mut self, message: UIMessage, origin_ids: &[String]) -> Entry {
+        if self.transcript.get(&message.id).is_some() {
+            return self.transcript.upsert(message);
+        }
+        let origin_index = self
+            .transcript
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| origin_ids.contains(&m.id))
+            .map(|(i, _)| i)
+            .last();
+        let slot = origin_index
+            .and_then(|i| self.seq_at(i))
+            .map(|seq| seq + 1)
+            .filter(|&seq| self.seq_is_free(seq));
+        match slot {
+            Some(seq) if origin_index.is_some_and(|i| i + 1 < self.transcript.len()) => {
+                self.transcript.insert_at(seq, message)
+            }
+            _ => self.transcript.upsert(message),
+        }
+    }
+
+    /// The seq of the message at `index` (the transcript orders by seq but
+    /// does not expose it): the smallest `s` such that more than `index`
+    /// messages sort before `s + 1`.
+    fn seq_at(&self, index: usize) -> Option<u64> {
+        if index >= self.transcript.len() {
+            return None;
+        }
+        let placed = |s: u64| self.transcript.before(s).count();
+        let (mut lo, mut hi) = (0u64, 1u64);
+        while placed(hi) <= index {
+            lo = hi;
+            hi = hi.checked_mul(2)?;
+        }
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if placed(mid) > index {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi - 1)
+    }
+
+    fn seq_is_free(&self, seq: u64) -> bool {
+        self.transcript.before(seq).count() == self.transcript.before(seq + 1).count()
+    }
+
+    /// User messages stored after the cut turn's (submits queued behind it)
+    /// lost their turn with the isolate: the queue is not durable. With
+    /// nothing else to run, they are answered as a fresh turn.
+    fn answer_stranded_messages(&mut self) {
+        if self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some() {
+            return;
+        }
+        let stranded: Vec<String> = {
+            let mut ids: Vec<String> = self
+                .transcript
+                .iter()
+                .rev()
+                .take_while(|m| m.role == Role::User)
+                .map(|m| m.id.clone())
+                .collect();
+            ids.reverse();
+            ids
+        };
+        if stranded.is_empty() {
+            return;
+        }
+        let failed = self
+            .terminal_error
+            .as_ref()
+            .is_some_and(|e| stranded.iter().any(|id| e.message_ids.contains(id)));
+        if failed {
+            return;
+        }
+        let request_id = self.new_id(IdKind::Request);
+        self.recovering = Some(request_id.clone());
+        let to = self.conns.chat();
+        self.send_to(to, server::chat_recovering(true, &request_id));
+        self.queue.push(QueuedTurn {
+            message_ids: stranded,
+            recovery_root: Some(request_id.clone()),
+            ..QueuedTurn::new(
+                request_id,
+                TurnTrigger::RecoveryRetry,
+                self.now,
+                self.queue.generation,
+            )
+        });
+        self.pump();
     }
 
     /// A continuation starts by running the calls a person approved (in the
@@ -249,6 +383,8 @@ impl Core {
             request_id: open.record.request_id.clone(),
             text: EXHAUSTED_TEXT.to_string(),
             message_ids: ids,
+            chunks: open.chunks.clone(),
+            continuation: open.record.continuation,
         };
         self.put_config(ConfigKey::TerminalError, &record);
         self.terminal_error = Some(record);
@@ -268,9 +404,23 @@ impl Core {
 
     fn clear_budget(&mut self) {
         if self.recovery_budget.take().is_some() {
+            self.put_recovery_row();
+        }
+    }
+
+    /// Writes the `Recovery` row from memory: the budget and whether an
+    /// automatic continuation is owed (so neither dies with the isolate).
+    pub(super) fn put_recovery_row(&mut self) {
+        let row = RecoveryRow {
+            budget: self.recovery_budget.clone(),
+            continuation_owed: self.continuation.is_some(),
+        };
+        if row == RecoveryRow::default() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });
+        } else {
+            self.put_config(ConfigKey::Recovery, &row);
         }
     }
 }

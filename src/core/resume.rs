@@ -105,14 +105,17 @@ impl Core {
             return;
         }
         if let Some(record) = self.terminal_error.as_ref().filter(|r| r.request_id == id) {
-            let frame = ResponseFrame {
+            // The failed stream replays, then its error (kept until a new turn is accepted).
+            let failed = ResponseFrame {
                 done: true,
                 error: true,
+                continuation: record.continuation,
                 message_ids: Some(record.message_ids.as_slice()).filter(|m| !m.is_empty()),
                 ..ResponseFrame::new(id, &record.text)
-            }
-            .to_json();
-            self.send_to(vec![conn], frame);
+            };
+            let chunks = record.chunks.iter().map(String::as_str);
+            let frames = replay_frames(id, chunks, record.continuation, failed);
+            self.send_each(&conn, frames);
             return;
         }
         let message_ids = self.recently_finished(id);

@@ -541,7 +541,7 @@ impl Core {
         if self.now.saturating_sub(last) >= timeout {
             let text = format!(
                 "The model stream stalled: nothing arrived for {} s.",
-                timeout / 1000
+                timeout as f64 / 1000.0
             );
             self.end_turn(Outcome::Error, Some(text));
         } else {
@@ -700,6 +700,8 @@ impl Core {
                 request_id,
                 text,
                 message_ids: ids,
+                chunks: active.log.iter().map(|b| b.to_string()).collect(),
+                continuation: active.continuation,
             };
             self.put_config(ConfigKey::TerminalError, &record);
             self.terminal_error = Some(record);

@@ -34,13 +34,11 @@ impl Core {
         approved: bool,
         auto_continue: bool,
     ) {
-        let applied = self.update_tool_part(tool_call_id, |tool| apply_approval(tool, approved));
-        if !applied {
-            let text = format!("no tool call `{tool_call_id}` is waiting for approval");
-            self.send_to(vec![conn], server::chat_error(&text));
-            return;
+        // An approval for a call that is unknown, settled or never asked is
+        // ignored, as the reference server does (documented in the README).
+        if self.update_tool_part(tool_call_id, |tool| apply_approval(tool, approved)) {
+            self.after_human_answer(conn, auto_continue);
         }
-        self.after_human_answer(conn, auto_continue);
     }
 
     fn after_human_answer(&mut self, conn: ConnId, auto_continue: bool) {
@@ -101,6 +99,7 @@ impl Core {
                 request_id,
                 owner: Some(owner.clone()),
             });
+            self.put_recovery_row();
         }
         if let Some(state) = self.conns.state_mut(&owner) {
             state.parked = true;
@@ -124,6 +123,7 @@ impl Core {
         let Some(pending) = self.continuation.take() else {
             return;
         };
+        self.put_recovery_row();
         self.queue.push(QueuedTurn {
             requester: pending.owner,
             ..QueuedTurn::new(

@@ -89,6 +89,11 @@ pub enum FrameError {
 /// Default error text of a client tool result sent with `state:"output-error"`.
 pub const DEFAULT_TOOL_ERROR: &str = "Tool execution denied by user";
 
+/// Longest id (request id, `toolCallId`, `probeId`, message id) a client may
+/// send, in bytes. A request id is echoed on every frame of its turn, so an
+/// unbounded one would multiply the size of everything the agent sends.
+pub const MAX_ID_BYTES: usize = 256;
+
 fn invalid(frame: &'static str, reason: impl Into<String>) -> FrameError {
     FrameError::Invalid {
         frame,
@@ -102,6 +107,13 @@ fn string_field(
     frame: &'static str,
 ) -> Result<String, FrameError> {
     match obj.get(key) {
+        Some(Value::String(s)) if s.len() > MAX_ID_BYTES => Err(invalid(
+            frame,
+            format!(
+                "`{key}` is too long: {} bytes (limit {MAX_ID_BYTES})",
+                s.len()
+            ),
+        )),
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
         Some(Value::String(_)) => Err(invalid(frame, format!("`{key}` is empty"))),
         Some(_) => Err(invalid(frame, format!("`{key}` must be a string"))),
@@ -152,6 +164,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             probe_id: obj
                 .get("probeId")
                 .and_then(Value::as_str)
+                .filter(|p| p.len() <= MAX_ID_BYTES)
                 .map(str::to_string),
         }),
         types::STREAM_RESUME_ACK => Ok(ClientFrame::ResumeAck {
@@ -294,6 +307,26 @@ mod tests {
         };
         assert_eq!(result.error_text.as_deref(), Some(DEFAULT_TOOL_ERROR));
         assert!(!result.auto_continue);
+    }
+
+    #[test]
+    fn over_long_ids_are_refused_and_long_probe_ids_dropped() {
+        let long = "i".repeat(MAX_ID_BYTES + 1);
+        let request = chat_frame(json!({"messages":[]})).replace("\"r1\"", &format!("\"{long}\""));
+        assert!(matches!(
+            parse_client_frame(&request),
+            Err(FrameError::Invalid { reason, .. }) if reason.contains("too long")
+        ));
+        let fits = chat_frame(json!({"messages":[]}))
+            .replace("\"r1\"", &format!("\"{}\"", "i".repeat(MAX_ID_BYTES)));
+        assert!(parse_client_frame(&fits).is_ok());
+        let cancel = json!({"type":"cf_agent_chat_request_cancel","id": long}).to_string();
+        assert!(parse_client_frame(&cancel).is_err());
+        let probe = json!({"type":"cf_agent_stream_resume_request","probeId": long}).to_string();
+        assert_eq!(
+            parse_client_frame(&probe).unwrap(),
+            ClientFrame::ResumeRequest { probe_id: None }
+        );
     }
 
     #[test]

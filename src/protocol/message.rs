@@ -160,7 +160,12 @@ pub struct ToolPart {
     pub state: ToolState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `Some(Null)` is a `null` output (kept through storage), `None` no output.
+    #[serde(
+        default,
+        deserialize_with = "present_value",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_text: Option<String>,
@@ -243,6 +248,11 @@ impl Serialize for Part {
     }
 }
 
+/// A field that is present is `Some`, even when it is `null`.
+fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 fn value_of<T: Serialize, E: serde::ser::Error>(value: &T) -> Result<Value, E> {
     serde_json::to_value(value).map_err(E::custom)
 }
@@ -310,6 +320,15 @@ mod tests {
         let tool = part.as_tool().unwrap();
         assert_eq!(tool.tool_name, "get_weather");
         assert_eq!(tool.state, ToolState::OutputAvailable);
+        assert_eq!(serde_json::to_value(&part).unwrap(), raw);
+    }
+
+    #[test]
+    fn a_null_tool_output_survives_a_round_trip() {
+        let raw = json!({"type":"tool-confirm","toolCallId":"c1","state":"output-available",
+            "output":null,"toolName":"confirm"});
+        let part: Part = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(part.as_tool().unwrap().output, Some(Value::Null));
         assert_eq!(serde_json::to_value(&part).unwrap(), raw);
     }
 

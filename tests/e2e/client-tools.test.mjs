@@ -556,3 +556,106 @@ test('a tab joining mid-stream is offered the stream instead of the transcript, 
   const transcript = b.since(mark).filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
   assert.deepEqual(transcript.messages, await getMessages(w.url, AGENT, room));
 });
+
+test('a tab that never ACKs an offered stream still gets the end-of-turn transcript and terminal frame', async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-no-ack';
+  const a = await tab(w, room);
+  const id = rid();
+  const uid = rid('u');
+  a.send(chatRequest(id, [userMessage(uid, 'count [tokens:30] [delay:20]')]));
+  await a.waitFor((f) => f.id === id && f.body?.includes('text-delta'), TURN_MS);
+  const b = await connect(w.url, AGENT, room);
+  await b.waitFor('cf_agent_mcp_servers');
+  assert.deepEqual(b.frames[0], { type: 'cf_agent_stream_resuming', id });
+  const done = await b.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  assert.deepEqual(done.messageIds, [uid]);
+  assert.equal(chunkFrames(b.frames, id).length, 0, 'no chunks without an ACK');
+  const transcript = b.frames.find((f) => f.type === 'cf_agent_chat_messages');
+  assert.ok(b.frames.indexOf(transcript) < b.frames.indexOf(done), 'transcript before the terminal frame');
+  assert.deepEqual(transcript.messages, await getMessages(w.url, AGENT, room));
+});
+
+test('an ACK that arrives after the stream ended is answered with a bare replayed terminal frame carrying the messageIds', async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-late-ack';
+  const a = await tab(w, room);
+  const id = rid();
+  const uid = rid('u');
+  a.send(chatRequest(id, [userMessage(uid, 'count [tokens:20] [delay:20]')]));
+  await a.waitFor((f) => f.id === id && f.body?.includes('text-delta'), TURN_MS);
+  const b = await connect(w.url, AGENT, room);
+  await b.waitFor('cf_agent_mcp_servers');
+  await b.waitFor(isDone(id), TURN_MS);
+  const mark = b.mark();
+  b.send({ type: 'cf_agent_stream_resume_ack', id });
+  const answer = await b.waitFor((f) => isResponse(id)(f) && f.replay);
+  assert.deepEqual(answer, { type: 'cf_agent_use_chat_response', id, body: '', done: true, replay: true, messageIds: [uid] });
+  assert.equal(b.since(mark).length, 1);
+});
+
+test('a clientTools list sent with a tool result replaces the stored list', async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-result-tools';
+  const a = await tab(w, room);
+  const r = await turn(a, "what's my timezone?", { clientTools: [TIMEZONE_TOOL] });
+  const [call] = callsOf(r);
+  a.send(toolResult(call.toolCallId, 'getUserTimezone', { timezone: 'UTC' }, { autoContinue: true, clientTools: [SCREEN_TOOL] }));
+  await followContinuation(a);
+  const continuation = (await waitForModelRequests(w.model, 2))[1];
+  assert.ok(offeredTools(continuation).includes('getScreenSize'));
+  assert.ok(!offeredTools(continuation).includes('getUserTimezone'));
+  const history = await getMessages(w.url, AGENT, room);
+  await turn(a, 'hello', {}, history);
+  assert.ok(offeredTools(w.model.requests.at(-1)).includes('getScreenSize'), 'still the replaced list on the next turn');
+});
+
+test('an approval for an unknown tool call is ignored without any answer, as Think does', { todo: 'agent answers cf_agent_chat_error "no tool call `…` is waiting for approval" (src/core/tool_results.rs on_tool_approval), a frame type Think never sends' }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-unknown-approval';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const mark = a.mark();
+  const markB = b.mark();
+  a.send({ type: 'cf_agent_tool_approval', toolCallId: 'call_nope', approved: true, autoContinue: true });
+  await assertIdle(a);
+  assert.deepEqual(a.since(mark).map((f) => f.type), ['cf_agent_stream_resume_none']);
+  assert.deepEqual(b.since(markB), []);
+  assert.equal(w.model.requests.length, 0);
+});
+
+test('while a continuation owned by another open tab streams, a probe is answered resume_none "continuation-owned"', async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-owned';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const r = await turn(a, "what's my timezone? [delay:60]", { clientTools: [TIMEZONE_TOOL] });
+  const [call] = callsOf(r);
+  a.send(toolResult(call.toolCallId, 'getUserTimezone', { timezone: 'UTC' }, { autoContinue: true }));
+  // Wait until the continuation streams (b sees its first chunk live).
+  const first = await b.waitFor((f) => isResponse()(f) && f.continuation && !f.done, TURN_MS);
+  const probeId = probe(b);
+  assert.deepEqual(await b.waitFor((f) => f.probeId === probeId), { type: 'cf_agent_stream_resume_none', reason: 'continuation-owned', probeId });
+  // b keeps receiving the live continuation anyway.
+  assert.equal((await b.waitFor(isDone(first.id), TURN_MS)).outcome, 'completed');
+});
+
+test('while a continuation waits for the rest of its batch, a probe from a tab that does not own it is answered idle', { todo: 'agent parks the other tab with cf_agent_stream_pending (src/core/chat.rs accepted_not_streaming counts the owned pending continuation; PROTOCOL §2.6 branches 2 and 4)' }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'ct-pending-other';
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  const r = await turn(a, '[tools:getUserTimezone,getScreenSize]', { clientTools: [TIMEZONE_TOOL, SCREEN_TOOL] });
+  const [tz] = callsOf(r);
+  a.send(toolResult(tz.toolCallId, 'getUserTimezone', { timezone: 'UTC' }, { autoContinue: true }));
+  await b.waitFor('cf_agent_message_updated');
+  const own = await probeAnswer(a);
+  assert.equal(own.type, 'cf_agent_stream_pending', 'the owner is told a continuation is coming');
+  const other = await probeAnswer(b);
+  assert.equal(other.type, 'cf_agent_stream_resume_none');
+  assert.equal(other.reason, 'idle');
+  // A tab opening now is not parked either: plain connect frames.
+  const c = await tab(w, room);
+  assert.deepEqual(c.frames.map((f) => f.type), ['cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers']);
+});

@@ -4,7 +4,7 @@
 // DOM nodes: a container stub with the handful of fields react-dom's root touches is enough, plus
 // `window.event` (read when scheduling updates). Sockets use the `ws` package (Node 20 has no
 // global WebSocket), wrapped to record every frame the client sends and receives and to deliver
-// messages one per task as browsers do.
+// messages one per task as browsers do. DEBUG_AGENT_CHAT=1 logs every render.
 // Owns: mountAgentChat.
 
 import WS from 'ws';
@@ -52,7 +52,8 @@ function containerStub() {
  * @param {string} [o.agent] agent class (`ChatAgent`)
  * @param {object|((ctx) => object)} [o.chatOptions] extra useAgentChat options (tools, onToolCall…);
  *   a function receives {get chat()} so callbacks can reach the latest hook result.
- * @returns {Promise<{chat, frames, sent, errors, waitFor(pred, timeoutMs?), unmount()}>}
+ * @returns {Promise<{chat, frames, sent, errors, waitFor(pred, timeoutMs?), settled(quietMs?), unmount()}>}
+ *   Resolves once the socket is connected (connect frames received); the hook may be resuming.
  *   `chat` is the latest hook result; `frames`/`sent` are parsed frames received/sent by its socket.
  */
 export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptions = {} }) {
@@ -62,6 +63,7 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
   const errors = [];
   const listeners = new Set();
   let latest = null;
+  let unmounted = false;
   const notify = () => { for (const l of [...listeners]) l(); };
 
   class RecordingWebSocket extends WS {
@@ -143,7 +145,9 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
       });
     },
     async unmount() {
-      root.unmount();
+      if (unmounted) return;
+      unmounted = true;
+      root.unmount(); // closes the socket (usePartySocket's cleanup)
       await new Promise((r) => setTimeout(r, 20));
     },
   };

@@ -1,10 +1,10 @@
 // Shared helpers for the end-to-end suites in tests/e2e/: a per-test worker, request ids like the
 // client's nanoid(8), response-frame filters, and waiting on the scripted model's request log.
 // Owns: workerFor, rid, responsesOf, chunkFrames, typesOf, waitUntil, waitForModelRequests,
-// modelTexts, toolMessages, probe, firstIndex.
+// modelTexts, toolMessages, offeredTools, probe, toolPart, terminalOf.
 
 import { randomBytes } from 'node:crypto';
-import { startWorker, isResponse } from './harness.mjs';
+import { startWorker, isResponse, isDone } from './harness.mjs';
 
 /** Start a fresh worker (own model server and storage) closed when test `t` ends. */
 export async function workerFor(t, opts) {
@@ -99,4 +99,16 @@ export function toolPart(messages, toolCallId) {
     for (const p of m.parts ?? []) if (p.toolCallId === toolCallId) return p;
   }
   return undefined;
+}
+
+/**
+ * The terminal frame of request `id` received by `client`, waiting for it if needed. Unlike
+ * client.waitFor it looks at every frame ever received (request ids are unique), so the order in
+ * which several requests are awaited does not matter.
+ */
+export function terminalOf(client, id, timeoutMs = 20000) {
+  const hit = client.frames.find(isDone(id));
+  if (hit) return Promise.resolve(hit);
+  const cursor = client.cursor;
+  return client.waitFor(isDone(id), timeoutMs).finally(() => { client.cursor = cursor; });
 }

@@ -1,0 +1,918 @@
+//! Fuzz harnesses for durable-chat, shared by the cargo-fuzz targets in
+//! `fuzz_targets/` and by the corpus replay test in `tests/corpus.rs`.
+//!
+//! * [`frame_parser`]: bytes → `parse_client_frame` (never panics; a parsed
+//!   message survives a JSON round trip), then the same text through a fresh
+//!   core (every frame it answers with is JSON with a `type`).
+//! * [`core_events`]: bytes → a sequence of core events (frames built from
+//!   fragments of valid frames and mutated, model events, tool results, armed
+//!   timers, disconnects, sub-agent calls, evictions that rebuild the core from
+//!   a store kept by applying its `StoreOp`s the way the SQLite store does),
+//!   checked after every event against the invariants below.
+//!
+//! Invariants of `core_events` (a violation panics, which libFuzzer reports):
+//! no panic inside the core; no duplicate message ids in `core.messages()`;
+//! what the store holds (read back as the SQLite store would) equals the
+//! core's transcript; chunk logs are appended without gaps or overlaps and
+//! only to open streams; every frame sent is JSON with a string `type`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use arbitrary::Unstructured;
+use serde_json::{json, Map, Value};
+
+use durable_chat::core::limits::leading_request_id;
+use durable_chat::core::{
+    ApprovalRule, CallId, Concurrency, ConfigKey, ConnId, Core, CoreConfig, CountingIds, Effect,
+    Entry, Event, IdKind, IdSource, Limits, OpenStream, StoreOp, StoredState, StreamRecord, Timer,
+    ToolSpec,
+};
+use durable_chat::model::{FinishReason, ModelEvent};
+use durable_chat::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, UIMessage};
+
+// ---------------------------------------------------------------------------------------------
+// frame_parser
+
+/// The frame parser target: any bytes, as a text frame.
+pub fn frame_parser(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = parse_client_frame(&text);
+    let _ = leading_request_id(&text);
+    match &parsed {
+        Ok(ClientFrame::ChatRequest { request, .. }) => {
+            let _ = Limits::default().check_chat_request(request);
+            for message in &request.messages {
+                let value = serde_json::to_value(message).expect("a parsed message serializes");
+                let again: UIMessage =
+                    serde_json::from_value(value).expect("a serialized message parses back");
+                assert_eq!(&again, message, "a parsed message survives a round trip");
+            }
+        }
+        Ok(ClientFrame::ToolResult(result)) => {
+            let _ = Limits::default().check_tool_result(result);
+        }
+        _ => {}
+    }
+    // The same frame through a fresh core with small limits.
+    let mut core = new_core(config(Concurrency::Queue), StoredState::default(), SharedIds::default(), 0);
+    let conn: ConnId = Rc::from("tab-0");
+    core.handle(Event::Connected { conn: conn.clone() }, 0);
+    core.handle(
+        Event::Frame {
+            conn,
+            text: text.into_owned(),
+        },
+        1,
+    );
+    for effect in core.take_effects() {
+        if let Effect::Send { frame, .. } = effect {
+            check_frame(&frame);
+        }
+    }
+    assert_unique_ids(&core.messages());
+}
+
+// ---------------------------------------------------------------------------------------------
+// the core under test
+
+/// Counting ids shared across rebuilds, so a rebuilt core never reuses an id
+/// (the real host mints random ones).
+#[derive(Clone, Default)]
+struct SharedIds(Rc<RefCell<CountingIds>>);
+
+impl IdSource for SharedIds {
+    fn new_id(&mut self, kind: IdKind) -> String {
+        self.0.borrow_mut().new_id(kind)
+    }
+}
+
+const CLIENT_TOOL: &str = "getUserTimezone";
+const PARENT_TOOL: &str = "parent_clock";
+
+/// Small limits so that the fuzzer reaches every refusal quickly.
+fn config(concurrency: Concurrency) -> CoreConfig {
+    let mut config = CoreConfig::new("fuzz", "chat-agent");
+    config.system_prompt = "fuzz".into();
+    config.tools = vec![
+        ToolSpec::new("get_weather", "weather", json!({"type":"object"})),
+        ToolSpec::new("delete_file", "delete", json!({"type":"object"}))
+            .needs_approval(ApprovalRule::Always),
+        ToolSpec::new("maybe_ask", "asks when told", json!({"type":"object"})).needs_approval(
+            ApprovalRule::When(Rc::new(|input: &Value| input.get("ask") == Some(&json!(true)))),
+        ),
+    ];
+    config.max_steps = 3;
+    config.concurrency = concurrency;
+    config.limits = Limits {
+        max_frame_bytes: 8 * 1024,
+        max_messages: 8,
+        max_parts: 6,
+        max_tool_result_bytes: 256,
+        max_client_tools: 3,
+        max_pending_turns: 3,
+        model_stall_timeout_ms: 5_000,
+    };
+    config
+}
+
+fn new_core(config: CoreConfig, stored: StoredState, ids: SharedIds, now: u64) -> Core {
+    Core::new(config, stored, Box::new(ids), now)
+}
+
+// ---------------------------------------------------------------------------------------------
+// the store, as the SQLite store keeps it
+
+#[derive(Debug, Default)]
+struct Store {
+    /// By id: (seq, insertion order, JSON body). On conflict only the body changes.
+    messages: BTreeMap<String, (u64, u64, String)>,
+    streams: BTreeMap<String, StreamRecord>,
+    chunks: BTreeMap<String, Vec<String>>,
+    config: BTreeMap<&'static str, String>,
+    inserted: u64,
+}
+
+impl Store {
+    fn apply(&mut self, op: &StoreOp) {
+        match op {
+            StoreOp::PutMessage { seq, message } => {
+                let body = serde_json::to_string(message).expect("a message serializes");
+                match self.messages.get_mut(&message.id) {
+                    Some(row) => row.2 = body,
+                    None => {
+                        self.inserted += 1;
+                        self.messages
+                            .insert(message.id.clone(), (*seq, self.inserted, body));
+                    }
+                }
+            }
+            StoreOp::DeleteMessage { id } => {
+                self.messages.remove(id);
+            }
+            StoreOp::ClearAll => {
+                self.messages.clear();
+                self.streams.clear();
+                self.chunks.clear();
+                self.config.clear();
+            }
+            StoreOp::OpenStream(record) => {
+                self.streams
+                    .insert(record.request_id.clone(), record.clone());
+            }
+            StoreOp::AppendChunks {
+                request_id,
+                first_seq,
+                bodies,
+            } => {
+                assert!(
+                    self.streams.contains_key(request_id),
+                    "chunks appended to stream {request_id}, which is not open"
+                );
+                let log = self.chunks.entry(request_id.clone()).or_default();
+                assert_eq!(
+                    *first_seq,
+                    log.len() as u64,
+                    "the chunk log of {request_id} would get a gap or an overlap"
+                );
+                log.extend(bodies.iter().map(|b| b.to_string()));
+            }
+            StoreOp::CloseStream { request_id } => {
+                self.streams.remove(request_id);
+                self.chunks.remove(request_id);
+            }
+            StoreOp::PutConfig { key, value } => {
+                self.config.insert(key.as_str(), value.clone());
+            }
+            StoreOp::DeleteConfig { key } => {
+                self.config.remove(key.as_str());
+            }
+        }
+    }
+
+    /// Messages in `ORDER BY seq` (ties in insertion order), read back from JSON.
+    fn transcript(&self) -> Vec<(u64, UIMessage)> {
+        let mut rows: Vec<&(u64, u64, String)> = self.messages.values().collect();
+        rows.sort_by_key(|(seq, order, _)| (*seq, *order));
+        rows.into_iter()
+            .filter_map(|(seq, _, body)| Some((*seq, serde_json::from_str(body).ok()?)))
+            .collect()
+    }
+
+    fn stored_state(&self) -> StoredState {
+        let config = |key: ConfigKey| self.config.get(key.as_str());
+        StoredState {
+            messages: self
+                .transcript()
+                .into_iter()
+                .map(|(seq, message)| Entry { seq, message })
+                .collect(),
+            client_tools: config(ConfigKey::ClientTools)
+                .and_then(|v| serde_json::from_str(v).ok())
+                .unwrap_or_default(),
+            body: match config(ConfigKey::CustomBody).map(|v| serde_json::from_str(v)) {
+                Some(Ok(Value::Object(map))) => map,
+                _ => Map::new(),
+            },
+            terminal_error: config(ConfigKey::TerminalError)
+                .and_then(|v| serde_json::from_str(v).ok()),
+            recovery: config(ConfigKey::Recovery).cloned(),
+            open_streams: self
+                .streams
+                .values()
+                .map(|record| OpenStream {
+                    record: record.clone(),
+                    chunks: self
+                        .chunks
+                        .get(&record.request_id)
+                        .cloned()
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// invariants
+
+fn check_frame(frame: &str) -> Value {
+    let value: Value = serde_json::from_str(frame)
+        .unwrap_or_else(|e| panic!("the core sent a frame that is not JSON ({e}): {frame}"));
+    assert!(
+        value.get("type").and_then(Value::as_str).is_some(),
+        "frame without a string type: {frame}"
+    );
+    value
+}
+
+fn assert_unique_ids(messages: &[UIMessage]) {
+    let mut seen = BTreeSet::new();
+    for m in messages {
+        assert!(seen.insert(m.id.as_str()), "duplicate message id {}", m.id);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// core_events
+
+/// Words used to build texts, ids and arguments.
+const WORDS: &[&str] = &[
+    "hi", "Paris", "", " ", "é", "🙂", "\u{0}", "<b>x</b>", "\\", "\"", "[hang]", "tool",
+];
+
+struct Sim {
+    config: CoreConfig,
+    core: Core,
+    ids: SharedIds,
+    store: Store,
+    now: u64,
+    tabs: BTreeSet<ConnId>,
+    channels: BTreeSet<ConnId>,
+    model_calls: Vec<CallId>,
+    tool_runs: Vec<(CallId, String)>,
+    timers: BTreeMap<Timer, u64>,
+    alarm: Option<u64>,
+    request_ids: Vec<String>,
+    tool_call_ids: Vec<String>,
+    message_ids: Vec<String>,
+    counter: u64,
+    /// What happened (frame, chunk, outcome and effect kinds), when asked for.
+    features: Option<BTreeSet<String>>,
+    counts: BTreeMap<String, u32>,
+}
+
+/// The core-events target: a random sequence of events against the invariants.
+pub fn core_events(data: &[u8]) {
+    run_core_events(data, false);
+}
+
+/// [`core_events`], also returning the kinds of things that happened (used to
+/// pick seeds that cover different behaviour).
+pub fn core_events_features(data: &[u8]) -> BTreeSet<String> {
+    run_core_events(data, true).unwrap_or_default()
+}
+
+fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
+    let mut u = Unstructured::new(data);
+    let concurrency = match u.int_in_range(0..=5u8).unwrap_or(0) {
+        0 | 1 => Concurrency::Queue,
+        2 => Concurrency::Latest,
+        3 => Concurrency::Merge,
+        4 => Concurrency::Drop,
+        _ => Concurrency::Debounce { ms: 300 },
+    };
+    let config = config(concurrency);
+    let ids = SharedIds::default();
+    let mut sim = Sim {
+        core: new_core(config.clone(), StoredState::default(), ids.clone(), 0),
+        config,
+        ids,
+        store: Store::default(),
+        now: 0,
+        tabs: BTreeSet::new(),
+        channels: BTreeSet::new(),
+        model_calls: Vec::new(),
+        tool_runs: Vec::new(),
+        timers: BTreeMap::new(),
+        alarm: None,
+        request_ids: vec!["r-0".into()],
+        tool_call_ids: vec!["call-0".into()],
+        message_ids: vec!["u-0".into(), "u-1".into()],
+        counter: 0,
+        features: features.then(BTreeSet::new),
+        counts: BTreeMap::new(),
+    };
+    sim.dispatch(Event::Woke);
+    for _ in 0..256 {
+        if u.is_empty() || sim.step(&mut u).is_err() {
+            break;
+        }
+    }
+    sim.features
+}
+
+type R<T> = arbitrary::Result<T>;
+
+impl Sim {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}-{}", self.counter)
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        self.core.handle(event, self.now);
+        let effects = self.core.take_effects();
+        for effect in effects {
+            self.carry_out(effect);
+        }
+        self.check();
+    }
+
+    fn note(&mut self, feature: impl FnOnce() -> String) {
+        if let Some(features) = self.features.as_mut() {
+            let feature = feature();
+            let count = self.counts.entry(feature.clone()).or_default();
+            *count += 1;
+            // How often, in powers of two: a second completed turn is new behaviour too.
+            if count.is_power_of_two() && *count <= 16 {
+                features.insert(format!("{feature}#{count}"));
+            }
+            features.insert(feature);
+        }
+    }
+
+    fn carry_out(&mut self, effect: Effect) {
+        self.note(|| {
+            let kind = format!("{effect:?}");
+            let end = kind.find([' ', '(', '{']).unwrap_or(kind.len());
+            format!("effect:{}", &kind[..end])
+        });
+        if let Effect::Store(op) = &effect {
+            self.note(|| {
+                let kind = format!("{op:?}");
+                let end = kind.find([' ', '(', '{']).unwrap_or(kind.len());
+                format!("store:{}", &kind[..end])
+            });
+        }
+        match effect {
+            Effect::Send { frame, .. } => {
+                let value = check_frame(&frame);
+                self.harvest(&value);
+            }
+            Effect::Store(op) => self.store.apply(&op),
+            Effect::CallModel { call, .. } => self.model_calls.push(call),
+            Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
+            Effect::RunTool {
+                call, tool_call_id, ..
+            }
+            | Effect::CallRemoteTool {
+                call, tool_call_id, ..
+            } => self.tool_runs.push((call, tool_call_id)),
+            Effect::SetTimer { timer, at_ms } if timer.is_durable() => self.alarm = Some(at_ms),
+            Effect::SetTimer { timer, at_ms } => {
+                self.timers.insert(timer, at_ms);
+            }
+            Effect::ClearTimer { timer } if timer.is_durable() => self.alarm = None,
+            Effect::ClearTimer { timer } => {
+                self.timers.remove(&timer);
+            }
+        }
+    }
+
+    /// Remembers ids the agent revealed, so later frames can target them.
+    fn harvest(&mut self, frame: &Value) {
+        if self.features.is_some() {
+            let kind = frame["type"].as_str().unwrap_or_default().to_string();
+            let mut noted = vec![format!("frame:{kind}")];
+            if let Some(outcome) = frame.get("outcome").and_then(Value::as_str) {
+                noted.push(format!("outcome:{outcome}"));
+            }
+            if frame.get("error") == Some(&json!(true)) {
+                noted.push(format!("error:{}", frame.get("done") == Some(&json!(true))));
+            }
+            for flag in ["replay", "continuation", "replayComplete"] {
+                if frame.get(flag) == Some(&json!(true)) {
+                    noted.push(format!("flag:{flag}"));
+                }
+            }
+            if let Some(chunk) = frame
+                .get("body")
+                .and_then(Value::as_str)
+                .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            {
+                if let Some(t) = chunk.get("type").and_then(Value::as_str) {
+                    noted.push(format!("chunk:{t}"));
+                }
+            }
+            for feature in noted {
+                self.note(|| feature);
+            }
+        }
+        let push = |pool: &mut Vec<String>, id: &str| {
+            if !id.is_empty() && !pool.iter().any(|p| p == id) && pool.len() < 24 {
+                pool.push(id.to_string());
+            }
+        };
+        if let Some(id) = frame.get("id").and_then(Value::as_str) {
+            push(&mut self.request_ids, id);
+        }
+        if let Some(chunk) = frame
+            .get("body")
+            .and_then(Value::as_str)
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+        {
+            if let Some(id) = chunk.get("toolCallId").and_then(Value::as_str) {
+                push(&mut self.tool_call_ids, id);
+            }
+            if let Some(id) = chunk.get("messageId").and_then(Value::as_str) {
+                push(&mut self.message_ids, id);
+            }
+        }
+    }
+
+    fn check(&self) {
+        let messages = self.core.messages();
+        assert_unique_ids(&messages);
+        let stored: Vec<Value> = self
+            .store
+            .transcript()
+            .into_iter()
+            .map(|(_, m)| serde_json::to_value(m).expect("serializes"))
+            .collect();
+        let held: Vec<Value> = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serializes"))
+            .collect();
+        assert_eq!(
+            stored, held,
+            "the store does not hold the core's transcript"
+        );
+    }
+
+    fn step(&mut self, u: &mut Unstructured) -> R<()> {
+        match u.int_in_range(0..=19u8)? {
+            0 => {
+                let conn: ConnId = Rc::from(format!("tab-{}", u.int_in_range(0..=3u8)?));
+                if self.tabs.insert(conn.clone()) {
+                    self.dispatch(Event::Connected { conn });
+                }
+            }
+            1 => {
+                if let Some(conn) = pick(u, &self.tabs.iter().cloned().collect::<Vec<_>>())? {
+                    self.tabs.remove(&conn);
+                    self.dispatch(Event::Disconnected { conn });
+                }
+            }
+            2..=7 => {
+                let conn = match pick(u, &self.tabs.iter().cloned().collect::<Vec<_>>())? {
+                    Some(conn) => conn,
+                    None => {
+                        let conn: ConnId = Rc::from("tab-0");
+                        self.tabs.insert(conn.clone());
+                        self.dispatch(Event::Connected { conn: conn.clone() });
+                        conn
+                    }
+                };
+                let text = self.frame(u)?;
+                self.dispatch(Event::Frame { conn, text });
+            }
+            8..=11 => self.model_event(u)?,
+            12 => {
+                if let Some(call) = pick(u, &self.model_calls.clone())? {
+                    self.model_calls.retain(|c| *c != call);
+                    let text = pick_str(u, &["429 rate limited", "", "model stream failed"])?;
+                    self.dispatch(Event::ModelFailed {
+                        call,
+                        text: text.to_string(),
+                    });
+                }
+            }
+            13 | 14 => self.tool_done(u)?,
+            15 => self.fire_timer(u)?,
+            16 => self.now += u64::from(u.int_in_range(0..=20_000u16)?),
+            17 => self.evict(),
+            18 => self.programmatic(u)?,
+            _ => {
+                // A parent agent's channel closes (its remote tool runs fail).
+                if let Some(conn) = pick(u, &self.channels.iter().cloned().collect::<Vec<_>>())? {
+                    self.channels.remove(&conn);
+                    self.dispatch(Event::Disconnected { conn });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The instance dies: in-isolate timers, model calls and tool runs are
+    /// lost; sockets survive (hibernation) and are adopted; the alarm stays.
+    fn evict(&mut self) {
+        let open = self.store.streams.len();
+        self.note(|| format!("evict:open_streams={}", open.min(2)));
+        self.model_calls.clear();
+        self.tool_runs.clear();
+        self.timers.clear();
+        self.core = new_core(
+            self.config.clone(),
+            self.store.stored_state(),
+            self.ids.clone(),
+            self.now,
+        );
+        let conns: Vec<ConnId> = self.tabs.iter().chain(&self.channels).cloned().collect();
+        for conn in conns {
+            self.dispatch(Event::Adopted { conn });
+        }
+        self.dispatch(Event::Woke);
+    }
+
+    /// Fires an armed timer (moving time to it), or the durable alarm.
+    fn fire_timer(&mut self, u: &mut Unstructured) -> R<()> {
+        let mut armed: Vec<(Timer, u64)> = self.timers.iter().map(|(t, at)| (*t, *at)).collect();
+        if let Some(at) = self.alarm {
+            armed.push((Timer::Heartbeat, at));
+        }
+        if let Some((timer, at)) = pick(u, &armed)? {
+            if timer.is_durable() {
+                self.alarm = None;
+            } else {
+                self.timers.remove(&timer);
+            }
+            self.now = self.now.max(at);
+            self.dispatch(Event::Timer(timer));
+        }
+        Ok(())
+    }
+
+    fn model_event(&mut self, u: &mut Unstructured) -> R<()> {
+        let call = match pick(u, &self.model_calls.clone())? {
+            Some(call) if !u.ratio(1, 16)? => call,
+            _ => 999, // a stale or unknown call
+        };
+        let index = u.int_in_range(0..=2u32)?;
+        let event = match u.int_in_range(0..=9u8)? {
+            0..=2 => ModelEvent::TextDelta(self.text(u)?),
+            3 => ModelEvent::ReasoningDelta(self.text(u)?),
+            4 | 5 => {
+                let id = if u.ratio(1, 4)? {
+                    pick(u, &self.tool_call_ids.clone())?.unwrap_or_default()
+                } else {
+                    let id = self.fresh("call");
+                    self.tool_call_ids.push(id.clone());
+                    id
+                };
+                let name = pick_str(
+                    u,
+                    &[
+                        "get_weather",
+                        "delete_file",
+                        "maybe_ask",
+                        CLIENT_TOOL,
+                        PARENT_TOOL,
+                        "no_such_tool",
+                        "",
+                    ],
+                )?;
+                ModelEvent::ToolCallStarted {
+                    index,
+                    id,
+                    name: name.to_string(),
+                }
+            }
+            6 | 7 => {
+                let delta = pick_str(
+                    u,
+                    &[
+                        r#"{"city":"Paris"}"#,
+                        r#"{"ask":true}"#,
+                        r#"{"path":"a.txt"}"#,
+                        "{",
+                        "}",
+                        r#""city""#,
+                        "{}",
+                        "null",
+                        "[1,2]",
+                        "",
+                    ],
+                )?;
+                ModelEvent::ToolCallArgumentsDelta {
+                    index,
+                    delta: delta.to_string(),
+                }
+            }
+            _ => {
+                let reason = pick(
+                    u,
+                    &[
+                        FinishReason::Stop,
+                        FinishReason::ToolCalls,
+                        FinishReason::Length,
+                        FinishReason::ContentFilter,
+                        FinishReason::Other,
+                    ],
+                )?
+                .unwrap_or(FinishReason::Stop);
+                self.model_calls.retain(|c| *c != call);
+                ModelEvent::Finished {
+                    reason,
+                    usage: None,
+                }
+            }
+        };
+        self.dispatch(Event::Model { call, event });
+        Ok(())
+    }
+
+    fn tool_done(&mut self, u: &mut Unstructured) -> R<()> {
+        let (call, tool_call_id) = match pick(u, &self.tool_runs.clone())? {
+            Some(run) if !u.ratio(1, 16)? => run,
+            _ => (
+                999,
+                pick(u, &self.tool_call_ids.clone())?.unwrap_or_default(),
+            ),
+        };
+        self.tool_runs.retain(|(c, _)| *c != call);
+        let result = if u.ratio(1, 4)? {
+            Err("the tool failed".to_string())
+        } else {
+            Ok(json!({"ok": self.text(u)?}))
+        };
+        self.dispatch(Event::ToolDone {
+            call,
+            tool_call_id,
+            result,
+        });
+        Ok(())
+    }
+
+    /// A programmatic turn: a parent agent's `chat()` over an (adopted) channel or the agent's own.
+    fn programmatic(&mut self, u: &mut Unstructured) -> R<()> {
+        if u.ratio(1, 8)? {
+            // The agent's own `clear_messages()`.
+            self.dispatch(Event::ClearHistory);
+            return Ok(());
+        }
+        // A parent's channel, or the agent's own `chat()` (no channel).
+        let conn = if u.ratio(1, 3)? {
+            None
+        } else {
+            let conn: ConnId = Rc::from(format!("channel-{}", u.int_in_range(0..=1u8)?));
+            if self.channels.insert(conn.clone()) {
+                self.dispatch(Event::Adopted { conn: conn.clone() });
+            }
+            Some(conn)
+        };
+        // A trusted caller (the agent's own code or a parent agent): fresh ids.
+        let id = self.fresh("p");
+        let message = UIMessage::user_text(id, self.text(u)?);
+        let tools = vec![ClientToolSchema {
+            name: PARENT_TOOL.into(),
+            description: None,
+            parameters: None,
+        }];
+        let executor = u.arbitrary()?;
+        self.dispatch(Event::ProgrammaticChat {
+            conn,
+            message,
+            tools,
+            executor,
+        });
+        Ok(())
+    }
+
+    // ---- frames built from fragments of valid frames
+
+    fn text(&mut self, u: &mut Unstructured) -> R<String> {
+        let n = u.int_in_range(0..=3u8)?;
+        let mut out = String::new();
+        for _ in 0..n {
+            out.push_str(pick_str(u, WORDS)?);
+            out.push(' ');
+        }
+        Ok(out)
+    }
+
+    fn request_id(&mut self, u: &mut Unstructured) -> R<String> {
+        Ok(match u.int_in_range(0..=7u8)? {
+            0..=4 => {
+                let id = self.fresh("r");
+                self.request_ids.push(id.clone());
+                id
+            }
+            5 => String::new(),
+            6 => "x".repeat(300),
+            _ => pick(u, &self.request_ids.clone())?.unwrap_or_default(),
+        })
+    }
+
+    fn message_id(&mut self, u: &mut Unstructured) -> R<String> {
+        Ok(match u.int_in_range(0..=5u8)? {
+            0 | 1 => {
+                let id = self.fresh("u");
+                self.message_ids.push(id.clone());
+                id
+            }
+            2 => {
+                let known: Vec<String> = self.core.messages().into_iter().map(|m| m.id).collect();
+                pick(u, &known)?.unwrap_or_default()
+            }
+            3 => String::new(),
+            _ => pick(u, &self.message_ids.clone())?.unwrap_or_default(),
+        })
+    }
+
+    fn tool_call_id(&mut self, u: &mut Unstructured) -> R<String> {
+        Ok(pick(u, &self.tool_call_ids.clone())?.unwrap_or_else(|| "call-0".into()))
+    }
+
+    fn part(&mut self, u: &mut Unstructured) -> R<Value> {
+        Ok(match u.int_in_range(0..=7u8)? {
+            0..=3 => json!({"type":"text","text": self.text(u)?}),
+            4 => json!({"type":"data-x","data":{"n": u.int_in_range(0..=9u8)?}}),
+            5 => json!({"type":"step-start"}),
+            6 => {
+                let state = pick_str(
+                    u,
+                    &[
+                        "input-available",
+                        "approval-requested",
+                        "approval-responded",
+                        "output-available",
+                        "bogus",
+                    ],
+                )?;
+                let name = pick_str(u, &["get_weather", "delete_file", CLIENT_TOOL])?;
+                json!({"type": format!("tool-{name}"), "toolCallId": self.tool_call_id(u)?,
+                       "state": state, "input": {}, "approval": {"id":"a","approved": true}})
+            }
+            _ => json!({"text": 5}),
+        })
+    }
+
+    fn message(&mut self, u: &mut Unstructured) -> R<Value> {
+        let role = match u.int_in_range(0..=9u8)? {
+            0..=6 => "user",
+            7 => "assistant",
+            8 => "system",
+            _ => "robot",
+        };
+        let mut parts = Vec::new();
+        for _ in 0..u.int_in_range(0..=3u8)? {
+            parts.push(self.part(u)?);
+        }
+        let mut message = json!({"id": self.message_id(u)?, "role": role, "parts": parts});
+        if u.ratio(1, 6)? {
+            message["metadata"] = json!({"channel":"forged","turnMetadata":{"x":1}});
+        }
+        Ok(message)
+    }
+
+    fn client_tools(&mut self, u: &mut Unstructured) -> R<Option<Value>> {
+        Ok(match u.int_in_range(0..=5u8)? {
+            0 | 1 => None,
+            2 => Some(json!([])),
+            3 => Some(json!([{"name": CLIENT_TOOL, "description":"tz"}])),
+            4 => Some(json!([{"name":"a"},{"name":"b"},{"name":"c"},{"name":"d"}])),
+            _ => Some(json!("nope")),
+        })
+    }
+
+    fn chat_request(&mut self, u: &mut Unstructured) -> R<Value> {
+        let mut messages = Vec::new();
+        if u.ratio(1, 3)? {
+            // What a real tab sends: the transcript it knows plus a new message.
+            for m in self.core.messages() {
+                messages.push(serde_json::to_value(m).unwrap_or_default());
+            }
+        }
+        for _ in 0..u.int_in_range(0..=3u8)? {
+            messages.push(self.message(u)?);
+        }
+        let mut body = json!({"messages": messages});
+        body["trigger"] = match u.int_in_range(0..=4u8)? {
+            0..=2 => json!("submit-message"),
+            3 => json!("regenerate-message"),
+            _ => json!(7),
+        };
+        if let Some(tools) = self.client_tools(u)? {
+            body["clientTools"] = tools;
+        }
+        if u.ratio(1, 5)? {
+            body["custom"] = json!({"k": self.text(u)?});
+        }
+        let body_text = if u.ratio(1, 12)? {
+            mutate(u, body.to_string())?
+        } else {
+            body.to_string()
+        };
+        let method = if u.ratio(1, 12)? { "GET" } else { "POST" };
+        Ok(json!({"id": self.request_id(u)?, "init": {"method": method, "body": body_text},
+                  "type": "cf_agent_use_chat_request"}))
+    }
+
+    fn frame(&mut self, u: &mut Unstructured) -> R<String> {
+        let frame = match u.int_in_range(0..=14u8)? {
+            0..=4 => self.chat_request(u)?,
+            5 => {
+                let id = pick(u, &self.request_ids.clone())?.unwrap_or_default();
+                json!({"type":"cf_agent_chat_request_cancel","id": id})
+            }
+            6 => json!({"type":"cf_agent_chat_clear"}),
+            7 | 8 => {
+                let mut frame = json!({"type":"cf_agent_tool_result",
+                    "toolCallId": self.tool_call_id(u)?, "toolName": CLIENT_TOOL,
+                    "output": {"tz": self.text(u)?}, "autoContinue": u.arbitrary::<bool>()?});
+                if u.ratio(1, 3)? {
+                    frame["state"] = json!("output-error");
+                    frame["errorText"] = json!(self.text(u)?);
+                }
+                if u.ratio(1, 8)? {
+                    frame["output"] = json!("o".repeat(300));
+                }
+                if let Some(tools) = self.client_tools(u)? {
+                    frame["clientTools"] = tools;
+                }
+                frame
+            }
+            9 | 10 => {
+                let approved = if u.ratio(1, 10)? {
+                    json!("yes")
+                } else {
+                    json!(u.arbitrary::<bool>()?)
+                };
+                json!({"type":"cf_agent_tool_approval","toolCallId": self.tool_call_id(u)?,
+                       "approved": approved, "autoContinue": u.arbitrary::<bool>()?})
+            }
+            11 => json!({"type":"cf_agent_stream_resume_request","probeId": self.fresh("p")}),
+            12 => {
+                let id = pick(u, &self.request_ids.clone())?.unwrap_or_default();
+                json!({"type":"cf_agent_stream_resume_ack","id": id})
+            }
+            13 => json!({"type":"cf_agent_chat_messages","messages":[{"id":"forged","role":"assistant","parts":[]}]}),
+            _ => {
+                // Raw bytes from the input, as text.
+                let len = u.int_in_range(0..=64usize)?;
+                let bytes = u.bytes(len.min(u.len()))?;
+                return Ok(String::from_utf8_lossy(bytes).into_owned());
+            }
+        };
+        let text = frame.to_string();
+        if u.ratio(1, 10)? {
+            mutate(u, text)
+        } else {
+            Ok(text)
+        }
+    }
+}
+
+/// Cuts, splices or repeats a piece of a valid frame.
+fn mutate(u: &mut Unstructured, text: String) -> R<String> {
+    let cut = |at: usize| {
+        let mut at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
+    let at = cut(u.int_in_range(0..=text.len())?);
+    Ok(match u.int_in_range(0..=3u8)? {
+        0 => text[..at].to_string(),
+        1 => format!("{}{}{}", &text[..at], pick_str(u, &["\"", "{", "]", ",", "\\", "null"])?, &text[at..]),
+        2 => format!("{}{}", &text[..at], &text[..at]),
+        _ => {
+            let end = cut(at + u.int_in_range(0..=16usize)?);
+            format!("{}{}", &text[..at], &text[end..])
+        }
+    })
+}
+
+fn pick<T: Clone>(u: &mut Unstructured, items: &[T]) -> R<Option<T>> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(items[u.choose_index(items.len())?].clone()))
+}
+
+fn pick_str<'a>(u: &mut Unstructured, items: &[&'a str]) -> R<&'a str> {
+    Ok(items[u.choose_index(items.len())?])
+}

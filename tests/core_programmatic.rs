@@ -137,7 +137,7 @@ fn without_an_executor_the_call_dangles_and_per_call_tools_are_not_kept() {
         "input-available"
     );
     assert!(
-        sim.store.config.get("last_client_tools").is_none(),
+        !sim.store.config.contains_key("last_client_tools"),
         "never persisted"
     );
 }

@@ -14,7 +14,7 @@ mod sim;
 use std::collections::{BTreeMap, BTreeSet};
 
 use durable_chat::core::context::CONTINUE_INSTRUCTION;
-use durable_chat::core::{StreamRecord, Timer};
+use durable_chat::core::{ConfigKey, StreamRecord, Timer};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -451,6 +451,78 @@ fn a_continuation_cut_before_its_first_token_is_run_again() {
     assert_no_open_stream(&sim);
 }
 
+#[test]
+fn a_continuation_owed_when_the_core_is_evicted_inside_its_coalescing_window_still_runs() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_call("c1", "getLocation", json!({})));
+    sim.send(
+        "a",
+        chat_request_with(
+            "r1",
+            &[user("u1", "where am I?")],
+            json!({"clientTools": location_tool()}),
+        ),
+    );
+    sim.run_until_idle();
+    sim.send("a", tool_result("c1", json!({"city": "Paris"}), true));
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "the coalescing window is still open"
+    );
+    sim.script(Reply::text("You are in Paris."));
+    sim.evict();
+    sim.run_until_idle();
+    sim.advance(60_000);
+    assert_eq!(sim.requests().len(), 2, "exactly one continuation");
+    assert_eq!(
+        sim.last_request().tool_result("c1").as_deref(),
+        Some(r#"{"city":"Paris"}"#)
+    );
+    let ids = sim.store.message_ids();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(
+        text_of(&sim.store.message(&ids[2]).unwrap()),
+        "You are in Paris."
+    );
+    assert_eq!(continuation_ids(sim.frames("b")).len(), 1);
+    sim.evict();
+    sim.advance(60_000);
+    assert_eq!(sim.requests().len(), 2, "nothing is owed any more");
+    assert!(!sim.core().is_busy());
+    assert_no_open_stream(&sim);
+}
+
+#[test]
+fn a_continuation_owed_behind_a_person_stays_owed_across_an_eviction_until_the_batch_completes() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_calls(&[
+        ("c1", "getLocation", json!({})),
+        ("c2", "getLocation", json!({"precise": true})),
+    ]));
+    sim.send(
+        "a",
+        chat_request_with(
+            "r1",
+            &[user("u1", "where am I, precisely?")],
+            json!({"clientTools": location_tool()}),
+        ),
+    );
+    sim.run_until_idle();
+    sim.send("a", tool_result("c1", json!({"city": "Paris"}), true));
+    sim.evict();
+    sim.advance(HOUR);
+    assert_eq!(sim.requests().len(), 1, "the batch is not complete");
+    sim.script(Reply::text("Paris, rue de Rivoli."));
+    sim.send("b", tool_result("c2", json!({"street": "Rivoli"}), true));
+    sim.run_until_idle();
+    sim.advance(60_000);
+    assert_eq!(sim.requests().len(), 2, "one continuation for the batch");
+    assert_eq!(sim.last_request().tool_results().len(), 2);
+    assert_eq!(sim.store.message_ids().len(), 3);
+    assert!(!sim.core().is_busy());
+}
+
 /// Starts `r1` streaming slowly, then evicts it `n` times, each recovery
 /// attempt cut after it streamed a word or two.
 fn evict_repeatedly(sim: &mut Sim, n: usize) {
@@ -482,6 +554,11 @@ fn repeated_evictions_exhaust_the_budget_with_a_terminal_error() {
     assert_eq!(error["messageIds"], json!(["u1"]));
     let last_recovering = recovering_frames(b);
     assert_eq!(last_recovering.last().unwrap(), &(false, "r1".to_string()));
+    assert_eq!(
+        sim.store.config_json(ConfigKey::Recovery),
+        None,
+        "no budget or owed continuation is left behind"
+    );
     let ids = sim.store.message_ids();
     assert_eq!(ids.len(), 2, "the partial answer is kept: {ids:?}");
     assert!(text_of(&sim.store.message(&ids[1]).unwrap()).starts_with("w0"));
@@ -501,7 +578,7 @@ fn an_exhausted_turn_is_replayed_to_reconnecting_tabs_until_a_new_turn_is_accept
     assert!(!sim.core().is_busy());
     let error_id = sim
         .store
-        .config_json(durable_chat::core::ConfigKey::TerminalError)
+        .config_json(ConfigKey::TerminalError)
         .expect("the terminal error is recorded")["requestId"]
         .as_str()
         .unwrap()
@@ -517,14 +594,20 @@ fn an_exhausted_turn_is_replayed_to_reconnecting_tabs_until_a_new_turn_is_accept
             "round {round}"
         );
         sim.send("c", resume_ack(&error_id));
-        assert_eq!(
-            sim.take_frames("c"),
-            [
-                json!({"type": RESPONSE, "id": error_id, "body": EXHAUSTED, "done": true,
-                "error": true, "messageIds": ["u1"]})
-            ],
-            "round {round}"
+        let c = sim.take_frames("c");
+        let (last, replayed) = c.split_last().expect("the ACK is answered");
+        assert!(
+            replayed
+                .iter()
+                .all(|f| f["id"] == error_id.as_str() && f["replay"] == true && f["done"] == false),
+            "round {round}: only the failed stream's chunks replay first: {replayed:?}"
         );
+        assert_eq!(last["type"], RESPONSE);
+        assert_eq!(last["id"], error_id.as_str());
+        assert_eq!(last["body"], EXHAUSTED, "round {round}");
+        assert_eq!(last["done"], true);
+        assert_eq!(last["error"], true);
+        assert_eq!(last["messageIds"], json!(["u1"]));
         sim.disconnect("c");
         sim.evict();
     }
@@ -808,6 +891,8 @@ struct World {
     answers: Vec<usize>,
     /// Error texts the tabs were shown, by turn.
     errors: Vec<Vec<String>>,
+    /// The outcome of the last live terminal frame tab `a` saw, by turn.
+    outcomes: Vec<Option<String>>,
     recovering: BTreeMap<&'static str, bool>,
     evictions_left: u32,
     evict_odds: u64,
@@ -847,6 +932,7 @@ impl World {
             in_flight: BTreeSet::new(),
             answers: Vec::new(),
             errors: Vec::new(),
+            outcomes: Vec::new(),
             recovering: BTreeMap::new(),
             evictions_left,
             evict_odds,
@@ -875,7 +961,7 @@ impl World {
 
     fn model_reply(&mut self) -> Reply {
         let every = self.rng.pick(&[0, 5, 20, 60]);
-        let words = 1 + self.rng.below(40) as usize;
+        let words = 1 + self.rng.below(16) as usize;
         let roll = if self.tool_replies >= 3 {
             0
         } else {
@@ -1002,13 +1088,18 @@ impl World {
         if frame["done"] == true {
             if tab == "a" {
                 let outcome = frame["outcome"].as_str().unwrap_or("-");
-                let replay = if frame["replay"] == true {
-                    " replay"
-                } else {
-                    ""
-                };
-                self.note(format!("{tab} <- done {id} {outcome}{replay}"));
+                let replay = frame["replay"] == true;
+                let tag = if replay { " replay" } else { "" };
+                self.note(format!("{tab} <- done {id} {outcome}{tag}"));
+                if !replay {
+                    if let Some(last) = self.outcomes.last_mut() {
+                        *last = Some(outcome.to_string());
+                    }
+                }
             }
+            return;
+        }
+        if !text.contains("\"tool-") {
             return;
         }
         let Ok(chunk) = serde_json::from_str::<Value>(text) else {
@@ -1091,6 +1182,7 @@ impl World {
                 self.sent.push((id, text));
                 self.answers.push(0);
                 self.errors.push(Vec::new());
+                self.outcomes.push(None);
                 self.tool_replies = 0;
                 let frame = chat_request_with(
                     &format!("r{k}"),
@@ -1234,6 +1326,11 @@ impl World {
         );
         assert!(!self.sim.core().is_busy(), "the core is still busy");
         assert_eq!(
+            store.config_json(ConfigKey::Recovery),
+            None,
+            "recovery state is left in the store"
+        );
+        assert_eq!(
             self.sim.transcript(),
             store.transcript(),
             "the core and the store disagree"
@@ -1297,11 +1394,12 @@ impl World {
             answers.len(),
             self.answers[turn]
         );
-        let completed = answers.last().is_some_and(|m| {
-            let last = m.parts.iter().rev().find(|p| !matches!(p, Part::StepStart));
-            m.tool_parts().all(|t| t.state.is_settled())
-                && matches!(last, Some(Part::Text(t)) if t.state != Some(TextState::Streaming))
-        });
+        let completed = self.outcomes[turn].as_deref() == Some("completed")
+            && answers.last().is_some_and(|m| {
+                let last = m.parts.iter().rev().find(|p| !matches!(p, Part::StepStart));
+                m.tool_parts().all(|t| t.state.is_settled())
+                    && matches!(last, Some(Part::Text(t)) if t.state != Some(TextState::Streaming))
+            });
         let failed = !self.errors[turn].is_empty();
         let parked = answers.last().is_some_and(|m| {
             let waiting: Vec<&str> = m
@@ -1323,6 +1421,22 @@ impl World {
 }
 
 use durable_chat::protocol::{Part, Role, TextState, UIMessage};
+
+/// What the summary counts: runs whose event log shows each situation.
+const COVERAGE: [(&str, &str); 9] = [
+    ("a recovery", "recovering true"),
+    (
+        "an eviction while idle or parked",
+        "EVICT (open streams [])",
+    ),
+    ("a browser tool result", "-> result"),
+    ("an approval", "-> approve"),
+    ("a model failure", "overloaded"),
+    ("an exhausted budget", "could not recover"),
+    ("a person walking away", "unanswered"),
+    ("a lost approval asked again", "shown again"),
+    ("a reconnect", "reconnects"),
+];
 
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -1357,28 +1471,56 @@ fn random_evictions_never_lose_a_message_duplicate_an_answer_or_leave_a_turn_stu
     let seeds: u64 = std::env::var("SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3_000);
+        .unwrap_or(2_000);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4)) as u64;
     let started = std::time::Instant::now();
-    let mut failures: Vec<(u64, String, Vec<String>)> = Vec::new();
-    let (mut evictions, mut requests) = (0usize, 0usize);
-    for seed in 0..seeds {
-        match run_seed(seed) {
-            Ok(world) => {
-                evictions += world.log.iter().filter(|l| l.contains("EVICT")).count();
-                requests += world.sim.requests().len();
-            }
-            Err((error, log)) => {
-                failures.push((seed, error, log));
-                if failures.len() >= 20 {
-                    break;
-                }
-            }
-        }
-    }
+    type Failure = (u64, String, Vec<String>);
+    // Each thread runs every `threads`-th seed; a world never leaves its thread.
+    let results: Vec<(usize, usize, Vec<Failure>, [usize; COVERAGE.len()])> =
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|first| {
+                    scope.spawn(move || {
+                        let (mut evictions, mut requests, mut failures) = (0, 0, Vec::new());
+                        let mut seen = [0usize; COVERAGE.len()];
+                        for seed in (first..seeds).step_by(threads as usize) {
+                            match run_seed(seed) {
+                                Ok(world) => {
+                                    evictions +=
+                                        world.log.iter().filter(|l| l.contains("EVICT")).count();
+                                    requests += world.sim.requests().len();
+                                    for (i, (_, marker)) in COVERAGE.iter().enumerate() {
+                                        if world.log.iter().any(|l| l.contains(marker)) {
+                                            seen[i] += 1;
+                                        }
+                                    }
+                                }
+                                Err((error, log)) => failures.push((seed, error, log)),
+                            }
+                            if failures.len() >= 10 {
+                                break;
+                            }
+                        }
+                        (evictions, requests, failures, seen)
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+    let evictions: usize = results.iter().map(|r| r.0).sum();
+    let requests: usize = results.iter().map(|r| r.1).sum();
+    let seen: Vec<String> = COVERAGE
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| format!("{name} {}", results.iter().map(|r| r.3[i]).sum::<usize>()))
+        .collect();
+    let mut failures: Vec<Failure> = results.into_iter().flat_map(|r| r.2).collect();
+    failures.sort_by_key(|f| f.0);
     println!(
-        "{seeds} seeds, {evictions} random evictions, {requests} model calls in {:?}",
+        "{seeds} seeds on {threads} threads, {evictions} random evictions, {requests} model calls in {:?}",
         started.elapsed()
     );
+    println!("runs that saw: {}", seen.join(", "));
     if let Some((seed, error, log)) = failures.first() {
         let list: Vec<String> = failures
             .iter()

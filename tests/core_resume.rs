@@ -87,12 +87,24 @@ fn an_errored_turn_is_resurfaced_to_a_probing_tab_until_a_new_turn_starts() {
         [json!({"type": RESUMING, "id": "r1", "probeId": "p1"})]
     );
     sim.send("c", resume_ack("r1"));
+    let mut got = sim.take_frames("c");
+    let error = got.pop().unwrap();
     assert_eq!(
-        sim.take_frames("c"),
-        [
-            json!({"type": RESPONSE, "id": "r1", "body": "500 boom", "done": true,
-                "error": true, "messageIds": ["u1"]})
-        ]
+        error,
+        json!({"type": RESPONSE, "id": "r1", "body": "500 boom", "done": true,
+            "error": true, "messageIds": ["u1"]})
+    );
+    let replayed: Vec<String> = got
+        .iter()
+        .map(|f| {
+            assert_eq!(f["replay"], true);
+            body(f)["type"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        ["start", "start-step"],
+        "what streamed before the error replays first"
     );
     sim.script(Reply::text("ok"));
     sim.send(
@@ -236,26 +248,24 @@ fn an_ack_after_the_stream_ended_is_answered_with_a_bare_replayed_done() {
 }
 
 #[test]
-fn a_tab_connecting_while_a_continuation_is_owed_is_told_pending_then_resuming() {
+fn a_tab_connecting_while_a_continuation_is_owed_gets_plain_connect_frames_then_the_live_stream() {
     let mut sim = two_tabs();
     client_call_turn(&mut sim);
     sim.script(Reply::words(4).every(10));
     sim.send("a", tool_result("c1", json!(1), true));
     sim.connect("c");
     let c = sim.take_frames("c");
-    assert_eq!(kinds(&c), [PENDING, MESSAGES, IDENTITY, MCP]);
-    let id = c[0]["id"].as_str().unwrap().to_string();
-    assert!(
-        c[0].get("probeId").is_none(),
-        "a proactive frame carries no probeId"
+    assert_eq!(
+        kinds(&c),
+        [MESSAGES, IDENTITY, MCP],
+        "only the owner is parked on an owed continuation"
     );
-    sim.advance(50);
-    assert_eq!(sim.take_frames("c"), [json!({"type": RESUMING, "id": id})]);
-    sim.send("c", resume_ack(&id));
     sim.run_until_idle();
     let c = sim.frames("c");
+    assert!(of_type(c, RESUMING).is_empty(), "no resume offer");
+    let id = continuation_ids(sim.frames("b"))[0].clone();
     assert_eq!(
-        replayed_chunks(c, &id).len() + live_chunks(c, &id).len(),
+        live_chunks(c, &id).len(),
         live_chunks(sim.frames("b"), &id).len()
     );
     assert_eq!(terminal(c, &id).unwrap()["continuation"], true);

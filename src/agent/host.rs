@@ -49,7 +49,12 @@ pub struct AgentHost {
     model_calls: RefCell<HashMap<CallId, AbortController>>,
     timer_generation: RefCell<HashMap<Timer, u64>>,
     next_timer: Cell<u64>,
+    /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
+    debug_memory: bool,
 }
+
+/// Agents constructed by this wasm instance (for `…/__debug/memory`).
+static HOSTS_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn now_ms() -> u64 {
     js_sys::Date::now() as u64
@@ -69,6 +74,7 @@ impl AgentHost {
                 .or_else(|_| env.secret(name).map(|v| v.to_string()))
                 .ok()
         };
+        let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
         let settings = definition.settings(&Vars(&lookup));
         let tools = definition.tools();
         let store = SqlStore::open(state.storage().sql())?;
@@ -92,7 +98,9 @@ impl AgentHost {
             model_calls: RefCell::new(HashMap::new()),
             timer_generation: RefCell::new(HashMap::new()),
             next_timer: Cell::new(0),
+            debug_memory,
         });
+        HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
         Ok(host)
@@ -120,6 +128,9 @@ impl AgentHost {
             if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
                 return Response::error(refusal.reason, refusal.status);
             }
+        }
+        if self.debug_memory && path.ends_with("/__debug/memory") {
+            return Response::from_json(&self.debug_memory());
         }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
@@ -151,6 +162,25 @@ impl AgentHost {
             Event::Connected { conn }
         });
         Response::from_websocket(pair.client)
+    }
+
+    /// Debug-only (`DEBUG_MEMORY=1`) figures for memory investigations: the
+    /// size of this wasm instance's linear memory and how many agents it has
+    /// constructed (one shared instance ⇒ the count grows across agents).
+    fn debug_memory(&self) -> serde_json::Value {
+        use wasm_bindgen::JsCast;
+        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+        let bytes = memory
+            .buffer()
+            .unchecked_into::<js_sys::ArrayBuffer>()
+            .byte_length();
+        let core = self.core.borrow();
+        serde_json::json!({
+            "wasmMemoryBytes": bytes,
+            "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
+            "messages": core.messages().len(),
+            "sockets": self.sockets.borrow().len(),
+        })
     }
 
     /// The client picks `_pk`; two sockets with the same one stay distinct.

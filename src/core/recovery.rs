@@ -128,14 +128,15 @@ impl Core {
         let exhausted = budget.attempts > limits.max_attempts
             || budget.interrupted > limits.max_interrupted_attempts
             || self.now.saturating_sub(budget.last_progress_at) > limits.no_progress_timeout_ms;
+        // The recovery turn shows the model every settled result (an exhausted
+        // chain runs nothing more): a continuation owed for them would answer again.
+        self.continuation = None;
         if exhausted {
+            self.put_recovery_row();
             self.exhaust(&open, &root);
             return;
         }
         self.recovery_budget = Some(budget);
-        // The recovery turn shows the model every settled result: a
-        // continuation owed for them would answer a second time.
-        self.continuation = None;
         self.put_recovery_row();
         self.recovering = Some(root.clone());
         let to = self.conns.chat();
@@ -373,6 +374,7 @@ impl Core {
         let frame = ResponseFrame {
             done: true,
             error: true,
+            continuation: open.record.continuation,
             message_ids: Some(ids.as_slice()).filter(|m| !m.is_empty()),
             ..ResponseFrame::new(&open.record.request_id, EXHAUSTED_TEXT)
         }

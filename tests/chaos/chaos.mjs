@@ -20,7 +20,7 @@
 // never got a terminal frame while their socket stayed open, tool results never continued.
 // Exits non-zero if lost, duplicated, stuck or misplaced is > 0 (or the system never settled).
 //
-// Usage: node tests/chaos/chaos.mjs [--seconds 60] [--seed N] [--quiet-prob 0.05] [--json] [--verbose]
+// Usage: node tests/chaos/chaos.mjs [--seconds 60] [--seed N] [--quiet-prob 0.05] [--build-dir DIR] [--json] [--verbose]
 // Needs the built worker (bash scripts/build.sh).
 // Owns: runChaos (also importable), the CLI.
 
@@ -77,14 +77,14 @@ const isToolPart = (p) => typeof p?.toolCallId === 'string';
 
 /**
  * Run the chaos scenario.
- * @param {{seconds?: number, seed?: number, quietProb?: number, log?: (msg: string) => void}} [opts]
+ * @param {{seconds?: number, seed?: number, quietProb?: number, buildDir?: string, log?: (msg: string) => void}} [opts]
  * @returns {Promise<object>} the report (see the header); `ok` is true when lost, duplicated and stuck are 0.
  */
-export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietProb = 0.05, log = () => {} } = {}) {
+export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietProb = 0.05, buildDir, log = () => {} } = {}) {
   const r = rng(seed);
   const model = await startModelServer();
   const proxy = await startStallProxy(model);
-  const w = await startWorker({ model: proxy });
+  const w = await startWorker({ model: proxy, ...(buildDir ? { buildDir } : {}) });
   const started = Date.now();
   const deadline = started + seconds * 1000;
 
@@ -117,7 +117,7 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
           if (chunk.messageId) answerOf.set(chunk.messageId, f.id);
         } catch { /* not a chunk */ }
       }
-      if (f.done && Array.isArray(f.messageIds) && f.messageIds.length) turnIds.set(f.id, f.messageIds);
+      if (f.done && Array.isArray(f.messageIds) && f.messageIds.length && !turnIds.has(f.id)) turnIds.set(f.id, f.messageIds);
       if (f.error) {
         stats.errorsSeen++;
         for (const id of f.messageIds ?? []) failedIds.add(id);
@@ -275,6 +275,13 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     const requestId = newId('r');
     const msg = userMessage(newId('u'), text);
     sent.set(msg.id, { id: msg.id, text, kind, requestId, acked: false });
+    // What the request answers: its trailing user messages (the agent's messageIds).
+    const trailing = [];
+    for (const m of [...history, msg].reverse()) {
+      if (m.role !== 'user') break;
+      trailing.unshift(m.id);
+    }
+    turnIds.set(requestId, trailing);
     stats.turnsSent++;
     c.send(chatRequest(requestId, [...history, msg], { clientTools: [TIMEZONE_TOOL] }));
     return { requestId, msg };
@@ -300,6 +307,7 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
       stats.overlapping++;
       const pending = [...messages, first.msg];
       const second = send(c, pending, { kind: 'text', text: `and also topic ${++turnNo} [tokens:${r.int(5, 30)}] [delay:10]` });
+      maybeKillSoon(0.4, 300, 'while a message waits behind a streaming turn');
       await waitDone(c, first.requestId);
       await waitDone(c, second.requestId);
     } else {
@@ -466,9 +474,15 @@ export function analyse(messages, { sent, failedIds, answered, answerOf = new Ma
     while (j < messages.length && messages[j].role === 'user') j++;
     const run = messages.slice(i, j);
     i = j - 1;
-    if (j < messages.length) continue; // answered (possibly jointly)
+    const describe = (m) => `${m.id} (${sent.get(m.id)?.kind ?? '?'}: ${sent.get(m.id)?.text ?? ''})`;
+    if (j < messages.length) {
+      // Answered, possibly jointly; when the answer's turn is known, by a turn that answers it.
+      const ids = turnIds.get(answerOf.get(messages[j].id));
+      if (ids) details.stuck.push(...run.filter((m) => !ids.includes(m.id) && !failedIds.has(m.id)).map(describe));
+      continue;
+    }
     if (run.some((m) => failedIds.has(m.id))) continue;
-    details.stuck.push(...run.map((m) => `${m.id} (${sent.get(m.id)?.kind ?? '?'}: ${sent.get(m.id)?.text ?? ''})`));
+    details.stuck.push(...run.map(describe));
   }
   // Parked on a person (never expected after the settle phase answered them) and tool results
   // that no continuation picked up: reported, not counted as stuck.
@@ -516,6 +530,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const seconds = Number(opt('seconds', '60'));
   const seed = Number(opt('seed', String(Date.now() % 1e9)));
   const quietProb = Number(opt('quiet-prob', '0.05'));
+  const buildDir = opt('build-dir', undefined);
   const t0 = Date.now();
   const log = (msg) => { if (verbose) console.error(`[chaos +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); };
   // A hard bound on the whole run (chaos time + settle + slack).
@@ -524,7 +539,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.exit(2);
   }, (seconds + 120) * 1000);
   guard.unref();
-  const report = await runChaos({ seconds, seed, quietProb, log });
+  const report = await runChaos({ seconds, seed, quietProb, buildDir, log });
   if (json) {
     console.log(JSON.stringify(report));
   } else {

@@ -1,0 +1,193 @@
+#!/usr/bin/env node
+// Where per-agent memory goes (companion of bench/run.mjs; same workers, model server, client).
+// For each worker and scenario, on a fresh workerd process with eviction disabled:
+//   base = after one warm agent (3 turns); after = after N more agents in the scenario's state.
+// Prints per agent: VmRSS growth, its split by /proc/<pid>/smaps mapping (the wasm linear
+// memory is its own large reservation, the V8 heap cage another, malloc'd C++ state — SQLite
+// connections and page caches, actor objects — lands in [heap]/anonymous arenas), our wasm
+// linear memory size (GET …/__debug/memory, served only with DEBUG_MEMORY=1) and, with --inspect,
+// the V8 JS heap after a forced GC.
+//
+//   node bench/memory-probe.mjs [--agents 30] [--history 50] [--workers ours,think]
+//        [--scenarios empty-open,empty-closed,hist-open,hist-closed] [--inspect]
+
+import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { startModelServer } from '../tests/support/model-server.mjs';
+import {
+  drop, ensureThinkBuilt, fmt, median, openTab, settle, sleep, stageOurs, startInstance, turn, workerSpecs,
+} from './run.mjs';
+
+function args() {
+  const a = process.argv.slice(2);
+  const o = { agents: 30, history: 50, workers: 'ours,think', scenarios: 'empty-open,empty-closed,hist-open,hist-closed', inspect: false };
+  for (let i = 0; i < a.length; i++) {
+    const k = a[i].replace(/^--/, '');
+    if (k === 'inspect') { o.inspect = true; continue; }
+    if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
+    o[k] = typeof o[k] === 'number' ? Number(a[++i]) : a[++i];
+  }
+  return o;
+}
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+/** Rss (KiB) per mapping of pid: [{key, name, sizeKiB, rssKiB}]. */
+function smaps(pid) {
+  const out = [];
+  let cur = null;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+\S+\s+\S+\s+\S+\s*(.*)$/.exec(line);
+    if (head) {
+      cur = { key: head[1], name: head[3] || '[anon]', sizeKiB: Number((BigInt(`0x${head[2]}`) - BigInt(`0x${head[1]}`)) / 1024n), rssKiB: 0 };
+      out.push(cur);
+    } else if (cur && line.startsWith('Rss:')) {
+      cur.rssKiB = Number(/(\d+)/.exec(line)[1]);
+    }
+  }
+  return out;
+}
+
+/** Group a mapping: the wasm memory and V8 cage are multi-GiB reservations. */
+function classOf(m) {
+  if (m.name !== '[anon]') return m.name.startsWith('/') ? 'file-backed' : m.name;
+  if (m.sizeKiB >= 6 * 1024 * 1024) return 'anon ≥6 GiB reservation (wasm memory + guards)';
+  if (m.sizeKiB >= 1024 * 1024) return 'anon 1–6 GiB reservation (V8 cage / code range)';
+  if (m.sizeKiB >= 60 * 1024) return 'anon 60 MiB–1 GiB (malloc arenas, V8 spaces)';
+  return 'anon < 60 MiB';
+}
+
+function byClass(maps) {
+  const r = {};
+  for (const m of maps) r[classOf(m)] = (r[classOf(m)] ?? 0) + m.rssKiB;
+  return r;
+}
+
+async function inspect(port) {
+  let targets = [];
+  for (let i = 0; i < 50 && !targets.length; i++) {
+    try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(100); }
+  }
+  const target = targets.find((t) => /core:user/.test(t.webSocketDebuggerUrl ?? t.id ?? '')) ?? targets[0];
+  const ws = new WebSocket(target.webSocketDebuggerUrl ?? `ws://127.0.0.1:${port}/${target.id}`);
+  await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
+  let next = 1;
+  const pending = new Map();
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    if (m.id && pending.has(m.id)) { pending.get(m.id)(m.result ?? null); pending.delete(m.id); }
+  });
+  const send = (method, params = {}) => new Promise((resolve) => {
+    const id = next++;
+    pending.set(id, resolve);
+    ws.send(JSON.stringify({ id, method, params }));
+    setTimeout(() => { if (pending.delete(id)) resolve(null); }, 10000);
+  });
+  await send('HeapProfiler.enable');
+  return {
+    async heapMiB() {
+      await send('HeapProfiler.collectGarbage');
+      const h = await send('Runtime.getHeapUsage');
+      return h ? h.usedSize / 1048576 : NaN;
+    },
+    close: () => ws.close(),
+  };
+}
+
+async function debugMemory(inst, name) {
+  if (inst.key !== 'ours') return null;
+  const r = await fetch(`${inst.url}/agents/chat-agent/${name}/__debug/memory`);
+  return r.ok ? r.json() : null;
+}
+
+async function snapshot(inst, cdp, warmName) {
+  await settle(inst, 3000);
+  await sleep(500);
+  const rss = [];
+  for (let i = 0; i < 5; i++) { rss.push(inst.rss()); await sleep(100); }
+  const maps = smaps(inst.pids[0]);
+  return {
+    rssKiB: median(rss),
+    maps,
+    classes: byClass(maps),
+    wasm: await debugMemory(inst, warmName),
+    heapMiB: cdp ? await cdp.heapMiB() : NaN,
+  };
+}
+
+async function buildAgents(inst, o, scenario) {
+  const [content, socket] = scenario.split('-');
+  const turns = content === 'hist' ? Math.ceil(o.history / 2) : 0;
+  const tabs = [];
+  for (let a = 0; a < o.agents; a += 10) {
+    const group = await Promise.all(Array.from({ length: Math.min(10, o.agents - a) }, (_, k) => openTab(inst, `${scenario}-${a + k}`)));
+    await Promise.all(group.map(async (c, k) => {
+      for (let i = 0; i < turns; i++) await turn(c, `[tokens:40] agent ${a + k} message ${i}`);
+    }));
+    if (socket === 'closed') group.forEach(drop); else tabs.push(...group);
+  }
+  return tabs;
+}
+
+async function main() {
+  const o = args();
+  const work = mkdtempSync(join(tmpdir(), 'durable-chat-memprobe-'));
+  const ours = stageOurs(join(work, 'ours-build'));
+  const specs = workerSpecs(ours, ensureThinkBuilt());
+  const model = await startModelServer();
+  const bindings = { OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' };
+  try {
+    for (const key of o.workers.split(',')) {
+      for (const scenario of o.scenarios.split(',')) {
+        const port = o.inspect ? await freePort() : undefined;
+        const inst = await startInstance(specs[key], {
+          modelUrl: model.url, persistDir: join(work, `${key}-${scenario}`), preventEviction: true,
+          miniflare: { bindings: { ...bindings, OPENAI_BASE_URL: model.url }, ...(o.inspect ? { inspectorPort: port } : {}) },
+        });
+        let tabs = [];
+        try {
+          const cdp = o.inspect ? await inspect(port) : null;
+          const warm = await openTab(inst, 'warm');
+          for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
+          const before = await snapshot(inst, cdp, 'warm');
+          tabs = await buildAgents(inst, o, scenario);
+          const after = await snapshot(inst, cdp, 'warm');
+          tabs.push(warm);
+          const per = (kib) => fmt(kib / 1024 / o.agents * 1024); // KiB per agent
+          console.log(`\n=== ${key} ${scenario}: ${o.agents} agents${scenario.startsWith('hist') ? ` × ${o.history} messages` : ''}`);
+          console.log(`  RSS ${fmt(before.rssKiB / 1024)} → ${fmt(after.rssKiB / 1024)} MiB: ${per(after.rssKiB - before.rssKiB)} KiB/agent`);
+          if (after.wasm) {
+            console.log(`  wasm linear memory ${fmt(before.wasm.wasmMemoryBytes / 1048576)} → ${fmt(after.wasm.wasmMemoryBytes / 1048576)} MiB `
+              + `(${per((after.wasm.wasmMemoryBytes - before.wasm.wasmMemoryBytes) / 1024)} KiB/agent); agents constructed by this wasm instance: ${before.wasm.hostsCreated} → ${after.wasm.hostsCreated}`);
+          }
+          if (cdp) console.log(`  JS heap (after GC) ${fmt(before.heapMiB)} → ${fmt(after.heapMiB)} MiB (${fmt((after.heapMiB - before.heapMiB) * 1024 / o.agents)} KiB/agent)`);
+          const classes = new Set([...Object.keys(before.classes), ...Object.keys(after.classes)]);
+          for (const c of classes) {
+            const d = (after.classes[c] ?? 0) - (before.classes[c] ?? 0);
+            console.log(`  ${per(d).padStart(8)} KiB/agent  ${c} (${fmt((after.classes[c] ?? 0) / 1024)} MiB total)`);
+          }
+          const bigReservations = after.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024);
+          console.log(`  ≥6 GiB anonymous reservations (one per wasm memory): ${bigReservations.length} (before: ${before.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024).length})`);
+          const prev = new Map(before.maps.map((m) => [m.key, m.rssKiB]));
+          const grown = after.maps.map((m) => ({ ...m, d: m.rssKiB - (prev.get(m.key) ?? 0) })).sort((a, b) => b.d - a.d).slice(0, 6);
+          for (const m of grown) console.log(`    +${fmt(m.d / 1024)} MiB in ${m.key} (${fmt(m.sizeKiB / 1024)} MiB ${m.name})`);
+          cdp?.close();
+        } finally {
+          tabs.forEach(drop);
+          await inst.close();
+        }
+      }
+    }
+  } finally {
+    await model.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => { console.error(err?.stack || String(err)); process.exit(1); });

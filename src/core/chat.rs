@@ -17,6 +17,7 @@ impl Core {
                 state.pending_resume = true;
             }
             self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+            self.tell_recovering(&conn);
         } else {
             if let Some(id) = self.accepted_not_streaming() {
                 if let Some(state) = self.conns.state_mut(&conn) {
@@ -26,14 +27,19 @@ impl Core {
             }
             let frame = server::chat_messages(&self.transcript.messages(), true);
             self.send_to(vec![conn.clone()], frame);
-            if let Some(root) = &self.recovering {
-                let frame = server::chat_recovering(true, root);
-                self.send_to(vec![conn.clone()], frame);
-            }
+            self.tell_recovering(&conn);
         }
         let identity = server::identity(&self.config.name, &self.config.agent);
         self.send_to(vec![conn.clone()], identity);
         self.send_to(vec![conn], server::mcp_servers());
+    }
+
+    /// A tab that connects during a recovery learns of it (after the offer or transcript).
+    fn tell_recovering(&mut self, conn: &ConnId) {
+        if let Some(root) = &self.recovering {
+            let frame = server::chat_recovering(true, root);
+            self.send_to(vec![conn.clone()], frame);
+        }
     }
 
     pub(super) fn on_chat_request(&mut self, conn: ConnId, id: String, request: ChatRequest) {

@@ -195,51 +195,16 @@ impl Core {
         if self.transcript.get(&message.id).is_some() {
             return self.transcript.upsert(message);
         }
-        let origin_index = self
-            .transcript
+        let last_origin = origin_ids
             .iter()
-            .enumerate()
-            .filter(|(_, m)| origin_ids.contains(&m.id))
-            .map(|(i, _)| i)
-            .last();
-        let slot = origin_index
-            .and_then(|i| self.seq_at(i))
-            .map(|seq| seq + 1)
-            .filter(|&seq| self.seq_is_free(seq));
-        match slot {
-            Some(seq) if origin_index.is_some_and(|i| i + 1 < self.transcript.len()) => {
-                self.transcript.insert_at(seq, message)
+            .filter_map(|id| self.transcript.seq_of(id))
+            .max();
+        match last_origin.map(|seq| seq + 1) {
+            Some(slot) if self.transcript.is_free(slot) && self.transcript.has_after(slot) => {
+                self.transcript.insert_at(slot, message)
             }
             _ => self.transcript.upsert(message),
         }
-    }
-
-    /// The seq of the message at `index` (the transcript orders by seq but
-    /// does not expose it): the smallest `s` such that more than `index`
-    /// messages sort before `s + 1`.
-    fn seq_at(&self, index: usize) -> Option<u64> {
-        if index >= self.transcript.len() {
-            return None;
-        }
-        let placed = |s: u64| self.transcript.before(s).count();
-        let (mut lo, mut hi) = (0u64, 1u64);
-        while placed(hi) <= index {
-            lo = hi;
-            hi = hi.checked_mul(2)?;
-        }
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            if placed(mid) > index {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Some(hi - 1)
-    }
-
-    fn seq_is_free(&self, seq: u64) -> bool {
-        self.transcript.before(seq).count() == self.transcript.before(seq + 1).count()
     }
 
     /// User messages stored after the cut turn's (submits queued behind it)

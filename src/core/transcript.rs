@@ -138,6 +138,20 @@ impl Transcript {
         entry
     }
 
+    pub fn seq_of(&self, id: &str) -> Option<u64> {
+        self.position(id).map(|i| self.entries[i].seq)
+    }
+
+    /// No message holds `seq`.
+    pub fn is_free(&self, seq: u64) -> bool {
+        self.entries.binary_search_by_key(&seq, |e| e.seq).is_err()
+    }
+
+    /// Some message is placed after `seq`.
+    pub fn has_after(&self, seq: u64) -> bool {
+        self.entries.last().is_some_and(|e| e.seq > seq)
+    }
+
     /// The messages placed before `seq`: what the turn that reserved it answers.
     pub fn before(&self, seq: u64) -> impl Iterator<Item = &UIMessage> {
         self.entries

@@ -112,6 +112,7 @@ test('a turn cut mid-text is continued into the same assistant message after a r
   const off = await b.waitFor((f) => f.type === 'cf_agent_chat_recovering' && f.recovering === false, TURN_MS);
   assert.equal(off.id, id, 'the recovery is named after the interrupted request');
   const flags = recoveringFrames(b);
+  t.diagnostic(`offered ${offer.id === id ? 'the cut stream' : 'the recovery continuation'}; recovering frames: ${flags.map((f) => f.recovering).join(',')}`);
   if (flags.length > 1) assert.deepEqual(flags.map((f) => f.recovering), [true, false]);
   if (offer.id !== id) {
     // The offer was the recovery continuation itself: its frames are continuation frames and
@@ -219,6 +220,7 @@ test('a turn cut right after a server tool call ends with the tool result or an 
   assert.equal(assistant.id, start.messageId);
   const part = toolPart(messages, call.toolCallId);
   assert.ok(part, 'the tool call is kept');
+  t.diagnostic(`tool part after the restart: ${part.state}`);
   if (part.state === 'output-available') {
     assert.deepEqual(part.output, { city: 'Paris', tempC: 21 });
   } else {

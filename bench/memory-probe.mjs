@@ -12,7 +12,7 @@
 //        [--scenarios empty-open,empty-closed,hist-open,hist-closed] [--inspect]
 
 import { createServer } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -100,6 +100,22 @@ async function inspect(port) {
   };
 }
 
+/** Bytes on disk of the Durable Objects' SQLite files (db, WAL, shm) under persistDir. */
+function diskBytes(dir) {
+  const r = { db: 0, wal: 0, shm: 0, files: 0 };
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.sqlite')) { r.db += statSync(p).size; r.files++; }
+      else if (e.name.endsWith('.sqlite-wal')) r.wal += statSync(p).size;
+      else if (e.name.endsWith('.sqlite-shm')) r.shm += statSync(p).size;
+    }
+  };
+  walk(dir);
+  return r;
+}
+
 async function debugMemory(inst, name) {
   if (inst.key !== 'ours') return null;
   const r = await fetch(`${inst.url}/agents/chat-agent/${name}/__debug/memory`);
@@ -172,6 +188,8 @@ async function main() {
             const d = (after.classes[c] ?? 0) - (before.classes[c] ?? 0);
             console.log(`  ${per(d).padStart(8)} KiB/agent  ${c} (${fmt((after.classes[c] ?? 0) / 1024)} MiB total)`);
           }
+          const disk = diskBytes(inst.persistDir);
+          console.log(`  on disk: ${disk.files} dbs, ${fmt(disk.db / 1024 / disk.files)} KiB db + ${fmt(disk.wal / 1024 / disk.files)} KiB WAL + ${fmt(disk.shm / 1024 / disk.files)} KiB shm per db`);
           const bigReservations = after.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024);
           console.log(`  ≥6 GiB anonymous reservations (one per wasm memory): ${bigReservations.length} (before: ${before.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024).length})`);
           const prev = new Map(before.maps.map((m) => [m.key, m.rssKiB]));

@@ -611,7 +611,7 @@ test('a clientTools list sent with a tool result replaces the stored list', asyn
   assert.ok(offeredTools(w.model.requests.at(-1)).includes('getScreenSize'), 'still the replaced list on the next turn');
 });
 
-test('an approval for an unknown tool call is ignored without any answer, as Think does', { todo: 'agent answers cf_agent_chat_error "no tool call `…` is waiting for approval" (src/core/tool_results.rs on_tool_approval), a frame type Think never sends' }, async (t) => {
+test('an approval for an unknown tool call is ignored without any answer, as Think does', async (t) => {
   const w = await workerFor(t);
   const room = 'ct-unknown-approval';
   const a = await tab(w, room);
@@ -641,7 +641,7 @@ test('while a continuation owned by another open tab streams, a probe is answere
   assert.equal((await b.waitFor(isDone(first.id), TURN_MS)).outcome, 'completed');
 });
 
-test('while a continuation waits for the rest of its batch, a probe from a tab that does not own it is answered idle', { todo: 'agent parks the other tab with cf_agent_stream_pending (src/core/chat.rs accepted_not_streaming counts the owned pending continuation; PROTOCOL §2.6 branches 2 and 4)' }, async (t) => {
+test('while a continuation waits for the rest of its batch, a probe from a tab that does not own it is answered idle', async (t) => {
   const w = await workerFor(t);
   const room = 'ct-pending-other';
   const a = await tab(w, room);

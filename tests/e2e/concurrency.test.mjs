@@ -319,7 +319,7 @@ test('a tab connecting while a debounced turn waits is told it is pending, then 
   assert.deepEqual(seen.map((f) => f.body), chunkFrames(s.a.frames, s.r3).map((f) => f.body));
 });
 
-test('clear while a turn waits out its debounce window: requester gets skipped, a parked tab gets a bare resume_none then the clear', { todo: 'agent broadcasts the skipped frame of a debounce-waiting turn to every tab (src/core/chat.rs on_clear); Think sends it to the requester only (PROTOCOL §13.3)' }, async (t) => {
+test('clear while a turn waits out its debounce window: requester gets skipped, a parked tab gets a bare resume_none then the clear', async (t) => {
   const w = await workerFor(t, { bindings: { MESSAGE_CONCURRENCY: 'debounce:1500' } });
   const room = 'cc-clear-debounce';
   const s = await overlap(w, room, { slow: 'first [tokens:5] [delay:10]' });

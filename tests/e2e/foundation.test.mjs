@@ -455,7 +455,7 @@ test('after a model error, a reconnecting tab is offered the failed request and 
   assert.deepEqual(await c.waitFor((f) => f.probeId === probeId), { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId });
 });
 
-test('the ACK of a failed request replays the chunks it streamed before the error, as Think does', { todo: 'agent keeps no chunks of an errored stream (src/core/stream.rs end_turn closes the stream log; src/core/resume.rs answers only the error frame)' }, async (t) => {
+test('the ACK of a failed request replays the chunks it streamed before the error, as Think does', async (t) => {
   const w = await workerFor(t);
   const room = 'room-error-replay';
   const a = await tab(w, room);

@@ -9,7 +9,11 @@
 // the V8 JS heap after a forced GC.
 //
 //   node bench/memory-probe.mjs [--agents 30] [--history 50] [--workers ours,think]
-//        [--scenarios empty-open,empty-closed,hist-open,hist-closed] [--inspect]
+//        [--scenarios empty-open,empty-closed,hist-open,hist-closed] [--stages K] [--vars K=V,…]
+//        [--ours-dir DIR]
+//        [--inspect]
+// --stages K builds K groups of N agents and prints the marginal cost of each further group
+// (the first group also pays one-off warm-up: wasm tier-up, JIT, heap and allocator growth).
 
 import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -23,7 +27,7 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { agents: 30, history: 50, workers: 'ours,think', scenarios: 'empty-open,empty-closed,hist-open,hist-closed', inspect: false };
+  const o = { 'ours-dir': '', vars: '', stages: 1, agents: 30, history: 50, workers: 'ours,think', scenarios: 'empty-open,empty-closed,hist-open,hist-closed', inspect: false };
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
     if (k === 'inspect') { o.inspect = true; continue; }
@@ -91,10 +95,10 @@ async function inspect(port) {
   });
   await send('HeapProfiler.enable');
   return {
-    async heapMiB() {
-      await send('HeapProfiler.collectGarbage');
+    async gc() { await send('HeapProfiler.collectGarbage'); },
+    async heap() {
       const h = await send('Runtime.getHeapUsage');
-      return h ? h.usedSize / 1048576 : NaN;
+      return h ? { used: h.usedSize / 1048576, total: h.totalSize / 1048576, raw: h } : null;
     },
     close: () => ws.close(),
   };
@@ -125,6 +129,15 @@ async function debugMemory(inst, name) {
 async function snapshot(inst, cdp, warmName) {
   await settle(inst, 3000);
   await sleep(500);
+  let heap = null;
+  let rssBeforeGcKiB = NaN;
+  if (cdp) {
+    rssBeforeGcKiB = inst.rss();
+    heap = { pre: await cdp.heap() };
+    await cdp.gc();
+    await sleep(300);
+    heap.post = await cdp.heap();
+  }
   const rss = [];
   for (let i = 0; i < 5; i++) { rss.push(inst.rss()); await sleep(100); }
   const maps = smaps(inst.pids[0]);
@@ -133,16 +146,17 @@ async function snapshot(inst, cdp, warmName) {
     maps,
     classes: byClass(maps),
     wasm: await debugMemory(inst, warmName),
-    heapMiB: cdp ? await cdp.heapMiB() : NaN,
+    heap,
+    rssBeforeGcKiB,
   };
 }
 
-async function buildAgents(inst, o, scenario) {
+async function buildAgents(inst, o, scenario, stage = 0) {
   const [content, socket] = scenario.split('-');
   const turns = content === 'hist' ? Math.ceil(o.history / 2) : 0;
   const tabs = [];
   for (let a = 0; a < o.agents; a += 10) {
-    const group = await Promise.all(Array.from({ length: Math.min(10, o.agents - a) }, (_, k) => openTab(inst, `${scenario}-${a + k}`)));
+    const group = await Promise.all(Array.from({ length: Math.min(10, o.agents - a) }, (_, k) => openTab(inst, `${scenario}-${stage ? `s${stage}-` : ''}${a + k}`)));
     await Promise.all(group.map(async (c, k) => {
       for (let i = 0; i < turns; i++) await turn(c, `[tokens:40] agent ${a + k} message ${i}`);
     }));
@@ -154,10 +168,12 @@ async function buildAgents(inst, o, scenario) {
 async function main() {
   const o = args();
   const work = mkdtempSync(join(tmpdir(), 'durable-chat-memprobe-'));
-  const ours = stageOurs(join(work, 'ours-build'));
+  // --ours-dir DIR: a saved index.js + index_bg.wasm instead of build/ (A/B of two builds).
+  const ours = o['ours-dir'] ? { dir: o['ours-dir'] } : stageOurs(join(work, 'ours-build'));
   const specs = workerSpecs(ours, ensureThinkBuilt());
   const model = await startModelServer();
   const bindings = { OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' };
+  for (const kv of o.vars.split(',').filter(Boolean)) { const [k, v] = kv.split('='); bindings[k] = v; }
   try {
     for (const key of o.workers.split(',')) {
       for (const scenario of o.scenarios.split(',')) {
@@ -174,6 +190,17 @@ async function main() {
           const before = await snapshot(inst, cdp, 'warm');
           tabs = await buildAgents(inst, o, scenario);
           const after = await snapshot(inst, cdp, 'warm');
+          let prevStage = after;
+          for (let stage = 1; stage < o.stages; stage++) {
+            tabs.push(...await buildAgents(inst, o, scenario, stage));
+            const next = await snapshot(inst, cdp, 'warm');
+            const wasm = next.wasm ? `, wasm memory +${fmt((next.wasm.wasmMemoryBytes - prevStage.wasm.wasmMemoryBytes) / 1024 / o.agents)} KiB/agent` : '';
+            const heap = cdp ? `, JS heap used +${fmt((next.heap.post.used - prevStage.heap.post.used) * 1024 / o.agents)} KiB/agent, committed +${fmt((next.heap.post.total - prevStage.heap.post.total) * 1024 / o.agents)}` : '';
+            const cls = Object.entries(next.classes).map(([c, v]) => [c, v - (prevStage.classes[c] ?? 0)]).filter(([, d]) => Math.abs(d) >= o.agents * 4)
+              .map(([c, d]) => `${c.split(' (')[0]} ${fmt(d / o.agents)}`).join('; ');
+            console.log(`  stage ${stage + 1} (${o.agents} more agents): RSS ${fmt(prevStage.rssKiB / 1024)} → ${fmt(next.rssKiB / 1024)} MiB = marginal ${fmt((next.rssKiB - prevStage.rssKiB) / o.agents)} KiB/agent${wasm}${heap} [${cls}]`);
+            prevStage = next;
+          }
           tabs.push(warm);
           const per = (kib) => fmt(kib / 1024 / o.agents * 1024); // KiB per agent
           console.log(`\n=== ${key} ${scenario}: ${o.agents} agents${scenario.startsWith('hist') ? ` × ${o.history} messages` : ''}`);
@@ -182,12 +209,20 @@ async function main() {
             console.log(`  wasm linear memory ${fmt(before.wasm.wasmMemoryBytes / 1048576)} → ${fmt(after.wasm.wasmMemoryBytes / 1048576)} MiB `
               + `(${per((after.wasm.wasmMemoryBytes - before.wasm.wasmMemoryBytes) / 1024)} KiB/agent); agents constructed by this wasm instance: ${before.wasm.hostsCreated} → ${after.wasm.hostsCreated}`);
           }
-          if (cdp) console.log(`  JS heap (after GC) ${fmt(before.heapMiB)} → ${fmt(after.heapMiB)} MiB (${fmt((after.heapMiB - before.heapMiB) * 1024 / o.agents)} KiB/agent)`);
+          if (cdp) {
+            const h = (s) => `used ${fmt(s.used)} / committed ${fmt(s.total)} MiB`;
+            console.log(`  RSS before forced GC: ${fmt(before.rssBeforeGcKiB / 1024)} → ${fmt(after.rssBeforeGcKiB / 1024)} MiB (${per(after.rssBeforeGcKiB - before.rssBeforeGcKiB)} KiB/agent)`);
+            console.log(`  JS heap before GC: ${h(before.heap.pre)} → ${h(after.heap.pre)}`);
+            console.log(`  JS heap after GC:  ${h(before.heap.post)} → ${h(after.heap.post)}; used ${fmt((after.heap.post.used - before.heap.post.used) * 1024 / o.agents)} KiB/agent, committed ${fmt((after.heap.post.total - before.heap.post.total) * 1024 / o.agents)} KiB/agent`);
+            console.log(`  raw after: ${JSON.stringify(after.heap.post.raw)}`);
+          }
           const classes = new Set([...Object.keys(before.classes), ...Object.keys(after.classes)]);
           for (const c of classes) {
             const d = (after.classes[c] ?? 0) - (before.classes[c] ?? 0);
             console.log(`  ${per(d).padStart(8)} KiB/agent  ${c} (${fmt((after.classes[c] ?? 0) / 1024)} MiB total)`);
           }
+          const one = await debugMemory(inst, `${scenario}-0`);
+          if (one) console.log(`  agent ${scenario}-0: ${JSON.stringify(one)}`);
           const disk = diskBytes(inst.persistDir);
           console.log(`  on disk: ${disk.files} dbs, ${fmt(disk.db / 1024 / disk.files)} KiB db + ${fmt(disk.wal / 1024 / disk.files)} KiB WAL + ${fmt(disk.shm / 1024 / disk.files)} KiB shm per db`);
           const bigReservations = after.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024);

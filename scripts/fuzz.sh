@@ -2,10 +2,12 @@
 # Bounded-time fuzzing with cargo-fuzz (libFuzzer): runs each target for N seconds (default 60)
 # starting from the committed seed corpus in fuzz/corpus/<target>/, and prints the executions
 # count and whether anything crashed. Installs cargo-fuzz from crates.io if missing. cargo-fuzz
-# needs nightly-only rustc flags (-Z sanitizer, sancov passes): it runs on the installed stable
-# toolchain with RUSTC_BOOTSTRAP=1, so no other toolchain is downloaded. New inputs libFuzzer
-# finds go to fuzz/target/fuzz-corpus/<target>/ (not committed); crash reproducers to
-# fuzz/artifacts/<target>/ (replayed by `cargo test` in fuzz/). Exits non-zero on a crash.
+# needs nightly-only rustc flags (-Z options for the sancov coverage passes): it runs on the
+# installed stable toolchain with RUSTC_BOOTSTRAP=1, so no other toolchain is downloaded. No
+# sanitizer (`-s none`): the crate has no unsafe code, and ASan would cost 3x the executions.
+# New inputs libFuzzer finds go to fuzz/target/fuzz-corpus/<target>/ (not committed); crash
+# reproducers to fuzz/artifacts/<target>/ (replayed by `cargo test` in fuzz/). Exits non-zero on
+# a crash.
 # usage: bash scripts/fuzz.sh [seconds-per-target] [target...]   (targets: frame_parser core_events)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

@@ -104,7 +104,11 @@ fn main() {
         fs::write(events_dir.join(format!("seed-{kept:02}.bin")), &data).unwrap();
         kept += 1;
     }
-    println!("{} frame seeds, {kept} event seeds covering {} features:", frame_seeds().len(), seen.len());
+    println!(
+        "{} frame seeds, {kept} event seeds covering {} features:",
+        frame_seeds().len(),
+        seen.len()
+    );
     for feature in &seen {
         println!("  {feature}");
     }

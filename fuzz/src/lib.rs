@@ -56,7 +56,12 @@ pub fn frame_parser(data: &[u8]) {
         _ => {}
     }
     // The same frame through a fresh core with small limits.
-    let mut core = new_core(config(Concurrency::Queue), StoredState::default(), SharedIds::default(), 0);
+    let mut core = new_core(
+        config(Concurrency::Queue),
+        StoredState::default(),
+        SharedIds::default(),
+        0,
+    );
     let conn: ConnId = Rc::from("tab-0");
     core.handle(Event::Connected { conn: conn.clone() }, 0);
     core.handle(
@@ -100,7 +105,9 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         ToolSpec::new("delete_file", "delete", json!({"type":"object"}))
             .needs_approval(ApprovalRule::Always),
         ToolSpec::new("maybe_ask", "asks when told", json!({"type":"object"})).needs_approval(
-            ApprovalRule::When(Rc::new(|input: &Value| input.get("ask") == Some(&json!(true)))),
+            ApprovalRule::When(Rc::new(|input: &Value| {
+                input.get("ask") == Some(&json!(true))
+            })),
         ),
     ];
     config.max_steps = 3;
@@ -368,7 +375,7 @@ impl Sim {
         self.dispatched += 1;
         // Comparing the whole transcript is the costly check: after every
         // write, and every few events even without one.
-        self.check(wrote || self.dispatched % 8 == 0);
+        self.check(wrote || self.dispatched.is_multiple_of(8));
     }
 
     fn note(&mut self, feature: impl FnOnce() -> String) {
@@ -846,8 +853,10 @@ impl Sim {
             body.to_string()
         };
         let method = if u.ratio(1, 12)? { "GET" } else { "POST" };
-        Ok(json!({"id": self.request_id(u)?, "init": {"method": method, "body": body_text},
-                  "type": "cf_agent_use_chat_request"}))
+        Ok(
+            json!({"id": self.request_id(u)?, "init": {"method": method, "body": body_text},
+                  "type": "cf_agent_use_chat_request"}),
+        )
     }
 
     fn frame(&mut self, u: &mut Unstructured) -> R<String> {
@@ -888,7 +897,9 @@ impl Sim {
                 let id = pick(u, &self.request_ids.clone())?.unwrap_or_default();
                 json!({"type":"cf_agent_stream_resume_ack","id": id})
             }
-            13 => json!({"type":"cf_agent_chat_messages","messages":[{"id":"forged","role":"assistant","parts":[]}]}),
+            13 => {
+                json!({"type":"cf_agent_chat_messages","messages":[{"id":"forged","role":"assistant","parts":[]}]})
+            }
             _ => {
                 // Raw bytes from the input, as text.
                 let len = u.int_in_range(0..=64usize)?;
@@ -917,7 +928,12 @@ fn mutate(u: &mut Unstructured, text: String) -> R<String> {
     let at = cut(u.int_in_range(0..=text.len())?);
     Ok(match u.int_in_range(0..=3u8)? {
         0 => text[..at].to_string(),
-        1 => format!("{}{}{}", &text[..at], pick_str(u, &["\"", "{", "]", ",", "\\", "null"])?, &text[at..]),
+        1 => format!(
+            "{}{}{}",
+            &text[..at],
+            pick_str(u, &["\"", "{", "]", ",", "\\", "null"])?,
+            &text[at..]
+        ),
         2 => format!("{}{}", &text[..at], &text[..at]),
         _ => {
             let end = cut(at + u.int_in_range(0..=16usize)?);

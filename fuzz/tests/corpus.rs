@@ -24,10 +24,22 @@ fn replay(dir: &Path, run: fn(&[u8])) -> usize {
 #[test]
 fn the_seed_corpus_replays_without_a_violation() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let frames = replay(&root.join("corpus/frame_parser"), durable_chat_fuzz::frame_parser);
-    let events = replay(&root.join("corpus/core_events"), durable_chat_fuzz::core_events);
-    replay(&root.join("artifacts/frame_parser"), durable_chat_fuzz::frame_parser);
-    replay(&root.join("artifacts/core_events"), durable_chat_fuzz::core_events);
+    let frames = replay(
+        &root.join("corpus/frame_parser"),
+        durable_chat_fuzz::frame_parser,
+    );
+    let events = replay(
+        &root.join("corpus/core_events"),
+        durable_chat_fuzz::core_events,
+    );
+    replay(
+        &root.join("artifacts/frame_parser"),
+        durable_chat_fuzz::frame_parser,
+    );
+    replay(
+        &root.join("artifacts/core_events"),
+        durable_chat_fuzz::core_events,
+    );
     assert!(frames >= 10, "frame_parser seeds: {frames}");
     assert!(events >= 10, "core_events seeds: {events}");
 }

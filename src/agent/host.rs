@@ -2,11 +2,12 @@
 //! model stream, tool results, timers) and carries out its effects. Makes no
 //! protocol decisions of its own.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures::future::{AbortHandle, Abortable};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen_futures::spawn_local;
@@ -47,8 +48,11 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
-    timer_generation: RefCell<HashMap<Timer, u64>>,
-    next_timer: Cell<u64>,
+    /// The pending in-isolate timer of each kind. Re-arming or clearing one
+    /// aborts the previous wait, which drops its `Delay` (clearTimeout) and its
+    /// closure, so superseded timers (e.g. a 120 s stall check per turn) do
+    /// not pile up until they expire.
+    timers: RefCell<HashMap<Timer, AbortHandle>>,
     /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
     debug_memory: bool,
 }
@@ -96,8 +100,7 @@ impl AgentHost {
                 .collect(),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
-            timer_generation: RefCell::new(HashMap::new()),
-            next_timer: Cell::new(0),
+            timers: RefCell::new(HashMap::new()),
             debug_memory,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -180,6 +183,8 @@ impl AgentHost {
             "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
             "messages": core.messages().len(),
             "sockets": self.sockets.borrow().len(),
+            "pendingTimers": self.timers.borrow().len(),
+            "sqliteDatabaseBytes": self.store.database_size(),
         })
     }
 
@@ -331,7 +336,9 @@ impl AgentHost {
                 Effect::SetTimer { timer, at_ms } => self.set_timer(timer, at_ms),
                 Effect::ClearTimer { timer } if timer.is_durable() => self.clear_alarm(),
                 Effect::ClearTimer { timer } => {
-                    self.bump_timer(timer);
+                    if let Some(pending) = self.timers.borrow_mut().remove(&timer) {
+                        pending.abort();
+                    }
                 }
             }
         }
@@ -359,21 +366,22 @@ impl AgentHost {
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
-    fn bump_timer(&self, timer: Timer) -> u64 {
-        let generation = self.next_timer.get() + 1;
-        self.next_timer.set(generation);
-        self.timer_generation.borrow_mut().insert(timer, generation);
-        generation
-    }
-
     fn set_timer(self: &Rc<Self>, timer: Timer, at_ms: u64) {
-        let generation = self.bump_timer(timer);
         let wait = at_ms.saturating_sub(now_ms());
-        let host = self.clone();
+        let (handle, registration) = AbortHandle::new_pair();
+        if let Some(previous) = self.timers.borrow_mut().insert(timer, handle) {
+            previous.abort();
+        }
+        let delay = Abortable::new(Delay::from(Duration::from_millis(wait)), registration);
+        let host = Rc::downgrade(self);
         spawn_local(async move {
-            Delay::from(Duration::from_millis(wait)).await;
-            let current = host.timer_generation.borrow().get(&timer).copied();
-            if current == Some(generation) {
+            // A re-arm or clear aborts this wait (checked before the wake-up
+            // is seen), so an `Ok` means this is still the current timer.
+            if delay.await.is_err() {
+                return;
+            }
+            if let Some(host) = host.upgrade() {
+                host.timers.borrow_mut().remove(&timer);
                 host.dispatch(Event::Timer(timer));
             }
         });

@@ -110,6 +110,12 @@ impl SqlStore {
         Ok(state)
     }
 
+    /// Bytes the database occupies (pages × page size); debug output only.
+    /// (PRAGMA page_count / cache_size are refused by the runtime: SQLITE_AUTH.)
+    pub fn database_size(&self) -> usize {
+        self.sql.database_size()
+    }
+
     pub fn config_value(&self, key: ConfigKey) -> worker::Result<Option<String>> {
         let rows: Vec<TextRow> = self
             .sql

@@ -332,21 +332,21 @@ const ROWS = [
     expect: chatError(/approved/),
   },
   {
-    name: 'an approval for an id that does not exist',
+    name: 'an approval for an id that does not exist (ignored)',
     frame: { type: 'cf_agent_tool_approval', toolCallId: 'call_ghost', approved: true, autoContinue: true },
-    expect: chatError(/waiting for approval/),
+    expect: silence,
   },
   {
-    name: 'an approval for a part that never asked',
+    name: 'an approval for a part that never asked (ignored)',
     setup: weatherTurn,
     frame: (ctx) => ({ type: 'cf_agent_tool_approval', toolCallId: ctx.toolCallId, approved: true, autoContinue: true }),
-    expect: chatError(/waiting for approval/),
+    expect: silence,
   },
   {
-    name: 'an approval for a call already answered',
+    name: 'an approval for a call already answered (ignored: the denial stands)',
     setup: deniedApprovalTurn,
     frame: (ctx) => ({ type: 'cf_agent_tool_approval', toolCallId: ctx.toolCallId, approved: true, autoContinue: true }),
-    expect: chatError(/waiting for approval/),
+    expect: silence,
   },
 
   // -- history forging

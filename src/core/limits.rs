@@ -111,6 +111,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_message_id_over_the_id_limit_is_refused() {
+        let request = |id: String| ChatRequest {
+            messages: vec![crate::protocol::UIMessage::user_text(id, "hi")],
+            trigger: crate::protocol::Trigger::Submit,
+            client_tools: None,
+            body: Default::default(),
+        };
+        let limits = Limits::default();
+        assert!(limits
+            .check_chat_request(&request("m".repeat(MAX_ID_BYTES)))
+            .is_ok());
+        let error = limits
+            .check_chat_request(&request("m".repeat(MAX_ID_BYTES + 1)))
+            .unwrap_err();
+        assert!(error.contains("too long"), "{error}");
+    }
+
+    #[test]
     fn the_leading_id_of_an_oversized_frame_is_found_without_parsing_it() {
         assert_eq!(
             leading_request_id(r#"{"id":"Xy12Ab34","init":{"method":"POST","body":"…"#),

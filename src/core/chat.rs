@@ -60,7 +60,7 @@ impl Core {
             && trigger == TurnTrigger::Submit
             && self.config.concurrency == Concurrency::Drop
         {
-            let message_ids = super::transcript::trailing_user_ids(&request.messages);
+            let message_ids = super::transcript::trailing_user_ids(request.messages.iter());
             let snapshot = server::chat_messages(&self.transcript.messages(), false);
             self.send_to(vec![conn.clone()], snapshot);
             self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
@@ -142,6 +142,10 @@ impl Core {
         } else {
             turn.requester.iter().cloned().collect()
         };
+        self.send_skipped(to, &turn);
+    }
+
+    fn send_skipped(&mut self, to: Vec<ConnId>, turn: &QueuedTurn) {
         self.send_terminal(
             to,
             &turn.request_id,
@@ -194,13 +198,7 @@ impl Core {
                 (Some(requester), true) => vec![requester.clone()],
                 _ => self.conns.chat(),
             };
-            self.send_terminal(
-                to,
-                &turn.request_id,
-                Outcome::Skipped,
-                Some(&turn.message_ids),
-                turn.is_continuation(),
-            );
+            self.send_skipped(to, &turn);
         }
         self.continuation = None;
         if self.active.is_some() {

@@ -214,17 +214,7 @@ impl Core {
         if self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some() {
             return;
         }
-        let stranded: Vec<String> = {
-            let mut ids: Vec<String> = self
-                .transcript
-                .iter()
-                .rev()
-                .take_while(|m| m.role == Role::User)
-                .map(|m| m.id.clone())
-                .collect();
-            ids.reverse();
-            ids
-        };
+        let stranded = super::transcript::trailing_user_ids(self.transcript.iter());
         if stranded.is_empty() {
             return;
         }
@@ -259,15 +249,10 @@ impl Core {
     fn fail_approved_runs(&mut self) -> bool {
         let started: Vec<String> = self
             .transcript
-            .last_assistant()
-            .map(|m| {
-                m.tool_parts()
-                    .filter(|t| t.state == ToolState::ApprovalResponded)
-                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
-                    .map(|t| t.tool_call_id.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .approved_calls()
+            .into_iter()
+            .map(|t| t.tool_call_id.clone())
+            .collect();
         for id in &started {
             let Some(entry) = self.transcript.owner_of_mut(id) else {
                 continue;

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::model::{openai, FinishReason, ModelEvent};
-use crate::protocol::{server, Outcome, ResponseFrame, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Outcome, ResponseFrame, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
 use super::config::TurnContext;
@@ -169,18 +169,13 @@ impl Core {
     fn run_approved_calls(&mut self) -> bool {
         let approved: Vec<(String, String, Value)> = self
             .transcript
-            .last_assistant()
-            .map(|m| {
-                m.tool_parts()
-                    .filter(|t| t.state == ToolState::ApprovalResponded)
-                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
-                    .map(|t| {
-                        let input = t.input.clone().unwrap_or_else(|| serde_json::json!({}));
-                        (t.tool_call_id.clone(), t.tool_name.clone(), input)
-                    })
-                    .collect()
+            .approved_calls()
+            .into_iter()
+            .map(|t| {
+                let input = t.input.clone().unwrap_or_else(|| serde_json::json!({}));
+                (t.tool_call_id.clone(), t.tool_name.clone(), input)
             })
-            .unwrap_or_default();
+            .collect();
         for (tool_call_id, tool_name, input) in &approved {
             self.run_tool(tool_call_id, tool_name, input.clone(), None);
         }

@@ -167,7 +167,7 @@ impl Transcript {
     /// message are removed so the new answer replaces them.
     pub fn reconcile(&mut self, incoming: &[UIMessage], regenerate: bool) -> Reconciled {
         let mut out = Reconciled {
-            message_ids: trailing_user_ids(incoming),
+            message_ids: trailing_user_ids(incoming.iter()),
             ..Default::default()
         };
         if regenerate {
@@ -189,6 +189,18 @@ impl Transcript {
             }
         }
         out
+    }
+
+    /// Calls of the latest answer a person approved that have not run yet.
+    pub fn approved_calls(&self) -> Vec<&crate::protocol::ToolPart> {
+        self.last_assistant()
+            .map(|m| {
+                m.tool_parts()
+                    .filter(|t| t.state == ToolState::ApprovalResponded)
+                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The newest message holding `tool_call_id`.
@@ -289,9 +301,10 @@ pub fn apply_approval(tool: &mut ToolPart, approved: bool) -> bool {
 }
 
 /// Ids of the trailing run of user messages (the `messageIds` of a request).
-pub(super) fn trailing_user_ids(messages: &[UIMessage]) -> Vec<String> {
+pub(super) fn trailing_user_ids<'a>(
+    messages: impl DoubleEndedIterator<Item = &'a UIMessage>,
+) -> Vec<String> {
     let mut ids: Vec<String> = messages
-        .iter()
         .rev()
         .take_while(|m| m.role == Role::User)
         .map(|m| m.id.clone())

@@ -11,14 +11,6 @@ use durable_chat::core::{ApprovalRule, ToolSpec};
 use serde_json::{json, Value};
 use sim::*;
 
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 /// A turn in which the model asks to delete a file (needs approval).
 fn approval_turn(sim: &mut Sim) -> String {
     sim.script(Reply::tool_call(

@@ -8,14 +8,6 @@ use durable_chat::model::{FinishReason, ModelEvent};
 use serde_json::json;
 use sim::*;
 
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 #[test]
 fn the_chunk_log_is_written_in_batches_not_per_token() {
     let mut sim = two_tabs();

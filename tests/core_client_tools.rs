@@ -12,36 +12,6 @@ use durable_chat::core::{ConfigKey, TurnConfig, TurnTrigger};
 use serde_json::{json, Value};
 use sim::*;
 
-fn location_tool() -> Value {
-    json!([{"name": "getLocation", "description": "Where the user is", "parameters": {"type": "object"}}])
-}
-
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
-/// A turn in which the model calls the client tool `getLocation` once per id.
-fn client_call_turn(sim: &mut Sim, request_id: &str, call_ids: &[&str]) {
-    let calls: Vec<(&str, &str, Value)> = call_ids
-        .iter()
-        .map(|id| (*id, "getLocation", json!({"precise": true})))
-        .collect();
-    sim.script(Reply::tool_calls(&calls));
-    sim.send(
-        "a",
-        chat_request_with(
-            request_id,
-            &[user("u1", "where am I?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
-    sim.run_until_idle();
-}
-
 #[test]
 fn client_tools_are_sticky_until_replaced_or_cleared() {
     let mut sim = two_tabs();

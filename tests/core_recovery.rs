@@ -22,18 +22,6 @@ const RECOVERING: &str = "cf_agent_chat_recovering";
 const INTERRUPTED: &str = "The tool call was interrupted before a result was recorded.";
 const EXHAUSTED: &str = "The assistant was interrupted and could not recover. Please try again.";
 
-fn location_tool() -> Value {
-    json!([{"name": "getLocation", "description": "Where the user is", "parameters": {"type": "object"}}])
-}
-
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 /// The write-ahead record of the stream `request_id` (it must be open).
 fn open_stream(sim: &Sim, request_id: &str) -> StreamRecord {
     sim.store

@@ -7,14 +7,6 @@ mod sim;
 use serde_json::{json, Value};
 use sim::*;
 
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 fn location_tool() -> Value {
     json!([{"name": "getLocation"}])
 }

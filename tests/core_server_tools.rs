@@ -7,14 +7,6 @@ mod sim;
 use serde_json::json;
 use sim::*;
 
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 #[test]
 fn a_server_tool_turn_runs_the_tool_and_takes_a_second_step() {
     let mut sim = two_tabs();

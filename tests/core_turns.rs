@@ -7,14 +7,6 @@ mod sim;
 use serde_json::{json, Value};
 use sim::*;
 
-fn two_tabs() -> Sim {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.connect("b");
-    sim.clear_frames();
-    sim
-}
-
 fn chunk_seqs(frames: &[Value], id: &str) -> Vec<u64> {
     live_chunks(frames, id)
         .iter()

@@ -7,10 +7,13 @@
 
 pub mod frames;
 pub mod model;
+pub mod scenarios;
 pub mod store;
 
 pub use frames::*;
 pub use model::*;
+#[allow(unused_imports)]
+pub use scenarios::*;
 pub use store::*;
 
 use std::cell::RefCell;

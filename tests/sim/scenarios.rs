@@ -1,0 +1,38 @@
+//! Set-ups shared by the behaviour tests: two connected tabs, the client tool
+//! `getLocation`, and a turn in which the model calls it.
+
+use serde_json::{json, Value};
+
+use super::{chat_request_with, user, Reply, Sim};
+
+/// Tabs `a` and `b` connected, their connect frames forgotten.
+pub fn two_tabs() -> Sim {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    sim
+}
+
+/// The browser tool schema tabs send as `clientTools`.
+pub fn location_tool() -> Value {
+    json!([{"name": "getLocation", "description": "Where the user is", "parameters": {"type": "object"}}])
+}
+
+/// A turn from tab `a` in which the model calls `getLocation` once per id.
+pub fn client_call_turn(sim: &mut Sim, request_id: &str, call_ids: &[&str]) {
+    let calls: Vec<(&str, &str, Value)> = call_ids
+        .iter()
+        .map(|id| (*id, "getLocation", json!({"precise": true})))
+        .collect();
+    sim.script(Reply::tool_calls(&calls));
+    sim.send(
+        "a",
+        chat_request_with(
+            request_id,
+            &[user("u1", "where am I?")],
+            json!({"clientTools": location_tool()}),
+        ),
+    );
+    sim.run_until_idle();
+}

@@ -278,14 +278,7 @@ impl AgentHost {
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::Send { to, frame } => {
-                    let sockets = self.sockets.borrow();
-                    for conn in &to {
-                        if let Some(ws) = sockets.get(conn) {
-                            let _ = ws.send_with_str(&*frame);
-                        }
-                    }
-                }
+                Effect::Send { to, frame } => self.send_frame(&to, &frame),
                 Effect::Store(op) => {
                     if let Err(e) = self.store.apply(&op) {
                         worker::console_error!("storage write failed: {e}");
@@ -340,6 +333,25 @@ impl AgentHost {
                         pending.abort();
                     }
                 }
+            }
+        }
+    }
+
+    /// Sends one frame to each listed socket. The text crosses into JS once:
+    /// every socket gets the same JS string (a broadcast to N tabs would
+    /// otherwise decode the UTF-8 N times).
+    fn send_frame(&self, to: &[ConnId], frame: &str) {
+        let sockets = self.sockets.borrow();
+        if let [conn] = to {
+            if let Some(ws) = sockets.get(conn) {
+                let _ = ws.send_with_str(frame);
+            }
+            return;
+        }
+        let text = wasm_bindgen::JsValue::from_str(frame);
+        for conn in to {
+            if let Some(ws) = sockets.get(conn) {
+                let _ = send_js_string(ws.as_ref(), &text);
             }
         }
     }
@@ -494,4 +506,21 @@ pub fn request_info(req: &Request) -> worker::Result<RequestInfo> {
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect(),
     })
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// A WebSocket seen only through `send`, so a string already in JS can be sent.
+    type JsSocket;
+
+    #[wasm_bindgen(method, catch, js_name = send)]
+    fn send(this: &JsSocket, data: &wasm_bindgen::JsValue) -> Result<(), wasm_bindgen::JsValue>;
+}
+
+fn send_js_string(
+    socket: &worker::worker_sys::web_sys::WebSocket,
+    text: &wasm_bindgen::JsValue,
+) -> Result<(), wasm_bindgen::JsValue> {
+    use wasm_bindgen::JsCast;
+    socket.unchecked_ref::<JsSocket>().send(text)
 }

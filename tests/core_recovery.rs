@@ -240,16 +240,7 @@ fn an_eviction_mid_server_tool_turns_the_call_into_an_interrupted_error_and_the_
 #[test]
 fn a_turn_waiting_for_a_client_tool_is_parked_across_evictions_and_hours_then_continues() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call("c1", "getLocation", json!({})));
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where am I?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
-    sim.run_until_idle();
+    client_call_turn(&mut sim, "r1", &["c1"]);
     assert_eq!(
         terminal(sim.frames("a"), "r1").unwrap()["outcome"],
         "completed"
@@ -401,16 +392,7 @@ fn an_approved_call_cut_by_an_eviction_is_not_run_twice_and_the_model_goes_on() 
 #[test]
 fn a_continuation_cut_before_its_first_token_is_run_again() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call("c1", "getLocation", json!({})));
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where am I?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
-    sim.run_until_idle();
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.script(Reply::words(5).every(200));
     sim.send("a", tool_result("c1", json!({"city": "Paris"}), true));
     sim.advance(100);
@@ -442,16 +424,7 @@ fn a_continuation_cut_before_its_first_token_is_run_again() {
 #[test]
 fn a_continuation_owed_when_the_core_is_evicted_inside_its_coalescing_window_still_runs() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call("c1", "getLocation", json!({})));
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where am I?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
-    sim.run_until_idle();
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.send("a", tool_result("c1", json!({"city": "Paris"}), true));
     assert_eq!(
         sim.requests().len(),

@@ -11,18 +11,6 @@ use durable_chat::core::{ApprovalRule, ToolSpec};
 use serde_json::{json, Value};
 use sim::*;
 
-/// A turn in which the model asks to delete a file (needs approval).
-fn approval_turn(sim: &mut Sim) -> String {
-    sim.script(Reply::tool_call(
-        "c1",
-        "delete_file",
-        json!({"path": "/tmp/x"}),
-    ));
-    sim.send("a", chat_request("r1", &[user("u1", "delete /tmp/x")]));
-    sim.run_until_idle();
-    sim.store.message_ids()[1].clone()
-}
-
 fn continuation_id(frames: &[Value]) -> String {
     of_type(frames, RESPONSE)
         .into_iter()

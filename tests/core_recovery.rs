@@ -303,14 +303,7 @@ fn a_turn_waiting_for_a_client_tool_is_parked_across_evictions_and_hours_then_co
 #[test]
 fn a_turn_waiting_for_an_approval_is_parked_and_an_approval_after_the_eviction_runs_the_tool() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call(
-        "c1",
-        "delete_file",
-        json!({"path": "/tmp/x"}),
-    ));
-    sim.send("a", chat_request("r1", &[user("u1", "delete /tmp/x")]));
-    sim.run_until_idle();
-    let answer = sim.store.message_ids()[1].clone();
+    let answer = approval_turn(&mut sim);
     sim.clear_frames();
 
     sim.evict();
@@ -339,14 +332,7 @@ fn a_turn_waiting_for_an_approval_is_parked_and_an_approval_after_the_eviction_r
 #[test]
 fn an_approved_call_cut_by_an_eviction_is_not_run_twice_and_the_model_goes_on() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call(
-        "c1",
-        "delete_file",
-        json!({"path": "/tmp/x"}),
-    ));
-    sim.send("a", chat_request("r1", &[user("u1", "delete /tmp/x")]));
-    sim.run_until_idle();
-    let answer = sim.store.message_ids()[1].clone();
+    let answer = approval_turn(&mut sim);
     sim.script_tool(
         "delete_file",
         ToolReply::ok(json!({"deleted": "/tmp/x"})).after(2_000),

@@ -1,9 +1,9 @@
 //! Set-ups shared by the behaviour tests: two connected tabs, the client tool
-//! `getLocation`, and a turn in which the model calls it.
+//! `getLocation`, a turn in which the model calls it, and one that asks for approval.
 
 use serde_json::{json, Value};
 
-use super::{chat_request_with, user, Reply, Sim};
+use super::{chat_request, chat_request_with, user, Reply, Sim};
 
 /// Tabs `a` and `b` connected, their connect frames forgotten.
 pub fn two_tabs() -> Sim {
@@ -35,4 +35,17 @@ pub fn client_call_turn(sim: &mut Sim, request_id: &str, call_ids: &[&str]) {
         ),
     );
     sim.run_until_idle();
+}
+
+/// A turn from tab `a` in which the model asks to delete a file (needs
+/// approval); returns the id of the stored answer.
+pub fn approval_turn(sim: &mut Sim) -> String {
+    sim.script(Reply::tool_call(
+        "c1",
+        "delete_file",
+        json!({"path": "/tmp/x"}),
+    ));
+    sim.send("a", chat_request("r1", &[user("u1", "delete /tmp/x")]));
+    sim.run_until_idle();
+    sim.store.message_ids()[1].clone()
 }

@@ -14,7 +14,7 @@ mod sim;
 use std::collections::{BTreeMap, BTreeSet};
 
 use durable_chat::core::context::CONTINUE_INSTRUCTION;
-use durable_chat::core::{ConfigKey, StreamRecord, Timer};
+use durable_chat::core::{Concurrency, ConfigKey, StreamRecord, Timer};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -1480,4 +1480,94 @@ fn random_evictions_never_lose_a_message_duplicate_an_answer_or_leave_a_turn_stu
             log.join("\n")
         );
     }
+}
+
+#[test]
+fn a_submit_queued_behind_a_cut_turn_survives_the_eviction_and_is_answered() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(10).every(100));
+    sim.send("a", chat_request("r1", &[user("u1", "first")]));
+    sim.advance(350);
+    sim.send(
+        "b",
+        chat_request("r2", &[user("u1", "first"), user("u2", "second")]),
+    );
+    assert!(
+        sim.store.config.contains_key("queue"),
+        "the accepted turn is written down"
+    );
+    sim.script(Reply::text("Second answer."));
+    sim.evict();
+    sim.run_until_idle();
+    let transcript = sim.transcript();
+    let roles: Vec<&str> = transcript
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert!(
+        text_of(&transcript[1]).starts_with("w0"),
+        "the cut answer is kept in its place"
+    );
+    assert_eq!(transcript[2]["id"], "u2");
+    assert_eq!(text_of(&transcript[3]), "Second answer.");
+    assert_eq!(
+        sim.requests().len(),
+        2,
+        "the user moved on: the cut turn is not continued, the queued one runs"
+    );
+    assert!(
+        !sim.store.config.contains_key("queue"),
+        "nothing is left waiting"
+    );
+}
+
+#[test]
+fn a_queued_turn_cancelled_before_an_eviction_stays_cancelled() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(10).every(100));
+    sim.send("a", chat_request("r1", &[user("u1", "first")]));
+    sim.advance(150);
+    sim.send(
+        "b",
+        chat_request("r2", &[user("u1", "first"), user("u2", "second")]),
+    );
+    sim.send("b", cancel("r2"));
+    sim.evict();
+    sim.advance(60_000);
+    sim.run_until_idle();
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "nothing runs for the cancelled turn"
+    );
+    let last = sim.transcript().last().cloned().unwrap_or_default();
+    assert_eq!(last["id"], "u2", "the cancelled message stays unanswered");
+}
+
+#[test]
+fn a_debounced_turn_waiting_out_its_window_runs_after_an_eviction() {
+    let mut sim = Sim::with(|c| c.concurrency = Concurrency::Debounce { ms: 500 });
+    sim.connect("a");
+    sim.script(Reply::words(10).every(100));
+    sim.send("a", chat_request("r1", &[user("u1", "first")]));
+    sim.advance(1_000);
+    sim.send(
+        "a",
+        chat_request("r2", &[user("u1", "first"), user("u2", "second")]),
+    );
+    sim.advance(200);
+    assert_eq!(sim.requests().len(), 1, "still inside the quiet window");
+    sim.script(Reply::text("Second answer."));
+    sim.evict();
+    sim.advance(1_000);
+    sim.run_until_idle();
+    assert_eq!(sim.requests().len(), 2);
+    let transcript = sim.transcript();
+    assert_eq!(text_of(transcript.last().unwrap()), "Second answer.");
+    let started = sim.requests()[1].at;
+    assert!(
+        started >= 1_500,
+        "not before the window ends (started at {started})"
+    );
 }

@@ -133,7 +133,8 @@ impl Default for FlushPolicy {
 }
 
 /// Why a turn runs (`TurnContext::trigger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TurnTrigger {
     Submit,
     Regenerate,

@@ -168,6 +168,8 @@ pub enum ConfigKey {
     InstanceName,
     /// The budget of the recovery in progress.
     Recovery,
+    /// Turns accepted but not started yet.
+    Queue,
 }
 
 impl ConfigKey {
@@ -178,6 +180,7 @@ impl ConfigKey {
             ConfigKey::TerminalError => "terminal_error",
             ConfigKey::InstanceName => "instance_name",
             ConfigKey::Recovery => "recovery",
+            ConfigKey::Queue => "queue",
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct StoredState {
     /// The budget of a recovery in progress and whether an automatic
     /// continuation is owed (JSON), if any.
     pub recovery: Option<String>,
+    /// Turns accepted but not started (JSON), if any.
+    pub queue: Option<String>,
 }
 
 /// An automatic continuation that has been asked for but not yet queued.
@@ -130,7 +132,7 @@ impl Core {
             now: now_ms,
             transcript: Transcript::from_entries(stored.messages),
             conns: Connections::default(),
-            queue: TurnQueue::default(),
+            queue: restored_queue(stored.queue.as_deref()),
             active: None,
             continuation,
             client_tools: stored.client_tools,
@@ -172,6 +174,22 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+        }
+        self.write_down_queue();
+    }
+
+    /// Stores the queue after an event changed it (in the same write batch as
+    /// the messages it refers to).
+    fn write_down_queue(&mut self) {
+        let Some(turns) = self.queue.take_changes() else {
+            return;
+        };
+        if turns.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::Queue,
+            });
+        } else {
+            self.put_config(ConfigKey::Queue, &turns);
         }
     }
 
@@ -324,4 +342,12 @@ impl Core {
         let value = serde_json::to_string(value).unwrap_or_default();
         self.store(StoreOp::PutConfig { key, value });
     }
+}
+
+fn restored_queue(stored: Option<&str>) -> TurnQueue {
+    let mut queue = TurnQueue::default();
+    if let Some(turns) = stored.and_then(|text| serde_json::from_str(text).ok()) {
+        queue.restore(turns);
+    }
+    queue
 }

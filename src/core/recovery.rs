@@ -70,16 +70,13 @@ enum Plan {
 
 impl Core {
     pub(super) fn on_woke(&mut self) {
-        let cut = std::mem::take(&mut self.cut_streams);
-        let was_busy = !cut.is_empty();
-        for open in cut {
+        for open in std::mem::take(&mut self.cut_streams) {
             self.recover(open);
         }
-        // An owed continuation (restored from the store) runs once its batch is complete.
+        // An owed continuation (restored from the store) runs once its batch is
+        // complete; turns accepted before the eviction run in their order.
         self.try_start_continuation();
-        if was_busy {
-            self.answer_stranded_messages();
-        }
+        self.pump();
     }
 
     pub(super) fn on_heartbeat(&mut self) {
@@ -147,7 +144,7 @@ impl Core {
             Plan::Retry => TurnTrigger::RecoveryRetry,
             _ => TurnTrigger::RecoveryContinue,
         };
-        self.queue.push(QueuedTurn {
+        self.queue.push_front(QueuedTurn {
             message_ids: open.record.origin_message_ids.clone(),
             recovery_root: Some(root),
             resume_message: continue_into,
@@ -205,41 +202,6 @@ impl Core {
             }
             _ => self.transcript.upsert(message),
         }
-    }
-
-    /// User messages stored after the cut turn's (submits queued behind it)
-    /// lost their turn with the isolate: the queue is not durable. With
-    /// nothing else to run, they are answered as a fresh turn.
-    fn answer_stranded_messages(&mut self) {
-        if self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some() {
-            return;
-        }
-        let stranded = super::transcript::trailing_user_ids(self.transcript.iter());
-        if stranded.is_empty() {
-            return;
-        }
-        let failed = self
-            .terminal_error
-            .as_ref()
-            .is_some_and(|e| stranded.iter().any(|id| e.message_ids.contains(id)));
-        if failed {
-            return;
-        }
-        let request_id = self.new_id(IdKind::Request);
-        self.recovering = Some(request_id.clone());
-        let to = self.conns.chat();
-        self.send_to(to, server::chat_recovering(true, &request_id));
-        self.queue.push(QueuedTurn {
-            message_ids: stranded,
-            recovery_root: Some(request_id.clone()),
-            ..QueuedTurn::new(
-                request_id,
-                TurnTrigger::RecoveryRetry,
-                self.now,
-                self.queue.generation,
-            )
-        });
-        self.pump();
     }
 
     /// A continuation starts by running the calls a person approved (in the

@@ -85,15 +85,79 @@ pub enum FrontDecision {
     Empty,
 }
 
+/// What of a queued turn is written down, so accepted turns survive an
+/// eviction. Connections do not outlive the isolate, so no requester is kept;
+/// a sub-agent turn run by a parent's executor is not kept either (the
+/// executor is a live reference).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DurableTurn {
+    pub request_id: String,
+    pub trigger: TurnTrigger,
+    pub message_ids: Vec<String>,
+    pub submitted_at: u64,
+    #[serde(default)]
+    pub overlapped: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Map<String, Value>>,
+}
+
 #[derive(Debug, Default)]
 pub struct TurnQueue {
     items: VecDeque<QueuedTurn>,
     pub generation: u64,
+    /// The queue changed since it was last written down.
+    dirty: bool,
 }
 
 impl TurnQueue {
     pub fn push(&mut self, turn: QueuedTurn) {
+        self.dirty = true;
         self.items.push_back(turn);
+    }
+
+    /// A recovery turn goes first: it finishes the turn that was cut.
+    pub fn push_front(&mut self, turn: QueuedTurn) {
+        self.dirty = true;
+        self.items.push_front(turn);
+    }
+
+    /// Turns written down by an earlier instance, in their order.
+    pub fn restore(&mut self, turns: Vec<DurableTurn>) {
+        for turn in turns {
+            let mut queued = QueuedTurn::new(
+                turn.request_id,
+                turn.trigger,
+                turn.submitted_at,
+                self.generation,
+            );
+            queued.message_ids = turn.message_ids;
+            queued.overlapped = turn.overlapped;
+            queued.body = turn.body;
+            self.items.push_back(queued);
+        }
+    }
+
+    /// The queue as it must be stored, once after each change.
+    pub fn take_changes(&mut self) -> Option<Vec<DurableTurn>> {
+        if !std::mem::take(&mut self.dirty) {
+            return None;
+        }
+        Some(
+            self.items
+                .iter()
+                .filter(|t| t.executor.is_none() && !t.is_recovery())
+                .filter(|t| t.trigger != TurnTrigger::AutoContinuation)
+                .map(|t| DurableTurn {
+                    request_id: t.request_id.clone(),
+                    trigger: t.trigger,
+                    message_ids: t.message_ids.clone(),
+                    submitted_at: t.submitted_at,
+                    overlapped: t.overlapped,
+                    body: t.body.clone(),
+                })
+                .collect(),
+        )
     }
 
     pub fn is_empty(&self) -> bool {
@@ -114,12 +178,14 @@ impl TurnQueue {
 
     pub fn remove(&mut self, request_id: &str) -> Option<QueuedTurn> {
         let index = self.items.iter().position(|t| t.request_id == request_id)?;
+        self.dirty = true;
         self.items.remove(index)
     }
 
     /// Empties the queue (clear): every waiting turn is returned to be skipped.
     pub fn invalidate_all(&mut self) -> Vec<QueuedTurn> {
         self.generation += 1;
+        self.dirty = true;
         self.items.drain(..).collect()
     }
 
@@ -152,6 +218,7 @@ impl TurnQueue {
     }
 
     fn pop_as(&mut self, wrap: fn(QueuedTurn) -> FrontDecision) -> FrontDecision {
+        self.dirty = true;
         match self.items.pop_front() {
             Some(turn) => wrap(turn),
             None => FrontDecision::Empty,

@@ -83,6 +83,7 @@ impl SqlStore {
             }
         }
         state.recovery = self.config_value(ConfigKey::Recovery)?;
+        state.queue = self.config_value(ConfigKey::Queue)?;
         if let Some(record) = self.config_value(ConfigKey::TerminalError)? {
             state.terminal_error = serde_json::from_str::<TerminalError>(&record).ok();
         }

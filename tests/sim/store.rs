@@ -103,6 +103,7 @@ impl MemStore {
             terminal_error: config(ConfigKey::TerminalError)
                 .and_then(|v| serde_json::from_str(v).ok()),
             recovery: config(ConfigKey::Recovery).cloned(),
+            queue: config(ConfigKey::Queue).cloned(),
             open_streams: self
                 .open_streams
                 .values()

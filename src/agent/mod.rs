@@ -19,7 +19,7 @@ pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
 /// `$agent` is the kebab-case class name sent in the identity frame.
 ///
 /// ```ignore
-/// durable_chat::chat_agent!(ChatAgent, |_env| MyAgent, "chat-agent");
+/// durable_chat::chat_agent!(ChatAgent, |_env: &worker::Env| MyAgent, "chat-agent");
 /// ```
 #[macro_export]
 macro_rules! chat_agent {

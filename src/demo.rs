@@ -57,15 +57,15 @@ impl AgentDefinition for DemoAgent {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "demo"))]
 crate::chat_agent!(ChatAgent, |_env: &worker::Env| DemoAgent, "chat-agent");
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "demo"))]
 pub use coordinator::Coordinator;
 
 /// The second demo class: delegates tasks to a `ChatAgent` as a sub-agent,
 /// executing two client tools of its own for the child.
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod coordinator {
     use std::rc::Rc;
 

@@ -1,7 +1,8 @@
 //! A chat agent for Cloudflare Durable Objects that speaks the `useAgentChat`
 //! protocol. `protocol` holds the wire types, `core` the behaviour (no I/O),
 //! `model` the provider, `agent` the definition API and Durable Object host,
-//! `store` the SQLite persistence, `routing` the worker entry.
+//! `store` the SQLite persistence, `routing` request paths; with the `demo`
+//! feature (default) the demo classes and the worker entry.
 
 pub mod agent;
 pub mod core;
@@ -11,5 +12,5 @@ pub mod protocol;
 pub mod routing;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod worker_entry;

@@ -32,17 +32,32 @@ pub enum Route<'a> {
     NotAgent,
 }
 
-pub fn route<'a>(path: &str, bindings: &[&'a str]) -> Route<'a> {
+/// `<namespace>` and non-empty `<name>` of `/agents/<namespace>/<name>[/…]`:
+/// `None` outside `/agents/`, `Some(None)` under it without both.
+fn agent_segments(path: &str) -> Option<Option<(&str, &str)>> {
     let mut segments = path.trim_start_matches('/').split('/');
     if segments.next() != Some("agents") {
-        return Route::NotAgent;
+        return None;
     }
-    let (Some(namespace), Some(name)) = (segments.next(), segments.next()) else {
-        return Route::BadAgentPath;
+    Some(match (segments.next(), segments.next()) {
+        (Some(namespace), Some(name)) if !name.is_empty() => Some((namespace, name)),
+        _ => None,
+    })
+}
+
+/// The instance `<name>` a request path addresses, if any.
+pub fn instance_name(path: &str) -> Option<String> {
+    agent_segments(path)
+        .flatten()
+        .map(|(_, name)| name.to_string())
+}
+
+pub fn route<'a>(path: &str, bindings: &[&'a str]) -> Route<'a> {
+    let (namespace, name) = match agent_segments(path) {
+        None => return Route::NotAgent,
+        Some(None) => return Route::BadAgentPath,
+        Some(Some(segments)) => segments,
     };
-    if name.is_empty() {
-        return Route::BadAgentPath;
-    }
     match bindings.iter().find(|b| kebab(b) == namespace) {
         Some(binding) => Route::Agent {
             binding,
@@ -77,5 +92,10 @@ mod tests {
         assert_eq!(route("/agents/nope/room", &bindings), Route::BadAgentPath);
         assert_eq!(route("/agents/chat-agent", &bindings), Route::BadAgentPath);
         assert_eq!(route("/", &bindings), Route::NotAgent);
+        assert_eq!(
+            instance_name("/agents/chat-agent/room-1/get-messages").as_deref(),
+            Some("room-1")
+        );
+        assert_eq!(instance_name("/agents/chat-agent/"), None);
     }
 }

@@ -123,7 +123,7 @@ impl AgentHost {
     pub async fn fetch(self: &Rc<Self>, req: Request) -> worker::Result<Response> {
         let url = req.url()?;
         let path = url.path();
-        if let Some(name) = instance_name(path) {
+        if let Some(name) = crate::routing::instance_name(path) {
             self.remember_name(&name);
         }
         let channel = path.ends_with(CHANNEL_PATH);
@@ -470,17 +470,6 @@ impl AgentHost {
             self.dispatch(Event::Model { call, event });
         }
     }
-}
-
-/// `<name>` of `/agents/<namespace>/<name>/…`.
-pub fn instance_name(path: &str) -> Option<String> {
-    let mut segments = path.trim_start_matches('/').split('/');
-    if segments.next()? != "agents" {
-        return None;
-    }
-    segments.next()?;
-    let name = segments.next()?;
-    (!name.is_empty()).then(|| name.to_string())
 }
 
 fn stored_name(store: &SqlStore) -> String {

@@ -15,11 +15,10 @@
 // --stages K builds K groups of N agents and prints the marginal cost of each further group
 // (the first group also pays one-off warm-up: wasm tier-up, JIT, heap and allocator growth).
 
-import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
+import { freePort, inspect } from './inspector.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import {
   drop, ensureThinkBuilt, fmt, median, openTab, settle, sleep, stageOurs, startInstance, turn, workerSpecs,
@@ -37,19 +36,14 @@ function args() {
   return o;
 }
 
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-
 /** Rss (KiB) per mapping of pid: [{key, name, sizeKiB, rssKiB}]. */
 function smaps(pid) {
   const out = [];
   let cur = null;
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+\S+\s+\S+\s+\S+\s*(.*)$/.exec(line);
+    const head = /^([0-9a-f]+)-([0-9a-f]+)\s+(\S+)\s+\S+\s+\S+\s+\S+\s*(.*)$/.exec(line);
     if (head) {
-      cur = { key: head[1], name: head[3] || '[anon]', sizeKiB: Number((BigInt(`0x${head[2]}`) - BigInt(`0x${head[1]}`)) / 1024n), rssKiB: 0 };
+      cur = { key: head[1], perms: head[3], name: head[4] || '[anon]', sizeKiB: Number((BigInt(`0x${head[2]}`) - BigInt(`0x${head[1]}`)) / 1024n), rssKiB: 0 };
       out.push(cur);
     } else if (cur && line.startsWith('Rss:')) {
       cur.rssKiB = Number(/(\d+)/.exec(line)[1]);
@@ -73,35 +67,15 @@ function byClass(maps) {
   return r;
 }
 
-async function inspect(port) {
-  let targets = [];
-  for (let i = 0; i < 50 && !targets.length; i++) {
-    try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(100); }
+/** The heap-snapshot groups that grew most between two `objects()` results, per agent. */
+function objectGrowth(before, after, agents, top = 20) {
+  const rows = [];
+  for (const [k, a] of after) {
+    const b = before.get(k) ?? { bytes: 0, count: 0 };
+    rows.push({ k, bytes: a.bytes - b.bytes, count: a.count - b.count });
   }
-  const target = targets.find((t) => /core:user/.test(t.webSocketDebuggerUrl ?? t.id ?? '')) ?? targets[0];
-  const ws = new WebSocket(target.webSocketDebuggerUrl ?? `ws://127.0.0.1:${port}/${target.id}`);
-  await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
-  let next = 1;
-  const pending = new Map();
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    if (m.id && pending.has(m.id)) { pending.get(m.id)(m.result ?? null); pending.delete(m.id); }
-  });
-  const send = (method, params = {}) => new Promise((resolve) => {
-    const id = next++;
-    pending.set(id, resolve);
-    ws.send(JSON.stringify({ id, method, params }));
-    setTimeout(() => { if (pending.delete(id)) resolve(null); }, 10000);
-  });
-  await send('HeapProfiler.enable');
-  return {
-    async gc() { await send('HeapProfiler.collectGarbage'); },
-    async heap() {
-      const h = await send('Runtime.getHeapUsage');
-      return h ? { used: h.usedSize / 1048576, total: h.totalSize / 1048576, raw: h } : null;
-    },
-    close: () => ws.close(),
-  };
+  return rows.sort((x, y) => y.bytes - x.bytes).slice(0, top)
+    .map((r) => `    ${fmt(r.bytes / 1024 / agents).padStart(8)} KiB/agent  ${fmt(r.count / agents).padStart(7)} objects/agent  ${r.k}`);
 }
 
 /** Bytes on disk of the Durable Objects' SQLite files (db, WAL, shm) under persistDir. */
@@ -137,6 +111,8 @@ async function snapshot(inst, cdp, warmName) {
     await cdp.gc();
     await sleep(300);
     heap.post = await cdp.heap();
+    heap.objects = await cdp.objects();
+    heap.afterSnapshot = await cdp.heap();
   }
   const rss = [];
   for (let i = 0; i < 5; i++) { rss.push(inst.rss()); await sleep(100); }
@@ -170,7 +146,7 @@ async function main() {
   const work = mkdtempSync(join(tmpdir(), 'durable-chat-memprobe-'));
   // --ours-dir DIR: a saved index.js + index_bg.wasm instead of build/ (A/B of two builds).
   const ours = o['ours-dir'] ? { dir: o['ours-dir'] } : stageOurs(join(work, 'ours-build'));
-  const specs = workerSpecs(ours, ensureThinkBuilt());
+  const specs = workerSpecs(ours, o.workers.includes('think') ? ensureThinkBuilt() : '');
   const model = await startModelServer();
   const bindings = { OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' };
   for (const kv of o.vars.split(',').filter(Boolean)) { const [k, v] = kv.split('='); bindings[k] = v; }
@@ -215,6 +191,13 @@ async function main() {
             console.log(`  JS heap before GC: ${h(before.heap.pre)} → ${h(after.heap.pre)}`);
             console.log(`  JS heap after GC:  ${h(before.heap.post)} → ${h(after.heap.post)}; used ${fmt((after.heap.post.used - before.heap.post.used) * 1024 / o.agents)} KiB/agent, committed ${fmt((after.heap.post.total - before.heap.post.total) * 1024 / o.agents)} KiB/agent`);
             console.log(`  raw after: ${JSON.stringify(after.heap.post.raw)}`);
+            const d = (k) => fmt(((after.heap.afterSnapshot?.raw?.[k] ?? NaN) - (before.heap.afterSnapshot?.raw?.[k] ?? NaN)) / 1024 / o.agents);
+            console.log(`  after-snapshot raw: ${JSON.stringify(before.heap.afterSnapshot?.raw)} → ${JSON.stringify(after.heap.afterSnapshot?.raw)}`);
+            console.log(`  after the snapshot's GC, per agent: used ${d('usedSize')} KiB, embedder ${d('embedderHeapUsedSize')} KiB, backing stores ${d('backingStorageSize')} KiB`);
+            if (before.heap.objects && after.heap.objects) {
+              console.log('  JS heap objects that grew (heap snapshot):');
+              for (const line of objectGrowth(before.heap.objects, after.heap.objects, o.agents)) console.log(line);
+            }
           }
           const classes = new Set([...Object.keys(before.classes), ...Object.keys(after.classes)]);
           for (const c of classes) {
@@ -229,7 +212,7 @@ async function main() {
           console.log(`  ≥6 GiB anonymous reservations (one per wasm memory): ${bigReservations.length} (before: ${before.maps.filter((m) => m.name === '[anon]' && m.sizeKiB >= 6 * 1024 * 1024).length})`);
           const prev = new Map(before.maps.map((m) => [m.key, m.rssKiB]));
           const grown = after.maps.map((m) => ({ ...m, d: m.rssKiB - (prev.get(m.key) ?? 0) })).sort((a, b) => b.d - a.d).slice(0, 6);
-          for (const m of grown) console.log(`    +${fmt(m.d / 1024)} MiB in ${m.key} (${fmt(m.sizeKiB / 1024)} MiB ${m.name})`);
+          for (const m of grown) console.log(`    +${fmt(m.d / 1024)} MiB in ${m.key} ${m.perms} (${fmt(m.sizeKiB / 1024)} MiB ${m.name})`);
           cdp?.close();
         } finally {
           tabs.forEach(drop);

@@ -26,9 +26,11 @@ import { gzipSync } from 'node:zlib';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { COMPATIBILITY_DATE, chatRequest, connect, isDone, userMessage } from '../tests/support/harness.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
+import { freePort, inspect } from './inspector.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const THINK_DIR = join(ROOT, 'bench', 'think-worker');
+const FLOOR_DIR = join(ROOT, 'bench', 'floor-worker');
 const BUILD_LOCK = '/tmp/durable-chat-build.lock';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
@@ -580,6 +582,19 @@ async function buildHistories(inst, opts, uniq) {
   return { tabs, seconds: (now() - t0) / 1000, messages: tabs.reduce((s, t) => s + t.transcript.length, 0) / tabs.length };
 }
 
+/**
+ * What the isolate holds live (MiB): the self sizes of every node of a V8 heap snapshot (taken
+ * after the full GC the snapshot does), which include ArrayBuffer backing stores and so a wasm
+ * instance's linear memory.
+ */
+async function liveHeapMiB(cdp) {
+  const objects = await cdp.objects();
+  if (!objects) return NaN;
+  let bytes = 0;
+  for (const { bytes: b } of objects.values()) bytes += b;
+  return bytes / 1048576;
+}
+
 async function rssSettled(inst) {
   await settle(inst, 3000);
   await sleep(500);
@@ -629,9 +644,9 @@ async function main() {
     const newResults = () => ({
       cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
-      memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], historySeconds: [],
+      memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
     });
-    const results = { ours: newResults(), think: newResults() };
+    const results = { ours: newResults(), think: newResults(), floor: newResults() };
     const loads = [];
     const uniq = nanoid8();
 
@@ -668,31 +683,39 @@ async function main() {
 
     for (const inst of pair) await inst.close();
 
-    // Phase 5: memory, on a fresh pair that never evicts (so all agents stay resident).
-    const memPair = [];
-    for (const key of ['ours', 'think']) {
-      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true });
+    // Phase 5: memory, on fresh processes that never evict (so all agents stay resident), one at a
+    // time; the floor worker is measured alongside as the runtime's own share.
+    const memInstances = [];
+    for (const key of ['ours', 'think', 'floor']) {
+      const inspectorPort = await freePort();
+      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true, miniflare: { inspectorPort } });
+      inst.inspectorPort = inspectorPort;
       cleanup.push(() => inst.close());
-      memPair.push(inst);
+      memInstances.push(inst);
     }
-    load = new PhaseLoad(`memory (${opts.agents} agents × ${opts.history} messages)`, memPair);
+    load = new PhaseLoad(`memory (${opts.agents} agents × ${opts.history} messages)`, memInstances);
     log(`phase: ${load.name}`);
     const memTabs = [];
-    for (const inst of memPair) {
+    for (const inst of memInstances) {
+      const cdp = await inspect(inst.inspectorPort);
       const warm = await openTab(inst, `memwarm-${uniq}`);
       for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
       memTabs.push(warm);
       const base = await rssSettled(inst);
+      const heapBase = await liveHeapMiB(cdp);
       const built = await buildHistories(inst, opts, uniq);
       memTabs.push(...built.tabs);
       const after = await rssSettled(inst);
+      const heapAfter = await liveHeapMiB(cdp);
+      cdp.close();
       const r = results[inst.key];
       r.rssBaseMiB.push(base / 1024);
       r.rssAfterMiB.push(after / 1024);
       r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
+      r.liveHeapPerAgentKiB.push(((heapAfter - heapBase) * 1024) / opts.agents);
       r.historySeconds.push(built.seconds);
       r.historyMessages = built.messages;
-      log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
+      log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, live heap ${heapBase.toFixed(1)} → ${heapAfter.toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
     }
     loads.push(load.end());
     memTabs.forEach(drop);
@@ -730,6 +753,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     [`SQLite WAL bytes written per ${opts.tokens}-token turn (KiB)`, o.sqlWalKiB, t.sqlWalKiB],
     [`runtime memory per agent, ${opts.history}-message history (MiB)`, o.memPerAgentMiB, t.memPerAgentMiB],
     [`runtime RSS with ${opts.agents} agents (MiB)`, o.rssAfterMiB, t.rssAfterMiB],
+    [`  isolate's live heap per agent (heap snapshot, KiB)`, o.liveHeapPerAgentKiB, t.liveHeapPerAgentKiB],
     [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect],
     [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen],
     [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
@@ -752,6 +776,14 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push(line(head));
   out.push(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|')}|`);
   for (const r of table) out.push(line(r));
+  const f = results.floor;
+  if (f.memPerAgentMiB.length) {
+    const floorRatio = median(f.memPerAgentMiB) / median(t.memPerAgentMiB);
+    out.push('');
+    out.push(`runtime floor (bench/floor-worker, a minimal JS chat DO: one socket, one fetch per turn, one SQLite row per message), same memory phase: `
+      + `${fmt(median(f.memPerAgentMiB))} MiB per agent (floor/think ${Number.isFinite(floorRatio) ? floorRatio.toFixed(2) : '-'}), `
+      + `RSS ${fmt(median(f.rssAfterMiB))} MiB, live heap ${fmt(median(f.liveHeapPerAgentKiB))} KiB per agent.`);
+  }
   out.push('');
   out.push('load during each phase (cores busy, averaged over the phase; "other" = whole machine minus both workerd processes minus this benchmark process):');
   for (const l of loads) {
@@ -765,7 +797,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push(`  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame, on a paced ${opts.pacedTokens}-token turn (${opts.paceMs} ms between words) so the agent keeps up with the model; the unpaced ${opts.tokens}-token turn's figure (backlog row) also contains the chunks still queued when the model finished.`);
   out.push('  fan-out: N tabs of one fresh agent connected and idle; tab 1 sends; time until the last tab has the done:true frame.');
   out.push('  SQLite: the DO\'s <id>.sqlite-wal in the Miniflare persist dir is polled every ~1 ms during the turn; each WAL frame = one page written (24-byte header + page), a frame with a non-zero "db size after commit" field ends one write transaction; checkpoint restarts (new salts) are followed. Bytes = frames × (24 + page size).');
-  out.push('  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N.');
+  out.push('  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N. Live heap: the summed self sizes of a V8 heap snapshot over the inspector (after its full GC; ArrayBuffer backing stores included, so ours counts its wasm linear memory), same points, difference / N. The three workers run one after another, each in its own fresh process.');
   out.push('  connect: new socket (with _pk) to a never-used agent name on a warm process → socket open, transcript frame, identity frame and the answer to the resume probe all received.');
   out.push('  sizes: ours = build/index_bg.wasm (the JS shim is ' + sizes.oursJsKiB.toFixed(0) + ' KiB more); think = the esbuild bundle bench/think-worker/dist/index.js (unminified, as wrangler deploys it by default).');
   console.log(out.join('\n'));
@@ -814,6 +846,13 @@ export function workerSpecs(ours, thinkDist) {
       modules: [{ type: 'ESModule', path: thinkDist }],
       modulesRoot: join(THINK_DIR, 'dist'),
       compatibilityFlags: ['nodejs_compat'],
+    },
+    // The runtime's floor (memory phase only): the least a JS chat DO can do for the same client.
+    floor: {
+      key: 'floor', label: 'floor (bench/floor-worker, minimal JS chat DO)', binding: 'FloorAgent', className: 'FloorAgent',
+      modules: [{ type: 'ESModule', path: join(FLOOR_DIR, 'index.js') }],
+      modulesRoot: FLOOR_DIR,
+      compatibilityFlags: [],
     },
   };
 }

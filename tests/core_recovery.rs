@@ -938,7 +938,7 @@ impl World {
                 };
                 names.iter().map(|n| tool(self, n)).collect::<Vec<_>>()
             }
-            90..=94 => return Reply::http_error("503 the model is overloaded"),
+            90..=94 => return Reply::http_error(503, "503 the model is overloaded"),
             _ => {
                 return Reply::words(words)
                     .every(every)

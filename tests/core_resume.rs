@@ -68,7 +68,7 @@ fn a_tab_joining_mid_stream_is_offered_the_stream_and_replayed_after_its_ack() {
 #[test]
 fn an_errored_turn_is_resurfaced_to_a_probing_tab_until_a_new_turn_starts() {
     let mut sim = two_tabs();
-    sim.script(Reply::http_error("500 boom"));
+    sim.script(Reply::http_error(400, "400 boom"));
     sim.send("a", chat_request("r1", &[user("u1", "hi")]));
     sim.run_until_idle();
     sim.connect("c");
@@ -83,7 +83,7 @@ fn an_errored_turn_is_resurfaced_to_a_probing_tab_until_a_new_turn_starts() {
     let error = got.pop().unwrap();
     assert_eq!(
         error,
-        json!({"type": RESPONSE, "id": "r1", "body": "500 boom", "done": true,
+        json!({"type": RESPONSE, "id": "r1", "body": "400 boom", "done": true,
             "error": true, "messageIds": ["u1"]})
     );
     let replayed: Vec<String> = got

@@ -137,7 +137,7 @@ fn a_text_turn_persists_the_user_message_streams_chunks_and_ends_completed() {
 #[test]
 fn a_model_http_failure_sends_an_error_frame_then_outcome_error_and_persists_no_answer() {
     let mut sim = two_tabs();
-    sim.script(Reply::http_error("429 Too Many Requests: slow down"));
+    sim.script(Reply::http_error(400, "400 Bad Request: no such model"));
     sim.send("a", chat_request("r1", &[user("u1", "hi")]));
     sim.run_until_idle();
     let frames = responses(sim.frames("a"), "r1");
@@ -149,7 +149,7 @@ fn a_model_http_failure_sends_an_error_frame_then_outcome_error_and_persists_no_
     assert_eq!(
         tail,
         [
-            json!({"type": RESPONSE, "id": "r1", "body": "429 Too Many Requests: slow down",
+            json!({"type": RESPONSE, "id": "r1", "body": "400 Bad Request: no such model",
                    "done": false, "error": true, "messageIds": ["u1"]}),
             json!({"type": RESPONSE, "id": "r1", "body": "", "done": true,
                    "outcome": "error", "messageIds": ["u1"]}),

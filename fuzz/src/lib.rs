@@ -29,7 +29,7 @@ use durable_chat::core::{
     Entry, Event, IdKind, IdSource, Limits, OpenStream, StoreOp, StoredState, StreamRecord, Timer,
     ToolSpec,
 };
-use durable_chat::model::{FinishReason, ModelEvent};
+use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
 use durable_chat::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, UIMessage};
 
 // ---------------------------------------------------------------------------------------------
@@ -530,10 +530,12 @@ impl Sim {
                 if let Some(call) = pick(u, &self.model_calls.clone())? {
                     self.model_calls.retain(|c| *c != call);
                     let text = pick_str(u, &["429 rate limited", "", "model stream failed"])?;
-                    self.dispatch(Event::ModelFailed {
-                        call,
-                        text: text.to_string(),
-                    });
+                    let failure = if u.arbitrary::<bool>()? {
+                        ModelFailure::transient(text)
+                    } else {
+                        ModelFailure::permanent(text)
+                    };
+                    self.dispatch(Event::ModelFailed { call, failure });
                 }
             }
             13 | 14 => self.tool_done(u)?,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{
-    ApprovalRule, Concurrency, CoreConfig, Limits, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, Concurrency, CoreConfig, Limits, RetryPolicy, ToolSpec, TurnConfig, TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -100,10 +100,14 @@ pub struct AgentSettings {
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
     pub limits: Limits,
+    /// `MODEL_MAX_RETRIES`: retries of a model call that failed transiently
+    /// before streaming anything (default 2; 0 turns retries off).
+    pub model_retry: RetryPolicy,
 }
 
 impl AgentSettings {
-    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`.
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`,
+    /// `AUTH_TOKEN`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`.
     pub fn from_vars(vars: &Vars) -> AgentSettings {
         let concurrency = vars
             .get("MESSAGE_CONCURRENCY")
@@ -134,6 +138,13 @@ impl AgentSettings {
                     .and_then(|v| v.trim().parse().ok())
                     .unwrap_or(Limits::default().model_stall_timeout_ms),
                 ..Limits::default()
+            },
+            model_retry: RetryPolicy {
+                max_retries: vars
+                    .get("MODEL_MAX_RETRIES")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(RetryPolicy::default().max_retries),
+                ..RetryPolicy::default()
             },
         }
     }
@@ -188,6 +199,7 @@ pub fn core_config<D: AgentDefinition>(
     config.max_steps = settings.max_steps;
     config.concurrency = settings.concurrency;
     config.limits = settings.limits;
+    config.model_retry = settings.model_retry;
     let hook_owner = definition.clone();
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)

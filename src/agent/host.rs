@@ -18,6 +18,7 @@ use worker::{
 
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
 use crate::model::openai::{self, StreamDecoder};
+use crate::model::ModelFailure;
 use crate::protocol::server;
 use crate::store::SqlStore;
 
@@ -401,9 +402,10 @@ impl AgentHost {
 
     async fn run_model(self: Rc<Self>, call: CallId, body: String) {
         let Some(base_url) = self.settings.base_url.clone() else {
-            let text =
-                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).".to_string();
-            self.dispatch(Event::ModelFailed { call, text });
+            let failure = ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
+            );
+            self.dispatch(Event::ModelFailed { call, failure });
             return;
         };
         let controller = AbortController::default();
@@ -411,8 +413,8 @@ impl AgentHost {
         self.model_calls.borrow_mut().insert(call, controller);
         let result = self.stream_model(call, &base_url, body, &signal).await;
         self.model_calls.borrow_mut().remove(&call);
-        if let Err(text) = result {
-            self.dispatch(Event::ModelFailed { call, text });
+        if let Err(failure) = result {
+            self.dispatch(Event::ModelFailed { call, failure });
         }
     }
 
@@ -422,7 +424,7 @@ impl AgentHost {
         base_url: &str,
         body: String,
         signal: &worker::AbortSignal,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModelFailure> {
         let headers = Headers::new();
         let _ = headers.set("content-type", "application/json");
         let _ = headers.set("accept", "text/event-stream");
@@ -434,33 +436,42 @@ impl AgentHost {
             .with_headers(headers)
             .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
         let url = openai::chat_completions_url(base_url);
-        let request = Request::new_with_init(&url, &init)
-            .map_err(|e| format!("Model request could not be built: {e}"))?;
+        let request = Request::new_with_init(&url, &init).map_err(|e| {
+            ModelFailure::permanent(format!("Model request could not be built: {e}"))
+        })?;
         let mut response = Fetch::Request(request)
             .send_with_signal(signal)
             .await
-            .map_err(|e| format!("Model request failed: {e}"))?;
+            .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
         let status = response.status_code();
         if !(200..300).contains(&status) {
+            let header = |name: &str| response.headers().get(name).ok().flatten();
+            let (retry_after_ms, retry_after) = (header("retry-after-ms"), header("retry-after"));
             let text = response.text().await.unwrap_or_default();
-            return Err(openai::http_error_text(status, &text));
+            return Err(ModelFailure::http(
+                status,
+                openai::http_error_text(status, &text),
+                retry_after_ms.as_deref(),
+                retry_after.as_deref(),
+            ));
         }
         let mut stream = response
             .stream()
-            .map_err(|e| format!("Model response has no body: {e}"))?;
+            .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))?;
         let mut decoder = StreamDecoder::new();
         let mut events = Vec::new();
         while let Some(chunk) = stream.next().await {
-            let bytes = chunk.map_err(|e| format!("Model stream failed: {e}"))?;
+            let bytes =
+                chunk.map_err(|e| ModelFailure::transient(format!("Model stream failed: {e}")))?;
             decoder
                 .feed(&bytes, &mut events)
-                .map_err(|e| e.to_string())?;
+                .map_err(ModelFailure::from)?;
             self.deliver(call, &mut events);
             if decoder.is_finished() {
                 return Ok(());
             }
         }
-        decoder.finish(&mut events).map_err(|e| e.to_string())?;
+        decoder.finish(&mut events).map_err(ModelFailure::from)?;
         self.deliver(call, &mut events);
         Ok(())
     }

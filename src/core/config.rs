@@ -171,6 +171,44 @@ impl Default for RecoveryConfig {
     }
 }
 
+/// How a model call that failed before producing anything is tried again.
+/// Only transient failures (rate limits, overload, network) are retried, and
+/// only while the step has streamed nothing, so no text is ever repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Further attempts after the first (0: never retry).
+    pub max_retries: u32,
+    /// Wait before the first retry; each later one waits twice as long.
+    pub initial_delay_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            initial_delay_ms: 1_000,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based), or `None` when the
+    /// budget is spent or the provider asked for more than we are willing to wait.
+    pub fn delay(&self, attempt: u32, retry_after_ms: Option<u64>) -> Option<u64> {
+        if attempt == 0 || attempt > self.max_retries {
+            return None;
+        }
+        let backoff = self
+            .initial_delay_ms
+            .saturating_mul(1u64 << (attempt - 1).min(16));
+        match retry_after_ms {
+            Some(ms) if ms > crate::model::MAX_RETRY_AFTER_MS => None,
+            Some(ms) => Some(ms.max(backoff)),
+            None => Some(backoff),
+        }
+    }
+}
+
 /// What `before_turn` sees.
 #[derive(Debug)]
 pub struct TurnContext<'a> {
@@ -208,6 +246,7 @@ pub struct CoreConfig {
     pub continuation_coalesce_ms: u64,
     pub recovery: RecoveryConfig,
     pub limits: super::limits::Limits,
+    pub model_retry: RetryPolicy,
     pub before_turn: Option<BeforeTurn>,
 }
 
@@ -225,6 +264,7 @@ impl CoreConfig {
             continuation_coalesce_ms: 50,
             recovery: RecoveryConfig::default(),
             limits: super::limits::Limits::default(),
+            model_retry: RetryPolicy::default(),
             before_turn: None,
         }
     }
@@ -249,6 +289,30 @@ impl fmt::Debug for CoreConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_back_off_and_respect_the_provider_hint_within_reason() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.delay(1, None), Some(1_000));
+        assert_eq!(policy.delay(2, None), Some(2_000));
+        assert_eq!(policy.delay(3, None), None, "budget of two retries");
+        assert_eq!(policy.delay(1, Some(5_000)), Some(5_000));
+        assert_eq!(
+            policy.delay(2, Some(10)),
+            Some(2_000),
+            "never faster than the backoff"
+        );
+        assert_eq!(
+            policy.delay(1, Some(120_000)),
+            None,
+            "too long a wait fails now"
+        );
+        let never = RetryPolicy {
+            max_retries: 0,
+            ..policy
+        };
+        assert_eq!(never.delay(1, None), None);
+    }
 
     #[test]
     fn concurrency_setting_parses_every_documented_spelling() {

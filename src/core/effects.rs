@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::ModelEvent;
+use crate::model::{ModelEvent, ModelFailure};
 use crate::protocol::UIMessage;
 
 /// A connection id: the `_pk` the client chose (kept in the socket attachment).
@@ -36,10 +36,10 @@ pub enum Event {
         call: CallId,
         event: ModelEvent,
     },
-    /// The model call failed before or during streaming; `text` is readable.
+    /// The model call failed before or during streaming.
     ModelFailed {
         call: CallId,
-        text: String,
+        failure: ModelFailure,
     },
     ToolDone {
         call: CallId,
@@ -78,6 +78,8 @@ pub enum Timer {
     Heartbeat,
     /// Checks that the running model stream is still producing events.
     ModelStall,
+    /// A model call that failed transiently is tried again.
+    ModelRetry,
 }
 
 impl Timer {

@@ -31,8 +31,8 @@ use crate::protocol::{
 };
 
 pub use config::{
-    ApprovalRule, Concurrency, CoreConfig, FlushPolicy, ToolSpec, TurnConfig, TurnContext,
-    TurnTrigger,
+    ApprovalRule, Concurrency, CoreConfig, FlushPolicy, RetryPolicy, ToolSpec, TurnConfig,
+    TurnContext, TurnTrigger,
 };
 pub use effects::{CallId, ConfigKey, ConnId, Effect, Event, StoreOp, StreamRecord, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
@@ -159,7 +159,7 @@ impl Core {
                 self.fail_remote_calls(&conn);
             }
             Event::Model { call, event } => self.on_model_event(call, event),
-            Event::ModelFailed { call, text } => self.on_model_failed(call, text),
+            Event::ModelFailed { call, failure } => self.on_model_failed(call, failure),
             Event::ToolDone {
                 call,
                 tool_call_id,
@@ -290,6 +290,7 @@ impl Core {
             Timer::FlushChunks => self.flush_chunks(),
             Timer::Heartbeat => self.on_heartbeat(),
             Timer::ModelStall => self.on_model_stall_check(),
+            Timer::ModelRetry => self.retry_model_call(),
         }
     }
 

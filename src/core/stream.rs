@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::{openai, FinishReason, ModelEvent};
+use crate::model::{openai, FinishReason, ModelEvent, ModelFailure};
 use crate::protocol::{server, Outcome, ResponseFrame, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
@@ -40,6 +40,14 @@ pub(super) struct ActiveTurn {
     max_steps: u32,
     step: u32,
     model_call: Option<CallId>,
+    /// The current step's request, kept to send again after a transient failure.
+    step_body: Option<String>,
+    /// Retries of the current step's model call so far.
+    step_retries: u32,
+    /// The current model call has produced at least one event.
+    call_streamed: bool,
+    /// A failed model call waits for `Timer::ModelRetry`.
+    awaiting_retry: bool,
     calls: BTreeMap<u32, StepCall>,
     /// Tool runs in flight, by tool call id: the call and, for a client tool
     /// run by a parent agent, the channel it went to.
@@ -116,6 +124,10 @@ impl Core {
             max_steps,
             step: 0,
             model_call: None,
+            step_body: None,
+            step_retries: 0,
+            call_streamed: false,
+            awaiting_retry: false,
             calls: BTreeMap::new(),
             running_tools: BTreeMap::new(),
             waiting_on_human: false,
@@ -253,6 +265,8 @@ impl Core {
         active.calls.clear();
         active.finish_reason = None;
         active.model_call = Some(call);
+        active.step_retries = 0;
+        active.call_streamed = false;
         active.last_model_event_at = self.now;
         let system = active.system.clone();
         self.arm_stall_check(self.now);
@@ -272,6 +286,29 @@ impl Core {
         let messages = model_messages(&system, &context);
         let tools = turn_tools(&self.config.tools, self.active_client_tools());
         let body = openai::request_body(&self.config.model, &messages, &tools);
+        if let Some(active) = self.active.as_mut() {
+            active.step_body = Some(body.clone());
+        }
+        self.effects.push(Effect::CallModel { call, body });
+    }
+
+    /// The retry timer fired: send the step's request again on a new call.
+    pub(super) fn retry_model_call(&mut self) {
+        let call = self.next_call_id();
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if !active.awaiting_retry {
+            return;
+        }
+        let Some(body) = active.step_body.clone() else {
+            return;
+        };
+        active.awaiting_retry = false;
+        active.model_call = Some(call);
+        active.call_streamed = false;
+        active.last_model_event_at = self.now;
+        self.arm_stall_check(self.now);
         self.effects.push(Effect::CallModel { call, body });
     }
 
@@ -285,6 +322,7 @@ impl Core {
         }
         if let Some(active) = self.active.as_mut() {
             active.last_model_event_at = self.now;
+            active.call_streamed = true;
         }
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
@@ -544,10 +582,28 @@ impl Core {
         }
     }
 
-    pub(super) fn on_model_failed(&mut self, call: CallId, text: String) {
-        if self.is_current_model_call(call) {
-            self.end_turn(Outcome::Error, Some(text));
+    /// A transient failure before the call streamed anything is retried after
+    /// a backoff (the turn stays open and cancellable); anything else ends the
+    /// turn with the failure's text.
+    pub(super) fn on_model_failed(&mut self, call: CallId, failure: ModelFailure) {
+        if !self.is_current_model_call(call) {
+            return;
         }
+        let policy = self.config.model_retry;
+        let now = self.now;
+        if let Some(active) = self.active.as_mut() {
+            let delay = (failure.transient && !active.call_streamed)
+                .then(|| policy.delay(active.step_retries + 1, failure.retry_after_ms))
+                .flatten();
+            if let Some(delay) = delay {
+                active.step_retries += 1;
+                active.model_call = None;
+                active.awaiting_retry = true;
+                self.set_timer(Timer::ModelRetry, now + delay);
+                return;
+            }
+        }
+        self.end_turn(Outcome::Error, Some(failure.text));
     }
 
     /// Applies, logs and broadcasts one chunk of the active stream.
@@ -652,9 +708,7 @@ impl Core {
         if let Some(call) = active.model_call.take() {
             self.effects.push(Effect::AbortModel { call });
         }
-        for timer in [Timer::FlushChunks, Timer::Heartbeat, Timer::ModelStall] {
-            self.effects.push(Effect::ClearTimer { timer });
-        }
+        self.clear_turn_timers();
         let request_id = active.turn.request_id.clone();
         let message_ids = Some(active.turn.message_ids.as_slice());
         self.conns.clear_pending_resume();
@@ -717,6 +771,18 @@ impl Core {
     }
 
     /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.
+    /// The timers that only mean something while a turn runs.
+    fn clear_turn_timers(&mut self) {
+        for timer in [
+            Timer::FlushChunks,
+            Timer::Heartbeat,
+            Timer::ModelStall,
+            Timer::ModelRetry,
+        ] {
+            self.effects.push(Effect::ClearTimer { timer });
+        }
+    }
+
     pub(super) fn abandon_turn(&mut self) {
         let Some(mut active) = self.active.take() else {
             return;
@@ -724,6 +790,7 @@ impl Core {
         if let Some(call) = active.model_call.take() {
             self.effects.push(Effect::AbortModel { call });
         }
+        self.clear_turn_timers();
         self.conns.clear_pending_resume();
         let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();

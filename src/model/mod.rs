@@ -6,9 +6,13 @@
 //! * [`sse`] turns a `text/event-stream` byte stream into [`sse::SseEvent`]s.
 //! * [`openai`] speaks the OpenAI-compatible Chat Completions dialect: it builds
 //!   the request body and decodes the streamed chunks.
+//! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
+mod failure;
 pub mod openai;
 pub mod sse;
+
+pub use failure::{is_transient_status, ModelFailure, MAX_RETRY_AFTER_MS};
 
 /// One message of the conversation as the provider sees it (built by the caller
 /// from the chat transcript).

@@ -346,10 +346,10 @@ test('Stop is shown while streaming and stops the reply', async () => {
 
 test('errors are shown readably', async () => {
   const page = await openChat('errors');
-  await send(page, 'boom [http:500]');
+  await send(page, 'boom [http:400]');
   const banner = page.getByRole('alert');
   await banner.waitFor();
-  assert.match(await banner.getByTestId('error-message').innerText(), /500.*scripted error 500/);
+  assert.match(await banner.getByTestId('error-message').innerText(), /400.*scripted error 400/);
   await waitIdle(page);
   await page.getByRole('button', { name: 'Dismiss error' }).click();
   assert.equal(await page.getByRole('alert').count(), 0);

@@ -220,7 +220,7 @@ test('a model HTTP error reaches every tab as readable error text, then a termin
   const markB = b.mark();
   const id = rid();
   const uid = rid('u');
-  a.send(chatRequest(id, [userMessage(uid, 'please fail [http:429]')]));
+  a.send(chatRequest(id, [userMessage(uid, 'please fail [http:401]')]));
   const doneA = await a.waitFor(isDone(id), TURN_MS);
   await b.waitFor(isDone(id), TURN_MS);
 
@@ -232,8 +232,8 @@ test('a model HTTP error reaches every tab as readable error text, then a termin
     const error = mine[errorAt];
     assert.equal(error.done, false);
     assert.equal(typeof error.body, 'string');
-    assert.match(error.body, /429/);
-    assert.match(error.body, /scripted error 429/, 'the provider message is readable, not JSON');
+    assert.match(error.body, /401/);
+    assert.match(error.body, /scripted error 401/, 'the provider message is readable, not JSON');
     assert.doesNotThrow(() => assert.ok(!error.body.trim().startsWith('{')));
     assert.deepEqual(error.messageIds, [uid]);
     const done = mine.at(-1);
@@ -427,7 +427,7 @@ test('after a model error, a reconnecting tab is offered the failed request and 
   const a = await tab(w, room);
   const id = rid();
   const uid = rid('u');
-  a.send(chatRequest(id, [userMessage(uid, 'boom [http:500]')]));
+  a.send(chatRequest(id, [userMessage(uid, 'boom [http:400]')]));
   const failed = await a.waitFor(isDone(id), TURN_MS);
   assert.equal(failed.outcome, 'error');
   const errorText = responsesOf(a.frames, id).find((f) => f.error).body;
@@ -448,7 +448,7 @@ test('after a model error, a reconnecting tab is offered the failed request and 
 
   // A new accepted turn clears the record.
   const id2 = rid();
-  a.send(chatRequest(id2, [userMessage(uid, 'boom [http:500]'), userMessage(rid('u'), 'try again')]));
+  a.send(chatRequest(id2, [userMessage(uid, 'boom [http:400]'), userMessage(rid('u'), 'try again')]));
   assert.equal((await a.waitFor(isDone(id2), TURN_MS)).outcome, 'completed');
   const c = await tab(w, room);
   const probeId = probe(c);
@@ -460,7 +460,7 @@ test('the ACK of a failed request replays the chunks it streamed before the erro
   const room = 'room-error-replay';
   const a = await tab(w, room);
   const id = rid();
-  a.send(chatRequest(id, [userMessage(rid('u'), 'boom [http:500]')]));
+  a.send(chatRequest(id, [userMessage(rid('u'), 'boom [http:400]')]));
   await a.waitFor(isDone(id), TURN_MS);
   const streamed = chunkFrames(a.frames, id);
   const c = await tab(w, room);

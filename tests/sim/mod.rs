@@ -26,7 +26,7 @@ use durable_chat::core::{
     ApprovalRule, CallId, ConnId, Core, CoreConfig, CountingIds, Effect, Event, IdKind, IdSource,
     StoredState, Timer, ToolSpec,
 };
-use durable_chat::model::ModelEvent;
+use durable_chat::model::{ModelEvent, ModelFailure};
 
 /// Counting ids shared across rebuilds, so a restarted core never reuses an id.
 #[derive(Clone, Default)]
@@ -46,7 +46,7 @@ enum Work {
     },
     ModelFailed {
         call: CallId,
-        text: String,
+        failure: ModelFailure,
     },
     Tool {
         call: CallId,
@@ -321,7 +321,7 @@ impl Sim {
             let item = self.agenda.remove(index);
             let event = match item.work {
                 Work::Model { call, event } => Event::Model { call, event },
-                Work::ModelFailed { call, text } => Event::ModelFailed { call, text },
+                Work::ModelFailed { call, failure } => Event::ModelFailed { call, failure },
                 Work::Tool {
                     call,
                     tool_call_id,
@@ -457,7 +457,7 @@ impl Sim {
                             },
                         },
                     ),
-                    End::Fail(text) => self.schedule(at, Work::ModelFailed { call, text }),
+                    End::Fail(failure) => self.schedule(at, Work::ModelFailed { call, failure }),
                     End::Stall => {}
                 }
             }

@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::Value;
 
 use durable_chat::core::CallId;
-use durable_chat::model::{FinishReason, ModelEvent};
+use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
     Finish(FinishReason),
-    /// The call fails (HTTP error or broken stream) with this readable text.
-    Fail(String),
+    /// The call fails (HTTP error or broken stream) as described.
+    Fail(ModelFailure),
     /// The stream never ends (until the core aborts it).
     Stall,
 }
@@ -69,11 +69,17 @@ impl Reply {
         reply
     }
 
-    /// The provider answers with an HTTP error before streaming anything.
-    pub fn http_error(text: &str) -> Reply {
+    /// The provider answers with an HTTP error before streaming anything
+    /// (429 and 5xx are transient and retried; other statuses are not).
+    pub fn http_error(status: u16, text: &str) -> Reply {
+        Reply::failure(ModelFailure::http(status, text, None, None))
+    }
+
+    /// The call fails as `failure` says, before streaming anything.
+    pub fn failure(failure: ModelFailure) -> Reply {
         Reply {
             events: Vec::new(),
-            end: End::Fail(text.to_string()),
+            end: End::Fail(failure),
             every_ms: 0,
         }
     }
@@ -119,9 +125,9 @@ impl Reply {
         self
     }
 
-    /// Streams what it has, then fails with `text`.
+    /// Streams what it has, then the connection breaks (a transient failure).
     pub fn then_fail(mut self, text: &str) -> Reply {
-        self.end = End::Fail(text.to_string());
+        self.end = End::Fail(ModelFailure::transient(text));
         self
     }
 }

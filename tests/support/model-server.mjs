@@ -2,7 +2,10 @@
 // Owns: POST /v1/chat/completions (streaming SSE `chat.completion.chunk`s or a plain JSON
 // completion), the admin endpoints GET /__requests and POST /__reset, and the CLI
 // `node tests/support/model-server.mjs [--port 8788] [--host 127.0.0.1]`.
-// The reply is a pure function of the request's messages and tools; see `planReply` for the rules.
+// The reply is a pure function of the request's messages and tools (see `planReply` for the
+// rules), except `[http-once:NNN]`: the first request whose last user message carries it is
+// answered with status NNN (and `retry-after-ms` when the message also has `[retry-after-ms:N]`),
+// later ones normally; it exercises a client's retries.
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
 // onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
 // when the client went away first); see `startModelServer` for the record's fields.
@@ -82,6 +85,21 @@ function cutAnswer(messages) {
 function call(name, argsObjOrString) {
   const args = typeof argsObjOrString === 'string' ? argsObjOrString : JSON.stringify(argsObjOrString);
   return { name, args };
+}
+
+/**
+ * `[http-once:NNN]` in the last user message: { status, headers } the first time that message is
+ * seen by this server (remembered in `seen`), else null.
+ */
+function failOnce(body, seen) {
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const text = contentText(lastUser?.content);
+  const m = /\[http-once:(\d{3})\]/.exec(text);
+  if (!m || seen.has(text)) return null;
+  seen.add(text);
+  const hint = /\[retry-after-ms:(\d+)\]/.exec(text);
+  return { status: Number(m[1]), headers: hint ? { 'retry-after-ms': hint[1] } : {} };
 }
 
 /**
@@ -364,6 +382,7 @@ function readBody(req) {
  */
 export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming } = {}) {
   const requests = [];
+  const failedOnce = new Set();
   const server = http.createServer(async (req, res) => {
     try {
       const path = new URL(req.url, 'http://x').pathname;
@@ -375,6 +394,7 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming 
       if (req.method === 'POST' && path === '/__reset') {
         await readBody(req);
         requests.length = 0;
+        failedOnce.clear();
         res.writeHead(204);
         res.end();
         return;
@@ -396,6 +416,12 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming 
           return;
         }
         requests.push(body);
+        const once = failOnce(body, failedOnce);
+        if (once) {
+          res.writeHead(once.status, { 'content-type': 'application/json', ...once.headers });
+          res.end(errorBody(`scripted transient error ${once.status}`));
+          return;
+        }
         const plan = planReply(body);
         if (plan.kind === 'http') {
           res.writeHead(plan.status, { 'content-type': 'application/json' });

@@ -151,6 +151,16 @@ test('[http:NNN] answers that status with a JSON error', async () => {
   }
 });
 
+test('[http-once:NNN] fails the first request for a message, then answers it', async () => {
+  const messages = [user('flaky [http-once:503] [retry-after-ms:1200]')];
+  const first = await complete({ messages });
+  assert.equal(first.status, 503);
+  assert.equal(first.headers.get('retry-after-ms'), '1200');
+  const second = await complete({ messages });
+  assert.equal(second.status, 200);
+  assert.deepEqual(contentDeltas(second.events).join(''), 'You said: flaky [http-once:503] [retry-after-ms:1200]');
+});
+
 test('[stream-error] sends two words then an error event and ends', async () => {
   const r = await complete({ messages: [user('please [stream-error]')] });
   assert.equal(r.status, 200);

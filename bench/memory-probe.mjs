@@ -8,7 +8,7 @@
 // linear memory size (GET …/__debug/memory, served only with DEBUG_MEMORY=1) and, with --inspect,
 // the V8 JS heap after a forced GC.
 //
-//   node bench/memory-probe.mjs [--agents 30] [--history 50] [--workers ours,think]
+//   node bench/memory-probe.mjs [--agents 30] [--history 50] [--workers ours,think,floor]
 //        [--scenarios empty-open,empty-closed,hist-open,hist-closed] [--stages K] [--vars K=V,…]
 //        [--ours-dir DIR]
 //        [--inspect]
@@ -112,7 +112,6 @@ async function snapshot(inst, cdp, warmName) {
     await sleep(300);
     heap.post = await cdp.heap();
     heap.objects = await cdp.objects();
-    heap.afterSnapshot = await cdp.heap();
   }
   const rss = [];
   for (let i = 0; i < 5; i++) { rss.push(inst.rss()); await sleep(100); }
@@ -191,9 +190,6 @@ async function main() {
             console.log(`  JS heap before GC: ${h(before.heap.pre)} → ${h(after.heap.pre)}`);
             console.log(`  JS heap after GC:  ${h(before.heap.post)} → ${h(after.heap.post)}; used ${fmt((after.heap.post.used - before.heap.post.used) * 1024 / o.agents)} KiB/agent, committed ${fmt((after.heap.post.total - before.heap.post.total) * 1024 / o.agents)} KiB/agent`);
             console.log(`  raw after: ${JSON.stringify(after.heap.post.raw)}`);
-            const d = (k) => fmt(((after.heap.afterSnapshot?.raw?.[k] ?? NaN) - (before.heap.afterSnapshot?.raw?.[k] ?? NaN)) / 1024 / o.agents);
-            console.log(`  after-snapshot raw: ${JSON.stringify(before.heap.afterSnapshot?.raw)} → ${JSON.stringify(after.heap.afterSnapshot?.raw)}`);
-            console.log(`  after the snapshot's GC, per agent: used ${d('usedSize')} KiB, embedder ${d('embedderHeapUsedSize')} KiB, backing stores ${d('backingStorageSize')} KiB`);
             if (before.heap.objects && after.heap.objects) {
               console.log('  JS heap objects that grew (heap snapshot):');
               for (const line of objectGrowth(before.heap.objects, after.heap.objects, o.agents)) console.log(line);

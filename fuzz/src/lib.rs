@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use arbitrary::Unstructured;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use durable_chat::core::limits::leading_request_id;
 use durable_chat::core::{
@@ -219,24 +219,12 @@ impl Store {
     }
 
     fn stored_state(&self) -> StoredState {
-        let config = |key: ConfigKey| self.config.get(key.as_str());
-        StoredState {
+        let mut state = StoredState {
             messages: self
                 .transcript()
                 .into_iter()
                 .map(|(seq, message)| Entry { seq, message })
                 .collect(),
-            client_tools: config(ConfigKey::ClientTools)
-                .and_then(|v| serde_json::from_str(v).ok())
-                .unwrap_or_default(),
-            body: match config(ConfigKey::CustomBody).map(|v| serde_json::from_str(v)) {
-                Some(Ok(Value::Object(map))) => map,
-                _ => Map::new(),
-            },
-            terminal_error: config(ConfigKey::TerminalError)
-                .and_then(|v| serde_json::from_str(v).ok()),
-            recovery: config(ConfigKey::Recovery).cloned(),
-            queue: config(ConfigKey::Queue).cloned(),
             open_streams: self
                 .streams
                 .values()
@@ -249,7 +237,11 @@ impl Store {
                         .unwrap_or_default(),
                 })
                 .collect(),
-        }
+            ..StoredState::default()
+        };
+        let config = |key: ConfigKey| Ok::<_, ()>(self.config.get(key.as_str()).cloned());
+        let _ = state.read_config(config);
+        state
     }
 }
 

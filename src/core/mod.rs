@@ -80,6 +80,31 @@ pub struct StoredState {
     pub queue: Option<String>,
 }
 
+impl StoredState {
+    /// Fills the config-backed fields from `value(key)`, the stored text of
+    /// each [`ConfigKey`]. Values that no longer parse are dropped (a
+    /// missing config is the same as a fresh agent's), never fatal.
+    pub fn read_config<E>(
+        &mut self,
+        mut value: impl FnMut(ConfigKey) -> Result<Option<String>, E>,
+    ) -> Result<(), E> {
+        if let Some(tools) = value(ConfigKey::ClientTools)? {
+            self.client_tools = serde_json::from_str(&tools).unwrap_or_default();
+        }
+        if let Some(body) = value(ConfigKey::CustomBody)? {
+            if let Ok(Value::Object(map)) = serde_json::from_str(&body) {
+                self.body = map;
+            }
+        }
+        if let Some(record) = value(ConfigKey::TerminalError)? {
+            self.terminal_error = serde_json::from_str(&record).ok();
+        }
+        self.recovery = value(ConfigKey::Recovery)?;
+        self.queue = value(ConfigKey::Queue)?;
+        Ok(())
+    }
+}
+
 /// An automatic continuation that has been asked for but not yet queued.
 #[derive(Debug, Clone)]
 struct PendingContinuation {

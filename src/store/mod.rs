@@ -4,12 +4,9 @@
 //! made without an intervening `await` commit together.
 
 use serde::Deserialize;
-use serde_json::Value;
 use worker::{SqlStorage, SqlStorageValue};
 
-use crate::core::{
-    ConfigKey, Entry, OpenStream, StoreOp, StoredState, StreamRecord, TerminalError,
-};
+use crate::core::{ConfigKey, Entry, OpenStream, StoreOp, StoredState, StreamRecord};
 use crate::protocol::UIMessage;
 
 const SCHEMA: &[&str] = &[
@@ -74,19 +71,7 @@ impl SqlStore {
                 Err(e) => worker::console_error!("skipping unreadable stored message: {e}"),
             }
         }
-        if let Some(tools) = self.config_value(ConfigKey::ClientTools)? {
-            state.client_tools = serde_json::from_str(&tools).unwrap_or_default();
-        }
-        if let Some(body) = self.config_value(ConfigKey::CustomBody)? {
-            if let Ok(Value::Object(map)) = serde_json::from_str(&body) {
-                state.body = map;
-            }
-        }
-        state.recovery = self.config_value(ConfigKey::Recovery)?;
-        state.queue = self.config_value(ConfigKey::Queue)?;
-        if let Some(record) = self.config_value(ConfigKey::TerminalError)? {
-            state.terminal_error = serde_json::from_str::<TerminalError>(&record).ok();
-        }
+        state.read_config(|key| self.config_value(key))?;
         let streams: Vec<StreamRow> = self
             .sql
             .exec("SELECT record FROM chat_streams", None)?

@@ -84,8 +84,7 @@ impl MemStore {
 
     /// What a core restarted on this store starts from.
     pub fn stored_state(&self) -> StoredState {
-        let config = |key: ConfigKey| self.config.get(key.as_str());
-        StoredState {
+        let mut state = StoredState {
             messages: self
                 .messages
                 .iter()
@@ -94,16 +93,6 @@ impl MemStore {
                     message: message.clone(),
                 })
                 .collect(),
-            client_tools: config(ConfigKey::ClientTools)
-                .and_then(|v| serde_json::from_str(v).ok())
-                .unwrap_or_default(),
-            body: config(ConfigKey::CustomBody)
-                .and_then(|v| serde_json::from_str(v).ok())
-                .unwrap_or_default(),
-            terminal_error: config(ConfigKey::TerminalError)
-                .and_then(|v| serde_json::from_str(v).ok()),
-            recovery: config(ConfigKey::Recovery).cloned(),
-            queue: config(ConfigKey::Queue).cloned(),
             open_streams: self
                 .open_streams
                 .values()
@@ -115,7 +104,11 @@ impl MemStore {
                         .collect(),
                 })
                 .collect(),
-        }
+            ..StoredState::default()
+        };
+        let config = |key: ConfigKey| Ok::<_, ()>(self.config.get(key.as_str()).cloned());
+        let _ = state.read_config(config);
+        state
     }
 
     /// The stored transcript as JSON, in seq order.

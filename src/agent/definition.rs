@@ -86,6 +86,13 @@ impl Vars<'_> {
     pub fn get(&self, name: &str) -> Option<String> {
         (self.0)(name).filter(|v| !v.trim().is_empty())
     }
+
+    /// A numeric (or otherwise parsed) var; `default` when unset or unreadable.
+    pub fn parsed_or<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
+        self.get(name)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    }
 }
 
 /// Where the model lives and how turns run.
@@ -133,17 +140,15 @@ impl AgentSettings {
             max_steps: 10,
             auth_token: vars.get("AUTH_TOKEN"),
             limits: Limits {
-                model_stall_timeout_ms: vars
-                    .get("MODEL_STALL_TIMEOUT_MS")
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(Limits::default().model_stall_timeout_ms),
+                model_stall_timeout_ms: vars.parsed_or(
+                    "MODEL_STALL_TIMEOUT_MS",
+                    Limits::default().model_stall_timeout_ms,
+                ),
                 ..Limits::default()
             },
             model_retry: RetryPolicy {
                 max_retries: vars
-                    .get("MODEL_MAX_RETRIES")
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(RetryPolicy::default().max_retries),
+                    .parsed_or("MODEL_MAX_RETRIES", RetryPolicy::default().max_retries),
                 ..RetryPolicy::default()
             },
         }
@@ -241,5 +246,21 @@ mod tests {
         assert_eq!(settings.concurrency, Concurrency::Debounce { ms: 300 });
         assert_eq!(settings.model.model, "gpt-4o-mini");
         assert!(settings.api_key.is_none());
+        assert_eq!(settings.model_retry.max_retries, 2);
+    }
+
+    #[test]
+    fn numeric_settings_are_read_and_unreadable_ones_keep_their_defaults() {
+        let lookup = |name: &str| match name {
+            "MODEL_MAX_RETRIES" => Some(" 0 ".to_string()),
+            "MODEL_STALL_TIMEOUT_MS" => Some("soon".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(settings.model_retry.max_retries, 0);
+        assert_eq!(
+            settings.limits.model_stall_timeout_ms,
+            Limits::default().model_stall_timeout_ms
+        );
     }
 }

@@ -10,7 +10,7 @@ import {
 } from '../support/harness.mjs';
 import {
   workerFor, rid, responsesOf, chunkFrames, typesOf, waitForModelRequests, modelTexts,
-  toolMessages, offeredTools, probe, toolPart, waitUntil,
+  toolMessages, offeredTools, probe, toolPart, waitUntil, tab,
 } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
@@ -27,12 +27,6 @@ const SCREEN_TOOL = {
   description: "The size of the user's screen.",
   parameters: { type: 'object', properties: {} },
 };
-
-async function tab(w, room) {
-  const c = await connect(w.url, AGENT, room);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
 
 /** Run a user turn from `c` and return {id, uid, done, frames, chunks (parsed)}. */
 async function turn(c, text, extraBody = {}, history = []) {

@@ -8,16 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
-import { workerFor, rid, responsesOf, chunkFrames, waitUntil, modelTexts, probe, terminalOf } from '../support/e2e.mjs';
+import { workerFor, rid, responsesOf, chunkFrames, waitUntil, modelTexts, probe, terminalOf, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 20000;
-
-async function tab(w, room) {
-  const c = await connect(w.url, AGENT, room);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
 
 /**
  * Tab A starts a slow turn r1; once it streams, tab B submits r2 and then (after A has seen B's

@@ -10,19 +10,13 @@ import {
 } from '../support/harness.mjs';
 import {
   workerFor, rid, responsesOf, chunkFrames, typesOf, firstIndex, waitForModelRequests,
-  modelTexts, toolMessages, probe, waitUntil,
+  modelTexts, toolMessages, probe, waitUntil, tab,
 } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 15000;
 
 /** Connect and wait until the connect frames (ending with mcp_servers) arrived. */
-async function tab(w, room, opts) {
-  const c = await connect(w.url, AGENT, room, opts);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
-
 test('a new connection receives the transcript (connect:true), then identity, then the MCP state, and nothing else', async (t) => {
   const w = await workerFor(t);
   const c = await tab(w, 'room-connect');

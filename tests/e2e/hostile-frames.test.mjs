@@ -11,19 +11,13 @@ import assert from 'node:assert/strict';
 import {
   connect, chatRequest, userMessage, getMessages, isDone, textOf, startWorker,
 } from '../support/harness.mjs';
-import { rid, probe, waitUntil, modelTexts, toolPart } from '../support/e2e.mjs';
+import { rid, probe, waitUntil, modelTexts, toolPart, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 15000;
 const MiB = 1024 * 1024;
 
 // ---- helpers --------------------------------------------------------------------------------
-
-async function tab(url, room, opts) {
-  const c = await connect(url, AGENT, room, opts);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
 
 function sendRaw(client, frame) {
   if (Buffer.isBuffer(frame)) client.ws.send(frame, { binary: true });

@@ -7,17 +7,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, chatRequest, userMessage, getMessages, isDone, textOf } from '../support/harness.mjs';
-import { workerFor, rid, typesOf, chunkFrames, toolMessages, responsesOf } from '../support/e2e.mjs';
+import { chatRequest, userMessage, getMessages, isDone, textOf } from '../support/harness.mjs';
+import { workerFor, rid, typesOf, chunkFrames, toolMessages, responsesOf, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 15000;
-
-async function tab(w, room) {
-  const c = await connect(w.url, AGENT, room);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
 
 /** One turn as useAgentChat sends it (full stored transcript + a new user message). */
 async function turn(client, w, room, text) {

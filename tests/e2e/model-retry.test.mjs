@@ -4,17 +4,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
-import { workerFor, rid, responsesOf, contentText } from '../support/e2e.mjs';
+import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { workerFor, rid, responsesOf, contentText, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 20000;
-
-async function tab(w, room) {
-  const c = await connect(w.url, AGENT, room);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
-}
 
 /** Model requests whose last user message is `text`. */
 function requestsFor(model, text) {

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, chatRequest, userMessage, getMessages, isDone, isResponse, textOf } from '../support/harness.mjs';
-import { workerFor, rid, chunkFrames, probe, toolPart, waitUntil, modelTexts, toolMessages } from '../support/e2e.mjs';
+import { workerFor, rid, chunkFrames, probe, toolPart, waitUntil, modelTexts, toolMessages, tab } from '../support/e2e.mjs';
 import { startModelServer } from '../support/model-server.mjs';
 import { startStallProxy } from '../support/stall-proxy.mjs';
 
@@ -34,12 +34,6 @@ async function stallWorker(t) {
   const w = await workerFor(t, { model: proxy });
   t.after(async () => { await proxy.close(); await model.close(); });
   return { w, model, proxy };
-}
-
-async function tab(w, room) {
-  const c = await connect(w.url, AGENT, room);
-  await c.waitFor('cf_agent_mcp_servers');
-  return c;
 }
 
 /** Parsed chunks of request `id` received by `c`. */

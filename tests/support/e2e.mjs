@@ -4,13 +4,23 @@
 // modelTexts, toolMessages, offeredTools, probe, toolPart, terminalOf.
 
 import { randomBytes } from 'node:crypto';
-import { startWorker, isResponse, isDone } from './harness.mjs';
+import { connect, startWorker, isResponse, isDone } from './harness.mjs';
 
 /** Start a fresh worker (own model server and storage) closed when test `t` ends. */
 export async function workerFor(t, opts) {
   const w = await startWorker(opts);
   t.after(() => w.close());
   return w;
+}
+
+/**
+ * A tab on `agent` (ChatAgent unless given) of a worker (`w` from workerFor, or its URL), resolved
+ * once the connect frames are in (the MCP state is the last of them).
+ */
+export async function tab(worker, room, opts, agent = 'ChatAgent') {
+  const c = await connect(typeof worker === 'string' ? worker : worker.url, agent, room, opts);
+  await c.waitFor('cf_agent_mcp_servers');
+  return c;
 }
 
 const ALPHABET = 'useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict';

@@ -1,4 +1,5 @@
-// Runs the REAL `useAgentChat` (agents/chat/react) + `useAgent` (agents/react) hooks in Node, with
+// Runs the REAL `useAgentChat` (agents/chat/react, or @cloudflare/think/react's wrapper of it) +
+// `useAgent` (agents/react) hooks in Node, with
 // React 19's own renderer (react-dom/client), so end-to-end tests drive the agent through the
 // exact client code a browser app uses. The component renders nothing, so React never creates
 // DOM nodes: a container stub with the handful of fields react-dom's root touches is enough, plus
@@ -7,6 +8,8 @@
 // messages one per task as browsers do. DEBUG_AGENT_CHAT=1 logs every render.
 // Owns: mountAgentChat.
 
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import WS from 'ws';
 import React from 'react';
 import { createRoot } from 'react-dom/client';
@@ -21,11 +24,23 @@ globalThis.IS_REACT_ACT_ENVIRONMENT = false;
 // module-level caches (the get-messages request cache, the query cache) that two tabs never share.
 const AGENT_REACT_URL = import.meta.resolve('agents/react');
 const AGENT_CHAT_REACT_URL = import.meta.resolve('agents/chat/react');
+// @cloudflare/think/react wraps agents/chat/react's hook. Its published file is loaded per tab
+// with its one import pointed at that tab's copy of agents/chat/react (Node would otherwise share
+// one copy, and its caches, between the tabs of a test).
+const THINK_REACT_SOURCE = readFileSync(fileURLToPath(import.meta.resolve('@cloudflare/think/react')), 'utf8');
+const THINK_IMPORT = /from\s*["']agents\/chat\/react["']/g;
+if ((THINK_REACT_SOURCE.match(THINK_IMPORT) ?? []).length !== 1) {
+  throw new Error('@cloudflare/think/react no longer imports agents/chat/react exactly once; update this harness');
+}
 let tabs = 0;
-async function tabModules() {
+async function tabModules(hook) {
   const tab = ++tabs;
   const { useAgent } = await import(`${AGENT_REACT_URL}?tab=${tab}`);
-  const { useAgentChat } = await import(`${AGENT_CHAT_REACT_URL}?tab=${tab}`);
+  const agentsChat = `${AGENT_CHAT_REACT_URL}?tab=${tab}`;
+  if (hook === 'agents') return { useAgent, useAgentChat: (await import(agentsChat)).useAgentChat };
+  if (hook !== 'think') throw new Error(`unknown chat hook ${hook} (agents or think)`);
+  const source = THINK_REACT_SOURCE.replace(THINK_IMPORT, `from ${JSON.stringify(agentsChat)}`);
+  const { useAgentChat } = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(source)}`);
   return { useAgent, useAgentChat };
 }
 
@@ -50,13 +65,16 @@ function containerStub() {
  * @param {string} o.url worker base URL (http://127.0.0.1:PORT)
  * @param {string} o.name instance name
  * @param {string} [o.agent] agent class (`ChatAgent`)
+ * @param {'agents'|'think'} [o.hook] whose `useAgentChat`: agents/chat/react as it is (it pushes
+ *   its transcript to the server after each change), or @cloudflare/think/react (the same hook with
+ *   that push turned off, as Think apps use it). Default `think`.
  * @param {object|((ctx) => object)} [o.chatOptions] extra useAgentChat options (tools, onToolCall…);
  *   a function receives {get chat()} so callbacks can reach the latest hook result.
  * @returns {Promise<{chat, frames, sent, errors, waitFor(pred, timeoutMs?), settled(quietMs?), unmount()}>}
  *   Resolves once the socket is connected (connect frames received); the hook may be resuming.
  *   `chat` is the latest hook result; `frames`/`sent` are parsed frames received/sent by its socket.
  */
-export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptions = {} }) {
+export async function mountAgentChat({ url, name, agent = 'ChatAgent', hook = 'think', chatOptions = {} }) {
   const host = new URL(url).host;
   const frames = [];
   const sent = [];
@@ -83,7 +101,7 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
     }
   }
 
-  const { useAgent, useAgentChat } = await tabModules();
+  const { useAgent, useAgentChat } = await tabModules(hook);
   const ctx = { get chat() { return latest; } };
   const options = typeof chatOptions === 'function' ? chatOptions(ctx) : chatOptions;
 
@@ -91,8 +109,6 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', chatOptio
     const agentConn = useAgent({ agent, name, host, WebSocket: RecordingWebSocket });
     const chat = useAgentChat({
       agent: agentConn,
-      // What @cloudflare/think/react does on top of the generic hook.
-      syncMessagesToServer: false,
       onError: (e) => errors.push(e),
       ...options,
     });

@@ -14,6 +14,7 @@ pub mod context;
 pub mod effects;
 pub mod ids;
 pub mod limits;
+mod model_call;
 mod recovery;
 mod resume;
 mod stream;

@@ -1,18 +1,18 @@
-//! One running turn: the agentic loop over model steps and server tools, the
-//! chunks it streams (applied to the assistant message, logged with `seq`,
-//! broadcast once-serialized), the batched chunk log, and how a turn ends.
+//! One running turn: its state, the agentic loop over steps and server tools
+//! (each step's model call is in `model_call.rs`), the chunks it streams
+//! (applied to the assistant message, logged with `seq`, broadcast
+//! once-serialized), the batched chunk log, and how a turn ends.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::{openai, FinishReason, ModelEvent, ModelFailure};
+use crate::model::FinishReason;
 use crate::protocol::{server, Outcome, ResponseFrame, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
 use super::config::TurnContext;
-use super::context::{model_messages, turn_tools};
 use super::effects::{CallId, ConfigKey, ConnId, Effect, StoreOp, StreamRecord, Timer};
 use super::ids::IdKind;
 use super::turns::QueuedTurn;
@@ -22,10 +22,10 @@ use super::{Core, TerminalError};
 const MAX_LOGGED_CHUNK: usize = 1_800_000;
 
 #[derive(Debug)]
-struct StepCall {
-    id: String,
-    name: String,
-    arguments: String,
+pub(super) struct StepCall {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
 }
 
 #[derive(Debug)]
@@ -34,39 +34,39 @@ pub(super) struct ActiveTurn {
     pub message: UIMessage,
     /// The answer's place in the transcript, reserved when the turn starts so
     /// it follows the messages it answers even if newer ones arrive meanwhile.
-    seq: u64,
-    continuation: bool,
-    system: String,
-    max_steps: u32,
-    step: u32,
-    model_call: Option<CallId>,
+    pub(super) seq: u64,
+    pub(super) continuation: bool,
+    pub(super) system: String,
+    pub(super) max_steps: u32,
+    pub(super) step: u32,
+    pub(super) model_call: Option<CallId>,
     /// The current step's request, kept to send again after a transient failure.
-    step_body: Option<String>,
+    pub(super) step_body: Option<String>,
     /// Retries of the current step's model call so far.
-    step_retries: u32,
+    pub(super) step_retries: u32,
     /// The current model call has produced at least one event.
-    call_streamed: bool,
+    pub(super) call_streamed: bool,
     /// A failed model call waits for `Timer::ModelRetry`.
-    awaiting_retry: bool,
-    calls: BTreeMap<u32, StepCall>,
+    pub(super) awaiting_retry: bool,
+    pub(super) calls: BTreeMap<u32, StepCall>,
     /// Tool runs in flight, by tool call id: the call and, for a client tool
     /// run by a parent agent, the channel it went to.
-    running_tools: BTreeMap<String, (CallId, Option<ConnId>)>,
-    waiting_on_human: bool,
-    text_open: Option<String>,
-    reasoning_open: Option<String>,
-    next_part: u32,
-    finish_reason: Option<FinishReason>,
-    last_model_event_at: u64,
+    pub(super) running_tools: BTreeMap<String, (CallId, Option<ConnId>)>,
+    pub(super) waiting_on_human: bool,
+    pub(super) text_open: Option<String>,
+    pub(super) reasoning_open: Option<String>,
+    pub(super) next_part: u32,
+    pub(super) finish_reason: Option<FinishReason>,
+    pub(super) last_model_event_at: u64,
     /// Every logged chunk body of this stream, for replay.
     pub log: Vec<Rc<str>>,
-    flushed: usize,
-    flush_armed: bool,
-    saw_delta: bool,
+    pub(super) flushed: usize,
+    pub(super) flush_armed: bool,
+    pub(super) saw_delta: bool,
 }
 
 impl ActiveTurn {
-    fn part_id(&mut self, prefix: &str) -> String {
+    pub(super) fn part_id(&mut self, prefix: &str) -> String {
         self.next_part += 1;
         format!("{prefix}-{}", self.next_part)
     }
@@ -228,7 +228,7 @@ impl Core {
     }
 
     /// The client tools of the active turn: its own (a sub-agent call) or the stored list.
-    fn active_client_tools(&self) -> &[crate::protocol::ClientToolSchema] {
+    pub(super) fn active_client_tools(&self) -> &[crate::protocol::ClientToolSchema] {
         match self
             .active
             .as_ref()
@@ -256,186 +256,7 @@ impl Core {
         }
     }
 
-    fn begin_step(&mut self) {
-        let call = self.next_call_id();
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        active.step += 1;
-        active.calls.clear();
-        active.finish_reason = None;
-        active.model_call = Some(call);
-        active.step_retries = 0;
-        active.call_streamed = false;
-        active.last_model_event_at = self.now;
-        let system = active.system.clone();
-        self.arm_stall_check(self.now);
-        self.emit(UIMessageChunk::StartStep);
-        let Some(active) = self.active.as_ref() else {
-            return;
-        };
-        // The answer being written replaces its stored copy (a recovery continues one).
-        let mut context: Vec<&UIMessage> = self
-            .transcript
-            .before(active.seq)
-            .filter(|m| m.id != active.message.id)
-            .collect();
-        if has_content(&active.message) {
-            context.push(&active.message);
-        }
-        let messages = model_messages(&system, &context);
-        let tools = turn_tools(&self.config.tools, self.active_client_tools());
-        let body = openai::request_body(&self.config.model, &messages, &tools);
-        if let Some(active) = self.active.as_mut() {
-            active.step_body = Some(body.clone());
-        }
-        self.effects.push(Effect::CallModel { call, body });
-    }
-
-    /// The retry timer fired: send the step's request again on a new call.
-    pub(super) fn retry_model_call(&mut self) {
-        let call = self.next_call_id();
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        if !active.awaiting_retry {
-            return;
-        }
-        let Some(body) = active.step_body.clone() else {
-            return;
-        };
-        active.awaiting_retry = false;
-        active.model_call = Some(call);
-        active.call_streamed = false;
-        active.last_model_event_at = self.now;
-        self.arm_stall_check(self.now);
-        self.effects.push(Effect::CallModel { call, body });
-    }
-
-    fn is_current_model_call(&self, call: CallId) -> bool {
-        self.active.as_ref().and_then(|a| a.model_call) == Some(call)
-    }
-
-    pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
-        if !self.is_current_model_call(call) {
-            return;
-        }
-        if let Some(active) = self.active.as_mut() {
-            active.last_model_event_at = self.now;
-            active.call_streamed = true;
-        }
-        match event {
-            ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
-            ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
-            ModelEvent::ToolCallStarted { index, id, name } => {
-                self.close_open_text();
-                if let Some(active) = self.active.as_mut() {
-                    active.calls.insert(
-                        index,
-                        StepCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            arguments: String::new(),
-                        },
-                    );
-                }
-                self.emit(UIMessageChunk::ToolInputStart {
-                    tool_call_id: id,
-                    tool_name: name,
-                });
-            }
-            ModelEvent::ToolCallArgumentsDelta { index, delta } => {
-                let Some(call) = self.active.as_mut().and_then(|a| a.calls.get_mut(&index)) else {
-                    return;
-                };
-                call.arguments.push_str(&delta);
-                let tool_call_id = call.id.clone();
-                self.emit(UIMessageChunk::ToolInputDelta {
-                    tool_call_id,
-                    input_text_delta: delta,
-                });
-            }
-            ModelEvent::Finished { reason, .. } => self.on_step_streamed(reason),
-        }
-    }
-
-    fn stream_text(&mut self, delta: String, reasoning: bool) {
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        let (open, other) = if reasoning {
-            (&active.reasoning_open, active.text_open.is_some())
-        } else {
-            (&active.text_open, active.reasoning_open.is_some())
-        };
-        let open_id = open.clone();
-        if other {
-            self.close_open_text();
-        }
-        let id = match open_id {
-            Some(id) => id,
-            None => {
-                let Some(active) = self.active.as_mut() else {
-                    return;
-                };
-                let id = active.part_id(if reasoning { "reasoning" } else { "text" });
-                if reasoning {
-                    active.reasoning_open = Some(id.clone());
-                    self.emit(UIMessageChunk::ReasoningStart { id: id.clone() });
-                } else {
-                    active.text_open = Some(id.clone());
-                    self.emit(UIMessageChunk::TextStart { id: id.clone() });
-                }
-                id
-            }
-        };
-        self.emit(if reasoning {
-            UIMessageChunk::ReasoningDelta { id, delta }
-        } else {
-            UIMessageChunk::TextDelta { id, delta }
-        });
-    }
-
-    fn close_open_text(&mut self) {
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        let text = active.text_open.take();
-        let reasoning = active.reasoning_open.take();
-        if let Some(id) = reasoning {
-            self.emit(UIMessageChunk::ReasoningEnd { id });
-        }
-        if let Some(id) = text {
-            self.emit(UIMessageChunk::TextEnd { id });
-        }
-    }
-
-    /// The model finished a step: route each tool call (server run, approval,
-    /// client) and end the step once every server tool is done.
-    fn on_step_streamed(&mut self, reason: FinishReason) {
-        self.close_open_text();
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        active.model_call = None;
-        active.finish_reason = Some(reason);
-        let calls: Vec<StepCall> = std::mem::take(&mut active.calls).into_values().collect();
-        let mut handled = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.route_tool_call(&call);
-            handled.push(call);
-        }
-        if let Some(active) = self.active.as_mut() {
-            active.calls = handled
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c))
-                .collect();
-        }
-        self.maybe_finish_step();
-    }
-
-    fn route_tool_call(&mut self, call: &StepCall) {
+    pub(super) fn route_tool_call(&mut self, call: &StepCall) {
         let parsed = if call.arguments.trim().is_empty() {
             Ok(serde_json::json!({}))
         } else {
@@ -524,7 +345,7 @@ impl Core {
         self.maybe_finish_step();
     }
 
-    fn maybe_finish_step(&mut self) {
+    pub(super) fn maybe_finish_step(&mut self) {
         let Some(active) = self.active.as_ref() else {
             return;
         };
@@ -551,59 +372,6 @@ impl Core {
             finish_reason: Some(finish_reason_text(reason).to_string()),
         });
         self.end_turn(Outcome::Completed, None);
-    }
-
-    /// One timer per stall window (not one per token): when it fires early
-    /// because events kept coming, it is re-armed from the last event.
-    fn arm_stall_check(&mut self, from: u64) {
-        let timeout = self.config.limits.model_stall_timeout_ms;
-        if timeout > 0 {
-            self.set_timer(Timer::ModelStall, from + timeout);
-        }
-    }
-
-    pub(super) fn on_model_stall_check(&mut self) {
-        let Some(active) = self.active.as_ref() else {
-            return;
-        };
-        if active.model_call.is_none() {
-            return;
-        }
-        let timeout = self.config.limits.model_stall_timeout_ms;
-        let last = active.last_model_event_at;
-        if self.now.saturating_sub(last) >= timeout {
-            let text = format!(
-                "The model stream stalled: nothing arrived for {} s.",
-                timeout as f64 / 1000.0
-            );
-            self.end_turn(Outcome::Error, Some(text));
-        } else {
-            self.arm_stall_check(last);
-        }
-    }
-
-    /// A transient failure before the call streamed anything is retried after
-    /// a backoff (the turn stays open and cancellable); anything else ends the
-    /// turn with the failure's text.
-    pub(super) fn on_model_failed(&mut self, call: CallId, failure: ModelFailure) {
-        if !self.is_current_model_call(call) {
-            return;
-        }
-        let policy = self.config.model_retry;
-        let now = self.now;
-        if let Some(active) = self.active.as_mut() {
-            let delay = (failure.transient && !active.call_streamed)
-                .then(|| policy.delay(active.step_retries + 1, failure.retry_after_ms))
-                .flatten();
-            if let Some(delay) = delay {
-                active.step_retries += 1;
-                active.model_call = None;
-                active.awaiting_retry = true;
-                self.set_timer(Timer::ModelRetry, now + delay);
-                return;
-            }
-        }
-        self.end_turn(Outcome::Error, Some(failure.text));
     }
 
     /// Applies, logs and broadcasts one chunk of the active stream.

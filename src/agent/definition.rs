@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{
-    ApprovalRule, Concurrency, CoreConfig, Limits, RetryPolicy, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, Concurrency, CoreConfig, Limits, RecoveryConfig, RetryPolicy, ToolSpec,
+    TurnConfig, TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -110,6 +111,8 @@ pub struct AgentSettings {
     /// `MODEL_MAX_RETRIES`: retries of a model call that failed transiently
     /// before streaming anything (default 2; 0 turns retries off).
     pub model_retry: RetryPolicy,
+    /// How turns cut by an eviction are recovered (attempt budget, heartbeat).
+    pub recovery: RecoveryConfig,
 }
 
 impl AgentSettings {
@@ -151,6 +154,7 @@ impl AgentSettings {
                     .parsed_or("MODEL_MAX_RETRIES", RetryPolicy::default().max_retries),
                 ..RetryPolicy::default()
             },
+            recovery: RecoveryConfig::default(),
         }
     }
 }
@@ -205,6 +209,7 @@ pub fn core_config<D: AgentDefinition>(
     config.concurrency = settings.concurrency;
     config.limits = settings.limits;
     config.model_retry = settings.model_retry;
+    config.recovery = settings.recovery;
     let hook_owner = definition.clone();
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)
@@ -247,6 +252,31 @@ mod tests {
         assert_eq!(settings.model.model, "gpt-4o-mini");
         assert!(settings.api_key.is_none());
         assert_eq!(settings.model_retry.max_retries, 2);
+    }
+
+    struct Tuned;
+
+    impl AgentDefinition for Tuned {
+        fn settings(&self, vars: &Vars) -> AgentSettings {
+            let mut settings = AgentSettings::from_vars(vars);
+            settings.concurrency = Concurrency::Latest;
+            settings.max_steps = 5;
+            settings.recovery.max_attempts = 3;
+            settings.model_retry.max_retries = 1;
+            settings
+        }
+    }
+
+    #[test]
+    fn settings_changed_in_code_reach_the_core_config() {
+        let definition = Rc::new(Tuned);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "tuned");
+        assert_eq!(config.concurrency, Concurrency::Latest);
+        assert_eq!(config.max_steps, 5);
+        assert_eq!(config.recovery.max_attempts, 3);
+        assert_eq!(config.model_retry.max_retries, 1);
+        assert_eq!(config.system_prompt, "You are a helpful assistant.");
     }
 
     #[test]

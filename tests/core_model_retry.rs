@@ -17,13 +17,18 @@ fn errors(frames: &[Value], id: &str) -> Vec<String> {
         .collect()
 }
 
+/// Tab "a" sends "hi" as request r1; everything then runs to the end.
+fn ask(sim: &mut Sim) {
+    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
+    sim.run_until_idle();
+}
+
 #[test]
 fn a_rate_limited_call_is_retried_after_a_backoff_and_the_turn_completes() {
     let mut sim = two_tabs();
     sim.script(Reply::http_error(429, "429 Too Many Requests: slow down"))
         .script(Reply::text("hello after the wait"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
 
     let requests = sim.requests();
     assert_eq!(requests.len(), 2, "one retry");
@@ -58,8 +63,7 @@ fn retries_back_off_exponentially_and_give_up_with_the_last_error() {
     sim.script(Reply::http_error(503, "503 overloaded (1)"))
         .script(Reply::http_error(503, "503 overloaded (2)"))
         .script(Reply::http_error(502, "502 bad gateway (3)"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
 
     let at: Vec<u64> = sim.requests().iter().map(|r| r.at).collect();
     assert_eq!(at.len(), 3, "the first attempt and two retries");
@@ -79,8 +83,7 @@ fn the_providers_retry_after_hint_is_honoured() {
         None,
     )))
     .script(Reply::text("ok"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
     let at: Vec<u64> = sim.requests().iter().map(|r| r.at).collect();
     assert_eq!(at.len(), 2);
     assert!(at[1] - at[0] >= 4_500, "{at:?}");
@@ -99,8 +102,7 @@ fn a_hint_longer_than_a_minute_fails_the_turn_at_once() {
         None,
         Some("3600"),
     )));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
     assert_eq!(sim.requests().len(), 1);
     assert_eq!(errors(sim.frames("a"), "r1"), ["429 quota exhausted"]);
 }
@@ -109,8 +111,7 @@ fn a_hint_longer_than_a_minute_fails_the_turn_at_once() {
 fn a_stream_that_breaks_after_text_is_not_retried() {
     let mut sim = two_tabs();
     sim.script(Reply::text("half an").then_fail("stream reset by peer"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
     assert_eq!(sim.requests().len(), 1, "no second call: text would repeat");
     assert_eq!(errors(sim.frames("a"), "r1"), ["stream reset by peer"]);
 }
@@ -122,8 +123,7 @@ fn a_connection_that_breaks_before_any_text_is_retried() {
         "Model request failed: connection refused",
     )))
     .script(Reply::text("back"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
     assert_eq!(sim.requests().len(), 2);
     assert_eq!(text_of(&sim.transcript()[1]), "back");
 }
@@ -168,8 +168,7 @@ fn retries_can_be_turned_off() {
     let mut sim = Sim::with(|c| c.model_retry.max_retries = 0);
     sim.connect("a");
     sim.script(Reply::http_error(503, "503 overloaded"));
-    sim.send("a", chat_request("r1", &[user("u1", "hi")]));
-    sim.run_until_idle();
+    ask(&mut sim);
     assert_eq!(sim.requests().len(), 1);
     assert_eq!(errors(sim.frames("a"), "r1"), ["503 overloaded"]);
 }

@@ -1,0 +1,85 @@
+// The README's demo command, as a user runs it: `bash scripts/demo.sh` (set-up, the scripted model
+// server, `wrangler dev`, which builds the worker through wrangler.toml's build command). Checks
+// that the chat page is served on 127.0.0.1 and that a turn with a server tool completes over a
+// real WebSocket, then stops everything the command started.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect, chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const STARTUP_MS = 240000;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+/** Start `bash scripts/demo.sh` in its own process group; returns { url, output(), stop() }. */
+async function startDemo() {
+  const [port, modelPort] = [await freePort(), await freePort()];
+  const state = mkdtempSync(join(tmpdir(), 'durable-chat-demo-'));
+  const env = { ...process.env, PORT: String(port), MODEL_PORT: String(modelPort) };
+  delete env.OPENAI_BASE_URL;
+  const child = spawn('bash', ['scripts/demo.sh', '--persist-to', state], {
+    cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = async () => {
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
+    await Promise.race([exited, sleep(10000)]);
+    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+    rmSync(state, { recursive: true, force: true });
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + STARTUP_MS;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await stop();
+      throw new Error(`the demo command exited (${child.exitCode}) before serving:\n${output.slice(-3000)}`);
+    }
+    try {
+      const res = await fetch(`${url}/`);
+      if (res.status === 200) return { url, output: () => output, stop, page: await res.text() };
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the demo command did not serve ${url}/ within ${STARTUP_MS / 1000} s:\n${output.slice(-3000)}`);
+    }
+    await sleep(500);
+  }
+}
+
+test('the demo command serves the chat page under wrangler dev and answers a weather turn with the scripted model', { timeout: STARTUP_MS + 60000 }, async (t) => {
+  const demo = await startDemo();
+  t.after(() => demo.stop());
+
+  assert.match(demo.page, /<!doctype html>/i);
+  const version = /<meta name="app-version" content="([^"]*)"/.exec(demo.page)?.[1];
+  assert.ok(version && !version.includes('{{'), `the page carries the build's version (${version})`);
+  assert.match(demo.output(), /starting the scripted model server/, 'no OPENAI_BASE_URL: the scripted model is used');
+
+  const room = `demo-${Date.now()}`;
+  const tab = await connect(demo.url, 'ChatAgent', room);
+  await tab.waitFor('cf_agent_mcp_servers', 10000);
+  tab.send(chatRequest('r1', [userMessage('u1', "what's the weather in Paris")]));
+  const done = await tab.waitFor(isDone('r1'), 30000);
+  assert.equal(done.outcome, 'completed');
+  await tab.close();
+
+  const stored = await getMessages(demo.url, 'ChatAgent', room);
+  assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant']);
+  const weather = stored[1].parts.find((p) => p.type === 'tool-get_weather');
+  assert.equal(weather?.state, 'output-available');
+  assert.deepEqual(weather.output, { city: 'Paris', tempC: 21 });
+});

@@ -699,6 +699,59 @@ fn a_client_result_sent_while_a_sibling_server_tool_runs_survives_an_eviction() 
 }
 
 #[test]
+fn an_approval_given_while_a_sibling_server_tool_runs_survives_an_eviction() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_calls(&[
+        ("d1", "delete_file", json!({"path": "/tmp/x"})),
+        ("s1", "get_weather", json!({"city": "Oslo"})),
+    ]))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"tempC": 3})).after(5_000),
+    )
+    .script_tool("delete_file", ToolReply::ok(json!({"deleted": "/tmp/x"})));
+    sim.send(
+        "a",
+        chat_request("r1", &[user("u1", "delete /tmp/x, then the weather")]),
+    );
+    sim.advance(1_000);
+    sim.send("a", approval("d1", true, true));
+    sim.advance(100);
+    sim.script(Reply::text("Deleted; no weather."));
+    sim.evict();
+    sim.run_until_idle();
+    sim.advance(60_000);
+    assert_eq!(
+        sim.tools.runs_of("delete_file").len(),
+        1,
+        "the approved call runs once, without asking again"
+    );
+    let request = sim.last_request();
+    assert_eq!(
+        sim.requests().len(),
+        2,
+        "the model goes on after the eviction"
+    );
+    assert_eq!(
+        request.tool_result("d1").as_deref(),
+        Some(r#"{"deleted":"/tmp/x"}"#)
+    );
+    assert_eq!(request.tool_result("s1").as_deref(), Some(INTERRUPTED));
+    let answer = &sim.transcript()[1];
+    assert_eq!(
+        tool_part(answer, "d1").unwrap()["state"],
+        "output-available"
+    );
+    assert!(!sim.core().is_busy());
+    assert_no_open_stream(&sim);
+    assert_eq!(
+        sim.store.config_json(ConfigKey::StreamApprovals),
+        None,
+        "nothing of the approval is left behind"
+    );
+}
+
+#[test]
 fn a_turn_evicted_with_no_tab_connected_is_recovered_on_wake_and_shown_on_connect() {
     let mut sim = Sim::new();
     sim.connect("a");

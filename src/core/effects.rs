@@ -172,6 +172,9 @@ pub enum ConfigKey {
     Recovery,
     /// Turns accepted but not started yet.
     Queue,
+    /// Approvals given for calls in the answer still streaming (no chunk
+    /// records them), until that answer is stored.
+    StreamApprovals,
 }
 
 impl ConfigKey {
@@ -183,6 +186,7 @@ impl ConfigKey {
             ConfigKey::InstanceName => "instance_name",
             ConfigKey::Recovery => "recovery",
             ConfigKey::Queue => "queue",
+            ConfigKey::StreamApprovals => "stream_approvals",
         }
     }
 }

@@ -79,6 +79,8 @@ pub struct StoredState {
     pub recovery: Option<String>,
     /// Turns accepted but not started (JSON), if any.
     pub queue: Option<String>,
+    /// Approvals given while the answer holding them streamed (JSON), if any.
+    pub stream_approvals: Option<String>,
 }
 
 impl StoredState {
@@ -102,6 +104,7 @@ impl StoredState {
         }
         self.recovery = value(ConfigKey::Recovery)?;
         self.queue = value(ConfigKey::Queue)?;
+        self.stream_approvals = value(ConfigKey::StreamApprovals)?;
         Ok(())
     }
 }
@@ -132,6 +135,8 @@ pub struct Core {
     /// Root request id of the recovery in progress (tabs are told on connect).
     recovering: Option<String>,
     recovery_budget: Option<recovery::RecoveryBudget>,
+    /// Approvals of calls in the streaming answer, written down until it is stored.
+    stream_approvals: Option<tool_results::StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     next_call: CallId,
@@ -168,6 +173,10 @@ impl Core {
             cut_streams: stored.open_streams,
             recovering: None,
             recovery_budget,
+            stream_approvals: stored
+                .stream_approvals
+                .as_deref()
+                .and_then(|v| serde_json::from_str(v).ok()),
             finished: Default::default(),
             next_call: 1,
             effects: Vec::new(),

@@ -167,6 +167,7 @@ impl Core {
                 apply_chunk(&mut message, &chunk);
             }
         }
+        self.reapply_stream_approvals(&open.record.request_id, &mut message);
         close_dangling_text(&mut message);
         self.repair_dead_server_calls(&mut message);
         self.store(StoreOp::CloseStream {

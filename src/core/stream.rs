@@ -477,6 +477,7 @@ impl Core {
             self.effects.push(Effect::AbortModel { call });
         }
         self.clear_turn_timers();
+        self.forget_stream_approvals();
         let request_id = active.turn.request_id.clone();
         let message_ids = Some(active.turn.message_ids.as_slice());
         self.conns.clear_pending_resume();
@@ -559,6 +560,7 @@ impl Core {
             self.effects.push(Effect::AbortModel { call });
         }
         self.clear_turn_timers();
+        self.forget_stream_approvals();
         self.conns.clear_pending_resume();
         let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();

@@ -1,16 +1,28 @@
 //! Tool results and approvals from clients, and the automatic continuation
 //! they drive: a coalescing window re-armed by each result, and a barrier that
 //! waits while the latest assistant is mid-batch, so exactly one continuation
-//! runs per completed batch of tool calls.
+//! runs per completed batch of tool calls. Approvals given while their answer
+//! still streams are written down on their own (no chunk records them).
+
+use serde::{Deserialize, Serialize};
 
 use crate::protocol::{server, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk};
 
 use super::config::TurnTrigger;
-use super::effects::{ConfigKey, ConnId, Timer};
+use super::effects::{ConfigKey, ConnId, StoreOp, Timer};
 use super::ids::IdKind;
 use super::transcript::{apply_approval, apply_tool_result, is_mid_batch};
 use super::turns::QueuedTurn;
 use super::{Core, PendingContinuation};
+
+/// Approvals given for calls of the answer that is still streaming: stored
+/// until that answer is, and applied again if an eviction cuts it first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StreamApprovals {
+    request_id: String,
+    approved: Vec<String>,
+}
 
 impl Core {
     pub(super) fn on_tool_result(&mut self, conn: ConnId, result: ToolResult) {
@@ -63,10 +75,15 @@ impl Core {
                     return false;
                 }
                 let settled = settled_chunk(tool);
+                let approved = tool.state == ToolState::ApprovalResponded;
                 let message = active.message.clone();
+                let request_id = active.turn.request_id.clone();
                 // Logged like a server tool's result, so it survives an eviction.
                 if let Some(chunk) = settled {
                     self.emit(chunk);
+                }
+                if approved {
+                    self.note_stream_approval(request_id, tool_call_id);
                 }
                 self.broadcast_updated(&message);
                 return true;
@@ -85,6 +102,45 @@ impl Core {
         self.put_entry(&entry);
         self.broadcast_updated(&entry.message);
         true
+    }
+
+    fn note_stream_approval(&mut self, request_id: String, tool_call_id: &str) {
+        let mut approvals = match self.stream_approvals.take() {
+            Some(a) if a.request_id == request_id => a,
+            _ => StreamApprovals {
+                request_id,
+                approved: Vec::new(),
+            },
+        };
+        approvals.approved.push(tool_call_id.to_string());
+        self.put_config(ConfigKey::StreamApprovals, &approvals);
+        self.stream_approvals = Some(approvals);
+    }
+
+    /// The answer is stored (or gone): its approvals need no record of their own.
+    pub(super) fn forget_stream_approvals(&mut self) {
+        if self.stream_approvals.take().is_some() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::StreamApprovals,
+            });
+        }
+    }
+
+    /// Applies the approvals written down for the cut stream `request_id` to
+    /// the answer rebuilt from its chunk log.
+    pub(super) fn reapply_stream_approvals(&mut self, request_id: &str, message: &mut UIMessage) {
+        if let Some(approvals) = self
+            .stream_approvals
+            .as_ref()
+            .filter(|a| a.request_id == request_id)
+        {
+            for id in &approvals.approved {
+                if let Some(tool) = message.tool_part_mut(id) {
+                    apply_approval(tool, true);
+                }
+            }
+        }
+        self.forget_stream_approvals();
     }
 
     fn broadcast_updated(&mut self, message: &UIMessage) {

@@ -203,16 +203,20 @@ impl Transcript {
             .unwrap_or_default()
     }
 
-    /// The newest message holding `tool_call_id`.
+    /// The newest assistant message holding `tool_call_id`. Only assistants
+    /// make tool calls: a tool part a client wrote into a user message is
+    /// never the target of a result or an approval.
     pub fn owner_of(&self, tool_call_id: &str) -> Option<&UIMessage> {
-        self.iter().rev().find(|m| m.has_tool_call(tool_call_id))
+        self.iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && m.has_tool_call(tool_call_id))
     }
 
     pub fn owner_of_mut(&mut self, tool_call_id: &str) -> Option<&mut Entry> {
         self.entries
             .iter_mut()
             .rev()
-            .find(|e| e.message.has_tool_call(tool_call_id))
+            .find(|e| e.message.role == Role::Assistant && e.message.has_tool_call(tool_call_id))
     }
 
     /// Rewrites every tool part that can no longer get a result, except the

@@ -580,7 +580,12 @@ fn the_recovering_flag_brackets_each_recovery_and_a_tab_joining_meanwhile_is_off
     evict_repeatedly(&mut sim, 2);
     sim.connect("c");
     let c = sim.take_frames("c");
-    assert_eq!(kind(&c[0]), RESUMING, "the recovery stream is live: {c:?}");
+    assert_eq!(
+        kinds(&c),
+        [RESUMING, MESSAGES, RECOVERING, IDENTITY, MCP],
+        "the recovery stream is live; the transcript with the partial comes with it: {c:?}"
+    );
+    assert_eq!(c[1]["messages"], json!(sim.transcript()));
     let rec = c[0]["id"].as_str().unwrap().to_string();
     sim.send("c", resume_ack(&rec));
     sim.run_until_idle();

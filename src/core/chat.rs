@@ -17,6 +17,14 @@ impl Core {
                 state.pending_resume = true;
             }
             self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+            if self.recovering.is_some() {
+                // During a recovery the tab also gets the transcript with the
+                // stored partial (as the reference does), which replaces any
+                // longer partial it kept from before the eviction; the
+                // continuation it is offered then appends to the right text.
+                let frame = server::chat_messages(&self.transcript.messages(), true);
+                self.send_to(vec![conn.clone()], frame);
+            }
             self.tell_recovering(&conn);
         } else {
             if let Some(id) = self.accepted_not_streaming() {

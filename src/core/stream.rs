@@ -73,6 +73,17 @@ impl ActiveTurn {
 }
 
 impl Core {
+    /// While a recovery turn runs, the stream it recovers from: a tab that
+    /// connects is offered that cut stream (its ACK replays what was stored
+    /// and ends `aborted`, binding the tab to the answer by its message id),
+    /// and follows the recovery live, as the reference server does.
+    pub(super) fn recovery_offer(&self) -> Option<String> {
+        let active = self.active.as_ref().filter(|a| a.turn.is_recovery())?;
+        let orphan = self.orphan.as_ref()?;
+        (orphan.record.request_id != active.turn.request_id)
+            .then(|| orphan.record.request_id.clone())
+    }
+
     /// The request id a resuming tab would be offered, if a stream is replayable.
     pub(super) fn live_stream_id(&self) -> Option<String> {
         match (&self.active, &self.orphan) {
@@ -113,7 +124,10 @@ impl Core {
         }));
         let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
         self.set_timer(Timer::Heartbeat, heartbeat_at);
-        self.orphan = None;
+        // The cut stream stays on offer while its recovery runs (see `recovery_offer`).
+        if !turn.is_recovery() {
+            self.orphan = None;
+        }
         let request_id = turn.request_id.clone();
         self.active = Some(ActiveTurn {
             turn,
@@ -478,6 +492,9 @@ impl Core {
         }
         self.clear_turn_timers();
         self.forget_stream_approvals();
+        if active.turn.is_recovery() {
+            self.orphan = None;
+        }
         let request_id = active.turn.request_id.clone();
         let message_ids = Some(active.turn.message_ids.as_slice());
         self.conns.clear_pending_resume();
@@ -561,6 +578,9 @@ impl Core {
         }
         self.clear_turn_timers();
         self.forget_stream_approvals();
+        if active.turn.is_recovery() {
+            self.orphan = None;
+        }
         self.conns.clear_pending_resume();
         let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();

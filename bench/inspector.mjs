@@ -14,7 +14,8 @@ export const freePort = () => new Promise((resolve) => {
 });
 
 /**
- * Connect to the user worker's inspector target. Returns { gc(), heap(), objects(), close() }:
+ * Connect to the user worker's inspector target. Returns { call(method, params?, timeoutMs?), gc(),
+ * heap(), objects(), close() }:
  * heap() → { used, total (MiB), raw (Runtime.getHeapUsage) }; objects() → Map "type:name" →
  * { bytes, count } of a heap snapshot.
  */
@@ -24,6 +25,7 @@ export async function inspect(port) {
     try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(100); }
   }
   const target = targets.find((t) => /core:user/.test(t.webSocketDebuggerUrl ?? t.id ?? '')) ?? targets[0];
+  if (!target) throw new Error(`no inspector target on port ${port}`);
   const ws = new WebSocket(target.webSocketDebuggerUrl ?? `ws://127.0.0.1:${port}/${target.id}`);
   await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
   let next = 1;
@@ -32,16 +34,26 @@ export async function inspect(port) {
   ws.on('message', (d) => {
     const m = JSON.parse(d.toString());
     if (m.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.push(m.params.chunk);
-    if (m.id && pending.has(m.id)) { pending.get(m.id)(m.result ?? null); pending.delete(m.id); }
+    const waiter = m.id && pending.get(m.id);
+    if (!waiter) return;
+    pending.delete(m.id);
+    if (m.error) waiter.reject(new Error(`${waiter.method}: ${JSON.stringify(m.error)}`));
+    else waiter.resolve(m.result ?? null);
   });
-  const send = (method, params = {}) => new Promise((resolve) => {
+  /** One CDP command; rejects on an error answer or after `timeoutMs`. */
+  const call = (method, params = {}, timeoutMs = 30000) => new Promise((resolve, reject) => {
     const id = next++;
-    pending.set(id, resolve);
+    const timer = setTimeout(() => {
+      if (pending.delete(id)) reject(new Error(`${method}: no answer in ${timeoutMs} ms`));
+    }, timeoutMs);
+    const settle = (fn) => (value) => { clearTimeout(timer); fn(value); };
+    pending.set(id, { method, resolve: settle(resolve), reject: settle(reject) });
     ws.send(JSON.stringify({ id, method, params }));
-    setTimeout(() => { if (pending.delete(id)) resolve(null); }, 10000);
   });
+  const send = (method, params = {}) => call(method, params).catch(() => null);
   await send('HeapProfiler.enable');
   return {
+    call,
     async gc() { await send('HeapProfiler.collectGarbage'); },
     async heap() {
       const h = await send('Runtime.getHeapUsage');

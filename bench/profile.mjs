@@ -14,10 +14,9 @@
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import WebSocket from 'ws';
+import { freePort, inspect } from './inspector.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import {
   WalWatcher, drop, ensureThinkBuilt, fmt, openTab, settle, sleep, stageOurs, startInstance, turn, workerSpecs,
@@ -32,47 +31,6 @@ function args() {
     o[k] = k === 'out' || k === 'workers' ? a[i + 1] : Number(a[i + 1]);
   }
   return o;
-}
-
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-
-/** Minimal Chrome DevTools Protocol session to the worker's isolate. */
-async function inspect(port) {
-  let targets = [];
-  for (let i = 0; i < 50 && !targets.length; i++) {
-    try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(100); }
-  }
-  const target = targets.find((t) => /core:user/.test(t.webSocketDebuggerUrl ?? t.id ?? '')) ?? targets[0];
-  if (!target) throw new Error('no inspector target');
-  const ws = new WebSocket(target.webSocketDebuggerUrl ?? `ws://127.0.0.1:${port}/${target.id}`);
-  await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
-  let next = 1;
-  const pending = new Map();
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    if (m.id && pending.has(m.id)) {
-      const { resolve, reject } = pending.get(m.id);
-      pending.delete(m.id);
-      if (m.error) reject(new Error(JSON.stringify(m.error))); else resolve(m.result);
-    }
-  });
-  return {
-    send(method, params = {}, timeoutMs = 30000) {
-      const id = next++;
-      ws.send(JSON.stringify({ id, method, params }));
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => { pending.delete(id); reject(new Error(`${method}: no answer in ${timeoutMs} ms`)); }, timeoutMs);
-        pending.set(id, {
-          resolve: (v) => { clearTimeout(timer); resolve(v); },
-          reject: (e) => { clearTimeout(timer); reject(e); },
-        });
-      });
-    },
-    close: () => ws.close(),
-  };
 }
 
 function topSelf(profile, n = 25) {
@@ -148,14 +106,14 @@ async function main() {
         const c = await openTab(inst, 'prof');
         await turn(c, '[tokens:3] prime');
         await settle(inst);
-        await cdp.send('Profiler.enable');
-        await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
-        await cdp.send('Profiler.start');
+        await cdp.call('Profiler.enable');
+        await cdp.call('Profiler.setSamplingInterval', { interval: 100 });
+        await cdp.call('Profiler.start');
         const cpu0 = inst.cpu();
         for (let i = 0; i < o.turns; i++) await turn(c, `[tokens:${o.tokens}] profile ${i}`);
         await settle(inst);
         const cpu = inst.cpu() - cpu0;
-        const { profile } = await cdp.send('Profiler.stop');
+        const { profile } = await cdp.call('Profiler.stop');
         writeFileSync(join(out, `${key}.cpuprofile`), JSON.stringify(profile));
         const top = topSelf(profile);
         console.log(`CPU: ${o.turns} × ${o.tokens}-token turns: workerd ${fmt(cpu)} ms (/proc), sampled ≈ ${fmt(top.totalMs)} ms of JS/wasm (sample-count estimate; use the percentages)`);
@@ -183,10 +141,10 @@ async function main() {
         }
 
         // Memory.
-        await cdp.send('HeapProfiler.enable').catch(() => {});
+        await cdp.call('HeapProfiler.enable').catch(() => {});
         const heap = async () => {
-          await cdp.send('HeapProfiler.collectGarbage', {}, 10000).catch(() => {});
-          const h = await cdp.send('Runtime.getHeapUsage', {}, 10000).catch(() => null);
+          await cdp.call('HeapProfiler.collectGarbage', {}, 10000).catch(() => {});
+          const h = await cdp.call('Runtime.getHeapUsage', {}, 10000).catch(() => null);
           return h ? h.usedSize / 1048576 : NaN;
         };
         await settle(inst);

@@ -493,7 +493,7 @@ impl Core {
         self.clear_turn_timers();
         self.forget_stream_approvals();
         if active.turn.is_recovery() {
-            self.orphan = None;
+            self.retire_recovered_stream();
         }
         let request_id = active.turn.request_id.clone();
         let message_ids = Some(active.turn.message_ids.as_slice());
@@ -556,7 +556,15 @@ impl Core {
             .push_back((request_id.to_string(), message_ids.to_vec()));
     }
 
-    /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.
+    /// The recovery of a cut stream ended: it is no longer offered, and a
+    /// late ACK for it is answered like one for any finished request.
+    fn retire_recovered_stream(&mut self) {
+        if let Some(cut) = self.orphan.take() {
+            let ids = cut.record.origin_message_ids;
+            self.remember_finished(&cut.record.request_id, &ids);
+        }
+    }
+
     /// The timers that only mean something while a turn runs.
     fn clear_turn_timers(&mut self) {
         for timer in [
@@ -569,6 +577,7 @@ impl Core {
         }
     }
 
+    /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.
     pub(super) fn abandon_turn(&mut self) {
         let Some(mut active) = self.active.take() else {
             return;
@@ -579,7 +588,7 @@ impl Core {
         self.clear_turn_timers();
         self.forget_stream_approvals();
         if active.turn.is_recovery() {
-            self.orphan = None;
+            self.retire_recovered_stream();
         }
         self.conns.clear_pending_resume();
         let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());

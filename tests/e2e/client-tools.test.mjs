@@ -1,5 +1,5 @@
 // End-to-end: client tools, approvals, automatic continuation and the live resume handshake
-// (issue 3) on the real built worker, with frames shaped exactly as useAgentChat sends them:
+// on the real built worker, with frames shaped exactly as useAgentChat sends them:
 // tool results and approvals, the resume probe the hook sends after an auto-continuing result,
 // and the ACK it sends when offered a stream.
 

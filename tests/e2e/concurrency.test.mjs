@@ -1,4 +1,4 @@
-// End-to-end: message concurrency (issue 5). For each strategy a worker is started with
+// End-to-end: message concurrency. For each strategy a worker is started with
 // MESSAGE_CONCURRENCY set, one tab starts a slow turn and, while it streams, a second tab and then
 // the first tab submit overlapping messages, each request carrying the transcript its tab shows
 // (as useAgentChat posts it). Asserted: which requests end skipped (to their requester only) or

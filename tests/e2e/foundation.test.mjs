@@ -1,4 +1,4 @@
-// End-to-end: the foundation (issue 2) on the real built worker under Miniflare, driven over real
+// End-to-end: the foundation on the real built worker under Miniflare, driven over real
 // WebSockets exactly as useAgentChat frames them: connect frames, get-messages, routing, the idle
 // resume probe, a text turn seen by two tabs, a server-tool turn, model HTTP errors, cancel,
 // clear, regenerate, restart, and malformed frames.

@@ -1,4 +1,4 @@
-// End-to-end hardening (issue 9): a table of hostile and malformed client frames sent to the real
+// End-to-end hardening: a table of hostile and malformed client frames sent to the real
 // built worker under Miniflare. For every row: the documented answer (an error frame, an error on
 // the request id, or a documented silence), then the socket is still open, the stored transcript
 // is unchanged by the frame (or changed only as documented, e.g. forged assistant messages are not

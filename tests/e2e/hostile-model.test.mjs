@@ -1,4 +1,4 @@
-// End-to-end hardening (issue 9): hostile model output against the real built worker under
+// End-to-end hardening: hostile model output against the real built worker under
 // Miniflare, driven by the scripted model server's directives: a stream that errors mid-way, a
 // stream cut without a finish, tool-call arguments that are not JSON, an unknown tool name, a
 // model that calls tools forever (stopped by max_steps), and an endless stream (stopped by the

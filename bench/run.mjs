@@ -53,7 +53,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,memory] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -63,10 +63,14 @@ function parseArgs(argv) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
     return n;
   };
-  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms'];
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
+  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'memory'];
+  const phases = new Set((values.phases ?? allPhases.join(',')).split(',').map((p) => p.trim()).filter(Boolean));
+  for (const p of phases) if (!allPhases.includes(p)) throw new Error(`unknown phase ${p} (${allPhases.join(', ')})`);
   return {
+    phases,
     quick,
     build: flags.has('build'),
     tokens: int('tokens', 1000),
@@ -693,63 +697,57 @@ async function main() {
     log(`workers up: ours pid ${pair[0].pids.join(',')}, think pid ${pair[1].pids.join(',')}`);
     await measureIdle(pair, opts.quick ? 500 : 1500);
 
-    let load = new PhaseLoad(`turns (${opts.tokens}-token turns ×${opts.reps})`, pair);
-    log(`phase: ${load.name}`);
-    await phaseTurns(pair, opts, timingOf, results, uniq);
-    loads.push(load.end());
-
-    load = new PhaseLoad(`sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, pair);
-    log(`phase: ${load.name}`);
-    await phaseSqlite(pair, opts, results, uniq);
-    loads.push(load.end());
-
-    load = new PhaseLoad(`fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, pair);
-    log(`phase: ${load.name}`);
-    await phaseFanout(pair, opts, results, uniq);
-    loads.push(load.end());
-
-    load = new PhaseLoad(`connect (fresh agent ×${opts.connects})`, pair);
-    log(`phase: ${load.name}`);
-    await phaseConnect(pair, opts, results, uniq);
-    loads.push(load.end());
+    /** Runs one phase (when selected with --phases) and records the load during it. */
+    const runPhase = async (key, name, instances, body) => {
+      if (!opts.phases.has(key)) return;
+      const load = new PhaseLoad(name, instances);
+      log(`phase: ${load.name}`);
+      await body();
+      loads.push(load.end());
+    };
+    await runPhase('turns', `turns (${opts.tokens}-token turns ×${opts.reps})`, pair, () => phaseTurns(pair, opts, timingOf, results, uniq));
+    await runPhase('sqlite', `sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, pair, () => phaseSqlite(pair, opts, results, uniq));
+    await runPhase('fanout', `fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, pair, () => phaseFanout(pair, opts, results, uniq));
+    await runPhase('connect', `connect (fresh agent ×${opts.connects})`, pair, () => phaseConnect(pair, opts, results, uniq));
 
     for (const inst of pair) await inst.close();
 
     // Phase 5: memory, on fresh processes that never evict (so all agents stay resident), one at a
     // time; the floor worker is measured alongside as the runtime's own share.
     const memInstances = [];
-    for (const key of ['ours', 'think', 'floor']) {
-      const inspectorPort = await freePort();
-      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true, miniflare: { inspectorPort } });
-      inst.inspectorPort = inspectorPort;
-      cleanup.push(() => inst.close());
-      memInstances.push(inst);
+    if (opts.phases.has('memory')) {
+      for (const key of ['ours', 'think', 'floor']) {
+        const inspectorPort = await freePort();
+        const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true, miniflare: { inspectorPort } });
+        inst.inspectorPort = inspectorPort;
+        cleanup.push(() => inst.close());
+        memInstances.push(inst);
+      }
     }
-    load = new PhaseLoad(`memory (${opts.agents} agents × ${opts.history} messages)`, memInstances);
-    log(`phase: ${load.name}`);
     const memTabs = [];
-    for (const inst of memInstances) {
-      const cdp = await inspect(inst.inspectorPort);
-      const warm = await openTab(inst, `memwarm-${uniq}`);
-      for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
-      memTabs.push(warm);
-      const base = await rssSettled(inst);
-      const heapBase = await liveHeapMiB(cdp);
-      const built = await buildHistories(inst, opts, uniq);
-      memTabs.push(...built.tabs);
-      const after = await rssSettled(inst);
-      const heapAfter = await liveHeapMiB(cdp);
-      cdp.close();
-      const r = results[inst.key];
-      r.rssBaseMiB.push(base / 1024);
-      r.rssAfterMiB.push(after / 1024);
-      r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
-      r.liveHeapPerAgentKiB.push(((heapAfter - heapBase) * 1024) / opts.agents);
-      r.historySeconds.push(built.seconds);
-      r.historyMessages = built.messages;
-      log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, live heap ${heapBase.toFixed(1)} → ${heapAfter.toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
-    }
-    loads.push(load.end());
+    await runPhase('memory', `memory (${opts.agents} agents × ${opts.history} messages)`, memInstances, async () => {
+      for (const inst of memInstances) {
+        const cdp = await inspect(inst.inspectorPort);
+        const warm = await openTab(inst, `memwarm-${uniq}`);
+        for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
+        memTabs.push(warm);
+        const base = await rssSettled(inst);
+        const heapBase = await liveHeapMiB(cdp);
+        const built = await buildHistories(inst, opts, uniq);
+        memTabs.push(...built.tabs);
+        const after = await rssSettled(inst);
+        const heapAfter = await liveHeapMiB(cdp);
+        cdp.close();
+        const r = results[inst.key];
+        r.rssBaseMiB.push(base / 1024);
+        r.rssAfterMiB.push(after / 1024);
+        r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
+        r.liveHeapPerAgentKiB.push(((heapAfter - heapBase) * 1024) / opts.agents);
+        r.historySeconds.push(built.seconds);
+        r.historyMessages = built.messages;
+        log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, live heap ${heapBase.toFixed(1)} → ${heapAfter.toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
+      }
+    });
     memTabs.forEach(drop);
 
     // Sizes.

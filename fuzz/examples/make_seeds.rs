@@ -68,19 +68,6 @@ fn frame_seeds() -> Vec<String> {
     ]
 }
 
-/// xorshift64*: deterministic bytes without a dependency.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
-
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let frames_dir = root.join("frame_parser");
@@ -94,7 +81,7 @@ fn main() {
     let mut seen = BTreeSet::new();
     let mut kept = 0;
     for seed in 0..60_000u64 {
-        let data = bytes(seed, 256 + (seed as usize * 7919) % 1536);
+        let data = durable_chat_fuzz::seed_bytes(seed, 256 + (seed as usize * 7919) % 1536);
         let features = durable_chat_fuzz::core_events_features(&data);
         let new: Vec<&String> = features.difference(&seen).collect();
         if new.is_empty() {

@@ -35,6 +35,20 @@ use durable_chat::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, 
 // ---------------------------------------------------------------------------------------------
 // frame_parser
 
+/// Deterministic pseudo-random bytes (xorshift64*, no dependency) for seed
+/// inputs: the same `seed` always gives the same bytes.
+pub fn seed_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
 /// The frame parser target: any bytes, as a text frame.
 pub fn frame_parser(data: &[u8]) {
     let text = String::from_utf8_lossy(data);

@@ -44,19 +44,6 @@ fn the_seed_corpus_replays_without_a_violation() {
     assert!(events >= 10, "core_events seeds: {events}");
 }
 
-/// xorshift64*: deterministic bytes without a dependency.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
-
 #[test]
 fn bounded_random_inputs_keep_the_invariants() {
     let iterations: u64 = std::env::var("FUZZ_ITERATIONS")
@@ -64,7 +51,7 @@ fn bounded_random_inputs_keep_the_invariants() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000);
     for seed in 0..iterations {
-        let data = bytes(seed, 64 + (seed as usize % 2048));
+        let data = durable_chat_fuzz::seed_bytes(seed, 64 + (seed as usize % 2048));
         durable_chat_fuzz::frame_parser(&data);
         durable_chat_fuzz::core_events(&data);
     }

@@ -11,8 +11,9 @@ use super::Core;
 impl Core {
     pub(super) fn on_connect(&mut self, conn: ConnId) {
         self.conns.add(conn.clone());
-        let joins_recovery = self.recovery_offer().is_some();
-        if let Some(id) = self.recovery_offer() {
+        let recovery_offer = self.recovery_offer();
+        let joins_recovery = recovery_offer.is_some();
+        if let Some(id) = recovery_offer {
             // The cut stream is offered; the transcript with its stored partial
             // follows (replacing any longer partial the tab kept); after the
             // connect frames, what the recovery streamed so far, and then its

@@ -14,19 +14,14 @@ use super::Core;
 
 impl Core {
     pub(super) fn begin_step(&mut self) {
-        let call = self.next_call_id();
         let Some(active) = self.active.as_mut() else {
             return;
         };
         active.step += 1;
         active.calls.clear();
         active.finish_reason = None;
-        active.model_call = Some(call);
         active.step_retries = 0;
-        active.call_streamed = false;
-        active.last_model_event_at = self.now;
         let system = active.system.clone();
-        self.arm_stall_check(self.now);
         self.emit(UIMessageChunk::StartStep);
         let Some(active) = self.active.as_ref() else {
             return;
@@ -46,12 +41,11 @@ impl Core {
         if let Some(active) = self.active.as_mut() {
             active.step_body = Some(body.clone());
         }
-        self.effects.push(Effect::CallModel { call, body });
+        self.send_model_call(body);
     }
 
     /// The retry timer fired: send the step's request again on a new call.
     pub(super) fn retry_model_call(&mut self) {
-        let call = self.next_call_id();
         let Some(active) = self.active.as_mut() else {
             return;
         };
@@ -62,10 +56,21 @@ impl Core {
             return;
         };
         active.awaiting_retry = false;
+        self.send_model_call(body);
+    }
+
+    /// Sends `body` as a new model call, which becomes the step's current one;
+    /// its stall clock starts now.
+    fn send_model_call(&mut self, body: String) {
+        let call = self.next_call_id();
+        let now = self.now;
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
         active.model_call = Some(call);
         active.call_streamed = false;
-        active.last_model_event_at = self.now;
-        self.arm_stall_check(self.now);
+        active.last_model_event_at = now;
+        self.arm_stall_check(now);
         self.effects.push(Effect::CallModel { call, body });
     }
 

@@ -11,23 +11,20 @@ use super::Core;
 impl Core {
     pub(super) fn on_connect(&mut self, conn: ConnId) {
         self.conns.add(conn.clone());
-        let recovery_offer = self.recovery_offer();
-        let joins_recovery = recovery_offer.is_some();
-        if let Some(id) = recovery_offer {
-            // The cut stream is offered; the transcript with its stored partial
-            // follows (replacing any longer partial the tab kept); after the
-            // connect frames, what the recovery streamed so far, and then its
-            // chunks reach the tab live (it is not held back).
-            self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
-            let frame = server::chat_messages(&self.transcript.messages(), true);
-            self.send_to(vec![conn.clone()], frame);
-            self.tell_recovering(&conn);
-        } else if let Some(id) = self.live_stream_id() {
+        if let Some(id) = self.live_stream_id() {
             // A stream is live (or cut and replayable): offer it instead of the transcript.
             if let Some(state) = self.conns.state_mut(&conn) {
                 state.pending_resume = true;
             }
             self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+            if self.recovering.is_some() {
+                // During a recovery the tab also gets the transcript with the
+                // stored partial (as the reference does), which replaces any
+                // longer partial it kept from before the eviction; the
+                // continuation it is offered then appends to the right text.
+                let frame = server::chat_messages(&self.transcript.messages(), true);
+                self.send_to(vec![conn.clone()], frame);
+            }
             self.tell_recovering(&conn);
         } else {
             if let Some(id) = self.accepted_not_streaming() {
@@ -42,10 +39,7 @@ impl Core {
         }
         let identity = server::identity(&self.config.name, &self.config.agent);
         self.send_to(vec![conn.clone()], identity);
-        self.send_to(vec![conn.clone()], server::mcp_servers());
-        if joins_recovery {
-            self.catch_up_on_recovery(&conn);
-        }
+        self.send_to(vec![conn], server::mcp_servers());
     }
 
     /// A tab that connects during a recovery learns of it (after the offer or transcript).

@@ -9,12 +9,6 @@ use super::Core;
 impl Core {
     pub(super) fn on_resume_probe(&mut self, conn: ConnId, probe_id: Option<String>) {
         let probe = probe_id.as_deref();
-        if self.recovery_offer().is_some() {
-            // Offered the cut stream on connect; the recovery reaches it live.
-            let frame = server::stream_resume_none(Some("idle"), probe);
-            self.send_to(vec![conn], frame);
-            return;
-        }
         if let Some(active) = &self.active {
             let owner = active.turn.requester.clone();
             let owned_elsewhere = active.turn.is_continuation()
@@ -74,8 +68,7 @@ impl Core {
         if let Some(state) = self.conns.state_mut(&conn) {
             state.pending_resume = false;
         }
-        let offered_cut_stream = self.recovery_offer().is_some_and(|cut| cut == id);
-        if let Some(active) = self.active.as_ref().filter(|_| !offered_cut_stream) {
+        if let Some(active) = &self.active {
             if active.turn.request_id != id || !was_pending {
                 return;
             }
@@ -146,31 +139,6 @@ impl Core {
 }
 
 impl Core {
-    /// Sends a tab that joins a running recovery the chunks it has streamed
-    /// so far, as the live frames a connected tab got (same `seq`s), so the
-    /// tab follows the recovery from its first chunk.
-    pub(super) fn catch_up_on_recovery(&mut self, conn: &ConnId) {
-        let Some(active) = &self.active else {
-            return;
-        };
-        let id = active.turn.request_id.as_str();
-        let continuation = active.turn.is_continuation();
-        let frames: Vec<String> = active
-            .log
-            .iter()
-            .enumerate()
-            .map(|(seq, body)| {
-                ResponseFrame {
-                    seq: Some(seq as u64),
-                    continuation,
-                    ..ResponseFrame::new(id, body)
-                }
-                .to_json()
-            })
-            .collect();
-        self.send_each(conn, frames);
-    }
-
     fn send_each(&mut self, conn: &ConnId, frames: Vec<String>) {
         for frame in frames {
             self.send_to(vec![conn.clone()], frame);

@@ -73,17 +73,6 @@ impl ActiveTurn {
 }
 
 impl Core {
-    /// While a recovery turn runs, the stream it recovers from: a tab that
-    /// connects is offered that cut stream (its ACK replays what was stored
-    /// and ends `aborted`, binding the tab to the answer by its message id),
-    /// and follows the recovery live, as the reference server does.
-    pub(super) fn recovery_offer(&self) -> Option<String> {
-        let active = self.active.as_ref().filter(|a| a.turn.is_recovery())?;
-        let orphan = self.orphan.as_ref()?;
-        (orphan.record.request_id != active.turn.request_id)
-            .then(|| orphan.record.request_id.clone())
-    }
-
     /// The request id a resuming tab would be offered, if a stream is replayable.
     pub(super) fn live_stream_id(&self) -> Option<String> {
         match (&self.active, &self.orphan) {
@@ -124,10 +113,7 @@ impl Core {
         }));
         let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
         self.set_timer(Timer::Heartbeat, heartbeat_at);
-        // The cut stream stays on offer while its recovery runs (see `recovery_offer`).
-        if !turn.is_recovery() {
-            self.orphan = None;
-        }
+        self.orphan = None;
         let request_id = turn.request_id.clone();
         self.active = Some(ActiveTurn {
             turn,
@@ -492,9 +478,6 @@ impl Core {
         }
         self.clear_turn_timers();
         self.forget_stream_approvals();
-        if active.turn.is_recovery() {
-            self.retire_recovered_stream();
-        }
         let request_id = active.turn.request_id.clone();
         let message_ids = Some(active.turn.message_ids.as_slice());
         self.conns.clear_pending_resume();
@@ -556,15 +539,6 @@ impl Core {
             .push_back((request_id.to_string(), message_ids.to_vec()));
     }
 
-    /// The recovery of a cut stream ended: it is no longer offered, and a
-    /// late ACK for it is answered like one for any finished request.
-    fn retire_recovered_stream(&mut self) {
-        if let Some(cut) = self.orphan.take() {
-            let ids = cut.record.origin_message_ids;
-            self.remember_finished(&cut.record.request_id, &ids);
-        }
-    }
-
     /// The timers that only mean something while a turn runs.
     fn clear_turn_timers(&mut self) {
         for timer in [
@@ -587,9 +561,6 @@ impl Core {
         }
         self.clear_turn_timers();
         self.forget_stream_approvals();
-        if active.turn.is_recovery() {
-            self.retire_recovered_stream();
-        }
         self.conns.clear_pending_resume();
         let message_ids = (!active.continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();

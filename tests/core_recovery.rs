@@ -506,6 +506,11 @@ fn repeated_evictions_exhaust_the_budget_with_a_terminal_error() {
         None,
         "no budget or owed continuation is left behind"
     );
+    assert_eq!(
+        sim.store.config_json(ConfigKey::Continuation),
+        None,
+        "no owed continuation is left behind"
+    );
     let ids = sim.store.message_ids();
     assert_eq!(ids.len(), 2, "the partial answer is kept: {ids:?}");
     assert!(text_of(&sim.store.message(&ids[1]).unwrap()).starts_with("w0"));
@@ -1334,6 +1339,11 @@ impl World {
             store.config_json(ConfigKey::Recovery),
             None,
             "recovery state is left in the store"
+        );
+        assert_eq!(
+            store.config_json(ConfigKey::Continuation),
+            None,
+            "an owed continuation is left in the store"
         );
         assert_eq!(
             self.sim.transcript(),

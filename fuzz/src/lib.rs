@@ -300,8 +300,10 @@ struct Sim {
     channels: BTreeSet<ConnId>,
     model_calls: Vec<CallId>,
     tool_runs: Vec<(CallId, String)>,
-    timers: BTreeMap<Timer, u64>,
+    /// The durable alarm, as the platform keeps it across instances.
     alarm: Option<u64>,
+    /// The durable deadline this core instance last asked for.
+    alarm_asked: Option<u64>,
     request_ids: Vec<String>,
     tool_call_ids: Vec<String>,
     message_ids: Vec<String>,
@@ -344,7 +346,7 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
         channels: BTreeSet::new(),
         model_calls: Vec::new(),
         tool_runs: Vec::new(),
-        timers: BTreeMap::new(),
+        alarm_asked: None,
         alarm: None,
         request_ids: vec!["r-0".into()],
         tool_call_ids: vec!["call-0".into()],
@@ -374,10 +376,20 @@ impl Sim {
 
     fn dispatch(&mut self, event: Event) {
         self.core.handle(event, self.now);
+        self.carry_out_all();
+    }
+
+    /// Carries out the effects of what the core just handled, then checks.
+    fn carry_out_all(&mut self) {
         let effects = self.core.take_effects();
         let wrote = effects.iter().any(|e| matches!(e, Effect::Store(_)));
         for effect in effects {
             self.carry_out(effect);
+        }
+        let durable = self.core.durable_deadline();
+        if durable != self.alarm_asked {
+            self.alarm_asked = durable;
+            self.alarm = durable;
         }
         self.dispatched += 1;
         // Comparing the whole transcript is the costly check: after every
@@ -425,14 +437,6 @@ impl Sim {
             | Effect::CallRemoteTool {
                 call, tool_call_id, ..
             } => self.tool_runs.push((call, tool_call_id)),
-            Effect::SetTimer { timer, at_ms } if timer.is_durable() => self.alarm = Some(at_ms),
-            Effect::SetTimer { timer, at_ms } => {
-                self.timers.insert(timer, at_ms);
-            }
-            Effect::ClearTimer { timer } if timer.is_durable() => self.alarm = None,
-            Effect::ClearTimer { timer } => {
-                self.timers.remove(&timer);
-            }
         }
     }
 
@@ -568,7 +572,7 @@ impl Sim {
         self.note(|| format!("evict:open_streams={}", open.min(2)));
         self.model_calls.clear();
         self.tool_runs.clear();
-        self.timers.clear();
+        self.alarm_asked = None;
         self.core = new_core(
             self.config.clone(),
             self.store.stored_state(),
@@ -582,20 +586,28 @@ impl Sim {
         self.dispatch(Event::Woke);
     }
 
-    /// Fires an armed timer (moving time to it), or the durable alarm.
+    /// Moves time to an armed timer's deadline and fires what is due there,
+    /// or fires the durable alarm.
     fn fire_timer(&mut self, u: &mut Unstructured) -> R<()> {
-        let mut armed: Vec<(Timer, u64)> = self.timers.iter().map(|(t, at)| (*t, *at)).collect();
+        let mut armed: Vec<(Timer, u64)> = self
+            .core
+            .armed_timers()
+            .into_iter()
+            .filter(|(t, _)| !t.is_durable())
+            .collect();
         if let Some(at) = self.alarm {
             armed.push((Timer::Heartbeat, at));
         }
         if let Some((timer, at)) = pick(u, &armed)? {
+            self.now = self.now.max(at);
+            self.note(|| format!("timer:{timer:?}"));
             if timer.is_durable() {
                 self.alarm = None;
+                self.dispatch(Event::Timer(timer));
             } else {
-                self.timers.remove(&timer);
+                self.core.handle_timeout(self.now);
+                self.carry_out_all();
             }
-            self.now = self.now.max(at);
-            self.dispatch(Event::Timer(timer));
         }
         Ok(())
     }

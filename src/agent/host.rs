@@ -49,11 +49,15 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
-    /// The pending in-isolate timer of each kind. Re-arming or clearing one
-    /// aborts the previous wait, which drops its `Delay` (clearTimeout) and its
-    /// closure, so superseded timers (e.g. a 120 s stall check per turn) do
-    /// not pile up until they expire.
-    timers: RefCell<HashMap<Timer, AbortHandle>>,
+    /// The one pending in-isolate wake-up (when it is due, and the handle
+    /// that cancels it) for the core's earliest timer. A deadline that moves
+    /// later (the stall check follows every model event) leaves it alone: it
+    /// fires early, finds nothing due, and the next one is scheduled.
+    /// Replacing it aborts the wait, which drops its `Delay` (clearTimeout).
+    wake: RefCell<Option<(u64, AbortHandle)>>,
+    /// The durable deadline this instance last set the alarm for (an alarm
+    /// set by an earlier instance is kept until this one asks otherwise).
+    alarm_asked: std::cell::Cell<Option<u64>>,
     /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
     debug_memory: bool,
 }
@@ -101,7 +105,8 @@ impl AgentHost {
                 .collect(),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
-            timers: RefCell::new(HashMap::new()),
+            wake: RefCell::new(None),
+            alarm_asked: std::cell::Cell::new(None),
             debug_memory,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -184,7 +189,7 @@ impl AgentHost {
             "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
             "messages": core.messages().len(),
             "sockets": self.sockets.borrow().len(),
-            "pendingTimers": self.timers.borrow().len(),
+            "pendingTimers": usize::from(self.wake.borrow().is_some()),
             "sqliteDatabaseBytes": self.store.database_size(),
         })
     }
@@ -274,6 +279,44 @@ impl AgentHost {
             core.take_effects()
         };
         self.execute(effects);
+        self.schedule_timers();
+    }
+
+    /// The in-isolate wake-up fired: the core fires whatever is due.
+    fn on_wake(self: &Rc<Self>) {
+        let effects = {
+            let mut core = self.core.borrow_mut();
+            core.handle_timeout(now_ms());
+            core.take_effects()
+        };
+        self.execute(effects);
+        self.schedule_timers();
+    }
+
+    /// Keeps the wake-up and the durable alarm in step with the core's timers.
+    fn schedule_timers(self: &Rc<Self>) {
+        let (next, durable) = {
+            let core = self.core.borrow();
+            (core.poll_timeout(), core.durable_deadline())
+        };
+        if durable != self.alarm_asked.get() {
+            self.alarm_asked.set(durable);
+            match durable {
+                Some(at) => self.set_alarm(at),
+                None => self.clear_alarm(),
+            }
+        }
+        let pending = self.wake.borrow().as_ref().map(|(at, _)| *at);
+        match (next, pending) {
+            (Some(at), Some(wake_at)) if wake_at <= at => {}
+            (Some(at), _) => self.wake_at(at),
+            (None, Some(_)) => {
+                if let Some((_, handle)) = self.wake.borrow_mut().take() {
+                    handle.abort();
+                }
+            }
+            (None, None) => {}
+        }
     }
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
@@ -326,14 +369,6 @@ impl AgentHost {
                         let _ = ws.send_with_str(&frame);
                     }
                 }
-                Effect::SetTimer { timer, at_ms } if timer.is_durable() => self.set_alarm(at_ms),
-                Effect::SetTimer { timer, at_ms } => self.set_timer(timer, at_ms),
-                Effect::ClearTimer { timer } if timer.is_durable() => self.clear_alarm(),
-                Effect::ClearTimer { timer } => {
-                    if let Some(pending) = self.timers.borrow_mut().remove(&timer) {
-                        pending.abort();
-                    }
-                }
             }
         }
     }
@@ -379,23 +414,24 @@ impl AgentHost {
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
-    fn set_timer(self: &Rc<Self>, timer: Timer, at_ms: u64) {
+    /// Schedules the wake-up at `at_ms`, replacing a pending one.
+    fn wake_at(self: &Rc<Self>, at_ms: u64) {
         let wait = at_ms.saturating_sub(now_ms());
         let (handle, registration) = AbortHandle::new_pair();
-        if let Some(previous) = self.timers.borrow_mut().insert(timer, handle) {
+        if let Some((_, previous)) = self.wake.borrow_mut().replace((at_ms, handle)) {
             previous.abort();
         }
         let delay = Abortable::new(Delay::from(Duration::from_millis(wait)), registration);
         let host = Rc::downgrade(self);
         spawn_local(async move {
-            // A re-arm or clear aborts this wait (checked before the wake-up
-            // is seen), so an `Ok` means this is still the current timer.
+            // A replacement aborts this wait (checked before the wake-up is
+            // seen), so an `Ok` means this is still the pending wake-up.
             if delay.await.is_err() {
                 return;
             }
             if let Some(host) = host.upgrade() {
-                host.timers.borrow_mut().remove(&timer);
-                host.dispatch(Event::Timer(timer));
+                host.wake.borrow_mut().take();
+                host.on_wake();
             }
         });
     }

@@ -1,11 +1,12 @@
 //! Chat requests, cancel and clear: what a submit persists and broadcasts,
 //! the message-concurrency decision, and the serial queue that starts turns.
 
-use crate::protocol::{server, ChatRequest, Outcome, ResponseFrame, Trigger};
+use crate::protocol::{server, ChatRequest, Outcome, Trigger};
 
 use super::config::{Concurrency, TurnTrigger};
-use super::effects::{ConfigKey, ConnId, StoreOp, Timer};
-use super::turns::{FrontDecision, QueuedTurn};
+use super::effects::{ConnId, StoreOp, Timer};
+use super::persisted::ConfigKey;
+use super::queue::{FrontDecision, QueuedTurn};
 use super::Core;
 
 impl Core {
@@ -74,11 +75,7 @@ impl Core {
             self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
             return;
         }
-        if self.terminal_error.take().is_some() {
-            self.store(StoreOp::DeleteConfig {
-                key: ConfigKey::TerminalError,
-            });
-        }
+        self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
             if tools.is_empty() {
                 self.store(StoreOp::DeleteConfig {
@@ -182,16 +179,7 @@ impl Core {
                 turn.is_continuation(),
             );
             self.pump();
-        } else if self
-            .continuation
-            .as_ref()
-            .is_some_and(|c| c.request_id == id)
-        {
-            self.continuation = None;
-            self.put_recovery_row();
-            self.effects.push(super::Effect::ClearTimer {
-                timer: Timer::Continuation,
-            });
+        } else if self.cancel_continuation(id) {
             self.pump();
         }
     }
@@ -208,7 +196,7 @@ impl Core {
             };
             self.send_skipped(to, &turn);
         }
-        self.continuation = None;
+        self.drop_continuation();
         if self.active.is_some() {
             self.abandon_turn();
         }
@@ -225,25 +213,6 @@ impl Core {
             None => self.conns.all(),
         };
         self.send_to(to, server::chat_clear());
-    }
-
-    pub(super) fn send_terminal(
-        &mut self,
-        to: Vec<ConnId>,
-        id: &str,
-        outcome: Outcome,
-        message_ids: Option<&[String]>,
-        continuation: bool,
-    ) {
-        let frame = ResponseFrame {
-            done: true,
-            outcome: Some(outcome),
-            message_ids: message_ids.filter(|ids| !ids.is_empty()),
-            continuation,
-            ..ResponseFrame::new(id, "")
-        }
-        .to_json();
-        self.send_to(to, frame);
     }
 
     /// The id of a turn accepted but not yet streaming, if any. A continuation

@@ -1,7 +1,8 @@
 //! What the core asks its host to do, and what the host tells the core.
 //!
 //! The core never performs I/O: every socket send, storage write, model call,
-//! tool run and timer is an `Effect`; every result comes back as an `Event`.
+//! and tool run is an `Effect`; every result comes back as an `Event`. Timers
+//! live in the core's own table (`timers.rs`).
 
 use std::rc::Rc;
 
@@ -9,6 +10,8 @@ use serde_json::Value;
 
 use crate::model::{ModelEvent, ModelFailure};
 use crate::protocol::UIMessage;
+
+use super::persisted::{ConfigKey, StreamRecord};
 
 /// A connection id: the `_pk` the client chose (kept in the socket attachment).
 pub type ConnId = Rc<str>;
@@ -46,6 +49,8 @@ pub enum Event {
         tool_call_id: String,
         result: Result<Value, String>,
     },
+    /// The durable alarm fired (in-isolate timers come back through
+    /// `Core::handle_timeout`).
     Timer(Timer),
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
@@ -63,8 +68,9 @@ pub enum Event {
     ClearHistory,
 }
 
-/// The closed set of timers the core arms. The host maps them onto in-isolate
-/// timers (short) and the Durable Object alarm (anything that must survive eviction).
+/// The closed set of timers the core arms (in its own table, see `timers.rs`).
+/// The host wakes the core for in-isolate ones and maps the durable one onto
+/// the Durable Object alarm, which also fires in a restarted process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Timer {
     /// Coalesces tool results into one automatic continuation.
@@ -73,8 +79,8 @@ pub enum Timer {
     Debounce,
     /// Buffered stream chunks are written to the chunk log.
     FlushChunks,
-    /// Keeps a running turn's durable alarm ahead; the host maps it onto the
-    /// Durable Object alarm, which also fires in a restarted process.
+    /// Keeps a running turn's durable alarm ahead, so an evicted turn is
+    /// woken and recovered without any client.
     Heartbeat,
     /// Checks that the running model stream is still producing events.
     ModelStall,
@@ -120,13 +126,6 @@ pub enum Effect {
         tool_name: String,
         input: Value,
     },
-    SetTimer {
-        timer: Timer,
-        at_ms: u64,
-    },
-    ClearTimer {
-        timer: Timer,
-    },
 }
 
 /// Durable writes, in order. Writes produced by one event belong together.
@@ -159,48 +158,4 @@ pub enum StoreOp {
     DeleteConfig {
         key: ConfigKey,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigKey {
-    ClientTools,
-    CustomBody,
-    TerminalError,
-    /// The `<name>` the agent is addressed by (for the identity frame).
-    InstanceName,
-    /// The budget of the recovery in progress.
-    Recovery,
-    /// Turns accepted but not started yet.
-    Queue,
-    /// Approvals given for calls in the answer still streaming (no chunk
-    /// records them), until that answer is stored.
-    StreamApprovals,
-}
-
-impl ConfigKey {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConfigKey::ClientTools => "last_client_tools",
-            ConfigKey::CustomBody => "last_body",
-            ConfigKey::TerminalError => "terminal_error",
-            ConfigKey::InstanceName => "instance_name",
-            ConfigKey::Recovery => "recovery",
-            ConfigKey::Queue => "queue",
-            ConfigKey::StreamApprovals => "stream_approvals",
-        }
-    }
-}
-
-/// The write-ahead record of a streaming turn.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamRecord {
-    pub request_id: String,
-    pub message_id: String,
-    pub continuation: bool,
-    pub origin_message_ids: Vec<String>,
-    pub started_at: u64,
-    /// The first interrupted request of a recovery chain, when this is a recovery turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery_root: Option<String>,
 }

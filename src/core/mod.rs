@@ -1,30 +1,39 @@
 //! The agent's behaviour as plain Rust: no `worker` types, no I/O, no clock.
 //!
 //! `Core::handle(event, now_ms)` takes one event (a frame, a model chunk, a
-//! tool result, a timer) and queues effects (frames to send, rows to write,
-//! model calls, tool runs, timers) that the host drains with `take_effects`.
-//! Durable facts are queued as `Store` effects before the effects that depend
-//! on them, so a core rebuilt from the store after an eviction carries on.
+//! tool result, the durable alarm) and queues effects (frames to send, rows
+//! to write, model calls, tool runs) that the host drains with
+//! `take_effects`. Timers live in the core's table: the host asks for the next
+//! deadline (`poll_timeout`, `durable_deadline`) and hands expiries back
+//! (`handle_timeout`). Durable facts are queued as `Store` effects before the
+//! effects that depend on them, so a core rebuilt from the store after an
+//! eviction carries on.
 
 pub mod accumulator;
 mod chat;
+mod chunk_log;
 pub mod config;
 pub mod connections;
 pub mod context;
+mod continuation;
 pub mod effects;
 pub mod ids;
 pub mod limits;
 mod model_call;
+pub mod persisted;
+pub mod queue;
 mod recovery;
 mod resume;
-mod stream;
+mod terminal;
+pub mod timers;
 mod tool_results;
+mod tools;
 pub mod transcript;
-pub mod turns;
+mod turn;
 
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::protocol::{
@@ -35,86 +44,21 @@ pub use config::{
     ApprovalRule, Concurrency, CoreConfig, FlushPolicy, RecoveryConfig, RetryPolicy, ToolSpec,
     TurnConfig, TurnContext, TurnTrigger,
 };
-pub use effects::{CallId, ConfigKey, ConnId, Effect, Event, StoreOp, StreamRecord, Timer};
+pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
+pub use persisted::{
+    ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
+    TerminalError,
+};
 pub use transcript::Entry;
 
 use connections::Connections;
-use stream::ActiveTurn;
+use continuation::PendingContinuation;
+use queue::TurnQueue;
+use timers::TimerTable;
 use transcript::Transcript;
-use turns::TurnQueue;
-
-/// The last turn ended in an error: kept so a reconnecting tab learns of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TerminalError {
-    pub request_id: String,
-    pub text: String,
-    pub message_ids: Vec<String>,
-    /// What the failed stream sent before the error, replayed before it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chunks: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub continuation: bool,
-}
-
-/// A stream left open by an instance that died mid-turn.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenStream {
-    pub record: StreamRecord,
-    pub chunks: Vec<String>,
-}
-
-/// Everything the core needs from storage to start (or restart).
-#[derive(Debug, Clone, Default)]
-pub struct StoredState {
-    pub messages: Vec<Entry>,
-    pub client_tools: Vec<ClientToolSchema>,
-    pub body: Map<String, Value>,
-    pub terminal_error: Option<TerminalError>,
-    pub open_streams: Vec<OpenStream>,
-    /// The budget of a recovery in progress and whether an automatic
-    /// continuation is owed (JSON), if any.
-    pub recovery: Option<String>,
-    /// Turns accepted but not started (JSON), if any.
-    pub queue: Option<String>,
-    /// Approvals given while the answer holding them streamed (JSON), if any.
-    pub stream_approvals: Option<String>,
-}
-
-impl StoredState {
-    /// Fills the config-backed fields from `value(key)`, the stored text of
-    /// each [`ConfigKey`]. Values that no longer parse are dropped (a
-    /// missing config is the same as a fresh agent's), never fatal.
-    pub fn read_config<E>(
-        &mut self,
-        mut value: impl FnMut(ConfigKey) -> Result<Option<String>, E>,
-    ) -> Result<(), E> {
-        if let Some(tools) = value(ConfigKey::ClientTools)? {
-            self.client_tools = serde_json::from_str(&tools).unwrap_or_default();
-        }
-        if let Some(body) = value(ConfigKey::CustomBody)? {
-            if let Ok(Value::Object(map)) = serde_json::from_str(&body) {
-                self.body = map;
-            }
-        }
-        if let Some(record) = value(ConfigKey::TerminalError)? {
-            self.terminal_error = serde_json::from_str(&record).ok();
-        }
-        self.recovery = value(ConfigKey::Recovery)?;
-        self.queue = value(ConfigKey::Queue)?;
-        self.stream_approvals = value(ConfigKey::StreamApprovals)?;
-        Ok(())
-    }
-}
-
-/// An automatic continuation that has been asked for but not yet queued.
-#[derive(Debug, Clone)]
-struct PendingContinuation {
-    request_id: String,
-    owner: Option<ConnId>,
-}
+use turn::ActiveTurn;
 
 pub struct Core {
     config: CoreConfig,
@@ -134,12 +78,13 @@ pub struct Core {
     cut_streams: Vec<OpenStream>,
     /// Root request id of the recovery in progress (tabs are told on connect).
     recovering: Option<String>,
-    recovery_budget: Option<recovery::RecoveryBudget>,
+    recovery_budget: Option<RecoveryBudget>,
     /// Approvals of calls in the streaming answer, written down until it is stored.
-    stream_approvals: Option<tool_results::StreamApprovals>,
+    stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     next_call: CallId,
+    timers: TimerTable,
     effects: Vec<Effect>,
 }
 
@@ -150,20 +95,20 @@ impl Core {
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
-        let (recovery_budget, continuation_owed) = recovery::load(stored.recovery.as_deref());
         let mut ids = ids;
         // A continuation asked for before the restart is still owed.
-        let continuation = continuation_owed.then(|| PendingContinuation {
-            request_id: ids.new_id(IdKind::Request),
-            owner: None,
-        });
+        let continuation = stored
+            .continuation_owed
+            .then(|| PendingContinuation::restored(ids.new_id(IdKind::Request)));
+        let mut queue = TurnQueue::default();
+        queue.restore(stored.queue);
         Core {
             config,
             ids,
             now: now_ms,
             transcript: Transcript::from_entries(stored.messages),
             conns: Connections::default(),
-            queue: restored_queue(stored.queue.as_deref()),
+            queue,
             active: None,
             continuation,
             client_tools: stored.client_tools,
@@ -172,13 +117,11 @@ impl Core {
             orphan: None,
             cut_streams: stored.open_streams,
             recovering: None,
-            recovery_budget,
-            stream_approvals: stored
-                .stream_approvals
-                .as_deref()
-                .and_then(|v| serde_json::from_str(v).ok()),
+            recovery_budget: stored.recovery,
+            stream_approvals: stored.stream_approvals,
             finished: Default::default(),
             next_call: 1,
+            timers: TimerTable::default(),
             effects: Vec::new(),
         }
     }
@@ -200,7 +143,10 @@ impl Core {
                 tool_call_id,
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
-            Event::Timer(timer) => self.on_timer(timer),
+            Event::Timer(timer) => {
+                self.timers.clear(timer);
+                self.on_timer(timer);
+            }
             Event::Woke => self.on_woke(),
             Event::ProgrammaticChat {
                 conn,
@@ -226,6 +172,32 @@ impl Core {
         } else {
             self.put_config(ConfigKey::Queue, &turns);
         }
+    }
+
+    /// Fires every in-isolate timer due at `now_ms`, earliest first.
+    pub fn handle_timeout(&mut self, now_ms: u64) {
+        self.now = self.now.max(now_ms);
+        while let Some(timer) = self.timers.pop_expired(self.now) {
+            self.on_timer(timer);
+            self.write_down_queue();
+        }
+    }
+
+    /// When the host must next call `handle_timeout`, if any timer is armed.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timers.next_deadline()
+    }
+
+    /// When the durable alarm must fire (`Event::Timer(Timer::Heartbeat)`),
+    /// if it is armed. Survives the isolate: a restarted core does not
+    /// know it, so a host keeps an alarm set by an earlier instance.
+    pub fn durable_deadline(&self) -> Option<u64> {
+        self.timers.durable_deadline()
+    }
+
+    /// Every armed timer with its due time.
+    pub fn armed_timers(&self) -> Vec<(Timer, u64)> {
+        self.timers.iter().collect()
     }
 
     /// Effects queued so far, in the order they must be carried out.
@@ -300,32 +272,13 @@ impl Core {
         self.reject(conn, id, error);
     }
 
-    /// Refuses a frame: on its request id (the tab's stream ends with the
-    /// error) or, without one, with a `cf_agent_chat_error` frame. Nothing is stored.
-    pub(crate) fn reject(&mut self, conn: ConnId, id: Option<String>, error: &str) {
-        let frame = match id {
-            // An over-long id is not echoed (the refusal would amplify it).
-            Some(id) if !id.is_empty() && id.len() <= crate::protocol::client::MAX_ID_BYTES => {
-                crate::protocol::ResponseFrame {
-                    done: true,
-                    error: true,
-                    ..crate::protocol::ResponseFrame::new(&id, error)
-                }
-                .to_json()
-            }
-            _ => server::chat_error(error),
-        };
-        self.send_to(vec![conn], frame);
-    }
-
     fn on_timer(&mut self, timer: Timer) {
         match timer {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
             Timer::Heartbeat => self.on_heartbeat(),
-            Timer::ModelStall => self.on_model_stall_check(),
-            Timer::ModelRetry => self.retry_model_call(),
+            Timer::ModelStall | Timer::ModelRetry => self.on_model_timer(timer),
         }
     }
 
@@ -355,7 +308,11 @@ impl Core {
     }
 
     fn set_timer(&mut self, timer: Timer, at_ms: u64) {
-        self.effects.push(Effect::SetTimer { timer, at_ms });
+        self.timers.set(timer, at_ms);
+    }
+
+    fn clear_timer(&mut self, timer: Timer) {
+        self.timers.clear(timer);
     }
 
     fn put_entry(&mut self, entry: &Entry) {
@@ -378,12 +335,4 @@ impl Core {
         let value = serde_json::to_string(value).unwrap_or_default();
         self.store(StoreOp::PutConfig { key, value });
     }
-}
-
-fn restored_queue(stored: Option<&str>) -> TurnQueue {
-    let mut queue = TurnQueue::default();
-    if let Some(turns) = stored.and_then(|text| serde_json::from_str(text).ok()) {
-        queue.restore(turns);
-    }
-    queue
 }

@@ -1,15 +1,16 @@
 //! One step's model call: the request built from the transcript, the events
 //! of its stream turned into chunks (text, reasoning, tool calls), the stall
 //! check, and what a failed call does (retry after a backoff when transient
-//! and nothing was streamed yet, else end the turn with the error).
+//! and nothing was streamed yet, else end the turn with the error). Phase
+//! changes go through the transitions in `turn.rs`.
 
 use crate::model::{openai, FinishReason, ModelEvent, ModelFailure};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
 use super::context::{model_messages, turn_tools};
-use super::effects::{CallId, Effect, Timer};
-use super::stream::StepCall;
+use super::effects::{CallId, Timer};
+use super::turn::{StepCall, StepRequest, TurnPhase};
 use super::Core;
 
 impl Core {
@@ -17,10 +18,7 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        active.step += 1;
-        active.calls.clear();
-        active.finish_reason = None;
-        active.step_retries = 0;
+        active.steps += 1;
         let system = active.system.clone();
         self.emit(UIMessageChunk::StartStep);
         let Some(active) = self.active.as_ref() else {
@@ -38,61 +36,40 @@ impl Core {
         let messages = model_messages(&system, &context);
         let tools = turn_tools(&self.config.tools, self.active_client_tools());
         let body = openai::request_body(&self.config.model, &messages, &tools);
-        if let Some(active) = self.active.as_mut() {
-            active.step_body = Some(body.clone());
-        }
-        self.send_model_call(body);
+        self.enter_calling_model(StepRequest { body, retries: 0 });
     }
 
     /// The retry timer fired: send the step's request again on a new call.
-    pub(super) fn retry_model_call(&mut self) {
-        let Some(active) = self.active.as_mut() else {
-            return;
+    fn retry_model_call(&mut self) {
+        let request = match self.active.as_ref().map(|a| &a.phase) {
+            Some(TurnPhase::WaitingToRetry(request)) => request.clone(),
+            _ => return,
         };
-        if !active.awaiting_retry {
-            return;
-        }
-        let Some(body) = active.step_body.clone() else {
-            return;
-        };
-        active.awaiting_retry = false;
-        self.send_model_call(body);
-    }
-
-    /// Sends `body` as a new model call, which becomes the step's current one;
-    /// its stall clock starts now.
-    fn send_model_call(&mut self, body: String) {
-        let call = self.next_call_id();
-        let now = self.now;
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        active.model_call = Some(call);
-        active.call_streamed = false;
-        active.last_model_event_at = now;
-        self.arm_stall_check(now);
-        self.effects.push(Effect::CallModel { call, body });
+        self.enter_calling_model(request);
     }
 
     fn is_current_model_call(&self, call: CallId) -> bool {
-        self.active.as_ref().and_then(|a| a.model_call) == Some(call)
+        self.active
+            .as_ref()
+            .and_then(|a| a.model_call())
+            .is_some_and(|c| c.id == call)
     }
 
     pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
         if !self.is_current_model_call(call) {
             return;
         }
-        if let Some(active) = self.active.as_mut() {
-            active.last_model_event_at = self.now;
-            active.call_streamed = true;
+        if let Some(call) = self.active.as_mut().and_then(|a| a.model_call_mut()) {
+            call.streamed = true;
         }
+        self.arm_stall_check();
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
             ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
             ModelEvent::ToolCallStarted { index, id, name } => {
                 self.close_open_text();
-                if let Some(active) = self.active.as_mut() {
-                    active.calls.insert(
+                if let Some(call) = self.active.as_mut().and_then(|a| a.model_call_mut()) {
+                    call.calls.insert(
                         index,
                         StepCall {
                             id: id.clone(),
@@ -107,7 +84,12 @@ impl Core {
                 });
             }
             ModelEvent::ToolCallArgumentsDelta { index, delta } => {
-                let Some(call) = self.active.as_mut().and_then(|a| a.calls.get_mut(&index)) else {
+                let Some(call) = self
+                    .active
+                    .as_mut()
+                    .and_then(|a| a.model_call_mut())
+                    .and_then(|c| c.calls.get_mut(&index))
+                else {
                     return;
                 };
                 call.arguments.push_str(&delta);
@@ -126,9 +108,9 @@ impl Core {
             return;
         };
         let (open, other) = if reasoning {
-            (&active.reasoning_open, active.text_open.is_some())
+            (&active.open.reasoning, active.open.text.is_some())
         } else {
-            (&active.text_open, active.reasoning_open.is_some())
+            (&active.open.text, active.open.reasoning.is_some())
         };
         let open_id = open.clone();
         if other {
@@ -140,12 +122,14 @@ impl Core {
                 let Some(active) = self.active.as_mut() else {
                     return;
                 };
-                let id = active.part_id(if reasoning { "reasoning" } else { "text" });
+                let id = active
+                    .open
+                    .new_id(if reasoning { "reasoning" } else { "text" });
                 if reasoning {
-                    active.reasoning_open = Some(id.clone());
+                    active.open.reasoning = Some(id.clone());
                     self.emit(UIMessageChunk::ReasoningStart { id: id.clone() });
                 } else {
-                    active.text_open = Some(id.clone());
+                    active.open.text = Some(id.clone());
                     self.emit(UIMessageChunk::TextStart { id: id.clone() });
                 }
                 id
@@ -162,8 +146,8 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let text = active.text_open.take();
-        let reasoning = active.reasoning_open.take();
+        let text = active.open.text.take();
+        let reasoning = active.open.reasoning.take();
         if let Some(id) = reasoning {
             self.emit(UIMessageChunk::ReasoningEnd { id });
         }
@@ -176,77 +160,64 @@ impl Core {
     /// client) and end the step once every server tool is done.
     fn on_step_streamed(&mut self, reason: FinishReason) {
         self.close_open_text();
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        active.model_call = None;
-        active.finish_reason = Some(reason);
-        let calls: Vec<StepCall> = std::mem::take(&mut active.calls).into_values().collect();
-        let mut handled = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.route_tool_call(&call);
-            handled.push(call);
-        }
-        if let Some(active) = self.active.as_mut() {
-            active.calls = handled
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c))
-                .collect();
+        let calls = self.enter_running_tools(reason);
+        for call in &calls {
+            self.route_tool_call(call);
         }
         self.maybe_finish_step();
     }
 
-    /// One timer per stall window (not one per token): when it fires early
-    /// because events kept coming, it is re-armed from the last event.
-    fn arm_stall_check(&mut self, from: u64) {
+    /// The stall check is due one stall window after the call's last event
+    /// (moving a deadline in the core's timer table costs the host nothing).
+    pub(super) fn arm_stall_check(&mut self) {
         let timeout = self.config.limits.model_stall_timeout_ms;
         if timeout > 0 {
-            self.set_timer(Timer::ModelStall, from + timeout);
+            self.set_timer(Timer::ModelStall, self.now + timeout);
         }
     }
 
-    pub(super) fn on_model_stall_check(&mut self) {
-        let Some(active) = self.active.as_ref() else {
-            return;
-        };
-        if active.model_call.is_none() {
+    pub(super) fn on_model_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::ModelStall => self.on_model_stalled(),
+            Timer::ModelRetry => self.retry_model_call(),
+            _ => {}
+        }
+    }
+
+    fn on_model_stalled(&mut self) {
+        if self.active.as_ref().and_then(|a| a.model_call()).is_none() {
             return;
         }
         let timeout = self.config.limits.model_stall_timeout_ms;
-        let last = active.last_model_event_at;
-        if self.now.saturating_sub(last) >= timeout {
-            let text = format!(
-                "The model stream stalled: nothing arrived for {} s.",
-                timeout as f64 / 1000.0
-            );
-            self.end_turn(Outcome::Error, Some(text));
-        } else {
-            self.arm_stall_check(last);
-        }
+        let text = format!(
+            "The model stream stalled: nothing arrived for {} s.",
+            timeout as f64 / 1000.0
+        );
+        self.end_turn(Outcome::Error, Some(text));
     }
 
     /// A transient failure before the call streamed anything is retried after
     /// a backoff (the turn stays open and cancellable); anything else ends the
     /// turn with the failure's text.
     pub(super) fn on_model_failed(&mut self, call: CallId, failure: ModelFailure) {
-        if !self.is_current_model_call(call) {
+        let Some(current) = self
+            .active
+            .as_ref()
+            .and_then(|a| a.model_call())
+            .filter(|c| c.id == call)
+        else {
             return;
-        }
+        };
         let policy = self.config.model_retry;
-        let now = self.now;
-        if let Some(active) = self.active.as_mut() {
-            let delay = (failure.transient && !active.call_streamed)
-                .then(|| policy.delay(active.step_retries + 1, failure.retry_after_ms))
-                .flatten();
-            if let Some(delay) = delay {
-                active.step_retries += 1;
-                active.model_call = None;
-                active.awaiting_retry = true;
-                self.set_timer(Timer::ModelRetry, now + delay);
-                return;
+        let delay = (failure.transient && !current.streamed)
+            .then(|| policy.delay(current.request.retries + 1, failure.retry_after_ms))
+            .flatten();
+        match delay {
+            Some(delay) => {
+                let request = current.request.clone();
+                self.enter_waiting_to_retry(request, self.now + delay);
             }
+            None => self.end_turn(Outcome::Error, Some(failure.text)),
         }
-        self.end_turn(Outcome::Error, Some(failure.text));
     }
 }

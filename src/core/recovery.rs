@@ -5,55 +5,19 @@
 //! clear message once its budget (attempts, interrupted attempts, time without
 //! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
 
-use serde::{Deserialize, Serialize};
-
-use crate::protocol::{server, Part, ResponseFrame, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Part, Role, ToolState, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content};
 use super::config::TurnTrigger;
-use super::effects::{ConfigKey, StoreOp, Timer};
+use super::effects::{StoreOp, Timer};
 use super::ids::IdKind;
+use super::persisted::{ConfigKey, OpenStream, RecoveryBudget};
+use super::queue::QueuedTurn;
 use super::transcript::INTERRUPTED_TOOL_ERROR;
-use super::turns::QueuedTurn;
-use super::{Core, Entry, OpenStream, TerminalError};
+use super::{Core, Entry};
 
 pub const EXHAUSTED_TEXT: &str =
     "The assistant was interrupted and could not recover. Please try again.";
-
-/// Durable bookkeeping of one recovery chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecoveryBudget {
-    pub root: String,
-    pub attempts: u32,
-    pub interrupted: u32,
-    pub last_progress_at: u64,
-}
-
-/// The stored `Recovery` row.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RecoveryRow {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    budget: Option<RecoveryBudget>,
-    /// A tool result or approval asked for a continuation that had not
-    /// started streaming yet.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    continuation_owed: bool,
-}
-
-/// Reads the stored `Recovery` row (a bare budget in rows written before it
-/// also carried the owed continuation).
-pub(super) fn load(text: Option<&str>) -> (Option<RecoveryBudget>, bool) {
-    let Some(text) = text else {
-        return (None, false);
-    };
-    if let Ok(budget) = serde_json::from_str::<RecoveryBudget>(text) {
-        return (Some(budget), false);
-    }
-    let row: RecoveryRow = serde_json::from_str(text).unwrap_or_default();
-    (row.budget, row.continuation_owed)
-}
 
 /// What to do with a turn cut by an eviction.
 #[derive(Debug, PartialEq, Eq)]
@@ -127,14 +91,15 @@ impl Core {
             || self.now.saturating_sub(budget.last_progress_at) > limits.no_progress_timeout_ms;
         // The recovery turn shows the model every settled result (an exhausted
         // chain runs nothing more): a continuation owed for them would answer again.
-        self.continuation = None;
+        self.drop_continuation();
         if exhausted {
-            self.put_recovery_row();
+            // Held again only so that ending the chain deletes its row.
+            self.recovery_budget = Some(budget);
             self.exhaust(&open, &root);
             return;
         }
+        self.put_config(ConfigKey::Recovery, &budget);
         self.recovery_budget = Some(budget);
-        self.put_recovery_row();
         self.recovering = Some(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
@@ -283,26 +248,23 @@ impl Core {
     }
 
     fn exhaust(&mut self, open: &OpenStream, root: &str) {
-        let ids = open.record.origin_message_ids.clone();
-        let frame = ResponseFrame {
-            done: true,
-            error: true,
-            continuation: open.record.continuation,
-            message_ids: Some(ids.as_slice()).filter(|m| !m.is_empty()),
-            ..ResponseFrame::new(&open.record.request_id, EXHAUSTED_TEXT)
-        }
-        .to_json();
+        let record = &open.record;
+        let ids = record.origin_message_ids.clone();
         let to = self.conns.chat();
-        self.send_to(to, frame);
-        let record = TerminalError {
-            request_id: open.record.request_id.clone(),
-            text: EXHAUSTED_TEXT.to_string(),
-            message_ids: ids,
-            chunks: open.chunks.clone(),
-            continuation: open.record.continuation,
-        };
-        self.put_config(ConfigKey::TerminalError, &record);
-        self.terminal_error = Some(record);
+        self.send_final_error(
+            to,
+            &record.request_id,
+            EXHAUSTED_TEXT,
+            &ids,
+            record.continuation,
+        );
+        self.record_terminal_error(
+            record.request_id.clone(),
+            EXHAUSTED_TEXT.to_string(),
+            ids,
+            open.chunks.clone(),
+            record.continuation,
+        );
         self.orphan = None;
         self.recovering = Some(root.to_string());
         self.finish_recovery();
@@ -319,23 +281,9 @@ impl Core {
 
     fn clear_budget(&mut self) {
         if self.recovery_budget.take().is_some() {
-            self.put_recovery_row();
-        }
-    }
-
-    /// Writes the `Recovery` row from memory: the budget and whether an
-    /// automatic continuation is owed (so neither dies with the isolate).
-    pub(super) fn put_recovery_row(&mut self) {
-        let row = RecoveryRow {
-            budget: self.recovery_budget.clone(),
-            continuation_owed: self.continuation.is_some(),
-        };
-        if row == RecoveryRow::default() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });
-        } else {
-            self.put_config(ConfigKey::Recovery, &row);
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The resume handshake: answering a tab's probe (which stream, if any, it
 //! may resume) and its ACK (replay what was streamed, then go live).
 
-use crate::protocol::{server, Outcome, ResponseFrame};
+use crate::protocol::{server, ResponseFrame};
 
 use super::effects::ConnId;
+use super::terminal::{caught_up_frame, cut_off_frame, failed_replay_frame, late_ack_frame};
 use super::Core;
 
 impl Core {
@@ -73,28 +74,15 @@ impl Core {
                 return;
             }
             let continuation = active.turn.is_continuation();
-            let caught_up = ResponseFrame {
-                replay: true,
-                replay_complete: true,
-                continuation,
-                ..ResponseFrame::new(id, "")
-            };
-            let frames =
-                replay_frames(id, active.log.iter().map(|b| &**b), continuation, caught_up);
+            let caught_up = caught_up_frame(id, continuation);
+            let bodies = active.log.bodies.iter().map(|b| &**b);
+            let frames = replay_frames(id, bodies, continuation, caught_up);
             self.send_each(&conn, frames);
             return;
         }
         if let Some(orphan) = self.orphan.as_ref().filter(|o| o.record.request_id == id) {
             let continuation = orphan.record.continuation;
-            let message_ids = &orphan.record.origin_message_ids;
-            let cut_off = ResponseFrame {
-                done: true,
-                replay: true,
-                outcome: Some(Outcome::Aborted),
-                continuation,
-                message_ids: Some(message_ids.as_slice()).filter(|m| !m.is_empty()),
-                ..ResponseFrame::new(id, "")
-            };
+            let cut_off = cut_off_frame(id, &orphan.record.origin_message_ids, continuation);
             let frames = replay_frames(
                 id,
                 orphan.chunks.iter().map(String::as_str),
@@ -106,27 +94,14 @@ impl Core {
         }
         if let Some(record) = self.terminal_error.as_ref().filter(|r| r.request_id == id) {
             // The failed stream replays, then its error (kept until a new turn is accepted).
-            let failed = ResponseFrame {
-                done: true,
-                error: true,
-                continuation: record.continuation,
-                message_ids: Some(record.message_ids.as_slice()).filter(|m| !m.is_empty()),
-                ..ResponseFrame::new(id, &record.text)
-            };
+            let failed = failed_replay_frame(record);
             let chunks = record.chunks.iter().map(String::as_str);
             let frames = replay_frames(id, chunks, record.continuation, failed);
             self.send_each(&conn, frames);
             return;
         }
         let message_ids = self.recently_finished(id);
-        let frame = ResponseFrame {
-            done: true,
-            replay: true,
-            message_ids: message_ids.as_deref().filter(|m| !m.is_empty()),
-            ..ResponseFrame::new(id, "")
-        }
-        .to_json();
-        self.send_to(vec![conn], frame);
+        self.send_to(vec![conn], late_ack_frame(id, message_ids.as_deref()));
     }
 
     /// The `messageIds` of a recently ended request (for a late ACK).
@@ -152,7 +127,7 @@ fn replay_frames<'a>(
     id: &str,
     bodies: impl Iterator<Item = &'a str>,
     continuation: bool,
-    last: ResponseFrame<'_>,
+    last: String,
 ) -> Vec<String> {
     let mut frames: Vec<String> = bodies
         .enumerate()
@@ -166,6 +141,6 @@ fn replay_frames<'a>(
             .to_json()
         })
         .collect();
-    frames.push(last.to_json());
+    frames.push(last);
     frames
 }

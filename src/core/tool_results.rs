@@ -1,28 +1,15 @@
-//! Tool results and approvals from clients, and the automatic continuation
-//! they drive: a coalescing window re-armed by each result, and a barrier that
-//! waits while the latest assistant is mid-batch, so exactly one continuation
-//! runs per completed batch of tool calls. Approvals given while their answer
-//! still streams are written down on their own (no chunk records them).
-
-use serde::{Deserialize, Serialize};
+//! Tool results and approvals from clients: applied to the waiting tool part
+//! (in the streaming answer or in the stored message that owns it), told to
+//! every tab, and handed to `continuation.rs` when they ask to continue.
+//! Approvals given while their answer still streams are written down on
+//! their own (no chunk records them) until that answer is stored.
 
 use crate::protocol::{server, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk};
 
-use super::config::TurnTrigger;
-use super::effects::{ConfigKey, ConnId, StoreOp, Timer};
-use super::ids::IdKind;
-use super::transcript::{apply_approval, apply_tool_result, is_mid_batch};
-use super::turns::QueuedTurn;
-use super::{Core, PendingContinuation};
-
-/// Approvals given for calls of the answer that is still streaming: stored
-/// until that answer is, and applied again if an eviction cuts it first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct StreamApprovals {
-    request_id: String,
-    approved: Vec<String>,
-}
+use super::effects::{ConnId, StoreOp};
+use super::persisted::{ConfigKey, StreamApprovals};
+use super::transcript::{apply_approval, apply_tool_result};
+use super::Core;
 
 impl Core {
     pub(super) fn on_tool_result(&mut self, conn: ConnId, result: ToolResult) {
@@ -56,8 +43,8 @@ impl Core {
     fn after_human_answer(&mut self, conn: ConnId, auto_continue: bool) {
         if auto_continue {
             self.request_continuation(conn);
-        } else if self.continuation.is_some() {
-            self.arm_continuation();
+        } else {
+            self.extend_continuation_window();
         }
     }
 
@@ -146,56 +133,6 @@ impl Core {
     fn broadcast_updated(&mut self, message: &UIMessage) {
         let to = self.conns.all();
         self.send_to(to, server::message_updated(message));
-    }
-
-    fn request_continuation(&mut self, owner: ConnId) {
-        if self.continuation.is_none() {
-            let request_id = self.new_id(IdKind::Request);
-            self.continuation = Some(PendingContinuation {
-                request_id,
-                owner: Some(owner.clone()),
-            });
-            self.put_recovery_row();
-        }
-        if let Some(state) = self.conns.state_mut(&owner) {
-            state.parked = true;
-        }
-        self.arm_continuation();
-    }
-
-    fn arm_continuation(&mut self) {
-        let at = self.now + self.config.continuation_coalesce_ms;
-        self.set_timer(Timer::Continuation, at);
-    }
-
-    /// Queues the owed continuation once no turn streams and the batch is complete.
-    pub(super) fn try_start_continuation(&mut self) {
-        if self.continuation.is_none() || self.active.is_some() {
-            return;
-        }
-        if self.transcript.last_assistant().is_some_and(is_mid_batch) {
-            return;
-        }
-        let Some(pending) = self.continuation.take() else {
-            return;
-        };
-        self.put_recovery_row();
-        self.queue.push(QueuedTurn {
-            requester: pending.owner,
-            ..QueuedTurn::new(
-                pending.request_id,
-                TurnTrigger::AutoContinuation,
-                self.now,
-                self.queue.generation,
-            )
-        });
-        self.pump();
-    }
-
-    /// After a turn: an owed continuation goes first, then the queue.
-    pub(super) fn after_turn(&mut self) {
-        self.try_start_continuation();
-        self.pump();
     }
 }
 

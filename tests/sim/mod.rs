@@ -89,7 +89,11 @@ pub struct Sim {
     pub store: MemStore,
     pub tabs: BTreeMap<String, Tab>,
     agenda: Vec<Scheduled>,
+    /// The core's armed timers (and the durable alarm) with their due time
+    /// and the order in which they were armed.
     timers: BTreeMap<Timer, (u64, u64)>,
+    /// The durable deadline this core instance last asked for.
+    alarm_asked: Option<u64>,
     order: u64,
     pub model: ScriptedModel,
     pub tools: ScriptedTools,
@@ -153,6 +157,7 @@ impl Sim {
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
             timers: BTreeMap::new(),
+            alarm_asked: None,
             order: 0,
             model: ScriptedModel::default(),
             tools: ScriptedTools::default(),
@@ -309,7 +314,12 @@ impl Sim {
             }
             self.now = self.now.max(at);
             self.timers.remove(&t);
-            self.handle(Event::Timer(t));
+            if t.is_durable() {
+                self.handle(Event::Timer(t));
+            } else {
+                self.core.handle_timeout(self.now);
+                self.apply_effects();
+            }
         } else {
             let Some((at, _, index)) = work else {
                 return false;
@@ -370,6 +380,7 @@ impl Sim {
     pub fn evict(&mut self) {
         self.agenda.clear();
         self.timers.retain(|t, _| t.is_durable());
+        self.alarm_asked = None;
         let stored = self.store.stored_state();
         self.core = Core::new(
             self.config.clone(),
@@ -401,6 +412,37 @@ impl Sim {
     fn apply_effects(&mut self) {
         for effect in self.core.take_effects() {
             self.apply(effect);
+        }
+        self.sync_timers();
+    }
+
+    /// Mirrors the core's timer table: in-isolate timers as the core has
+    /// them (a moved deadline is armed anew), the durable alarm only when
+    /// this core instance's deadline changes — an alarm set by an earlier
+    /// instance stays, as the Durable Object alarm does.
+    fn sync_timers(&mut self) {
+        let armed = self.core.armed_timers();
+        self.timers
+            .retain(|t, _| t.is_durable() || armed.iter().any(|(a, _)| a == t));
+        for (timer, at) in armed {
+            if timer.is_durable() || self.timers.get(&timer).map(|(a, _)| *a) == Some(at) {
+                continue;
+            }
+            let order = self.next_order();
+            self.timers.insert(timer, (at, order));
+        }
+        let durable = self.core.durable_deadline();
+        if durable != self.alarm_asked {
+            self.alarm_asked = durable;
+            match durable {
+                Some(at) => {
+                    let order = self.next_order();
+                    self.timers.insert(Timer::Heartbeat, (at, order));
+                }
+                None => {
+                    self.timers.remove(&Timer::Heartbeat);
+                }
+            }
         }
     }
 
@@ -496,13 +538,6 @@ impl Sim {
                         result: reply.result,
                     },
                 );
-            }
-            Effect::SetTimer { timer, at_ms } => {
-                let order = self.next_order();
-                self.timers.insert(timer, (at_ms, order));
-            }
-            Effect::ClearTimer { timer } => {
-                self.timers.remove(&timer);
             }
         }
     }

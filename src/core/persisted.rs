@@ -1,0 +1,221 @@
+//! Every shape the core writes to durable storage, typed: the config rows
+//! (their keys and JSON bodies), the write-ahead record of a streaming turn,
+//! and `StoredState`, what a starting core reads back. Rows written by older
+//! releases are read here too (a bare recovery budget; an owed continuation
+//! recorded inside the recovery row), so the rest of the core sees one shape.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::protocol::ClientToolSchema;
+
+use super::queue::DurableTurn;
+use super::transcript::Entry;
+
+/// Names of the config rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKey {
+    ClientTools,
+    CustomBody,
+    TerminalError,
+    /// The `<name>` the agent is addressed by (for the identity frame).
+    InstanceName,
+    /// The budget of the recovery in progress.
+    Recovery,
+    /// An automatic continuation was asked for and has not started yet.
+    Continuation,
+    /// Turns accepted but not started yet.
+    Queue,
+    /// Approvals given for calls in the answer still streaming (no chunk
+    /// records them), until that answer is stored.
+    StreamApprovals,
+}
+
+impl ConfigKey {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigKey::ClientTools => "last_client_tools",
+            ConfigKey::CustomBody => "last_body",
+            ConfigKey::TerminalError => "terminal_error",
+            ConfigKey::InstanceName => "instance_name",
+            ConfigKey::Recovery => "recovery",
+            ConfigKey::Continuation => "continuation",
+            ConfigKey::Queue => "queue",
+            ConfigKey::StreamApprovals => "stream_approvals",
+        }
+    }
+}
+
+/// The write-ahead record of a streaming turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamRecord {
+    pub request_id: String,
+    pub message_id: String,
+    pub continuation: bool,
+    pub origin_message_ids: Vec<String>,
+    pub started_at: u64,
+    /// The first interrupted request of a recovery chain, when this is a recovery turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_root: Option<String>,
+}
+
+/// A stream left open by an instance that died mid-turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenStream {
+    pub record: StreamRecord,
+    pub chunks: Vec<String>,
+}
+
+/// The `TerminalError` row: the last turn ended in an error, kept so a
+/// reconnecting tab learns of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalError {
+    pub request_id: String,
+    pub text: String,
+    pub message_ids: Vec<String>,
+    /// What the failed stream sent before the error, replayed before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continuation: bool,
+}
+
+/// The `Recovery` row: durable bookkeeping of one recovery chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryBudget {
+    pub root: String,
+    pub attempts: u32,
+    pub interrupted: u32,
+    pub last_progress_at: u64,
+}
+
+/// The `Continuation` row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinuationRow {
+    pub owed: bool,
+}
+
+/// The `StreamApprovals` row: approvals given for calls of the answer that
+/// is still streaming, applied again if an eviction cuts it first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamApprovals {
+    pub request_id: String,
+    pub approved: Vec<String>,
+}
+
+/// The `Recovery` row as releases before the `Continuation` row wrote it:
+/// the budget and the owed continuation together.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CombinedRecoveryRow {
+    #[serde(default)]
+    budget: Option<RecoveryBudget>,
+    #[serde(default)]
+    continuation_owed: bool,
+}
+
+/// Everything the core needs from storage to start (or restart).
+#[derive(Debug, Clone, Default)]
+pub struct StoredState {
+    pub messages: Vec<Entry>,
+    pub client_tools: Vec<ClientToolSchema>,
+    pub body: Map<String, Value>,
+    pub terminal_error: Option<TerminalError>,
+    pub open_streams: Vec<OpenStream>,
+    /// The budget of a recovery in progress.
+    pub recovery: Option<RecoveryBudget>,
+    /// A tool result or approval asked for a continuation that had not started.
+    pub continuation_owed: bool,
+    /// Turns accepted but not started, in their order.
+    pub queue: Vec<DurableTurn>,
+    pub stream_approvals: Option<StreamApprovals>,
+}
+
+impl StoredState {
+    /// Fills the config-backed fields from `row(key)`, the stored text of
+    /// each [`ConfigKey`]. Values that no longer parse are dropped (a
+    /// missing config is the same as a fresh agent's), never fatal.
+    pub fn read_config<E>(
+        &mut self,
+        mut row: impl FnMut(ConfigKey) -> Result<Option<String>, E>,
+    ) -> Result<(), E> {
+        if let Some(tools) = row(ConfigKey::ClientTools)? {
+            self.client_tools = serde_json::from_str(&tools).unwrap_or_default();
+        }
+        if let Some(body) = row(ConfigKey::CustomBody)? {
+            if let Ok(Value::Object(map)) = serde_json::from_str(&body) {
+                self.body = map;
+            }
+        }
+        self.terminal_error = parsed(row(ConfigKey::TerminalError)?);
+        if let Some(text) = row(ConfigKey::Recovery)? {
+            let (budget, owed) = read_recovery_row(&text);
+            self.recovery = budget;
+            self.continuation_owed |= owed;
+        }
+        let continuation: Option<ContinuationRow> = parsed(row(ConfigKey::Continuation)?);
+        self.continuation_owed |= continuation.is_some_and(|c| c.owed);
+        self.queue = parsed(row(ConfigKey::Queue)?).unwrap_or_default();
+        self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
+        Ok(())
+    }
+}
+
+fn parsed<T: for<'de> Deserialize<'de>>(text: Option<String>) -> Option<T> {
+    text.and_then(|text| serde_json::from_str(&text).ok())
+}
+
+/// A bare budget, or the combined row of older releases.
+fn read_recovery_row(text: &str) -> (Option<RecoveryBudget>, bool) {
+    if let Ok(budget) = serde_json::from_str::<RecoveryBudget>(text) {
+        return (Some(budget), false);
+    }
+    let row: CombinedRecoveryRow = serde_json::from_str(text).unwrap_or_default();
+    (row.budget, row.continuation_owed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_from(rows: &[(ConfigKey, &str)]) -> StoredState {
+        let mut state = StoredState::default();
+        let found = |key: ConfigKey| {
+            Ok::<_, ()>(
+                rows.iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| v.to_string()),
+            )
+        };
+        state.read_config(found).unwrap_or_default();
+        state
+    }
+
+    #[test]
+    fn an_owed_continuation_written_inside_the_recovery_row_is_still_owed() {
+        let state = state_from(&[(ConfigKey::Recovery, r#"{"continuationOwed":true}"#)]);
+        assert!(state.continuation_owed);
+        assert_eq!(state.recovery, None);
+        let budget = r#"{"root":"r1","attempts":2,"interrupted":1,"lastProgressAt":5}"#;
+        let state = state_from(&[(ConfigKey::Recovery, budget)]);
+        assert_eq!(state.recovery.map(|b| b.attempts), Some(2));
+        assert!(!state.continuation_owed);
+    }
+
+    #[test]
+    fn unreadable_rows_read_as_absent() {
+        let state = state_from(&[
+            (ConfigKey::Queue, "not json"),
+            (ConfigKey::TerminalError, "{}"),
+            (ConfigKey::Continuation, r#"{"owed":true}"#),
+        ]);
+        assert!(state.queue.is_empty());
+        assert_eq!(state.terminal_error, None);
+        assert!(state.continuation_owed);
+    }
+}

@@ -1,0 +1,183 @@
+//! Where a turn's tool calls go: a server tool runs here, a client tool goes
+//! to the parent agent's executor or waits for a browser, a tool that needs
+//! approval waits for a person, an unknown tool or unreadable input is an
+//! input error the model reads. Also the approved calls a continuation runs
+//! first, and tool runs ending (or lost with a parent's channel).
+
+use serde_json::Value;
+
+use crate::protocol::{ClientToolSchema, UIMessageChunk};
+
+use super::accumulator::normalize_input;
+use super::effects::{CallId, ConnId, Effect};
+use super::ids::IdKind;
+use super::turn::{RunningTool, StepCall};
+use super::Core;
+
+impl Core {
+    /// A continuation first runs the calls a person approved. Returns true if any run.
+    pub(super) fn run_approved_calls(&mut self) -> bool {
+        let approved: Vec<(String, String, Value)> = self
+            .transcript
+            .approved_calls()
+            .into_iter()
+            .map(|t| {
+                let input = t.input.clone().unwrap_or_else(|| serde_json::json!({}));
+                (t.tool_call_id.clone(), t.tool_name.clone(), input)
+            })
+            .collect();
+        for (tool_call_id, tool_name, input) in &approved {
+            self.run_tool(tool_call_id, tool_name, input.clone(), None);
+        }
+        !approved.is_empty()
+    }
+
+    /// Runs a server tool here, or a client tool on the parent agent's channel.
+    fn run_tool(
+        &mut self,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: Value,
+        remote: Option<ConnId>,
+    ) {
+        let call = self.next_call_id();
+        if let Some(active) = self.active.as_mut() {
+            active.running_tools.insert(
+                tool_call_id.to_string(),
+                RunningTool {
+                    call,
+                    remote: remote.clone(),
+                },
+            );
+        }
+        let tool_call_id = tool_call_id.to_string();
+        let tool_name = tool_name.to_string();
+        self.effects.push(match remote {
+            Some(conn) => Effect::CallRemoteTool {
+                call,
+                conn,
+                tool_call_id,
+                tool_name,
+                input,
+            },
+            None => Effect::RunTool {
+                call,
+                tool_call_id,
+                tool_name,
+                input,
+            },
+        });
+    }
+
+    /// The client tools of the active turn: its own (a sub-agent call) or the stored list.
+    pub(super) fn active_client_tools(&self) -> &[ClientToolSchema] {
+        match self
+            .active
+            .as_ref()
+            .and_then(|a| a.turn.turn_tools.as_ref())
+        {
+            Some(tools) => tools,
+            None => &self.client_tools,
+        }
+    }
+
+    /// A parent's channel closed: its client tool runs will never answer.
+    pub(super) fn fail_remote_calls(&mut self, conn: &str) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        let lost: Vec<(CallId, String)> = active
+            .running_tools
+            .iter()
+            .filter(|(_, run)| run.remote.as_deref() == Some(conn))
+            .map(|(id, run)| (run.call, id.clone()))
+            .collect();
+        for (call, tool_call_id) in lost {
+            let text = "The caller went away before the tool returned.".to_string();
+            self.on_tool_done(call, &tool_call_id, Err(text));
+        }
+    }
+
+    pub(super) fn route_tool_call(&mut self, call: &StepCall) {
+        let parsed = if call.arguments.trim().is_empty() {
+            Ok(serde_json::json!({}))
+        } else {
+            serde_json::from_str::<Value>(&call.arguments)
+        };
+        let is_client = self
+            .active_client_tools()
+            .iter()
+            .any(|t| t.name == call.name);
+        let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
+        let spec = self.config.tool(&call.name).cloned();
+        let error = match (&parsed, is_client || spec.is_some()) {
+            (_, false) => Some(format!(
+                "Model tried to call unavailable tool '{}'.",
+                call.name
+            )),
+            (Err(e), true) => Some(format!("Invalid input for tool '{}': {e}", call.name)),
+            (Ok(_), true) => None,
+        };
+        if let Some(error_text) = error {
+            let input = parsed
+                .map(|v| normalize_input(&v))
+                .unwrap_or_else(|_| serde_json::json!({}));
+            self.emit(UIMessageChunk::ToolInputError {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                input,
+                error_text,
+            });
+            return;
+        }
+        let input = normalize_input(&parsed.unwrap_or_default());
+        self.emit(UIMessageChunk::ToolInputAvailable {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: input.clone(),
+        });
+        match spec {
+            _ if is_client => match executor {
+                Some(conn) => self.run_tool(&call.id, &call.name, input, Some(conn)),
+                None => self.note_waiting_on_person(),
+            },
+            Some(spec) if spec.approval.required_for(&input) => {
+                let approval_id = self.new_id(IdKind::Approval);
+                self.emit(UIMessageChunk::ToolApprovalRequest {
+                    approval_id,
+                    tool_call_id: call.id.clone(),
+                });
+                self.note_waiting_on_person();
+            }
+            Some(_) => self.run_tool(&call.id, &call.name, input, None),
+            None => {}
+        }
+    }
+
+    pub(super) fn on_tool_done(
+        &mut self,
+        call: CallId,
+        tool_call_id: &str,
+        result: Result<Value, String>,
+    ) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if active.running_tools.get(tool_call_id).map(|run| run.call) != Some(call) {
+            return;
+        }
+        active.running_tools.remove(tool_call_id);
+        let tool_call_id = tool_call_id.to_string();
+        self.emit(match result {
+            Ok(output) => UIMessageChunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+            },
+            Err(error_text) => UIMessageChunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+            },
+        });
+        self.maybe_finish_step();
+    }
+}

@@ -1,0 +1,421 @@
+//! The running turn: its phase (running approved calls, calling the model,
+//! waiting to retry, running the step's tools) with every transition between
+//! phases in this file, how a turn starts, how a step ends and whether
+//! another follows, and how the turn ends (stored, aborted or abandoned).
+//! The model call of a step is in `model_call.rs`, tool routing in
+//! `tools.rs`, the streamed chunks in `chunk_log.rs`, terminal frames in
+//! `terminal.rs`.
+
+use std::collections::BTreeMap;
+
+use crate::model::FinishReason;
+use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
+
+use super::accumulator::{close_dangling_text, has_content};
+use super::chunk_log::ChunkLog;
+use super::config::TurnContext;
+use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
+use super::ids::IdKind;
+use super::persisted::StreamRecord;
+use super::queue::QueuedTurn;
+use super::Core;
+
+/// A tool call the model made in the current step.
+#[derive(Debug)]
+pub(super) struct StepCall {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
+}
+
+/// A step's request to the model, kept to send again after a transient
+/// failure, and how many times it was sent again so far.
+#[derive(Debug, Clone)]
+pub(super) struct StepRequest {
+    pub(super) body: String,
+    pub(super) retries: u32,
+}
+
+/// The step's model call in flight.
+#[derive(Debug)]
+pub(super) struct ModelCall {
+    pub(super) id: CallId,
+    pub(super) request: StepRequest,
+    /// The call produced at least one event: it is never sent again.
+    pub(super) streamed: bool,
+    /// Tool calls streamed so far, by the provider's index.
+    pub(super) calls: BTreeMap<u32, StepCall>,
+}
+
+/// How the model ended a step, known once its stream finished.
+#[derive(Debug)]
+pub(super) struct StepEnd {
+    pub(super) finish_reason: FinishReason,
+    /// The model called tools, so another step may follow.
+    pub(super) called_tools: bool,
+    /// A call waits for a person (a browser tool or an approval): the turn
+    /// ends after this step and resumes as a continuation.
+    pub(super) waits_on_person: bool,
+}
+
+/// What the running turn is doing. Each phase holds exactly what it needs.
+#[derive(Debug)]
+pub(super) enum TurnPhase {
+    /// A continuation first runs the calls a person approved; the model
+    /// speaks once they are done.
+    RunningApprovedCalls,
+    /// The step's model call streams.
+    CallingModel(ModelCall),
+    /// The step's model call failed transiently; `Timer::ModelRetry` sends it again.
+    WaitingToRetry(StepRequest),
+    /// The model finished the step; its tool calls run and the step ends
+    /// when the last one is done.
+    RunningTools(StepEnd),
+}
+
+/// A tool run in flight: its call and, for a client tool run by a parent
+/// agent, the channel it went to.
+#[derive(Debug, Clone)]
+pub(super) struct RunningTool {
+    pub(super) call: CallId,
+    pub(super) remote: Option<ConnId>,
+}
+
+/// The open text and reasoning parts of the answer and its part counter.
+#[derive(Debug, Default)]
+pub(super) struct OpenParts {
+    pub(super) text: Option<String>,
+    pub(super) reasoning: Option<String>,
+    next_part: u32,
+}
+
+impl OpenParts {
+    pub(super) fn new_id(&mut self, prefix: &str) -> String {
+        self.next_part += 1;
+        format!("{prefix}-{}", self.next_part)
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct ActiveTurn {
+    pub turn: QueuedTurn,
+    pub message: UIMessage,
+    /// The answer's place in the transcript, reserved when the turn starts so
+    /// it follows the messages it answers even if newer ones arrive meanwhile.
+    pub(super) seq: u64,
+    pub(super) system: String,
+    pub(super) max_steps: u32,
+    /// Model steps begun so far.
+    pub(super) steps: u32,
+    pub(super) phase: TurnPhase,
+    pub(super) running_tools: BTreeMap<String, RunningTool>,
+    pub(super) open: OpenParts,
+    pub log: ChunkLog,
+}
+
+impl ActiveTurn {
+    pub(super) fn continuation(&self) -> bool {
+        self.turn.is_continuation()
+    }
+
+    /// The model call in flight, if the turn is calling the model.
+    pub(super) fn model_call(&self) -> Option<&ModelCall> {
+        match &self.phase {
+            TurnPhase::CallingModel(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    pub(super) fn model_call_mut(&mut self) -> Option<&mut ModelCall> {
+        match &mut self.phase {
+            TurnPhase::CallingModel(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// Leaves the model call: the call in flight (if any) is returned so it
+    /// can be aborted.
+    fn leave_model_call(&mut self, next: TurnPhase) -> Option<CallId> {
+        match std::mem::replace(&mut self.phase, next) {
+            TurnPhase::CallingModel(call) => Some(call.id),
+            _ => None,
+        }
+    }
+}
+
+impl Core {
+    /// The request id a resuming tab would be offered, if a stream is replayable.
+    pub(super) fn live_stream_id(&self) -> Option<String> {
+        match (&self.active, &self.orphan) {
+            (Some(a), _) => Some(a.turn.request_id.clone()),
+            (None, Some(o)) => Some(o.record.request_id.clone()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn start_turn(&mut self, turn: QueuedTurn) {
+        let continuation = turn.is_continuation();
+        let repaired = self.transcript.repair_unanswered(continuation);
+        for entry in &repaired {
+            self.put_entry(entry);
+        }
+        if !repaired.is_empty() {
+            self.broadcast_transcript(None);
+        }
+        let (system, max_steps) = self.turn_settings(&turn);
+        let resumed = turn
+            .resume_message
+            .as_deref()
+            .and_then(|id| self.transcript.get(id))
+            .cloned();
+        let message = match resumed {
+            Some(message) => message,
+            None => UIMessage::assistant(self.new_id(IdKind::Message)),
+        };
+        let message_id = message.id.clone();
+        let seq = self.transcript.take_reserved(&turn.request_id);
+        self.store(StoreOp::OpenStream(StreamRecord {
+            request_id: turn.request_id.clone(),
+            message_id: message_id.clone(),
+            continuation,
+            origin_message_ids: turn.message_ids.clone(),
+            started_at: self.now,
+            recovery_root: turn.recovery_root.clone(),
+        }));
+        let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
+        self.set_timer(Timer::Heartbeat, heartbeat_at);
+        self.orphan = None;
+        let request_id = turn.request_id.clone();
+        self.active = Some(ActiveTurn {
+            turn,
+            message,
+            seq,
+            system,
+            max_steps,
+            steps: 0,
+            phase: TurnPhase::RunningApprovedCalls,
+            running_tools: BTreeMap::new(),
+            open: OpenParts::default(),
+            log: ChunkLog::default(),
+        });
+        // Tabs waiting for this stream are offered it; they get chunks after their ACK.
+        for conn in self.conns.take_parked() {
+            if let Some(state) = self.conns.state_mut(&conn) {
+                state.pending_resume = true;
+            }
+            self.send_to(vec![conn], server::stream_resuming(&request_id, None));
+        }
+        self.emit(UIMessageChunk::Start {
+            message_id: (!continuation).then_some(message_id),
+            message_metadata: None,
+        });
+        if continuation && self.run_approved_calls() {
+            return;
+        }
+        self.begin_step();
+    }
+
+    fn turn_settings(&self, turn: &QueuedTurn) -> (String, u32) {
+        let mut system = self.config.system_prompt.clone();
+        let mut max_steps = self.config.max_steps;
+        if let Some(hook) = self.config.before_turn.clone() {
+            let messages: Vec<&UIMessage> = self.transcript.iter().collect();
+            let config = hook(&TurnContext {
+                request_id: &turn.request_id,
+                trigger: turn.trigger,
+                continuation: turn.is_continuation(),
+                messages: &messages,
+                client_tools: &self.client_tools,
+                body: &self.body,
+            });
+            system = config.system.unwrap_or(system);
+            max_steps = config.max_steps.unwrap_or(max_steps);
+        }
+        (system, max_steps.max(1))
+    }
+
+    /// Phase transition: the step's model call starts (a step's first call or a retry).
+    pub(super) fn enter_calling_model(&mut self, request: StepRequest) {
+        let id = self.next_call_id();
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let body = request.body.clone();
+        active.phase = TurnPhase::CallingModel(ModelCall {
+            id,
+            request,
+            streamed: false,
+            calls: BTreeMap::new(),
+        });
+        self.clear_timer(Timer::ModelRetry);
+        self.arm_stall_check();
+        self.effects.push(Effect::CallModel { call: id, body });
+    }
+
+    /// Phase transition: the model call failed transiently and is sent again at `at`.
+    pub(super) fn enter_waiting_to_retry(&mut self, mut request: StepRequest, at: u64) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        request.retries += 1;
+        active.leave_model_call(TurnPhase::WaitingToRetry(request));
+        self.clear_timer(Timer::ModelStall);
+        self.set_timer(Timer::ModelRetry, at);
+    }
+
+    /// Phase transition: the model finished the step; the calls it streamed
+    /// are returned for routing.
+    pub(super) fn enter_running_tools(&mut self, finish_reason: FinishReason) -> Vec<StepCall> {
+        let Some(active) = self.active.as_mut() else {
+            return Vec::new();
+        };
+        let calls = match &mut active.phase {
+            TurnPhase::CallingModel(call) => std::mem::take(&mut call.calls),
+            _ => BTreeMap::new(),
+        };
+        active.leave_model_call(TurnPhase::RunningTools(StepEnd {
+            finish_reason,
+            called_tools: !calls.is_empty(),
+            waits_on_person: false,
+        }));
+        self.clear_timer(Timer::ModelStall);
+        calls.into_values().collect()
+    }
+
+    /// A call of this step waits for a person: no further step follows.
+    pub(super) fn note_waiting_on_person(&mut self) {
+        if let Some(TurnPhase::RunningTools(end)) = self.active.as_mut().map(|a| &mut a.phase) {
+            end.waits_on_person = true;
+        }
+    }
+
+    /// A tool run ended: the phase moves on once nothing runs any more — the
+    /// model speaks after the approved calls, and a step ends after its tools.
+    pub(super) fn maybe_finish_step(&mut self) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        if !active.running_tools.is_empty() {
+            return;
+        }
+        let (finish_reason, more) = match &active.phase {
+            TurnPhase::RunningApprovedCalls => {
+                self.begin_step();
+                return;
+            }
+            TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => return,
+            TurnPhase::RunningTools(end) => (
+                end.finish_reason,
+                end.called_tools && !end.waits_on_person && active.steps < active.max_steps,
+            ),
+        };
+        self.emit(UIMessageChunk::FinishStep);
+        if more {
+            self.begin_step();
+            return;
+        }
+        self.emit(UIMessageChunk::Finish {
+            finish_reason: Some(finish_reason_text(finish_reason).to_string()),
+        });
+        self.end_turn(Outcome::Completed, None);
+    }
+
+    /// Ends the active turn: persist the answer, send the transcript, then the
+    /// terminal frame; then start whatever waits.
+    pub(super) fn end_turn(&mut self, outcome: Outcome, error: Option<String>) {
+        let Some(mut active) = self.take_active() else {
+            return;
+        };
+        let request_id = active.turn.request_id.clone();
+        let continuation = active.continuation();
+        let message_ids = active.turn.message_ids.clone();
+        if let Some(text) = &error {
+            let to = self.conns.chat();
+            self.send_turn_error(to, &request_id, text, &message_ids, continuation);
+        }
+        close_dangling_text(&mut active.message);
+        let persist = has_content(&active.message)
+            && !(outcome == Outcome::Error
+                && !active.log.saw_delta
+                && active.message.tool_parts().next().is_none());
+        if persist {
+            let entry = self
+                .transcript
+                .insert_at(active.seq, active.message.clone());
+            self.put_entry(&entry);
+        }
+        self.store(StoreOp::CloseStream {
+            request_id: request_id.clone(),
+        });
+        if persist {
+            self.broadcast_transcript(None);
+        }
+        self.remember_finished(&request_id, &message_ids);
+        let to = self.conns.chat();
+        self.send_terminal(to, &request_id, outcome, Some(&message_ids), continuation);
+        if let Some(text) = error {
+            let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
+            self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
+        }
+        if active.turn.is_recovery() {
+            self.finish_recovery();
+        }
+        self.after_turn();
+    }
+
+    /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.
+    pub(super) fn abandon_turn(&mut self) {
+        let Some(active) = self.take_active() else {
+            return;
+        };
+        let continuation = active.continuation();
+        let message_ids = (!continuation).then_some(active.turn.message_ids.clone());
+        let to = self.conns.chat();
+        self.send_terminal(
+            to,
+            &active.turn.request_id,
+            Outcome::Aborted,
+            message_ids.as_deref(),
+            continuation,
+        );
+    }
+
+    /// Takes the active turn out, stopping what only it needed: its model
+    /// call, its timers, its written-down approvals and pending resume offers.
+    fn take_active(&mut self) -> Option<ActiveTurn> {
+        let mut active = self.active.take()?;
+        if let Some(call) = active.leave_model_call(TurnPhase::RunningApprovedCalls) {
+            self.effects.push(Effect::AbortModel { call });
+        }
+        for timer in [
+            Timer::FlushChunks,
+            Timer::Heartbeat,
+            Timer::ModelStall,
+            Timer::ModelRetry,
+        ] {
+            self.clear_timer(timer);
+        }
+        self.forget_stream_approvals();
+        self.conns.clear_pending_resume();
+        Some(active)
+    }
+
+    fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
+        const REMEMBERED: usize = 32;
+        if self.finished.len() == REMEMBERED {
+            self.finished.pop_front();
+        }
+        self.finished
+            .push_back((request_id.to_string(), message_ids.to_vec()));
+    }
+}
+
+fn finish_reason_text(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool-calls",
+        FinishReason::ContentFilter => "content-filter",
+        FinishReason::Other => "other",
+    }
+}

@@ -17,7 +17,8 @@ use crate::core::{
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
-use crate::model::ModelSettings;
+use crate::model::openai::OpenAiCompatible;
+use crate::model::{ModelFailure, ModelSettings};
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 
@@ -157,6 +158,17 @@ impl AgentSettings {
             recovery: RecoveryConfig::default(),
         }
     }
+
+    /// The model provider these settings choose, or the failure every model
+    /// call meets when none is configured.
+    pub fn model_provider(&self) -> Result<OpenAiCompatible, ModelFailure> {
+        match &self.base_url {
+            Some(base_url) => Ok(OpenAiCompatible::new(base_url, self.api_key.clone())),
+            None => Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
+            )),
+        }
+    }
 }
 
 fn log_warning(text: &str) {
@@ -277,6 +289,34 @@ mod tests {
         assert_eq!(config.recovery.max_attempts, 3);
         assert_eq!(config.model_retry.max_retries, 1);
         assert_eq!(config.system_prompt, "You are a helpful assistant.");
+    }
+
+    #[test]
+    fn the_base_url_chooses_the_openai_compatible_provider() {
+        let lookup = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "OPENAI_API_KEY" => Some("sk-1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(OpenAiCompatible::new(
+                "http://127.0.0.1:9/v1",
+                Some("sk-1".into())
+            ))
+        );
+    }
+
+    #[test]
+    fn without_a_base_url_every_model_call_fails_and_says_what_to_set() {
+        let settings = AgentSettings::from_vars(&Vars(&|_: &str| None));
+        assert_eq!(
+            settings.model_provider(),
+            Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY)."
+            ))
+        );
     }
 
     #[test]

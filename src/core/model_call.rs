@@ -3,7 +3,7 @@
 //! check, and what a failed call does (retry after a backoff when transient
 //! and nothing was streamed yet, else end the turn with the error).
 
-use crate::model::{openai, FinishReason, ModelEvent, ModelFailure};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
@@ -35,13 +35,16 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let messages = model_messages(&system, &context);
-        let tools = turn_tools(&self.config.tools, self.active_client_tools());
-        let body = openai::request_body(&self.config.model, &messages, &tools);
+        let request = ModelRequest {
+            settings: self.config.model.clone(),
+            messages: model_messages(&system, &context),
+            tools: turn_tools(&self.config.tools, self.active_client_tools()),
+            headers: Vec::new(),
+        };
         if let Some(active) = self.active.as_mut() {
-            active.step_body = Some(body.clone());
+            active.step_request = Some(request.clone());
         }
-        self.send_model_call(body);
+        self.send_model_call(request);
     }
 
     /// The retry timer fired: send the step's request again on a new call.
@@ -52,16 +55,16 @@ impl Core {
         if !active.awaiting_retry {
             return;
         }
-        let Some(body) = active.step_body.clone() else {
+        let Some(request) = active.step_request.clone() else {
             return;
         };
         active.awaiting_retry = false;
-        self.send_model_call(body);
+        self.send_model_call(request);
     }
 
-    /// Sends `body` as a new model call, which becomes the step's current one;
-    /// its stall clock starts now.
-    fn send_model_call(&mut self, body: String) {
+    /// Sends `request` as a new model call, which becomes the step's current
+    /// one; its stall clock starts now.
+    fn send_model_call(&mut self, request: ModelRequest) {
         let call = self.next_call_id();
         let now = self.now;
         let Some(active) = self.active.as_mut() else {
@@ -71,7 +74,7 @@ impl Core {
         active.call_streamed = false;
         active.last_model_event_at = now;
         self.arm_stall_check(now);
-        self.effects.push(Effect::CallModel { call, body });
+        self.effects.push(Effect::CallModel { call, request });
     }
 
     fn is_current_model_call(&self, call: CallId) -> bool {

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::FinishReason;
+use crate::model::{FinishReason, ModelRequest};
 use crate::protocol::{server, Outcome, ResponseFrame, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content, normalize_input};
@@ -41,7 +41,7 @@ pub(super) struct ActiveTurn {
     pub(super) step: u32,
     pub(super) model_call: Option<CallId>,
     /// The current step's request, kept to send again after a transient failure.
-    pub(super) step_body: Option<String>,
+    pub(super) step_request: Option<ModelRequest>,
     /// Retries of the current step's model call so far.
     pub(super) step_retries: u32,
     /// The current model call has produced at least one event.
@@ -124,7 +124,7 @@ impl Core {
             max_steps,
             step: 0,
             model_call: None,
-            step_body: None,
+            step_request: None,
             step_retries: 0,
             call_streamed: false,
             awaiting_retry: false,

@@ -3,6 +3,7 @@
 //! read from the worker's vars and secrets.
 
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::rc::Rc;
 
@@ -12,8 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{
-    ApprovalRule, Concurrency, CoreConfig, Limits, RecoveryConfig, RetryPolicy, ToolSpec,
-    TurnConfig, TurnContext,
+    ApprovalRule, Concurrency, CoreConfig, CoreSettings, Limits, RetryPolicy, ToolSpec, TurnConfig,
+    TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -97,23 +98,34 @@ impl Vars<'_> {
     }
 }
 
-/// Where the model lives and how turns run.
+/// Where the model lives, who may connect, and how turns run: the
+/// [`CoreSettings`] the settings deref to (`settings.max_steps`,
+/// `settings.concurrency`, `settings.model`, …).
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
-    pub model: ModelSettings,
-    pub concurrency: Concurrency,
-    pub max_steps: u32,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
-    pub limits: Limits,
-    /// `MODEL_MAX_RETRIES`: retries of a model call that failed transiently
-    /// before streaming anything (default 2; 0 turns retries off).
-    pub model_retry: RetryPolicy,
-    /// How turns cut by an eviction are recovered (attempt budget, heartbeat).
-    pub recovery: RecoveryConfig,
+    /// The model, step limit, concurrency, limits, model retries
+    /// (`MODEL_MAX_RETRIES`: retries of a call that failed transiently before
+    /// streaming anything, default 2, 0 turns them off) and recovery budget.
+    pub core: CoreSettings,
+}
+
+impl Deref for AgentSettings {
+    type Target = CoreSettings;
+
+    fn deref(&self) -> &CoreSettings {
+        &self.core
+    }
+}
+
+impl DerefMut for AgentSettings {
+    fn deref_mut(&mut self) -> &mut CoreSettings {
+        &mut self.core
+    }
 }
 
 impl AgentSettings {
@@ -131,31 +143,33 @@ impl AgentSettings {
                     Concurrency::Queue
                 }
             });
+        let defaults = CoreSettings::default();
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
             api_key: vars.get("OPENAI_API_KEY"),
-            model: ModelSettings {
-                model: vars
-                    .get("MODEL")
-                    .unwrap_or_else(|| "gpt-4o-mini".to_string()),
-                ..Default::default()
-            },
-            concurrency: concurrency.unwrap_or_default(),
-            max_steps: 10,
             auth_token: vars.get("AUTH_TOKEN"),
-            limits: Limits {
-                model_stall_timeout_ms: vars.parsed_or(
-                    "MODEL_STALL_TIMEOUT_MS",
-                    Limits::default().model_stall_timeout_ms,
-                ),
-                ..Limits::default()
+            core: CoreSettings {
+                model: ModelSettings {
+                    model: vars
+                        .get("MODEL")
+                        .unwrap_or_else(|| "gpt-4o-mini".to_string()),
+                    ..Default::default()
+                },
+                concurrency: concurrency.unwrap_or_default(),
+                limits: Limits {
+                    model_stall_timeout_ms: vars.parsed_or(
+                        "MODEL_STALL_TIMEOUT_MS",
+                        defaults.limits.model_stall_timeout_ms,
+                    ),
+                    ..defaults.limits
+                },
+                model_retry: RetryPolicy {
+                    max_retries: vars
+                        .parsed_or("MODEL_MAX_RETRIES", defaults.model_retry.max_retries),
+                    ..defaults.model_retry
+                },
+                ..defaults
             },
-            model_retry: RetryPolicy {
-                max_retries: vars
-                    .parsed_or("MODEL_MAX_RETRIES", RetryPolicy::default().max_retries),
-                ..RetryPolicy::default()
-            },
-            recovery: RecoveryConfig::default(),
         }
     }
 
@@ -215,13 +229,8 @@ pub fn core_config<D: AgentDefinition>(
 ) -> CoreConfig {
     let mut config = CoreConfig::new(name, agent);
     config.system_prompt = definition.system_prompt();
-    config.model = settings.model.clone();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
-    config.max_steps = settings.max_steps;
-    config.concurrency = settings.concurrency;
-    config.limits = settings.limits;
-    config.model_retry = settings.model_retry;
-    config.recovery = settings.recovery;
+    config.settings = settings.core.clone();
     let hook_owner = definition.clone();
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)
@@ -275,6 +284,7 @@ mod tests {
             settings.max_steps = 5;
             settings.recovery.max_attempts = 3;
             settings.model_retry.max_retries = 1;
+            settings.continuation_coalesce_ms = 20;
             settings
         }
     }
@@ -288,6 +298,7 @@ mod tests {
         assert_eq!(config.max_steps, 5);
         assert_eq!(config.recovery.max_attempts, 3);
         assert_eq!(config.model_retry.max_retries, 1);
+        assert_eq!(config.continuation_coalesce_ms, 20);
         assert_eq!(config.system_prompt, "You are a helpful assistant.");
     }
 

@@ -32,8 +32,8 @@ use crate::protocol::{
 };
 
 pub use config::{
-    ApprovalRule, Concurrency, CoreConfig, FlushPolicy, RecoveryConfig, RetryPolicy, ToolSpec,
-    TurnConfig, TurnContext, TurnTrigger,
+    ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
+    ToolSpec, TurnConfig, TurnContext, TurnTrigger,
 };
 pub use effects::{CallId, ConfigKey, ConnId, Effect, Event, StoreOp, StreamRecord, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};

@@ -142,7 +142,7 @@ fn a_client_tool_replaces_a_server_tool_of_the_same_name() {
         1
     );
     assert_eq!(
-        request.tool("get_weather").unwrap()["description"],
+        request.tool("get_weather").unwrap().description,
         "browser weather"
     );
     let part = tool_part(&sim.store.transcript()[1], "c1").unwrap().clone();

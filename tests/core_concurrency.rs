@@ -81,7 +81,9 @@ fn queue_runs_every_overlapping_submit_in_arrival_order() {
         let last = request.messages().last().cloned().unwrap();
         assert_eq!(
             last,
-            json!({"role": "user", "content": format!("m{}", i + 1)}),
+            ModelMessage::User {
+                content: format!("m{}", i + 1)
+            },
             "turn {}",
             i + 1
         );
@@ -148,8 +150,8 @@ fn latest_keeps_every_message_but_runs_only_the_newest_overlapping_submit() {
             "the model sees every message once"
         );
         assert_eq!(
-            survivor.messages().last().unwrap()["content"],
-            format!("m{last}")
+            content(survivor.messages().last().unwrap()),
+            Some(format!("m{last}").as_str())
         );
         let broadcast: Vec<String> = of_type(sim.frames("b"), MESSAGES)
             .iter()
@@ -374,8 +376,8 @@ fn cancel_of_a_queued_request_removes_it() {
     sim.run_until_idle();
     assert_eq!(model_ran(&sim), 2);
     assert_eq!(
-        sim.requests()[1].messages().last().unwrap()["content"],
-        "m3"
+        content(sim.requests()[1].messages().last().unwrap()),
+        Some("m3")
     );
     assert_eq!(outcome(&sim, "r3").as_deref(), Some("completed"));
 }
@@ -402,7 +404,8 @@ fn two_tabs_submitting_in_the_same_instant_behave_like_one_tab_submitting_twice(
             submit(&mut sim, "a", 1);
             submit(&mut sim, second_tab, 2);
             sim.run_until_idle();
-            let bodies: Vec<Value> = sim.requests().iter().map(|r| r.body.clone()).collect();
+            let bodies: Vec<ModelRequest> =
+                sim.requests().iter().map(|r| r.request.clone()).collect();
             let times: Vec<u64> = sim.requests().iter().map(|r| r.at).collect();
             let outcomes = (outcome(&sim, "r1"), outcome(&sim, "r2"));
             let requester_got_r2 = terminal(sim.frames(second_tab), "r2").is_some();

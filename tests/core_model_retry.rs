@@ -32,7 +32,10 @@ fn a_rate_limited_call_is_retried_after_a_backoff_and_the_turn_completes() {
 
     let requests = sim.requests();
     assert_eq!(requests.len(), 2, "one retry");
-    assert_eq!(requests[0].body, requests[1].body, "the same request again");
+    assert_eq!(
+        requests[0].request, requests[1].request,
+        "the same request again"
+    );
     assert!(
         requests[1].at - requests[0].at >= 1_000,
         "waits out the backoff: {} ms",

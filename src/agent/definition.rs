@@ -3,6 +3,7 @@
 //! read from the worker's vars and secrets.
 
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::rc::Rc;
 
@@ -12,12 +13,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{
-    ApprovalRule, Concurrency, CoreConfig, Limits, RecoveryConfig, RetryPolicy, ToolSpec,
-    TurnConfig, TurnContext,
+    ApprovalRule, Concurrency, CoreConfig, CoreSettings, Limits, RetryPolicy, ToolSpec, TurnConfig,
+    TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
-use crate::model::ModelSettings;
+use crate::model::openai::OpenAiCompatible;
+use crate::model::{ModelFailure, ModelSettings};
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 
@@ -96,23 +98,34 @@ impl Vars<'_> {
     }
 }
 
-/// Where the model lives and how turns run.
+/// Where the model lives, who may connect, and how turns run: the
+/// [`CoreSettings`] the settings deref to (`settings.max_steps`,
+/// `settings.concurrency`, `settings.model`, …).
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
-    pub model: ModelSettings,
-    pub concurrency: Concurrency,
-    pub max_steps: u32,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
-    pub limits: Limits,
-    /// `MODEL_MAX_RETRIES`: retries of a model call that failed transiently
-    /// before streaming anything (default 2; 0 turns retries off).
-    pub model_retry: RetryPolicy,
-    /// How turns cut by an eviction are recovered (attempt budget, heartbeat).
-    pub recovery: RecoveryConfig,
+    /// The model, step limit, concurrency, limits, model retries
+    /// (`MODEL_MAX_RETRIES`: retries of a call that failed transiently before
+    /// streaming anything, default 2, 0 turns them off) and recovery budget.
+    pub core: CoreSettings,
+}
+
+impl Deref for AgentSettings {
+    type Target = CoreSettings;
+
+    fn deref(&self) -> &CoreSettings {
+        &self.core
+    }
+}
+
+impl DerefMut for AgentSettings {
+    fn deref_mut(&mut self) -> &mut CoreSettings {
+        &mut self.core
+    }
 }
 
 impl AgentSettings {
@@ -130,31 +143,44 @@ impl AgentSettings {
                     Concurrency::Queue
                 }
             });
+        let defaults = CoreSettings::default();
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
             api_key: vars.get("OPENAI_API_KEY"),
-            model: ModelSettings {
-                model: vars
-                    .get("MODEL")
-                    .unwrap_or_else(|| "gpt-4o-mini".to_string()),
-                ..Default::default()
-            },
-            concurrency: concurrency.unwrap_or_default(),
-            max_steps: 10,
             auth_token: vars.get("AUTH_TOKEN"),
-            limits: Limits {
-                model_stall_timeout_ms: vars.parsed_or(
-                    "MODEL_STALL_TIMEOUT_MS",
-                    Limits::default().model_stall_timeout_ms,
-                ),
-                ..Limits::default()
+            core: CoreSettings {
+                model: ModelSettings {
+                    model: vars
+                        .get("MODEL")
+                        .unwrap_or_else(|| "gpt-4o-mini".to_string()),
+                    ..Default::default()
+                },
+                concurrency: concurrency.unwrap_or_default(),
+                limits: Limits {
+                    model_stall_timeout_ms: vars.parsed_or(
+                        "MODEL_STALL_TIMEOUT_MS",
+                        defaults.limits.model_stall_timeout_ms,
+                    ),
+                    ..defaults.limits
+                },
+                model_retry: RetryPolicy {
+                    max_retries: vars
+                        .parsed_or("MODEL_MAX_RETRIES", defaults.model_retry.max_retries),
+                    ..defaults.model_retry
+                },
+                ..defaults
             },
-            model_retry: RetryPolicy {
-                max_retries: vars
-                    .parsed_or("MODEL_MAX_RETRIES", RetryPolicy::default().max_retries),
-                ..RetryPolicy::default()
-            },
-            recovery: RecoveryConfig::default(),
+        }
+    }
+
+    /// The model provider these settings choose, or the failure every model
+    /// call meets when none is configured.
+    pub fn model_provider(&self) -> Result<OpenAiCompatible, ModelFailure> {
+        match &self.base_url {
+            Some(base_url) => Ok(OpenAiCompatible::new(base_url, self.api_key.clone())),
+            None => Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
+            )),
         }
     }
 }
@@ -203,13 +229,8 @@ pub fn core_config<D: AgentDefinition>(
 ) -> CoreConfig {
     let mut config = CoreConfig::new(name, agent);
     config.system_prompt = definition.system_prompt();
-    config.model = settings.model.clone();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
-    config.max_steps = settings.max_steps;
-    config.concurrency = settings.concurrency;
-    config.limits = settings.limits;
-    config.model_retry = settings.model_retry;
-    config.recovery = settings.recovery;
+    config.settings = settings.core.clone();
     let hook_owner = definition.clone();
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)
@@ -263,6 +284,7 @@ mod tests {
             settings.max_steps = 5;
             settings.recovery.max_attempts = 3;
             settings.model_retry.max_retries = 1;
+            settings.continuation_coalesce_ms = 20;
             settings
         }
     }
@@ -276,7 +298,36 @@ mod tests {
         assert_eq!(config.max_steps, 5);
         assert_eq!(config.recovery.max_attempts, 3);
         assert_eq!(config.model_retry.max_retries, 1);
+        assert_eq!(config.continuation_coalesce_ms, 20);
         assert_eq!(config.system_prompt, "You are a helpful assistant.");
+    }
+
+    #[test]
+    fn the_base_url_chooses_the_openai_compatible_provider() {
+        let lookup = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "OPENAI_API_KEY" => Some("sk-1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(OpenAiCompatible::new(
+                "http://127.0.0.1:9/v1",
+                Some("sk-1".into())
+            ))
+        );
+    }
+
+    #[test]
+    fn without_a_base_url_every_model_call_fails_and_says_what_to_set() {
+        let settings = AgentSettings::from_vars(&Vars(&|_: &str| None));
+        assert_eq!(
+            settings.model_provider(),
+            Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY)."
+            ))
+        );
     }
 
     #[test]

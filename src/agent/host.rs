@@ -12,18 +12,20 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen_futures::spawn_local;
 use worker::{
-    AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response, State,
-    WebSocket, WebSocketIncomingMessage, WebSocketPair,
+    AbortController, AbortSignal, ByteStream, Delay, Env, Fetch, Headers, Method, Request,
+    RequestInit, Response, State, WebSocket, WebSocketIncomingMessage, WebSocketPair,
 };
 
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
-use crate::model::openai::{self, StreamDecoder};
-use crate::model::ModelFailure;
+use crate::model::openai::OpenAiCompatible;
+use crate::model::{
+    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
+};
 use crate::protocol::server;
 use crate::store::SqlStore;
 
 use super::access::{Refusal, RequestInfo};
-use super::definition::{core_config, AgentDefinition, AgentSettings, ServerTool, Vars};
+use super::definition::{core_config, AgentDefinition, ServerTool, Vars};
 use super::ids::RandomIds;
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
@@ -45,7 +47,8 @@ pub struct AgentHost {
     authorize: Authorizer,
     store: SqlStore,
     core: RefCell<Core>,
-    settings: AgentSettings,
+    /// The provider the settings chose, or the failure every model call meets.
+    model_provider: Result<OpenAiCompatible, ModelFailure>,
     tools: HashMap<String, ServerTool>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
@@ -98,7 +101,7 @@ impl AgentHost {
             authorize,
             store,
             core: RefCell::new(core),
-            settings,
+            model_provider: settings.model_provider(),
             tools: tools
                 .into_iter()
                 .map(|t| (t.spec.name.clone(), t))
@@ -328,9 +331,9 @@ impl AgentHost {
                         worker::console_error!("storage write failed: {e}");
                     }
                 }
-                Effect::CallModel { call, body } => {
+                Effect::CallModel { call, request } => {
                     let host = self.clone();
-                    spawn_local(async move { host.run_model(call, body).await });
+                    spawn_local(async move { host.run_model(call, request).await });
                 }
                 Effect::AbortModel { call } => {
                     if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
@@ -436,78 +439,49 @@ impl AgentHost {
         });
     }
 
-    async fn run_model(self: Rc<Self>, call: CallId, body: String) {
-        let Some(base_url) = self.settings.base_url.clone() else {
-            let failure = ModelFailure::permanent(
-                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
-            );
-            self.dispatch(Event::ModelFailed { call, failure });
-            return;
+    async fn run_model(self: Rc<Self>, call: CallId, request: ModelRequest) {
+        let provider = match &self.model_provider {
+            Ok(provider) => provider,
+            Err(failure) => {
+                let failure = failure.clone();
+                self.dispatch(Event::ModelFailed { call, failure });
+                return;
+            }
         };
         let controller = AbortController::default();
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
-        let result = self.stream_model(call, &base_url, body, &signal).await;
+        let result = self.stream_model(provider, call, &request, &signal).await;
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
             self.dispatch(Event::ModelFailed { call, failure });
         }
     }
 
-    async fn stream_model(
+    /// Carries out the provider's plan for `request` and feeds the decoded
+    /// events to the core as they arrive.
+    async fn stream_model<P: ModelProvider>(
         self: &Rc<Self>,
+        provider: &P,
         call: CallId,
-        base_url: &str,
-        body: String,
-        signal: &worker::AbortSignal,
+        request: &ModelRequest,
+        signal: &AbortSignal,
     ) -> Result<(), ModelFailure> {
-        let headers = Headers::new();
-        let _ = headers.set("content-type", "application/json");
-        let _ = headers.set("accept", "text/event-stream");
-        if let Some(key) = &self.settings.api_key {
-            let _ = headers.set("authorization", &format!("Bearer {key}"));
-        }
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
-        let url = openai::chat_completions_url(base_url);
-        let request = Request::new_with_init(&url, &init).map_err(|e| {
-            ModelFailure::permanent(format!("Model request could not be built: {e}"))
-        })?;
-        let mut response = Fetch::Request(request)
-            .send_with_signal(signal)
-            .await
-            .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
-        let status = response.status_code();
-        if !(200..300).contains(&status) {
-            let header = |name: &str| response.headers().get(name).ok().flatten();
-            let (retry_after_ms, retry_after) = (header("retry-after-ms"), header("retry-after"));
-            let text = response.text().await.unwrap_or_default();
-            return Err(ModelFailure::http(
-                status,
-                openai::http_error_text(status, &text),
-                retry_after_ms.as_deref(),
-                retry_after.as_deref(),
-            ));
-        }
-        let mut stream = response
-            .stream()
-            .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))?;
-        let mut decoder = StreamDecoder::new();
+        let mut body = match provider.plan(request) {
+            CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
+        };
+        let mut decoder = provider.decoder();
         let mut events = Vec::new();
-        while let Some(chunk) = stream.next().await {
+        while let Some(chunk) = body.next().await {
             let bytes =
                 chunk.map_err(|e| ModelFailure::transient(format!("Model stream failed: {e}")))?;
-            decoder
-                .feed(&bytes, &mut events)
-                .map_err(ModelFailure::from)?;
+            decoder.decode(&bytes, &mut events)?;
             self.deliver(call, &mut events);
             if decoder.is_finished() {
                 return Ok(());
             }
         }
-        decoder.finish(&mut events).map_err(ModelFailure::from)?;
+        decoder.end(&mut events)?;
         self.deliver(call, &mut events);
         Ok(())
     }
@@ -517,6 +491,39 @@ impl AgentHost {
             self.dispatch(Event::Model { call, event });
         }
     }
+}
+
+/// POSTs `http`: the body stream of a 2xx answer, or the provider's reading
+/// of any other.
+async fn fetch_body<P: ModelProvider>(
+    provider: &P,
+    http: HttpRequest,
+    signal: &AbortSignal,
+) -> Result<ByteStream, ModelFailure> {
+    let headers = Headers::new();
+    for (name, value) in &http.headers {
+        let _ = headers.set(name, value);
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(wasm_bindgen::JsValue::from_str(&http.body)));
+    let request = Request::new_with_init(&http.url, &init)
+        .map_err(|e| ModelFailure::permanent(format!("Model request could not be built: {e}")))?;
+    let mut response = Fetch::Request(request)
+        .send_with_signal(signal)
+        .await
+        .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
+    let status = response.status_code();
+    if !(200..300).contains(&status) {
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        let header = |name: &str| headers.get(name).ok().flatten();
+        return Err(provider.http_failure(status, &text, &header));
+    }
+    response
+        .stream()
+        .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))
 }
 
 fn stored_name(store: &SqlStore) -> String {

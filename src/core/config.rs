@@ -2,6 +2,7 @@
 //! step limit, chunk-log batching, and the per-turn hook.
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -230,15 +231,13 @@ pub struct TurnConfig {
 
 pub type BeforeTurn = Rc<dyn Fn(&TurnContext<'_>) -> TurnConfig>;
 
-#[derive(Clone)]
-pub struct CoreConfig {
-    /// The instance name (the `<name>` of the URL).
-    pub name: String,
-    /// kebab-case agent class name, sent in the identity frame.
-    pub agent: String,
-    pub system_prompt: String,
+/// How an agent's turns behave: the model, the step limit, message
+/// concurrency, chunk-log batching, continuation coalescing, recovery, limits
+/// and model retries. The agent's settings hold these (and deref to them), so
+/// a setting added here reaches the core with no copying.
+#[derive(Debug, Clone)]
+pub struct CoreSettings {
     pub model: ModelSettings,
-    pub tools: Vec<ToolSpec>,
     pub max_steps: u32,
     pub concurrency: Concurrency,
     pub flush: FlushPolicy,
@@ -247,7 +246,36 @@ pub struct CoreConfig {
     pub recovery: RecoveryConfig,
     pub limits: super::limits::Limits,
     pub model_retry: RetryPolicy,
+}
+
+impl Default for CoreSettings {
+    fn default() -> Self {
+        CoreSettings {
+            model: ModelSettings::default(),
+            max_steps: 10,
+            concurrency: Concurrency::Queue,
+            flush: FlushPolicy::default(),
+            continuation_coalesce_ms: 50,
+            recovery: RecoveryConfig::default(),
+            limits: super::limits::Limits::default(),
+            model_retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// One agent instance's configuration: who it is, what its definition says
+/// (system prompt, tools, per-turn hook) and its [`CoreSettings`], which the
+/// config derefs to (`config.max_steps`).
+#[derive(Clone)]
+pub struct CoreConfig {
+    /// The instance name (the `<name>` of the URL).
+    pub name: String,
+    /// kebab-case agent class name, sent in the identity frame.
+    pub agent: String,
+    pub system_prompt: String,
+    pub tools: Vec<ToolSpec>,
     pub before_turn: Option<BeforeTurn>,
+    pub settings: CoreSettings,
 }
 
 impl CoreConfig {
@@ -256,21 +284,28 @@ impl CoreConfig {
             name: name.to_string(),
             agent: agent.to_string(),
             system_prompt: String::new(),
-            model: ModelSettings::default(),
             tools: Vec::new(),
-            max_steps: 10,
-            concurrency: Concurrency::Queue,
-            flush: FlushPolicy::default(),
-            continuation_coalesce_ms: 50,
-            recovery: RecoveryConfig::default(),
-            limits: super::limits::Limits::default(),
-            model_retry: RetryPolicy::default(),
             before_turn: None,
+            settings: CoreSettings::default(),
         }
     }
 
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+impl Deref for CoreConfig {
+    type Target = CoreSettings;
+
+    fn deref(&self) -> &CoreSettings {
+        &self.settings
+    }
+}
+
+impl DerefMut for CoreConfig {
+    fn deref_mut(&mut self) -> &mut CoreSettings {
+        &mut self.settings
     }
 }
 

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::{ModelEvent, ModelFailure};
+use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
 use super::persisted::{ConfigKey, StreamRecord};
@@ -103,10 +103,10 @@ pub enum Effect {
         frame: Rc<str>,
     },
     Store(StoreOp),
-    /// POST this Chat Completions body and feed the stream back as `Event::Model`.
+    /// Ask the model and feed its streamed reply back as `Event::Model`.
     CallModel {
         call: CallId,
-        body: String,
+        request: ModelRequest,
     },
     AbortModel {
         call: CallId,

@@ -41,8 +41,8 @@ use crate::protocol::{
 };
 
 pub use config::{
-    ApprovalRule, Concurrency, CoreConfig, FlushPolicy, RecoveryConfig, RetryPolicy, ToolSpec,
-    TurnConfig, TurnContext, TurnTrigger,
+    ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
+    ToolSpec, TurnConfig, TurnContext, TurnTrigger,
 };
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};

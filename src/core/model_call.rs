@@ -4,7 +4,7 @@
 //! and nothing was streamed yet, else end the turn with the error). Phase
 //! changes go through the transitions in `turn.rs`.
 
-use crate::model::{openai, FinishReason, ModelEvent, ModelFailure};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
@@ -33,10 +33,16 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let messages = model_messages(&system, &context);
-        let tools = turn_tools(&self.config.tools, self.active_client_tools());
-        let body = openai::request_body(&self.config.model, &messages, &tools);
-        self.enter_calling_model(StepRequest { body, retries: 0 });
+        let request = ModelRequest {
+            settings: self.config.model.clone(),
+            messages: model_messages(&system, &context),
+            tools: turn_tools(&self.config.tools, self.active_client_tools()),
+            headers: Vec::new(),
+        };
+        self.enter_calling_model(StepRequest {
+            request,
+            retries: 0,
+        });
     }
 
     /// The retry timer fired: send the step's request again on a new call.

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::FinishReason;
+use crate::model::{FinishReason, ModelRequest};
 use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::{close_dangling_text, has_content};
@@ -32,7 +32,7 @@ pub(super) struct StepCall {
 /// failure, and how many times it was sent again so far.
 #[derive(Debug, Clone)]
 pub(super) struct StepRequest {
-    pub(super) body: String,
+    pub(super) request: ModelRequest,
     pub(super) retries: u32,
 }
 
@@ -240,7 +240,7 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let body = request.body.clone();
+        let model_request = request.request.clone();
         active.phase = TurnPhase::CallingModel(ModelCall {
             id,
             request,
@@ -249,7 +249,10 @@ impl Core {
         });
         self.clear_timer(Timer::ModelRetry);
         self.arm_stall_check();
-        self.effects.push(Effect::CallModel { call: id, body });
+        self.effects.push(Effect::CallModel {
+            call: id,
+            request: model_request,
+        });
     }
 
     /// Phase transition: the model call failed transiently and is sent again at `at`.

@@ -67,7 +67,6 @@ impl From<super::ModelError> for ModelFailure {
     fn from(error: super::ModelError) -> Self {
         let text = error.to_string();
         match error {
-            super::ModelError::Http { status, .. } => ModelFailure::http(status, text, None, None),
             super::ModelError::Provider(_) | super::ModelError::Truncated => {
                 ModelFailure::transient(text)
             }
@@ -77,7 +76,7 @@ impl From<super::ModelError> for ModelFailure {
 }
 
 /// Statuses worth a retry.
-pub fn is_transient_status(status: u16) -> bool {
+fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429 | 500..=599)
 }
 

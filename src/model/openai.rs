@@ -3,6 +3,8 @@
 //! This file owns the endpoint URL and the text for HTTP failures; the pieces
 //! of the exchange live in submodules:
 //!
+//! * [`OpenAiCompatible`] (`openai/provider.rs`) is the
+//!   [`ModelProvider`](super::ModelProvider): base URL, API key, headers;
 //! * [`request_body`] (`openai/request.rs`) builds the POST body;
 //! * [`CompletionDecoder`] (`openai/decoder.rs`) turns SSE events into
 //!   [`ModelEvent`](super::ModelEvent)s, with tool-call bookkeeping in
@@ -11,16 +13,16 @@
 //!   decoder so an adapter can feed raw body bytes.
 
 mod decoder;
+mod provider;
 mod request;
 mod stream;
 mod tool_calls;
 mod wire;
 
 pub use decoder::CompletionDecoder;
+pub use provider::OpenAiCompatible;
 pub use request::request_body;
 pub use stream::StreamDecoder;
-
-use super::ModelError;
 
 /// Longest body excerpt kept in an HTTP error text, in characters.
 const MAX_ERROR_BODY_CHARS: usize = 300;
@@ -45,14 +47,6 @@ pub fn http_error_text(status: u16, body: &str) -> String {
         status_text
     } else {
         format!("{status_text}: {detail}")
-    }
-}
-
-/// [`ModelError::Http`] for a non-2xx response, with [`http_error_text`].
-pub fn http_error(status: u16, body: &str) -> ModelError {
-    ModelError::Http {
-        status,
-        message: http_error_text(status, body),
     }
 }
 
@@ -176,16 +170,5 @@ mod tests {
     fn http_error_with_empty_body_or_unknown_status_stays_readable() {
         assert_eq!(http_error_text(503, "  "), "503 Service Unavailable");
         assert_eq!(http_error_text(599, "odd"), "599: odd");
-    }
-
-    #[test]
-    fn http_error_builds_the_http_variant() {
-        assert_eq!(
-            http_error(401, "{\"error\":{\"message\":\"bad key\"}}"),
-            ModelError::Http {
-                status: 401,
-                message: "401 Unauthorized: bad key".into()
-            }
-        );
     }
 }

@@ -470,16 +470,16 @@ impl Sim {
                 }
             }
             Effect::Store(op) => self.store.apply(op),
-            Effect::CallModel { call, body } => {
-                let body: Value = serde_json::from_str(&body)
-                    .unwrap_or_else(|e| panic!("model request body is not JSON ({e}): {body}"));
+            Effect::CallModel { call, request } => {
                 let reply = self.model.replies.pop_front().unwrap_or_else(|| {
-                    panic!("model called (call {call}) with no reply scripted; request: {body}")
+                    panic!(
+                        "model called (call {call}) with no reply scripted; request: {request:?}"
+                    )
                 });
-                self.model.requests.push(ModelRequest {
+                self.model.requests.push(ModelCall {
                     call,
                     at: self.now,
-                    body,
+                    request,
                 });
                 let start = self.now;
                 let mut at = start;
@@ -553,11 +553,11 @@ impl Sim {
             .collect()
     }
 
-    pub fn requests(&self) -> &[ModelRequest] {
+    pub fn requests(&self) -> &[ModelCall] {
         &self.model.requests
     }
 
-    pub fn last_request(&self) -> &ModelRequest {
+    pub fn last_request(&self) -> &ModelCall {
         self.model.requests.last().expect("the model was called")
     }
 }

@@ -1,6 +1,6 @@
 //! The scripted model and scripted server tools: a queue of replies the sim
 //! feeds back as `ModelEvent`s (text words, tool calls, HTTP failure, a stall),
-//! every request body recorded as JSON, and per-tool queues of results.
+//! every provider-neutral request recorded, and per-tool queues of results.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use durable_chat::core::CallId;
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
+pub use durable_chat::model::{ModelMessage, ModelRequest, ModelToolCall, ToolDefinition};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
@@ -132,67 +133,81 @@ impl Reply {
     }
 }
 
-/// A model request as the provider would receive it.
+/// One model call the core asked for: the provider-neutral request and when.
 #[derive(Debug, Clone)]
-pub struct ModelRequest {
+pub struct ModelCall {
     pub call: CallId,
     pub at: u64,
-    pub body: Value,
+    pub request: ModelRequest,
 }
 
-impl ModelRequest {
-    pub fn messages(&self) -> Vec<Value> {
-        self.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+/// The text of a message (`None` for an assistant turn without text).
+pub fn content(message: &ModelMessage) -> Option<&str> {
+    match message {
+        ModelMessage::System { content }
+        | ModelMessage::User { content }
+        | ModelMessage::Tool { content, .. } => Some(content),
+        ModelMessage::Assistant { content, .. } => content.as_deref(),
+    }
+}
+
+impl ModelCall {
+    pub fn messages(&self) -> &[ModelMessage] {
+        &self.request.messages
     }
 
+    /// `system`, `user`, `assistant` or `tool` for each message, in order.
     pub fn roles(&self) -> Vec<String> {
         self.messages()
             .iter()
-            .map(|m| m["role"].as_str().unwrap_or("?").to_string())
+            .map(|m| {
+                match m {
+                    ModelMessage::System { .. } => "system",
+                    ModelMessage::User { .. } => "user",
+                    ModelMessage::Assistant { .. } => "assistant",
+                    ModelMessage::Tool { .. } => "tool",
+                }
+                .to_string()
+            })
             .collect()
     }
 
     pub fn user_texts(&self) -> Vec<String> {
         self.messages()
             .iter()
-            .filter(|m| m["role"] == "user")
-            .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .filter_map(|m| match m {
+                ModelMessage::User { content } => Some(content.clone()),
+                _ => None,
+            })
             .collect()
     }
 
     pub fn tool_names(&self) -> Vec<String> {
-        self.body["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.request.tools.iter().map(|t| t.name.clone()).collect()
     }
 
-    pub fn tool(&self, name: &str) -> Option<Value> {
-        self.body["tools"]
-            .as_array()?
-            .iter()
-            .find(|t| t["function"]["name"] == name)
-            .map(|t| t["function"].clone())
+    pub fn tool(&self, name: &str) -> Option<&ToolDefinition> {
+        self.request.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The tool calls of the assistant message at `index` (none for any other message).
+    pub fn tool_calls(&self, index: usize) -> &[ModelToolCall] {
+        match self.messages().get(index) {
+            Some(ModelMessage::Assistant { tool_calls, .. }) => tool_calls,
+            _ => &[],
+        }
     }
 
     /// `(tool_call_id, content)` of every tool message the model is shown.
     pub fn tool_results(&self) -> Vec<(String, String)> {
         self.messages()
             .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| {
-                (
-                    m["tool_call_id"].as_str().unwrap_or("").to_string(),
-                    m["content"].as_str().unwrap_or("").to_string(),
-                )
+            .filter_map(|m| match m {
+                ModelMessage::Tool {
+                    tool_call_id,
+                    content,
+                } => Some((tool_call_id.clone(), content.clone())),
+                _ => None,
             })
             .collect()
     }
@@ -208,7 +223,7 @@ impl ModelRequest {
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
     pub replies: VecDeque<Reply>,
-    pub requests: Vec<ModelRequest>,
+    pub requests: Vec<ModelCall>,
     pub aborted: Vec<CallId>,
 }
 

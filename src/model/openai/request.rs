@@ -1,18 +1,20 @@
 //! Builds the JSON body of a streaming `POST {base}/chat/completions` request
-//! from provider-neutral settings, messages and tool definitions.
+//! from a provider-neutral [`ModelRequest`].
 
 use serde_json::{json, Map, Value};
 
-use crate::model::{ModelMessage, ModelSettings, ModelToolCall, ToolDefinition};
+use crate::model::{ModelMessage, ModelRequest, ModelToolCall, ToolDefinition};
 
 /// The request body: `stream: true` with usage reporting, the conversation in
 /// Chat Completions shape, and `tools` (omitted when there are none).
 /// `temperature` and `max_tokens` are only sent when set.
-pub fn request_body(
-    settings: &ModelSettings,
-    messages: &[ModelMessage],
-    tools: &[ToolDefinition],
-) -> String {
+pub fn request_body(request: &ModelRequest) -> String {
+    let ModelRequest {
+        settings,
+        messages,
+        tools,
+        headers: _,
+    } = request;
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
     body.insert(
@@ -85,9 +87,23 @@ fn tool_definition_json(tool: &ToolDefinition) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelSettings;
 
     fn parsed(body: &str) -> Value {
         serde_json::from_str(body).expect("request body is valid JSON")
+    }
+
+    fn body_of(
+        settings: &ModelSettings,
+        messages: &[ModelMessage],
+        tools: &[ToolDefinition],
+    ) -> String {
+        request_body(&ModelRequest {
+            settings: settings.clone(),
+            messages: messages.to_vec(),
+            tools: tools.to_vec(),
+            headers: Vec::new(),
+        })
     }
 
     #[test]
@@ -151,10 +167,7 @@ mod tests {
                 }}
             ]
         });
-        assert_eq!(
-            parsed(&request_body(&settings, &messages, &tools)),
-            expected
-        );
+        assert_eq!(parsed(&body_of(&settings, &messages, &tools)), expected);
     }
 
     #[test]
@@ -172,7 +185,7 @@ mod tests {
             "stream_options": {"include_usage": true},
             "messages": [{"role": "user", "content": "hi"}]
         });
-        assert_eq!(parsed(&request_body(&settings, &messages, &[])), expected);
+        assert_eq!(parsed(&body_of(&settings, &messages, &[])), expected);
     }
 
     #[test]
@@ -208,7 +221,91 @@ mod tests {
         let messages = vec![ModelMessage::User {
             content: "say \"hi\"\n🌍".into(),
         }];
-        let body = parsed(&request_body(&settings, &messages, &[]));
+        let body = parsed(&body_of(&settings, &messages, &[]));
         assert_eq!(body["messages"][0]["content"], json!("say \"hi\"\n🌍"));
+    }
+
+    /// The exact bytes sent, key order included, for a request using every
+    /// message kind, sampling settings, tools and an extra header (which
+    /// stays out of the body).
+    #[test]
+    fn body_bytes_are_exactly_the_chat_completions_request() {
+        let request = ModelRequest {
+            settings: ModelSettings {
+                model: "gpt-test".into(),
+                temperature: Some(0.5),
+                max_tokens: Some(256),
+            },
+            messages: vec![
+                ModelMessage::System {
+                    content: "be brief".into(),
+                },
+                ModelMessage::User {
+                    content: "weather in \"Oslo\"?\n🌍".into(),
+                },
+                ModelMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![ModelToolCall {
+                        id: "call_1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"city":"Oslo"}"#.into(),
+                    }],
+                },
+                ModelMessage::Tool {
+                    tool_call_id: "call_1".into(),
+                    content: "rain".into(),
+                },
+                ModelMessage::Assistant {
+                    content: Some("It rains.".into()),
+                    tool_calls: vec![],
+                },
+                ModelMessage::Assistant {
+                    content: Some("".into()),
+                    tool_calls: vec![],
+                },
+            ],
+            tools: vec![ToolDefinition {
+                name: "get_weather".into(),
+                description: "Current weather".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"]
+                }),
+            }],
+            headers: vec![("x-trace".into(), "1".into())],
+        };
+        let expected = concat!(
+            r#"{"model":"gpt-test","messages":[{"role":"system","content":"be brief"},"#,
+            r#"{"role":"user","content":"weather in \"Oslo\"?\n🌍"},"#,
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","#,
+            r#""function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"#,
+            r#"{"role":"tool","tool_call_id":"call_1","content":"rain"},"#,
+            r#"{"role":"assistant","content":"It rains."},{"role":"assistant","content":""}],"#,
+            r#""stream":true,"stream_options":{"include_usage":true},"#,
+            r#""temperature":0.5,"max_tokens":256,"#,
+            r#""tools":[{"type":"function","function":{"name":"get_weather","#,
+            r#""description":"Current weather","parameters":{"type":"object","#,
+            r#""properties":{"city":{"type":"string"}},"required":["city"]}}}]}"#,
+        );
+        assert_eq!(request_body(&request), expected);
+    }
+
+    #[test]
+    fn minimal_body_bytes() {
+        let request = ModelRequest {
+            settings: ModelSettings {
+                model: "m".into(),
+                ..ModelSettings::default()
+            },
+            messages: vec![ModelMessage::User {
+                content: "hi".into(),
+            }],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            request_body(&request),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}"#
+        );
     }
 }

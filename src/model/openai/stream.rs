@@ -1,9 +1,10 @@
 //! Raw response body bytes in, [`ModelEvent`]s out: the SSE parser and the
-//! completion decoder chained, for adapters that just forward network chunks.
+//! completion decoder chained, for adapters that just forward network chunks
+//! (the provider's [`ResponseDecoder`]).
 
 use super::CompletionDecoder;
 use crate::model::sse::{SseEvent, SseParser};
-use crate::model::{ModelError, ModelEvent};
+use crate::model::{ModelError, ModelEvent, ModelFailure, ResponseDecoder};
 
 /// Decodes a streamed Chat Completions response body of a 2xx response.
 ///
@@ -46,6 +47,22 @@ impl StreamDecoder {
             self.decoder.on_event(&event, out)?;
         }
         Ok(())
+    }
+}
+
+/// Stream errors as failures: a cut-off stream or a provider error may go
+/// through on a second try, an unreadable one will not.
+impl ResponseDecoder for StreamDecoder {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure> {
+        self.feed(bytes, out).map_err(ModelFailure::from)
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure> {
+        self.finish(out).map_err(ModelFailure::from)
+    }
+
+    fn is_finished(&self) -> bool {
+        StreamDecoder::is_finished(self)
     }
 }
 

@@ -1,0 +1,202 @@
+//! An OpenAI-compatible Chat Completions service as a [`ModelProvider`]: where
+//! the request goes (`{base}/chat/completions`), its headers (JSON in, an
+//! event stream out, the API key as a bearer token), and how a refusal reads.
+
+use std::fmt;
+
+use super::{chat_completions_url, http_error_text, request_body, StreamDecoder};
+use crate::model::{CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest};
+
+/// A service at `base_url` (e.g. `https://api.openai.com/v1`), with an
+/// optional API key.
+#[derive(Clone, PartialEq)]
+pub struct OpenAiCompatible {
+    base_url: String,
+    api_key: Option<String>,
+}
+
+/// Shows whether a key is set, never the key.
+impl fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl OpenAiCompatible {
+    pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Self {
+        OpenAiCompatible {
+            base_url: base_url.into(),
+            api_key,
+        }
+    }
+}
+
+impl ModelProvider for OpenAiCompatible {
+    type Decoder = StreamDecoder;
+
+    fn plan(&self, request: &ModelRequest) -> CallPlan {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+        ];
+        if let Some(key) = &self.api_key {
+            headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        }
+        headers.extend(request.headers.iter().cloned());
+        CallPlan::Http(HttpRequest {
+            url: chat_completions_url(&self.base_url),
+            headers,
+            body: request_body(request),
+        })
+    }
+
+    fn decoder(&self) -> StreamDecoder {
+        StreamDecoder::new()
+    }
+
+    /// Transient for 408, 409, 429 and 5xx, with the `retry-after-ms` or
+    /// `retry-after` hint; the text is [`http_error_text`].
+    fn http_failure(
+        &self,
+        status: u16,
+        body: &str,
+        header: &dyn Fn(&str) -> Option<String>,
+    ) -> ModelFailure {
+        ModelFailure::http(
+            status,
+            http_error_text(status, body),
+            header("retry-after-ms").as_deref(),
+            header("retry-after").as_deref(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FinishReason, ModelEvent, ModelMessage, ModelSettings, ResponseDecoder};
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            settings: ModelSettings {
+                model: "m".into(),
+                ..ModelSettings::default()
+            },
+            messages: vec![ModelMessage::User {
+                content: "hi".into(),
+            }],
+            ..ModelRequest::default()
+        }
+    }
+
+    fn http(plan: CallPlan) -> HttpRequest {
+        match plan {
+            CallPlan::Http(http) => http,
+        }
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn posts_the_body_to_chat_completions_with_the_key_as_bearer_token() {
+        let provider = OpenAiCompatible::new("http://127.0.0.1:9/v1/", Some("sk-1".into()));
+        let request = request();
+        let http = http(provider.plan(&request));
+        assert_eq!(http.url, "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(
+            http.headers,
+            pairs(&[
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
+                ("authorization", "Bearer sk-1"),
+            ])
+        );
+        assert_eq!(http.body, request_body(&request));
+    }
+
+    #[test]
+    fn without_a_key_no_authorization_is_sent_and_extra_headers_come_last() {
+        let provider = OpenAiCompatible::new("http://h/v1", None);
+        let mut request = request();
+        request.headers = pairs(&[("x-session", "s1"), ("accept", "text/plain")]);
+        let http = http(provider.plan(&request));
+        assert_eq!(
+            http.headers,
+            pairs(&[
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
+                ("x-session", "s1"),
+                ("accept", "text/plain"),
+            ])
+        );
+    }
+
+    #[test]
+    fn debug_output_does_not_show_the_key() {
+        let provider = OpenAiCompatible::new("http://h/v1", Some("sk-secret".into()));
+        assert!(!format!("{provider:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn a_refusal_reads_its_error_message_and_retry_hint() {
+        let provider = OpenAiCompatible::new("http://h/v1", None);
+        let header = |name: &str| (name == "retry-after-ms").then(|| "1500".to_string());
+        let failure =
+            provider.http_failure(429, r#"{"error":{"message":"rate limited"}}"#, &header);
+        assert_eq!(
+            failure,
+            ModelFailure {
+                text: "429 Too Many Requests: rate limited".into(),
+                transient: true,
+                retry_after_ms: Some(1500),
+            }
+        );
+        let failure = provider.http_failure(401, "bad key", &|_: &str| None);
+        assert_eq!(
+            failure,
+            ModelFailure::permanent("401 Unauthorized: bad key")
+        );
+    }
+
+    #[test]
+    fn its_decoder_reads_a_stream_and_reports_a_cut_one_as_transient() {
+        let provider = OpenAiCompatible::new("http://h/v1", None);
+        let mut decoder = provider.decoder();
+        let mut events = Vec::new();
+        let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        decoder.decode(body, &mut events).expect("decodes");
+        assert!(ResponseDecoder::is_finished(&decoder));
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::TextDelta("hi".into()),
+                ModelEvent::Finished {
+                    reason: FinishReason::Stop,
+                    usage: None
+                },
+            ]
+        );
+
+        let mut decoder = provider.decoder();
+        let mut events = Vec::new();
+        decoder
+            .decode(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"h",
+                &mut events,
+            )
+            .expect("a partial event waits for more");
+        assert_eq!(
+            decoder.end(&mut events),
+            Err(ModelFailure::transient(
+                "model stream ended before the reply was finished"
+            ))
+        );
+    }
+}

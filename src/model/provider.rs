@@ -1,0 +1,63 @@
+//! The seam between the agent and a model service, sans-I/O: a
+//! [`ModelProvider`] says how to carry out a [`ModelRequest`] (a
+//! [`CallPlan`] the host executes), decodes the streamed reply into
+//! [`ModelEvent`]s and reads a refused call as a [`ModelFailure`]. The host
+//! owns the connection and the clock; a provider is testable natively.
+
+use super::{ModelEvent, ModelFailure, ModelRequest};
+
+/// A model service the agent can stream a reply from.
+pub trait ModelProvider {
+    /// Decodes one call's response body.
+    type Decoder: ResponseDecoder;
+
+    /// How the host carries out `request`.
+    fn plan(&self, request: &ModelRequest) -> CallPlan;
+
+    /// A fresh decoder for one call's response body.
+    fn decoder(&self) -> Self::Decoder;
+
+    /// The failure a non-2xx answer means. `body` is the response text and
+    /// `header` looks up a response header by lower-case name.
+    fn http_failure(
+        &self,
+        status: u16,
+        body: &str,
+        header: &dyn Fn(&str) -> Option<String>,
+    ) -> ModelFailure;
+}
+
+/// What the host does to start a model call; each way the host can reach a
+/// model is one variant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallPlan {
+    /// POST the request; a 2xx response body is fed to the provider's decoder,
+    /// anything else to [`ModelProvider::http_failure`].
+    Http(HttpRequest),
+}
+
+/// A `POST` request, described.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequest {
+    pub url: String,
+    /// In the order they are to be set; a later value of a name replaces an earlier one.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Raw response body bytes in, [`ModelEvent`]s out, for one call.
+///
+/// Feed every piece of the body as it arrives (any split is fine) to
+/// [`decode`](Self::decode), then call [`end`](Self::end) once when the body
+/// ends. Stop at the first `Err`. A successful stream ends with exactly one
+/// [`ModelEvent::Finished`].
+pub trait ResponseDecoder {
+    /// Decodes the next piece of the body, appending events to `out`.
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure>;
+
+    /// The body ended; a reply that was not finished is a failure.
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure>;
+
+    /// True once `Finished` has been emitted; the rest of the body is moot.
+    fn is_finished(&self) -> bool;
+}

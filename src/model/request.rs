@@ -1,0 +1,75 @@
+//! What the agent asks a model, in provider-neutral terms: the model and its
+//! sampling settings, the conversation, the tools on offer and any extra
+//! headers. The core builds a [`ModelRequest`] for each step; a
+//! [`ModelProvider`](super::ModelProvider) turns it into its own wire format.
+
+/// One model call's request. The reply is always streamed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelRequest {
+    /// The model and the sampling settings of this request.
+    pub settings: ModelSettings,
+    /// The conversation, system prompt first.
+    pub messages: Vec<ModelMessage>,
+    /// The tools the model may call (none: the model may only answer).
+    pub tools: Vec<ToolDefinition>,
+    /// Extra headers for a provider reached over HTTP, sent after the
+    /// provider's own (so a header named here replaces the provider's).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Which model to ask and how to sample. `None` leaves the provider's default in place.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelSettings {
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+/// One message of the conversation as the provider sees it (built by the caller
+/// from the chat transcript).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: Option<String>,
+        tool_calls: Vec<ModelToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call the assistant made earlier in the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON text, exactly as the model produced them.
+    pub arguments: String,
+}
+
+/// A tool the model may call; `parameters` is a JSON Schema object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_settings_leave_provider_defaults_alone() {
+        let settings = ModelSettings::default();
+        assert_eq!(settings.temperature, None);
+        assert_eq!(settings.max_tokens, None);
+    }
+}

@@ -119,7 +119,7 @@ impl SqlStore {
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 self.sql.exec(
-                    "INSERT INTO chat_messages (id, seq, body) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+                    "INSERT INTO chat_messages (id, seq, body) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body",
                     vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(&body)],
                 )?;
             }

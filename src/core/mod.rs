@@ -17,6 +17,7 @@ pub mod limits;
 mod model_call;
 mod recovery;
 mod resume;
+mod stored;
 mod stream;
 mod tool_results;
 pub mod transcript;

@@ -234,7 +234,7 @@ fn drop_refuses_an_overlapping_submit_with_a_rollback_snapshot() {
         "skipped"
     );
     assert!(
-        sim.store.config.is_empty(),
+        sim.store.config_keys().is_empty(),
         "a dropped submit changes no stored config"
     );
     sim.run_until_idle();
@@ -342,7 +342,7 @@ fn clear_in_the_middle_skips_every_queued_turn_with_a_broadcast() {
             1,
             "{strategy:?}: nothing runs after the clear"
         );
-        assert!(sim.store.messages.is_empty());
+        assert!(sim.store.message_ids().is_empty());
         assert!(!sim.core().is_busy());
         submit(&mut sim, "a", 7);
         assert_eq!(model_ran(&sim), 2, "a submit after the clear is idle again");

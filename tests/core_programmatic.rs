@@ -4,7 +4,7 @@
 
 mod sim;
 
-use durable_chat::core::Event;
+use durable_chat::core::{ConfigKey, Event};
 use durable_chat::protocol::UIMessage;
 use serde_json::{json, Value};
 use sim::*;
@@ -137,7 +137,7 @@ fn without_an_executor_the_call_dangles_and_per_call_tools_are_not_kept() {
         "input-available"
     );
     assert!(
-        !sim.store.config.contains_key("last_client_tools"),
+        sim.store.config(ConfigKey::ClientTools).is_none(),
         "never persisted"
     );
 }

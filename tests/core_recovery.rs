@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use durable_chat::core::context::CONTINUE_INSTRUCTION;
 use durable_chat::core::{Concurrency, ConfigKey, StreamRecord, Timer};
+use durable_chat::testing::Rng;
 use serde_json::{json, Value};
 use sim::*;
 
@@ -25,10 +26,8 @@ const EXHAUSTED: &str = "The assistant was interrupted and could not recover. Pl
 /// The write-ahead record of the stream `request_id` (it must be open).
 fn open_stream(sim: &Sim, request_id: &str) -> StreamRecord {
     sim.store
-        .open_streams
-        .get(request_id)
+        .open_stream(request_id)
         .unwrap_or_else(|| panic!("stream {request_id} is not open"))
-        .clone()
 }
 
 /// The text the durable chunk log of `request_id` holds.
@@ -68,11 +67,11 @@ fn request_ids(frames: &[Value]) -> Vec<String> {
 
 fn assert_no_open_stream(sim: &Sim) {
     assert!(
-        sim.store.open_streams.is_empty(),
+        sim.store.open_stream_ids().is_empty(),
         "{:?}",
-        sim.store.open_streams
+        sim.store.open_stream_ids()
     );
-    assert!(sim.store.chunks.is_empty(), "the chunk log is not empty");
+    assert!(!sim.store.has_chunk_rows(), "the chunk log is not empty");
 }
 
 // ---- targeted cases ----
@@ -830,39 +829,6 @@ fn the_heartbeat_keeps_firing_while_a_turn_runs_and_stops_after() {
 // Run one seed with its event log: `SIM_SEED=17 cargo test --test
 // core_recovery random -- --nocapture`; `SIM_SEEDS=n` sets how many run.
 
-/// xorshift64*, seeded through splitmix64 so nearby seeds diverge.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
 const CLIENT_TOOL: &str = "getLocation";
 const APPROVAL_TOOL: &str = "delete_file";
 const SERVER_TOOL: &str = "get_weather";
@@ -1243,7 +1209,7 @@ impl World {
         self.refill();
         self.note(format!(
             "EVICT (open streams {:?})",
-            self.sim.store.open_streams.keys().collect::<Vec<_>>()
+            self.sim.store.open_stream_ids()
         ));
         self.sim.evict();
     }
@@ -1330,9 +1296,9 @@ impl World {
     fn check(&self) {
         let store = &self.sim.store;
         assert!(
-            store.open_streams.is_empty() && store.chunks.is_empty(),
+            store.open_stream_ids().is_empty() && !store.has_chunk_rows(),
             "a stream is still open: {:?}",
-            store.open_streams
+            store.open_stream_ids()
         );
         assert!(!self.sim.core().is_busy(), "the core is still busy");
         assert_eq!(
@@ -1350,7 +1316,8 @@ impl World {
             store.transcript(),
             "the core and the store disagree"
         );
-        let messages: Vec<&UIMessage> = store.messages.values().collect();
+        let stored = store.messages();
+        let messages: Vec<&UIMessage> = stored.iter().collect();
         let users: Vec<(String, String)> = messages
             .iter()
             .filter(|m| m.role == Role::User)
@@ -1561,7 +1528,7 @@ fn a_submit_queued_behind_a_cut_turn_survives_the_eviction_and_is_answered() {
         chat_request("r2", &[user("u1", "first"), user("u2", "second")]),
     );
     assert!(
-        sim.store.config.contains_key("queue"),
+        sim.store.config(ConfigKey::Queue).is_some(),
         "the accepted turn is written down"
     );
     sim.script(Reply::text("Second answer."));
@@ -1585,7 +1552,7 @@ fn a_submit_queued_behind_a_cut_turn_survives_the_eviction_and_is_answered() {
         "the user moved on: the cut turn is not continued, the queued one runs"
     );
     assert!(
-        !sim.store.config.contains_key("queue"),
+        sim.store.config(ConfigKey::Queue).is_none(),
         "nothing is left waiting"
     );
 }

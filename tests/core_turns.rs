@@ -127,7 +127,10 @@ fn a_text_turn_persists_the_user_message_streams_chunks_and_ends_completed() {
                    "outcome": "completed", "messageIds": ["u1"]})
         );
     }
-    assert!(sim.store.open_streams.is_empty(), "the stream is closed");
+    assert!(
+        sim.store.open_stream_ids().is_empty(),
+        "the stream is closed"
+    );
     let request = sim.last_request();
     assert_eq!(request.roles(), ["system", "user"]);
     assert_eq!(request.user_texts(), ["hi"]);
@@ -221,7 +224,7 @@ fn clear_empties_history_and_tells_every_other_tab() {
     sim.send("a", clear());
     assert!(sim.frames("a").is_empty(), "the sender is not told");
     assert_eq!(sim.frames("b"), [json!({"type": CLEAR})]);
-    assert!(sim.store.messages.is_empty() && sim.store.config.is_empty());
+    assert!(sim.store.message_ids().is_empty() && sim.store.config_keys().is_empty());
     assert!(sim.transcript().is_empty());
     sim.connect("c");
     assert_eq!(sim.frames("c")[0]["messages"], json!([]));
@@ -250,10 +253,10 @@ fn clear_during_a_turn_ends_it_aborted_and_keeps_nothing_of_it() {
     assert_eq!(end["outcome"], "aborted");
     assert_eq!(end["messageIds"], json!(["u1"]));
     assert!(
-        sim.store.messages.is_empty(),
+        sim.store.message_ids().is_empty(),
         "the cleared turn does not persist"
     );
-    assert!(sim.store.open_streams.is_empty());
+    assert!(sim.store.open_stream_ids().is_empty());
     assert_eq!(of_type(sim.frames("a"), CLEAR).len(), 1);
     assert!(of_type(sim.frames("b"), CLEAR).is_empty());
 }

@@ -7,16 +7,17 @@
 //! * [`core_events`]: bytes → a sequence of core events (frames built from
 //!   fragments of valid frames and mutated, model events, tool results, armed
 //!   timers, disconnects, sub-agent calls, evictions that rebuild the core from
-//!   a store kept by applying its `StoreOp`s the way the SQLite store does),
-//!   checked after every event against the invariants below.
+//!   `durable_chat::testing::MemStore`, which applies its `StoreOp`s the way
+//!   the SQLite store does), checked after every event against the invariants
+//!   below.
 //!
 //! Invariants of `core_events` (a violation panics, which libFuzzer reports):
 //! no panic inside the core; no duplicate message ids in `core.messages()`;
 //! what the store holds (read back as the SQLite store would) equals the
-//! core's transcript; chunk logs are appended without gaps or overlaps and
-//! only to open streams; every frame sent is JSON with a string `type`.
+//! core's transcript; no two stored messages share a seq; chunk logs are
+//! appended without gaps or overlaps and only to open streams (the last three
+//! checked by the store); every frame sent is JSON with a string `type`.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -25,29 +26,19 @@ use serde_json::{json, Value};
 
 use durable_chat::core::limits::leading_request_id;
 use durable_chat::core::{
-    ApprovalRule, CallId, Concurrency, ConfigKey, ConnId, Core, CoreConfig, CountingIds, Effect,
-    Entry, Event, IdKind, IdSource, Limits, OpenStream, StoreOp, StoredState, StreamRecord, Timer,
-    ToolSpec,
+    ApprovalRule, CallId, Concurrency, ConnId, Core, CoreConfig, Effect, Event, Limits,
+    StoredState, Timer, ToolSpec,
 };
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
 use durable_chat::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, UIMessage};
+use durable_chat::testing::{MemStore, SharedIds};
 
 // ---------------------------------------------------------------------------------------------
 // frame_parser
 
-/// Deterministic pseudo-random bytes (xorshift64*, no dependency) for seed
-/// inputs: the same `seed` always gives the same bytes.
-pub fn seed_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
+/// Deterministic pseudo-random bytes for seed inputs (the same `seed` always
+/// gives the same bytes): the corpus test and `make_seeds` use them.
+pub use durable_chat::testing::seed_bytes;
 
 /// The frame parser target: any bytes, as a text frame.
 pub fn frame_parser(data: &[u8]) {
@@ -96,17 +87,6 @@ pub fn frame_parser(data: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 // the core under test
 
-/// Counting ids shared across rebuilds, so a rebuilt core never reuses an id
-/// (the real host mints random ones).
-#[derive(Clone, Default)]
-struct SharedIds(Rc<RefCell<CountingIds>>);
-
-impl IdSource for SharedIds {
-    fn new_id(&mut self, kind: IdKind) -> String {
-        self.0.borrow_mut().new_id(kind)
-    }
-}
-
 const CLIENT_TOOL: &str = "getUserTimezone";
 const PARENT_TOOL: &str = "parent_clock";
 
@@ -140,123 +120,6 @@ fn config(concurrency: Concurrency) -> CoreConfig {
 
 fn new_core(config: CoreConfig, stored: StoredState, ids: SharedIds, now: u64) -> Core {
     Core::new(config, stored, Box::new(ids), now)
-}
-
-// ---------------------------------------------------------------------------------------------
-// the store, as the SQLite store keeps it
-
-#[derive(Debug, Default)]
-struct Store {
-    /// By id: (seq, insertion order, JSON body). On conflict only the body changes.
-    messages: BTreeMap<String, (u64, u64, String)>,
-    streams: BTreeMap<String, StreamRecord>,
-    chunks: BTreeMap<String, Vec<String>>,
-    config: BTreeMap<&'static str, String>,
-    inserted: u64,
-}
-
-impl Store {
-    fn apply(&mut self, op: &StoreOp) {
-        match op {
-            StoreOp::PutMessage { seq, message } => {
-                let body = serde_json::to_string(message).expect("a message serializes");
-                match self.messages.get_mut(&message.id) {
-                    Some(row) => row.2 = body,
-                    None => {
-                        self.inserted += 1;
-                        self.messages
-                            .insert(message.id.clone(), (*seq, self.inserted, body));
-                    }
-                }
-            }
-            StoreOp::DeleteMessage { id } => {
-                self.messages.remove(id);
-            }
-            StoreOp::ClearAll => {
-                self.messages.clear();
-                self.streams.clear();
-                self.chunks.clear();
-                self.config.clear();
-            }
-            StoreOp::OpenStream(record) => {
-                self.streams
-                    .insert(record.request_id.clone(), record.clone());
-            }
-            StoreOp::AppendChunks {
-                request_id,
-                first_seq,
-                bodies,
-            } => {
-                assert!(
-                    self.streams.contains_key(request_id),
-                    "chunks appended to stream {request_id}, which is not open"
-                );
-                let log = self.chunks.entry(request_id.clone()).or_default();
-                assert_eq!(
-                    *first_seq,
-                    log.len() as u64,
-                    "the chunk log of {request_id} would get a gap or an overlap"
-                );
-                log.extend(bodies.iter().map(|b| b.to_string()));
-            }
-            StoreOp::CloseStream { request_id } => {
-                self.streams.remove(request_id);
-                self.chunks.remove(request_id);
-            }
-            StoreOp::PutConfig { key, value } => {
-                self.config.insert(key.as_str(), value.clone());
-            }
-            StoreOp::DeleteConfig { key } => {
-                self.config.remove(key.as_str());
-            }
-        }
-    }
-
-    /// Rows in `ORDER BY seq` (ties in insertion order).
-    fn rows(&self) -> Vec<&(u64, u64, String)> {
-        let mut rows: Vec<&(u64, u64, String)> = self.messages.values().collect();
-        rows.sort_by_key(|(seq, order, _)| (*seq, *order));
-        rows
-    }
-
-    /// The stored message bodies, in transcript order.
-    fn bodies(&self) -> Vec<String> {
-        self.rows().into_iter().map(|r| r.2.clone()).collect()
-    }
-
-    /// Messages in transcript order, read back from JSON as the SQLite store does.
-    fn transcript(&self) -> Vec<(u64, UIMessage)> {
-        self.rows()
-            .into_iter()
-            .filter_map(|(seq, _, body)| Some((*seq, serde_json::from_str(body).ok()?)))
-            .collect()
-    }
-
-    fn stored_state(&self) -> StoredState {
-        let mut state = StoredState {
-            messages: self
-                .transcript()
-                .into_iter()
-                .map(|(seq, message)| Entry { seq, message })
-                .collect(),
-            open_streams: self
-                .streams
-                .values()
-                .map(|record| OpenStream {
-                    record: record.clone(),
-                    chunks: self
-                        .chunks
-                        .get(&record.request_id)
-                        .cloned()
-                        .unwrap_or_default(),
-                })
-                .collect(),
-            ..StoredState::default()
-        };
-        let config = |key: ConfigKey| Ok::<_, ()>(self.config.get(key.as_str()).cloned());
-        let _ = state.read_config(config);
-        state
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +157,7 @@ struct Sim {
     config: CoreConfig,
     core: Core,
     ids: SharedIds,
-    store: Store,
+    store: MemStore,
     now: u64,
     tabs: BTreeSet<ConnId>,
     channels: BTreeSet<ConnId>,
@@ -340,7 +203,7 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
         core: new_core(config.clone(), StoredState::default(), ids.clone(), 0),
         config,
         ids,
-        store: Store::default(),
+        store: MemStore::new(),
         now: 0,
         tabs: BTreeSet::new(),
         channels: BTreeSet::new(),
@@ -497,7 +360,7 @@ impl Sim {
         if !transcript {
             return;
         }
-        let stored = self.store.bodies();
+        let stored = self.store.message_bodies();
         let held: Vec<String> = messages
             .iter()
             .map(|m| serde_json::to_string(m).expect("serializes"))
@@ -568,7 +431,7 @@ impl Sim {
     /// lost; sockets survive (hibernation) and are adopted; the alarm stays.
     fn evict(&mut self) {
         self.check(true);
-        let open = self.store.streams.len();
+        let open = self.store.open_stream_ids().len();
         self.note(|| format!("evict:open_streams={}", open.min(2)));
         self.model_calls.clear();
         self.tool_runs.clear();

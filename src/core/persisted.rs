@@ -3,11 +3,13 @@
 //! and `StoredState`, what a starting core reads back. Rows written by older
 //! releases are read here too (a bare recovery budget; an owed continuation
 //! recorded inside the recovery row), so the rest of the core sees one shape.
+//! The rules for decoding stored rows (and skipping unreadable ones) live
+//! here too, shared by every store.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::protocol::ClientToolSchema;
+use crate::protocol::{ClientToolSchema, UIMessage};
 
 use super::queue::DurableTurn;
 use super::transcript::Entry;
@@ -177,6 +179,39 @@ fn read_recovery_row(text: &str) -> (Option<RecoveryBudget>, bool) {
     }
     let row: CombinedRecoveryRow = serde_json::from_str(text).unwrap_or_default();
     (row.budget, row.continuation_owed)
+}
+
+// ---- reading rows back: the decoding and skipping rules every store shares
+// (the SQLite one and the in-memory one of the tests), so a restart reads back
+// exactly the same state whichever store kept it. ----
+
+impl StoredState {
+    /// Adds one transcript row; rows come in `seq` order. An unreadable body
+    /// is skipped; the error says why (for the host's log).
+    pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
+        let message = serde_json::from_str::<UIMessage>(body)?;
+        self.messages.push(Entry { seq, message });
+        Ok(())
+    }
+}
+
+impl OpenStream {
+    /// An open stream from its stored record, with no chunks yet; `None` (the
+    /// stream is skipped) when the record no longer parses.
+    pub fn from_record_row(record: &str) -> Option<OpenStream> {
+        let record = serde_json::from_str::<StreamRecord>(record).ok()?;
+        Some(OpenStream {
+            record,
+            chunks: Vec::new(),
+        })
+    }
+
+    /// Adds one chunk-log row (a JSON array of chunk bodies); rows come in
+    /// `first_seq` order. An unreadable row adds nothing.
+    pub fn push_chunk_row(&mut self, bodies: &str) {
+        self.chunks
+            .extend(serde_json::from_str::<Vec<String>>(bodies).unwrap_or_default());
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
-use crate::core::{ConfigKey, Entry, OpenStream, StoreOp, StoredState, StreamRecord};
-use crate::protocol::UIMessage;
+use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState};
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS chat_messages (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL)",
@@ -63,12 +62,8 @@ impl SqlStore {
             .exec("SELECT seq, body FROM chat_messages ORDER BY seq", None)?
             .to_array()?;
         for row in rows {
-            match serde_json::from_str::<UIMessage>(&row.body) {
-                Ok(message) => state.messages.push(Entry {
-                    seq: row.seq as u64,
-                    message,
-                }),
-                Err(e) => worker::console_error!("skipping unreadable stored message: {e}"),
+            if let Err(e) = state.push_message_row(row.seq as u64, &row.body) {
+                worker::console_error!("skipping unreadable stored message: {e}");
             }
         }
         state.read_config(|key| self.config_value(key))?;
@@ -77,21 +72,20 @@ impl SqlStore {
             .exec("SELECT record FROM chat_streams", None)?
             .to_array()?;
         for row in streams {
-            let Ok(record) = serde_json::from_str::<StreamRecord>(&row.record) else {
+            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
                 continue;
             };
             let chunk_rows: Vec<ChunkRow> = self
                 .sql
                 .exec(
                     "SELECT bodies FROM chat_stream_chunks WHERE request_id = ? ORDER BY first_seq",
-                    vec![text(&record.request_id)],
+                    vec![text(&open.record.request_id)],
                 )?
                 .to_array()?;
-            let mut chunks = Vec::new();
             for row in chunk_rows {
-                chunks.extend(serde_json::from_str::<Vec<String>>(&row.bodies).unwrap_or_default());
+                open.push_chunk_row(&row.bodies);
             }
-            state.open_streams.push(OpenStream { record, chunks });
+            state.open_streams.push(open);
         }
         Ok(state)
     }
@@ -119,7 +113,7 @@ impl SqlStore {
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 self.sql.exec(
-                    "INSERT INTO chat_messages (id, seq, body) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+                    "INSERT INTO chat_messages (id, seq, body) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body",
                     vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(&body)],
                 )?;
             }

@@ -16,27 +16,16 @@ pub use model::*;
 pub use scenarios::*;
 pub use store::*;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    ApprovalRule, CallId, ConnId, Core, CoreConfig, CountingIds, Effect, Event, IdKind, IdSource,
-    StoredState, Timer, ToolSpec,
+    ApprovalRule, CallId, ConnId, Core, CoreConfig, Effect, Event, StoredState, Timer, ToolSpec,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
-
-/// Counting ids shared across rebuilds, so a restarted core never reuses an id.
-#[derive(Clone, Default)]
-struct SharedIds(Rc<RefCell<CountingIds>>);
-
-impl IdSource for SharedIds {
-    fn new_id(&mut self, kind: IdKind) -> String {
-        self.0.borrow_mut().new_id(kind)
-    }
-}
+use durable_chat::testing::SharedIds;
 
 #[derive(Debug)]
 enum Work {
@@ -86,7 +75,7 @@ pub struct Sim {
     config: CoreConfig,
     ids: SharedIds,
     pub now: u64,
-    pub store: MemStore,
+    pub store: SimStore,
     pub tabs: BTreeMap<String, Tab>,
     agenda: Vec<Scheduled>,
     /// The core's armed timers (and the durable alarm) with their due time
@@ -153,7 +142,7 @@ impl Sim {
             config,
             ids,
             now: 0,
-            store: MemStore::default(),
+            store: SimStore::default(),
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
             timers: BTreeMap::new(),

@@ -1,0 +1,579 @@
+//! An in-memory store with the SQLite store's semantics (`src/store`), for
+//! the simulation and the fuzzer: it applies every `StoreOp` the way those
+//! SQL statements change their tables, keeps bodies as the same JSON text, and
+//! rebuilds the `StoredState` a restarted core starts from the way
+//! `SqlStore::load` reads it back (same order, same skipping rules).
+//!
+//! A checked store (the default) also panics when the core breaks an
+//! invariant the SQLite store relies on without enforcing it: two messages
+//! at one seq, chunks appended to a stream that is not open, a chunk log
+//! written with a gap or an overlap.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState, StreamRecord};
+use crate::protocol::UIMessage;
+
+/// A `chat_messages` row (its id is the key it is kept under).
+#[derive(Debug, Clone)]
+struct MessageRow {
+    seq: u64,
+    /// SQLite's rowid: among rows of one seq, `ORDER BY seq` (read through
+    /// the seq index) returns them in rowid order, that is insertion order.
+    rowid: u64,
+    body: String,
+}
+
+/// A `chat_streams` row.
+#[derive(Debug, Clone)]
+struct StreamRow {
+    /// `INSERT OR REPLACE` deletes the old row and inserts a new one.
+    rowid: u64,
+    record: String,
+}
+
+/// A `chat_stream_chunks` row.
+#[derive(Debug, Clone)]
+struct ChunkRow {
+    /// The JSON array of chunk bodies, as the SQLite store writes it.
+    bodies: String,
+    /// How many bodies it holds (for the gap/overlap check).
+    len: u64,
+}
+
+#[derive(Debug)]
+pub struct MemStore {
+    checked: bool,
+    /// `chat_messages` by id (the primary key).
+    messages: BTreeMap<String, MessageRow>,
+    /// `chat_messages_by_seq`: (seq, rowid) → id.
+    by_seq: BTreeMap<(u64, u64), String>,
+    /// `chat_streams` by request id.
+    streams: BTreeMap<String, StreamRow>,
+    /// `chat_stream_chunks` by (request id, first_seq).
+    chunks: BTreeMap<(String, u64), ChunkRow>,
+    /// `chat_config` by key.
+    config: BTreeMap<&'static str, String>,
+    next_rowid: u64,
+}
+
+impl Default for MemStore {
+    fn default() -> Self {
+        MemStore::new()
+    }
+}
+
+impl MemStore {
+    /// A store that also checks the core's invariants (see the module header).
+    pub fn new() -> MemStore {
+        MemStore {
+            checked: true,
+            messages: BTreeMap::new(),
+            by_seq: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            chunks: BTreeMap::new(),
+            config: BTreeMap::new(),
+            next_rowid: 0,
+        }
+    }
+
+    /// Exactly what the SQLite store does, with no invariant checks.
+    pub fn unchecked() -> MemStore {
+        MemStore {
+            checked: false,
+            ..MemStore::new()
+        }
+    }
+
+    fn rowid(&mut self) -> u64 {
+        self.next_rowid += 1;
+        self.next_rowid
+    }
+
+    pub fn apply(&mut self, op: &StoreOp) {
+        match op {
+            StoreOp::PutMessage { seq, message } => self.put_message(*seq, message),
+            StoreOp::DeleteMessage { id } => {
+                if let Some(row) = self.messages.remove(id) {
+                    self.by_seq.remove(&(row.seq, row.rowid));
+                }
+            }
+            StoreOp::ClearAll => {
+                self.messages.clear();
+                self.by_seq.clear();
+                self.streams.clear();
+                self.chunks.clear();
+                self.config.clear();
+            }
+            StoreOp::OpenStream(record) => {
+                let rowid = self.rowid();
+                let record_json = serde_json::to_string(record).expect("a record serializes");
+                self.streams.insert(
+                    record.request_id.clone(),
+                    StreamRow {
+                        rowid,
+                        record: record_json,
+                    },
+                );
+            }
+            StoreOp::AppendChunks {
+                request_id,
+                first_seq,
+                bodies,
+            } => self.append_chunks(request_id, *first_seq, bodies),
+            StoreOp::CloseStream { request_id } => {
+                self.chunks.retain(|(id, _), _| id != request_id);
+                self.streams.remove(request_id);
+            }
+            StoreOp::PutConfig { key, value } => {
+                self.config.insert(key.as_str(), value.clone());
+            }
+            StoreOp::DeleteConfig { key } => {
+                self.config.remove(key.as_str());
+            }
+        }
+    }
+
+    /// `INSERT … ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body =
+    /// excluded.body`: a known id keeps its row (and rowid) and takes the new
+    /// seq and body.
+    fn put_message(&mut self, seq: u64, message: &UIMessage) {
+        let body = serde_json::to_string(message).expect("a message serializes");
+        let rowid = match self.messages.get(&message.id) {
+            Some(row) => {
+                self.by_seq.remove(&(row.seq, row.rowid));
+                row.rowid
+            }
+            None => self.rowid(),
+        };
+        if self.checked {
+            if let Some(((_, _), other)) = self.by_seq.range((seq, 0)..=(seq, u64::MAX)).next() {
+                panic!(
+                    "seq {seq} already holds message {other} (writing {})",
+                    message.id
+                );
+            }
+        }
+        self.by_seq.insert((seq, rowid), message.id.clone());
+        self.messages
+            .insert(message.id.clone(), MessageRow { seq, rowid, body });
+    }
+
+    /// `INSERT OR REPLACE` of the row keyed (request id, first_seq).
+    fn append_chunks(&mut self, request_id: &str, first_seq: u64, bodies: &[Rc<str>]) {
+        if self.checked {
+            assert!(
+                self.streams.contains_key(request_id),
+                "chunks appended to stream {request_id}, which is not open"
+            );
+            let logged: u64 = self.rows_of(request_id).map(|(_, row)| row.len).sum();
+            assert_eq!(
+                first_seq, logged,
+                "the chunk log of {request_id} would get a gap or an overlap"
+            );
+        }
+        let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
+        let row = ChunkRow {
+            bodies: serde_json::to_string(&bodies).expect("chunk bodies serialize"),
+            len: bodies.len() as u64,
+        };
+        self.chunks.insert((request_id.to_string(), first_seq), row);
+    }
+
+    /// The chunk rows of a request id, by first_seq.
+    fn rows_of<'a>(&'a self, request_id: &'a str) -> impl Iterator<Item = (u64, &'a ChunkRow)> {
+        self.chunks
+            .range((request_id.to_string(), 0)..)
+            .take_while(move |((id, _), _)| id == request_id)
+            .map(|((_, first_seq), row)| (*first_seq, row))
+    }
+
+    /// Message rows in `ORDER BY seq` order (ties by rowid).
+    fn ordered_rows(&self) -> impl Iterator<Item = &MessageRow> {
+        self.by_seq.values().filter_map(|id| self.messages.get(id))
+    }
+
+    /// Stream rows in the order `SELECT record FROM chat_streams` reads them (rowid).
+    fn ordered_streams(&self) -> Vec<(&String, &StreamRow)> {
+        let mut rows: Vec<(&String, &StreamRow)> = self.streams.iter().collect();
+        rows.sort_by_key(|(_, row)| row.rowid);
+        rows
+    }
+
+    /// What a core restarted on this store starts from, read as
+    /// `SqlStore::load` reads it.
+    pub fn stored_state(&self) -> StoredState {
+        let mut state = StoredState::default();
+        for row in self.ordered_rows() {
+            // An unreadable row is skipped, as the SQLite store does.
+            let _ = state.push_message_row(row.seq, &row.body);
+        }
+        let config = |key: ConfigKey| Ok::<_, ()>(self.config(key).map(str::to_string));
+        let _ = state.read_config(config);
+        for (_, row) in self.ordered_streams() {
+            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
+                continue;
+            };
+            let request_id = open.record.request_id.clone();
+            for (_, chunk_row) in self.rows_of(&request_id) {
+                open.push_chunk_row(&chunk_row.bodies);
+            }
+            state.open_streams.push(open);
+        }
+        state
+    }
+
+    // ---- reading what is stored ----
+
+    /// The stored message bodies (JSON), in transcript order.
+    pub fn message_bodies(&self) -> Vec<&str> {
+        self.ordered_rows().map(|row| row.body.as_str()).collect()
+    }
+
+    /// The stored messages, in transcript order, read back from their JSON
+    /// (unreadable ones are left out, as a load does).
+    pub fn messages(&self) -> Vec<UIMessage> {
+        self.ordered_rows()
+            .filter_map(|row| serde_json::from_str(&row.body).ok())
+            .collect()
+    }
+
+    /// The ids of the stored messages, in transcript order.
+    pub fn message_ids(&self) -> Vec<String> {
+        self.by_seq.values().cloned().collect()
+    }
+
+    pub fn find_message(&self, id: &str) -> Option<UIMessage> {
+        let row = self.messages.get(id)?;
+        serde_json::from_str(&row.body).ok()
+    }
+
+    pub fn seq_of(&self, id: &str) -> Option<u64> {
+        self.messages.get(id).map(|row| row.seq)
+    }
+
+    /// Request ids of the open streams, in the order a load returns them.
+    pub fn open_stream_ids(&self) -> Vec<String> {
+        self.ordered_streams()
+            .into_iter()
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    pub fn open_stream(&self, request_id: &str) -> Option<StreamRecord> {
+        let row = self.streams.get(request_id)?;
+        serde_json::from_str(&row.record).ok()
+    }
+
+    /// The chunk log of an open stream as a load returns it; `None` when no
+    /// stream of that request id is open.
+    pub fn chunks(&self, request_id: &str) -> Option<Vec<String>> {
+        let mut open = OpenStream::from_record_row(&self.streams.get(request_id)?.record)?;
+        for (_, row) in self.rows_of(request_id) {
+            open.push_chunk_row(&row.bodies);
+        }
+        Some(open.chunks)
+    }
+
+    /// How many chunks the log of an open stream holds (without reading
+    /// them); `None` when no stream of that request id is open.
+    pub fn chunk_count(&self, request_id: &str) -> Option<u64> {
+        self.streams.get(request_id)?;
+        Some(self.rows_of(request_id).map(|(_, row)| row.len).sum())
+    }
+
+    /// Whether any chunk-log row is stored (for any request id).
+    pub fn has_chunk_rows(&self) -> bool {
+        !self.chunks.is_empty()
+    }
+
+    pub fn config(&self, key: ConfigKey) -> Option<&str> {
+        self.config.get(key.as_str()).map(String::as_str)
+    }
+
+    /// The names of the stored config rows.
+    pub fn config_keys(&self) -> Vec<&'static str> {
+        self.config.keys().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(store: &mut MemStore, seq: u64, id: &str, text: &str) {
+        store.apply(&StoreOp::PutMessage {
+            seq,
+            message: UIMessage::user_text(id, text),
+        });
+    }
+
+    fn record(request_id: &str) -> StreamRecord {
+        StreamRecord {
+            request_id: request_id.into(),
+            message_id: format!("answer-{request_id}"),
+            continuation: false,
+            origin_message_ids: vec!["u1".into()],
+            started_at: 0,
+            recovery_root: None,
+        }
+    }
+
+    fn append(store: &mut MemStore, request_id: &str, first_seq: u64, bodies: &[&str]) {
+        store.apply(&StoreOp::AppendChunks {
+            request_id: request_id.into(),
+            first_seq,
+            bodies: bodies.iter().map(|b| Rc::from(*b)).collect(),
+        });
+    }
+
+    fn loaded(store: &MemStore) -> Vec<(u64, String, String)> {
+        store
+            .stored_state()
+            .messages
+            .into_iter()
+            .map(|e| (e.seq, e.message.id.clone(), e.message.text()))
+            .collect()
+    }
+
+    fn row(seq: u64, id: &str, text: &str) -> (u64, String, String) {
+        (seq, id.into(), text.into())
+    }
+
+    #[test]
+    fn messages_load_in_seq_order_not_write_order() {
+        let mut store = MemStore::new();
+        put(&mut store, 5, "c", "third");
+        put(&mut store, 0, "a", "first");
+        put(&mut store, 2, "b", "second");
+        assert_eq!(
+            loaded(&store),
+            [
+                row(0, "a", "first"),
+                row(2, "b", "second"),
+                row(5, "c", "third")
+            ]
+        );
+        assert_eq!(store.message_ids(), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_known_id_written_at_its_seq_is_replaced_in_place() {
+        let mut store = MemStore::new();
+        put(&mut store, 0, "a", "v1");
+        put(&mut store, 1, "b", "x");
+        put(&mut store, 0, "a", "v2");
+        assert_eq!(loaded(&store), [row(0, "a", "v2"), row(1, "b", "x")]);
+    }
+
+    #[test]
+    fn a_known_id_written_at_another_seq_moves_there() {
+        let mut store = MemStore::new();
+        put(&mut store, 0, "a", "v1");
+        put(&mut store, 1, "b", "x");
+        put(&mut store, 2, "a", "v2");
+        assert_eq!(loaded(&store), [row(1, "b", "x"), row(2, "a", "v2")]);
+        assert_eq!(store.seq_of("a"), Some(2));
+        assert_eq!(store.message_bodies().len(), 2, "still one row per id");
+    }
+
+    #[test]
+    fn messages_sharing_a_seq_load_in_insertion_order() {
+        // SQLite does not forbid it; the checked store does (below).
+        let mut store = MemStore::unchecked();
+        put(&mut store, 3, "late", "1");
+        put(&mut store, 3, "later", "2");
+        put(&mut store, 3, "late", "1 again");
+        assert_eq!(
+            loaded(&store),
+            [row(3, "late", "1 again"), row(3, "later", "2")],
+            "an update keeps the row's place among equal seqs"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "seq 3 already holds message a")]
+    fn the_checked_store_refuses_two_messages_at_one_seq() {
+        let mut store = MemStore::new();
+        put(&mut store, 3, "a", "1");
+        put(&mut store, 3, "b", "2");
+    }
+
+    #[test]
+    fn a_deleted_message_is_gone() {
+        let mut store = MemStore::new();
+        put(&mut store, 0, "a", "1");
+        put(&mut store, 1, "b", "2");
+        store.apply(&StoreOp::DeleteMessage { id: "a".into() });
+        store.apply(&StoreOp::DeleteMessage { id: "nope".into() });
+        assert_eq!(loaded(&store), [row(1, "b", "2")]);
+        put(&mut store, 0, "a", "back");
+        assert_eq!(loaded(&store), [row(0, "a", "back"), row(1, "b", "2")]);
+    }
+
+    #[test]
+    fn a_chunk_row_written_again_at_its_first_seq_is_replaced() {
+        let mut store = MemStore::unchecked();
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        append(&mut store, "r1", 0, &["a", "b"]);
+        append(&mut store, "r1", 2, &["c"]);
+        append(&mut store, "r1", 0, &["x"]);
+        assert_eq!(store.chunks("r1").unwrap(), ["x", "c"]);
+        let state = store.stored_state();
+        assert_eq!(state.open_streams[0].chunks, ["x", "c"]);
+    }
+
+    #[test]
+    fn chunk_rows_load_by_first_seq_as_a_number() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        let bodies: Vec<String> = (0..12).map(|n| format!("{{\"n\":{n}}}")).collect();
+        let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+        append(&mut store, "r1", 0, &refs[..2]);
+        append(&mut store, "r1", 2, &refs[2..10]);
+        append(&mut store, "r1", 10, &refs[10..]);
+        assert_eq!(store.stored_state().open_streams[0].chunks, bodies);
+        assert_eq!(store.chunk_count("r1"), Some(12));
+    }
+
+    #[test]
+    #[should_panic(expected = "would get a gap or an overlap")]
+    fn the_checked_store_refuses_a_gap_in_the_chunk_log() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        append(&mut store, "r1", 0, &["a"]);
+        append(&mut store, "r1", 2, &["c"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "would get a gap or an overlap")]
+    fn the_checked_store_refuses_an_overlap_in_the_chunk_log() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        append(&mut store, "r1", 0, &["a", "b"]);
+        append(&mut store, "r1", 1, &["c"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "which is not open")]
+    fn the_checked_store_refuses_chunks_of_a_stream_not_open() {
+        let mut store = MemStore::new();
+        append(&mut store, "r1", 0, &["a"]);
+    }
+
+    #[test]
+    fn closing_a_stream_drops_its_record_and_chunks_only() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        store.apply(&StoreOp::OpenStream(record("r2")));
+        append(&mut store, "r1", 0, &["a"]);
+        append(&mut store, "r2", 0, &["b"]);
+        store.apply(&StoreOp::CloseStream {
+            request_id: "r1".into(),
+        });
+        assert_eq!(store.open_stream_ids(), ["r2"]);
+        assert_eq!(store.chunks("r1"), None);
+        assert_eq!(store.chunk_count("r1"), None);
+        assert_eq!(store.chunks("r2").unwrap(), ["b"]);
+        let state = store.stored_state();
+        assert_eq!(state.open_streams.len(), 1);
+        assert_eq!(state.open_streams[0].record, record("r2"));
+    }
+
+    #[test]
+    fn open_streams_load_in_write_order_and_a_rewrite_moves_last() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::OpenStream(record("r2")));
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        assert_eq!(store.open_stream_ids(), ["r2", "r1"]);
+        store.apply(&StoreOp::OpenStream(record("r2")));
+        let ids: Vec<String> = store
+            .stored_state()
+            .open_streams
+            .into_iter()
+            .map(|o| o.record.request_id)
+            .collect();
+        assert_eq!(ids, ["r1", "r2"]);
+    }
+
+    #[test]
+    fn config_rows_are_read_back_through_read_config() {
+        let mut store = MemStore::new();
+        store.apply(&StoreOp::PutConfig {
+            key: ConfigKey::ClientTools,
+            value: r#"[{"name":"getLocation"}]"#.into(),
+        });
+        store.apply(&StoreOp::PutConfig {
+            key: ConfigKey::Queue,
+            value: "[]".into(),
+        });
+        let queued = r#"[{"requestId":"r2","trigger":"submit","messageIds":["u2"],"submittedAt":2}]"#;
+        store.apply(&StoreOp::PutConfig {
+            key: ConfigKey::Queue,
+            value: queued.into(),
+        });
+        store.apply(&StoreOp::PutConfig {
+            key: ConfigKey::CustomBody,
+            value: "not json".into(),
+        });
+        let state = store.stored_state();
+        assert_eq!(state.client_tools.len(), 1);
+        assert_eq!(state.client_tools[0].name, "getLocation");
+        assert_eq!(state.queue.len(), 1, "the last write of a row wins");
+        assert_eq!(state.queue[0].request_id, "r2");
+        assert!(state.body.is_empty(), "an unreadable body is dropped");
+        store.apply(&StoreOp::DeleteConfig {
+            key: ConfigKey::Queue,
+        });
+        assert_eq!(store.config(ConfigKey::Queue), None);
+        assert_eq!(store.config_keys(), ["last_body", "last_client_tools"]);
+    }
+
+    #[test]
+    fn clear_all_empties_every_table() {
+        let mut store = MemStore::new();
+        put(&mut store, 0, "a", "1");
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        append(&mut store, "r1", 0, &["a"]);
+        store.apply(&StoreOp::PutConfig {
+            key: ConfigKey::Queue,
+            value: "[]".into(),
+        });
+        store.apply(&StoreOp::ClearAll);
+        assert!(store.message_ids().is_empty());
+        assert!(store.open_stream_ids().is_empty());
+        assert!(!store.has_chunk_rows());
+        assert!(store.config_keys().is_empty());
+        let state = store.stored_state();
+        assert!(state.messages.is_empty() && state.open_streams.is_empty());
+        assert!(state.queue.is_empty());
+        // Writes after a clear start from nothing.
+        put(&mut store, 0, "b", "2");
+        assert_eq!(loaded(&store), [row(0, "b", "2")]);
+    }
+
+    #[test]
+    fn unreadable_rows_are_skipped_as_a_load_skips_them() {
+        let mut store = MemStore::new();
+        put(&mut store, 0, "a", "1");
+        put(&mut store, 1, "b", "2");
+        store.apply(&StoreOp::OpenStream(record("r1")));
+        store.apply(&StoreOp::OpenStream(record("r2")));
+        append(&mut store, "r2", 0, &["x"]);
+        append(&mut store, "r2", 1, &["y"]);
+        store.messages.get_mut("a").unwrap().body = "{oops".into();
+        store.streams.get_mut("r1").unwrap().record = "{oops".into();
+        store.chunks.get_mut(&("r2".to_string(), 0)).unwrap().bodies = "{oops".into();
+        assert_eq!(loaded(&store), [row(1, "b", "2")]);
+        assert_eq!(
+            store.message_bodies()[0],
+            "{oops",
+            "the row is still stored"
+        );
+        let state = store.stored_state();
+        assert_eq!(state.open_streams.len(), 1);
+        assert_eq!(state.open_streams[0].record.request_id, "r2");
+        assert_eq!(state.open_streams[0].chunks, ["y"]);
+    }
+}

@@ -1,14 +1,14 @@
 //! Frames the agent sends, serialized once into the exact JSON text that goes
 //! on every socket.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::message::UIMessage;
 use super::types;
 
 /// How a request ended, carried on terminal `done` frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Completed,
@@ -125,22 +125,9 @@ pub fn chat_recovering(recovering: bool, id: &str) -> String {
     json!({"type": types::CHAT_RECOVERING, "recovering": recovering, "id": id}).to_string()
 }
 
-/// First frame on a parent agent's channel: the request id of its turn.
-pub fn rpc_started(request_id: &str) -> String {
-    json!({"type": types::RPC_STARTED, "requestId": request_id}).to_string()
-}
-
-/// Asks the parent agent to run one of the turn's client tools.
-pub fn rpc_tool_call(
-    call: u64,
-    tool_call_id: &str,
-    tool_name: &str,
-    input: &serde_json::Value,
-) -> String {
-    json!({"type": types::RPC_TOOL_CALL, "callId": call, "toolCallId": tool_call_id,
-           "toolName": tool_name, "input": input})
-    .to_string()
-}
+// The frames a child sends on a parent's channel are defined with the rest
+// of that protocol; the core sends them alongside the frames above.
+pub use super::channel::{rpc_started, rpc_tool_call};
 
 /// Answer to a frame that could not be taken and has no request id to answer on.
 pub fn chat_error(error: &str) -> String {

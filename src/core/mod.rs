@@ -7,6 +7,7 @@
 //! on them, so a core rebuilt from the store after an eviction carries on.
 
 pub mod accumulator;
+pub mod channel;
 mod chat;
 pub mod config;
 pub mod connections;
@@ -189,6 +190,7 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
                 self.fail_remote_calls(&conn);

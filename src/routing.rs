@@ -1,5 +1,24 @@
 //! Maps request paths to agents: `/agents/<kebab(binding)>/<name>[/…]`, the
-//! camel→kebab rule of the client, and which binding a namespace names.
+//! camel→kebab rule of the client, which binding a namespace names, and the
+//! path of a parent agent's channel to a child.
+
+/// Path suffix of the parent → child channel of a sub-agent `chat()` (an
+/// internal endpoint: the worker refuses it from outside).
+pub const CHANNEL_PATH: &str = "/__chat-channel";
+
+/// Whether a request path is a parent agent's channel.
+pub fn is_channel_path(path: &str) -> bool {
+    path.ends_with(CHANNEL_PATH)
+}
+
+/// The URL a parent agent opens to the channel of child `binding`/`name`
+/// (the host part is ignored by a Durable Object stub).
+pub fn channel_url(binding: &str, name: &str) -> String {
+    format!(
+        "https://agent/agents/{}/{name}{CHANNEL_PATH}",
+        kebab(binding)
+    )
+}
 
 /// The client's `kebab()`: `MyAgent`→`my-agent`, `CHAT_AGENT`→`chat-agent`.
 pub fn kebab(name: &str) -> String {
@@ -97,5 +116,21 @@ mod tests {
             Some("room-1")
         );
         assert_eq!(instance_name("/agents/chat-agent/"), None);
+    }
+
+    #[test]
+    fn a_channel_url_routes_to_its_child_and_is_known_as_a_channel() {
+        let url = channel_url("ChatAgent", "kid-1");
+        assert_eq!(url, "https://agent/agents/chat-agent/kid-1/__chat-channel");
+        let path = url.trim_start_matches("https://agent");
+        assert!(is_channel_path(path));
+        assert!(!is_channel_path("/agents/chat-agent/kid-1"));
+        assert_eq!(
+            route(path, &["ChatAgent"]),
+            Route::Agent {
+                binding: "ChatAgent",
+                name: "kid-1".into()
+            }
+        );
     }
 }

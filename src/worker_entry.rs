@@ -4,8 +4,8 @@
 use worker::{event, Context, Env, Request, Response, Result};
 
 use crate::agent::access::{require_token, Refusal, RequestInfo};
-use crate::agent::host::{request_info, CHANNEL_PATH};
-use crate::routing::{route, Route};
+use crate::agent::host::request_info;
+use crate::routing::{is_channel_path, route, Route};
 
 /// Durable Object bindings this worker serves (see wrangler.toml).
 const AGENT_BINDINGS: &[&str] = &["ChatAgent", "Coordinator"];
@@ -41,7 +41,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 /// and never reachable from outside; with `AUTH_TOKEN` set, a matching
 /// `token` query parameter is required.
 fn authorize_route(request: &RequestInfo, env: &Env) -> std::result::Result<(), Refusal> {
-    if request.path.ends_with(CHANNEL_PATH) {
+    if is_channel_path(&request.path) {
         return Err(Refusal::forbidden("internal endpoint"));
     }
     let token = env

@@ -1,5 +1,6 @@
 //! Writes the seed corpus: `corpus/frame_parser/` from real frames as
-//! `useAgentChat` sends them (plus a few malformed ones), and
+//! `useAgentChat` and a parent agent's channel send them (plus a few
+//! malformed ones), and
 //! `corpus/core_events/` by keeping, out of many deterministic pseudo-random
 //! inputs, the ones that make the core do something the kept ones did not
 //! (new frame, chunk, outcome or store-op kinds). Run from `fuzz/`:
@@ -65,6 +66,14 @@ fn frame_seeds() -> Vec<String> {
         "not json".to_string(),
         "[1,2,3]".to_string(),
         "null".to_string(),
+        // A parent agent's channel (sub-agent `chat()`), well formed and not.
+        json!({"type": "cf_agent_rpc_chat", "message": "read the clock",
+            "clientTools": [{"name": "parent_clock", "parameters": {"type": "object", "properties": {}}}], "executor": true}).to_string(),
+        json!({"type": "cf_agent_rpc_chat", "message": user("m1", "hello"), "clientTools": [], "executor": false}).to_string(),
+        json!({"type": "cf_agent_rpc_tool_result", "callId": 1, "toolCallId": "call_1", "output": {"now": "12:00"}}).to_string(),
+        json!({"type": "cf_agent_rpc_tool_result", "callId": 1, "toolCallId": "call_1", "error": "refused"}).to_string(),
+        r#"{"type":"cf_agent_rpc_chat","message":5,"executor":"yes"}"#.to_string(),
+        r#"{"type":"cf_agent_rpc_tool_result","callId":-1,"toolCallId":"c","output":1,"error":"x"}"#.to_string(),
     ]
 }
 

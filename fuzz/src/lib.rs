@@ -1,9 +1,10 @@
 //! Fuzz harnesses for durable-chat, shared by the cargo-fuzz targets in
 //! `fuzz_targets/` and by the corpus replay test in `tests/corpus.rs`.
 //!
-//! * [`frame_parser`]: bytes → `parse_client_frame` (never panics; a parsed
-//!   message survives a JSON round trip), then the same text through a fresh
-//!   core (every frame it answers with is JSON with a `type`).
+//! * [`frame_parser`]: bytes → `parse_client_frame` and the channel parsers
+//!   (never panic; a parsed message survives a JSON round trip), then the
+//!   same text through a fresh core as a tab's frame and as a parent agent's
+//!   channel frame (every frame it answers with is JSON with a `type`).
 //! * [`core_events`]: bytes → a sequence of core events (frames built from
 //!   fragments of valid frames and mutated, model events, tool results, armed
 //!   timers, disconnects, sub-agent calls, evictions that rebuild the core from
@@ -30,6 +31,7 @@ use durable_chat::core::{
     StoredState, Timer, ToolSpec,
 };
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
+use durable_chat::protocol::channel::{parse_child_frame, parse_parent_frame, ParentFrame};
 use durable_chat::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, UIMessage};
 use durable_chat::testing::{MemStore, SharedIds};
 
@@ -60,7 +62,17 @@ pub fn frame_parser(data: &[u8]) {
         }
         _ => {}
     }
-    // The same frame through a fresh core with small limits.
+    if let Ok(ParentFrame::Chat(chat)) = parse_parent_frame(&text) {
+        let again = parse_parent_frame(&ParentFrame::Chat(chat.clone()).to_json());
+        assert_eq!(
+            again,
+            Ok(ParentFrame::Chat(chat)),
+            "a chat frame survives a round trip"
+        );
+    }
+    let _ = parse_child_frame(&text);
+    // The same frame through a fresh core with small limits, from a tab and
+    // from a parent agent's channel.
     let mut core = new_core(
         config(Concurrency::Queue),
         StoredState::default(),
@@ -68,13 +80,27 @@ pub fn frame_parser(data: &[u8]) {
         0,
     );
     let conn: ConnId = Rc::from("tab-0");
+    let channel: ConnId = Rc::from("channel-0");
     core.handle(Event::Connected { conn: conn.clone() }, 0);
+    core.handle(
+        Event::Adopted {
+            conn: channel.clone(),
+        },
+        0,
+    );
     core.handle(
         Event::Frame {
             conn,
-            text: text.into_owned(),
+            text: text.to_string(),
         },
         1,
+    );
+    core.handle(
+        Event::ChannelFrame {
+            conn: channel,
+            text: text.into_owned(),
+        },
+        2,
     );
     for effect in core.take_effects() {
         if let Effect::Send { frame, .. } = effect {

@@ -21,6 +21,7 @@ use crate::model::openai::OpenAiCompatible;
 use crate::model::{
     CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
 };
+use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
 
@@ -36,9 +37,6 @@ struct Attachment {
     #[serde(default)]
     channel: bool,
 }
-
-/// Path suffix of the parent → child channel (see `subagent.rs`).
-pub const CHANNEL_PATH: &str = "/__chat-channel";
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
@@ -135,7 +133,7 @@ impl AgentHost {
         if let Some(name) = crate::routing::instance_name(path) {
             self.remember_name(&name);
         }
-        let channel = path.ends_with(CHANNEL_PATH);
+        let channel = crate::routing::is_channel_path(path);
         if !channel {
             if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
                 return Response::error(refusal.reason, refusal.status);
@@ -243,8 +241,7 @@ impl AgentHost {
         };
         match message {
             WebSocketIncomingMessage::String(text) if channel => {
-                let event = super::subagent::channel_event(conn, text);
-                self.dispatch(event);
+                self.dispatch(Event::ChannelFrame { conn, text })
             }
             WebSocketIncomingMessage::String(text) => self.dispatch(Event::Frame { conn, text }),
             WebSocketIncomingMessage::Binary(_) => {
@@ -367,7 +364,7 @@ impl AgentHost {
                     tool_name,
                     input,
                 } => {
-                    let frame = server::rpc_tool_call(call, &tool_call_id, &tool_name, &input);
+                    let frame = rpc_tool_call(call, &tool_call_id, &tool_name, &input);
                     if let Some(ws) = self.sockets.borrow().get(&conn) {
                         let _ = ws.send_with_str(&frame);
                     }

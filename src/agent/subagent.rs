@@ -1,23 +1,23 @@
-//! Sub-agents: a parent agent calls a child agent's `chat()` over a
-//! Durable-Object-to-Durable-Object WebSocket (the "channel").
-//!
-//! The channel carries a small framed protocol (types in protocol/types.rs):
-//! parent → child `cf_agent_rpc_chat {message, clientTools, executor}` opens
-//! the turn, `cf_agent_rpc_tool_result {callId, toolCallId, output|error}`
-//! answers a tool call, `cf_agent_chat_request_cancel {id}` aborts; child →
-//! parent `cf_agent_rpc_started {requestId}`, `cf_agent_rpc_tool_call`, and the
-//! same `cf_agent_use_chat_response` frames a tab receives. The channel is not
+//! Sub-agents, the parent's side: a parent agent calls a child agent's
+//! `chat()` over a Durable-Object-to-Durable-Object WebSocket (the
+//! "channel"), runs the child's calls to its client tools, and hands the
+//! child's turn to a callback. The frames are typed in protocol/channel.rs;
+//! the child's side is the core (core/channel.rs). The channel is not
 //! hibernatable on the parent's side: it lives while `chat()` is awaited.
 
 use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::{FutureExt, StreamExt};
-use serde_json::{json, Value};
-use worker::{Env, Headers, Request, RequestInit, WebsocketEvent};
+use serde_json::Value;
+use worker::{Env, Headers, Request, RequestInit, WebSocket, WebsocketEvent};
 
-use crate::core::{ConnId, Event};
-use crate::protocol::{types, ClientToolSchema, UIMessage};
+use crate::protocol::channel::{
+    parse_child_frame, ChildFrame, ParentFrame, RpcChat, RpcToolCall, RpcToolResult,
+};
+use crate::protocol::{ClientToolSchema, Outcome};
+
+pub use crate::protocol::channel::ChatMessage;
 
 use super::definition::ToolFuture;
 
@@ -64,31 +64,8 @@ pub struct ChatOptions {
     pub signal: Option<AbortSignal>,
 }
 
-/// What the parent sends: plain text or a whole message.
-pub enum ChatMessage {
-    Text(String),
-    Message(UIMessage),
-}
-
-impl From<&str> for ChatMessage {
-    fn from(text: &str) -> Self {
-        ChatMessage::Text(text.to_string())
-    }
-}
-
-impl From<String> for ChatMessage {
-    fn from(text: String) -> Self {
-        ChatMessage::Text(text)
-    }
-}
-
-impl From<UIMessage> for ChatMessage {
-    fn from(message: UIMessage) -> Self {
-        ChatMessage::Message(message)
-    }
-}
-
-/// Runs one turn of the child agent `binding`/`name` and returns when it ended.
+/// Runs one turn of the child agent `binding`/`name` and returns when it
+/// ended. Plain text is sent as such: the child mints the message id.
 pub async fn chat(
     env: &Env,
     binding: &str,
@@ -97,10 +74,6 @@ pub async fn chat(
     callback: &mut dyn ChatCallback,
     options: ChatOptions,
 ) -> worker::Result<()> {
-    let message = match message.into() {
-        ChatMessage::Text(text) => UIMessage::user_text(super::ids::random_token(16), text),
-        ChatMessage::Message(message) => message,
-    };
     let stub = env
         .durable_object(binding)?
         .id_from_name(name)?
@@ -109,11 +82,7 @@ pub async fn chat(
     headers.set("Upgrade", "websocket")?;
     let mut init = RequestInit::new();
     init.with_headers(headers);
-    let namespace = crate::routing::kebab(binding);
-    let url = format!(
-        "https://agent/agents/{namespace}/{name}{}",
-        super::host::CHANNEL_PATH
-    );
+    let url = crate::routing::channel_url(binding, name);
     let response = stub
         .fetch_with_request(Request::new_with_init(&url, &init)?)
         .await?;
@@ -122,11 +91,12 @@ pub async fn chat(
         .ok_or_else(|| worker::Error::RustError("the child agent refused the channel".into()))?;
     ws.accept()?;
     let mut events = ws.events()?;
-    ws.send_with_str(
-        json!({"type": types::RPC_CHAT, "message": message, "clientTools": options.client_tools,
-               "executor": options.on_client_tool_call.is_some()})
-        .to_string(),
-    )?;
+    let open = ParentFrame::Chat(RpcChat {
+        message: message.into(),
+        client_tools: options.client_tools,
+        executor: options.on_client_tool_call.is_some(),
+    });
+    ws.send_with_str(open.to_json())?;
     let executor = options.on_client_tool_call;
     let mut abort = match options.signal {
         Some(AbortSignal(rx)) => rx.map(|r| r.is_ok()).boxed_local(),
@@ -141,7 +111,7 @@ pub async fn chat(
                 if fired && !aborted {
                     aborted = true;
                     if let Some(id) = &request_id {
-                        ws.send_with_str(json!({"type": types::CHAT_REQUEST_CANCEL, "id": id}).to_string())?;
+                        send_cancel(&ws, id)?;
                     }
                 }
                 abort = futures::future::pending().boxed_local();
@@ -156,100 +126,81 @@ pub async fn chat(
             }
             Some(Err(e)) => return Err(e),
         };
-        let Ok(frame) = serde_json::from_str::<Value>(&text) else {
-            continue;
+        let frame = match parse_child_frame(&text) {
+            Ok(frame) => frame,
+            Err(error) => {
+                callback.on_error(&format!("the child agent sent a malformed frame: {error}"));
+                break;
+            }
         };
-        match frame.get("type").and_then(Value::as_str) {
-            Some(types::RPC_STARTED) => {
-                let id = frame["requestId"].as_str().unwrap_or_default().to_string();
+        match frame {
+            ChildFrame::Started { request_id: id } => {
                 callback.on_start(&id);
                 if aborted {
-                    ws.send_with_str(
-                        json!({"type": types::CHAT_REQUEST_CANCEL, "id": id}).to_string(),
-                    )?;
+                    send_cancel(&ws, &id)?;
                 }
                 request_id = Some(id);
             }
-            Some(types::RPC_TOOL_CALL) => {
-                let call = ClientToolCall {
-                    tool_name: frame["toolName"].as_str().unwrap_or_default().to_string(),
-                    tool_call_id: frame["toolCallId"].as_str().unwrap_or_default().to_string(),
-                    input: frame["input"].clone(),
-                };
-                let result = match &executor {
-                    Some(run) => run(call.clone()).await,
-                    None => Err("no executor for client tools".to_string()),
-                };
-                let mut reply = json!({"type": types::RPC_TOOL_RESULT, "callId": frame["callId"],
-                                       "toolCallId": call.tool_call_id});
-                match result {
-                    Ok(output) => reply["output"] = output,
-                    Err(error) => reply["error"] = json!(error),
-                }
-                ws.send_with_str(reply.to_string())?;
+            ChildFrame::ToolCall(call) => {
+                let reply = run_tool_call(executor.as_ref(), call).await;
+                ws.send_with_str(reply.to_json())?;
             }
-            Some(types::USE_CHAT_RESPONSE) if request_id.as_deref() == frame["id"].as_str() => {
-                let body = frame["body"].as_str().unwrap_or_default();
-                let done = frame["done"].as_bool().unwrap_or(false);
-                if frame["error"].as_bool() == Some(true) {
-                    callback.on_error(body);
-                    if done {
+            ChildFrame::Response(response) if request_id.as_ref() == Some(&response.id) => {
+                if response.error {
+                    callback.on_error(&response.body);
+                    if response.done {
                         break;
                     }
                     continue;
                 }
-                if !done {
-                    callback.on_event(body);
+                if !response.done {
+                    callback.on_event(&response.body);
                     continue;
                 }
-                if frame["outcome"].as_str() == Some("completed") {
+                if response.outcome == Some(Outcome::Completed) {
                     callback.on_done();
                 }
                 break;
             }
-            _ => {}
+            // The child refused a frame of ours: the turn cannot go on.
+            ChildFrame::Refused { error } => {
+                callback.on_error(&error);
+                break;
+            }
+            ChildFrame::Response(_) | ChildFrame::Other => {}
         }
     }
     let _ = ws.close(Some(1000), Some("turn ended"));
     Ok(())
 }
 
-/// The child's side: a frame from a parent's channel as a core event.
-pub fn channel_event(conn: ConnId, text: String) -> Event {
-    let Ok(frame) = serde_json::from_str::<Value>(&text) else {
-        return Event::Frame { conn, text };
+fn send_cancel(ws: &WebSocket, id: &str) -> worker::Result<()> {
+    ws.send_with_str(ParentFrame::Cancel { id: id.to_string() }.to_json())
+}
+
+/// Runs one of the child's calls to the parent's client tools; the answer
+/// for the channel.
+async fn run_tool_call(executor: Option<&ClientToolExecutor>, call: RpcToolCall) -> ParentFrame {
+    let RpcToolCall {
+        call_id,
+        tool_call_id,
+        tool_name,
+        input,
+    } = call;
+    let result = match executor {
+        Some(run) => {
+            run(ClientToolCall {
+                tool_name,
+                tool_call_id: tool_call_id.clone(),
+                input,
+            })
+            .await
+        }
+        None => Err("no executor for client tools".to_string()),
     };
-    match frame.get("type").and_then(Value::as_str) {
-        Some(types::RPC_CHAT) => {
-            let message = match &frame["message"] {
-                Value::String(text) => Some(UIMessage::user_text(
-                    super::ids::random_token(16),
-                    text.clone(),
-                )),
-                other => serde_json::from_value::<UIMessage>(other.clone()).ok(),
-            };
-            let tools = serde_json::from_value(frame["clientTools"].clone()).unwrap_or_default();
-            match message {
-                Some(message) => Event::ProgrammaticChat {
-                    conn: Some(conn),
-                    message,
-                    tools,
-                    executor: frame["executor"].as_bool().unwrap_or(false),
-                },
-                None => Event::Frame { conn, text },
-            }
-        }
-        Some(types::RPC_TOOL_RESULT) => {
-            let result = match frame.get("error").and_then(Value::as_str) {
-                Some(error) => Err(error.to_string()),
-                None => Ok(frame.get("output").cloned().unwrap_or(Value::Null)),
-            };
-            Event::ToolDone {
-                call: frame["callId"].as_u64().unwrap_or(0),
-                tool_call_id: frame["toolCallId"].as_str().unwrap_or_default().to_string(),
-                result,
-            }
-        }
-        _ => Event::Frame { conn, text },
-    }
+    ParentFrame::ToolResult(RpcToolResult {
+        call_id,
+        tool_call_id,
+        result,
+    })
 }

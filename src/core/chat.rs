@@ -234,7 +234,10 @@ impl Core {
     ) {
         let request_id = self.new_id(super::ids::IdKind::Request);
         if let Some(conn) = &conn {
-            self.send_to(vec![conn.clone()], server::rpc_started(&request_id));
+            self.send_to(
+                vec![conn.clone()],
+                crate::protocol::channel::rpc_started(&request_id),
+            );
         }
         let mut message = message;
         message.role = crate::protocol::Role::User;

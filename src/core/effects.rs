@@ -32,6 +32,12 @@ pub enum Event {
         conn: ConnId,
         text: String,
     },
+    /// A text frame from a parent agent's channel `conn` (already `Adopted`):
+    /// a sub-agent turn, a tool result or a cancel (see protocol/channel.rs).
+    ChannelFrame {
+        conn: ConnId,
+        text: String,
+    },
     Disconnected {
         conn: ConnId,
     },
@@ -55,9 +61,9 @@ pub enum Event {
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
     /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
-    /// agent's over channel `conn` (already `Adopted`). `tools` are client
-    /// tools for this turn only; with `executor` their calls are sent back on
-    /// the channel to run.
+    /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
+    /// `tools` are client tools for this turn only; with `executor` their
+    /// calls are sent back on the channel to run.
     ProgrammaticChat {
         conn: Option<ConnId>,
         message: UIMessage,

@@ -2,7 +2,7 @@
 //! bounds, each answered with a clear error instead of a crash or a hang.
 
 use crate::protocol::client::MAX_ID_BYTES;
-use crate::protocol::{ChatRequest, ToolResult};
+use crate::protocol::{ChatRequest, ToolResult, UIMessage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -37,6 +37,17 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// An incoming frame of `bytes` bytes is not parsed when over the limit.
+    pub fn check_frame_size(&self, bytes: usize) -> Result<(), String> {
+        if bytes > self.max_frame_bytes {
+            return Err(format!(
+                "frame too large: {bytes} bytes (limit {})",
+                self.max_frame_bytes
+            ));
+        }
+        Ok(())
+    }
+
     pub fn check_chat_request(&self, request: &ChatRequest) -> Result<(), String> {
         if request.messages.len() > self.max_messages {
             return Err(format!(
@@ -45,11 +56,13 @@ impl Limits {
                 self.max_messages
             ));
         }
-        if let Some(m) = request
-            .messages
-            .iter()
-            .find(|m| m.parts.len() > self.max_parts)
-        {
+        self.check_messages(&request.messages)?;
+        self.check_client_tools(request.client_tools.as_ref().map_or(0, Vec::len))
+    }
+
+    /// Each message's parts and id (the count of messages is the caller's).
+    pub fn check_messages(&self, messages: &[UIMessage]) -> Result<(), String> {
+        if let Some(m) = messages.iter().find(|m| m.parts.len() > self.max_parts) {
             return Err(format!(
                 "message {} has too many parts: {} (limit {})",
                 m.id,
@@ -57,31 +70,37 @@ impl Limits {
                 self.max_parts
             ));
         }
-        if let Some(m) = request.messages.iter().find(|m| m.id.is_empty()) {
+        if let Some(m) = messages.iter().find(|m| m.id.is_empty()) {
             return Err(format!("a {:?} message has an empty id", m.role));
         }
-        if let Some(m) = request.messages.iter().find(|m| m.id.len() > MAX_ID_BYTES) {
+        if let Some(m) = messages.iter().find(|m| m.id.len() > MAX_ID_BYTES) {
             return Err(format!(
                 "a message id is too long: {} bytes (limit {MAX_ID_BYTES})",
                 m.id.len()
             ));
         }
-        self.check_client_tools(request.client_tools.as_ref().map_or(0, Vec::len))
+        Ok(())
     }
 
     pub fn check_tool_result(&self, result: &ToolResult) -> Result<(), String> {
         let size =
             result.output.to_string().len() + result.error_text.as_ref().map_or(0, String::len);
-        if size > self.max_tool_result_bytes {
-            return Err(format!(
-                "tool result for {} is too large: {size} bytes (limit {})",
-                result.tool_call_id, self.max_tool_result_bytes
-            ));
-        }
+        self.check_tool_result_size(&result.tool_call_id, size)?;
         self.check_client_tools(result.client_tools.as_ref().map_or(0, Vec::len))
     }
 
-    fn check_client_tools(&self, count: usize) -> Result<(), String> {
+    /// A tool result's output (serialized) plus its error text, `size` bytes.
+    pub fn check_tool_result_size(&self, tool_call_id: &str, size: usize) -> Result<(), String> {
+        if size > self.max_tool_result_bytes {
+            return Err(format!(
+                "tool result for {tool_call_id} is too large: {size} bytes (limit {})",
+                self.max_tool_result_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn check_client_tools(&self, count: usize) -> Result<(), String> {
         if count > self.max_client_tools {
             return Err(format!(
                 "too many client tools: {count} (limit {})",

@@ -10,6 +10,7 @@
 //! eviction carries on.
 
 pub mod accumulator;
+pub mod channel;
 mod chat;
 mod chunk_log;
 pub mod config;
@@ -132,6 +133,7 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
                 self.fail_remote_calls(&conn);

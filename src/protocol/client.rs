@@ -94,14 +94,15 @@ pub const DEFAULT_TOOL_ERROR: &str = "Tool execution denied by user";
 /// unbounded one would multiply the size of everything the agent sends.
 pub const MAX_ID_BYTES: usize = 256;
 
-fn invalid(frame: &'static str, reason: impl Into<String>) -> FrameError {
+pub(super) fn invalid(frame: &'static str, reason: impl Into<String>) -> FrameError {
     FrameError::Invalid {
         frame,
         reason: reason.into(),
     }
 }
 
-fn string_field(
+/// A required, non-empty string of at most `MAX_ID_BYTES` (an id).
+pub(super) fn string_field(
     obj: &Map<String, Value>,
     key: &str,
     frame: &'static str,
@@ -125,7 +126,9 @@ fn bool_field(obj: &Map<String, Value>, key: &str, default: bool) -> bool {
     obj.get(key).and_then(Value::as_bool).unwrap_or(default)
 }
 
-fn client_tools(
+/// An optional client tool list: absent or `null` is `None`, anything but
+/// a list of tool schemas is an error.
+pub(super) fn client_tools(
     value: Option<&Value>,
     frame: &'static str,
 ) -> Result<Option<Vec<ClientToolSchema>>, FrameError> {

@@ -1,6 +1,8 @@
 //! Wire types of the `useAgentChat` protocol: client frames, server frames,
-//! `UIMessage` and `UIMessageChunk`. Serde only; no behaviour.
+//! `UIMessage` and `UIMessageChunk`, and the parent ↔ child channel of
+//! sub-agents. Serde only; no behaviour.
 
+pub mod channel;
 pub mod chunk;
 pub mod client;
 pub mod message;

@@ -1,14 +1,14 @@
 //! Frames the agent sends, serialized once into the exact JSON text that goes
 //! on every socket.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::message::UIMessage;
 use super::types;
 
 /// How a request ended, carried on terminal `done` frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Completed,
@@ -123,23 +123,6 @@ pub fn stream_resume_none(reason: Option<&str>, probe_id: Option<&str>) -> Strin
 
 pub fn chat_recovering(recovering: bool, id: &str) -> String {
     json!({"type": types::CHAT_RECOVERING, "recovering": recovering, "id": id}).to_string()
-}
-
-/// First frame on a parent agent's channel: the request id of its turn.
-pub fn rpc_started(request_id: &str) -> String {
-    json!({"type": types::RPC_STARTED, "requestId": request_id}).to_string()
-}
-
-/// Asks the parent agent to run one of the turn's client tools.
-pub fn rpc_tool_call(
-    call: u64,
-    tool_call_id: &str,
-    tool_name: &str,
-    input: &serde_json::Value,
-) -> String {
-    json!({"type": types::RPC_TOOL_CALL, "callId": call, "toolCallId": tool_call_id,
-           "toolName": tool_name, "input": input})
-    .to_string()
 }
 
 /// Answer to a frame that could not be taken and has no request id to answer on.

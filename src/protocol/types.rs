@@ -19,7 +19,7 @@ pub const MCP_SERVERS: &str = "cf_agent_mcp_servers";
 /// Our own frame for a request the agent refused (bad input, limits).
 pub const CHAT_ERROR: &str = "cf_agent_chat_error";
 
-// The parent ↔ child agent channel of `chat()` (see agent/subagent.rs).
+// The parent ↔ child agent channel of `chat()` (see protocol/channel.rs).
 pub const RPC_CHAT: &str = "cf_agent_rpc_chat";
 pub const RPC_STARTED: &str = "cf_agent_rpc_started";
 pub const RPC_TOOL_CALL: &str = "cf_agent_rpc_tool_call";

@@ -508,7 +508,8 @@ mod tests {
             key: ConfigKey::Queue,
             value: "[]".into(),
         });
-        let queued = r#"[{"requestId":"r2","trigger":"submit","messageIds":["u2"],"submittedAt":2}]"#;
+        let queued =
+            r#"[{"requestId":"r2","trigger":"submit","messageIds":["u2"],"submittedAt":2}]"#;
         store.apply(&StoreOp::PutConfig {
             key: ConfigKey::Queue,
             value: queued.into(),

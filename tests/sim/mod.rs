@@ -215,6 +215,15 @@ impl Sim {
         });
     }
 
+    /// A text frame from a parent agent on channel `tab` (see `open_channel`).
+    pub fn send_channel(&mut self, tab: &str, frame: impl Into<String>) {
+        let text = frame.into();
+        self.handle(Event::ChannelFrame {
+            conn: conn(tab),
+            text,
+        });
+    }
+
     pub fn frames(&self, tab: &str) -> &[Value] {
         self.tabs.get(tab).map_or(&[], |t| &t.frames)
     }

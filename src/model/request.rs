@@ -17,6 +17,22 @@ pub struct ModelRequest {
     pub headers: Vec<(String, String)>,
 }
 
+impl ModelRequest {
+    /// A request of one user message to `model`, with no tools.
+    pub fn user_text(model: &str, text: &str) -> ModelRequest {
+        ModelRequest {
+            settings: ModelSettings {
+                model: model.to_string(),
+                ..ModelSettings::default()
+            },
+            messages: vec![ModelMessage::User {
+                content: text.to_string(),
+            }],
+            ..ModelRequest::default()
+        }
+    }
+}
+
 /// Which model to ask and how to sample. `None` leaves the provider's default in place.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelSettings {

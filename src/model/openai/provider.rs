@@ -77,19 +77,10 @@ impl ModelProvider for OpenAiCompatible {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{FinishReason, ModelEvent, ModelMessage, ModelSettings, ResponseDecoder};
+    use crate::model::{FinishReason, ModelEvent, ResponseDecoder};
 
     fn request() -> ModelRequest {
-        ModelRequest {
-            settings: ModelSettings {
-                model: "m".into(),
-                ..ModelSettings::default()
-            },
-            messages: vec![ModelMessage::User {
-                content: "hi".into(),
-            }],
-            ..ModelRequest::default()
-        }
+        ModelRequest::user_text("m", "hi")
     }
 
     fn http(plan: CallPlan) -> HttpRequest {

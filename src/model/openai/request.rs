@@ -106,19 +106,14 @@ mod tests {
         })
     }
 
-    #[test]
-    fn body_carries_the_whole_conversation_and_tools() {
-        let settings = ModelSettings {
-            model: "gpt-test".into(),
-            temperature: Some(0.5),
-            max_tokens: Some(256),
-        };
-        let messages = vec![
+    /// System prompt, `question`, a tool call with its result, and an answer.
+    fn weather_conversation(question: &str) -> Vec<ModelMessage> {
+        vec![
             ModelMessage::System {
                 content: "be brief".into(),
             },
             ModelMessage::User {
-                content: "weather?".into(),
+                content: question.into(),
             },
             ModelMessage::Assistant {
                 content: None,
@@ -136,7 +131,17 @@ mod tests {
                 content: Some("It rains.".into()),
                 tool_calls: vec![],
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn body_carries_the_whole_conversation_and_tools() {
+        let settings = ModelSettings {
+            model: "gpt-test".into(),
+            temperature: Some(0.5),
+            max_tokens: Some(256),
+        };
+        let messages = weather_conversation("weather?");
         let tools = vec![ToolDefinition {
             name: "get_weather".into(),
             description: "Current weather".into(),
@@ -236,34 +241,14 @@ mod tests {
                 temperature: Some(0.5),
                 max_tokens: Some(256),
             },
-            messages: vec![
-                ModelMessage::System {
-                    content: "be brief".into(),
-                },
-                ModelMessage::User {
-                    content: "weather in \"Oslo\"?\n🌍".into(),
-                },
-                ModelMessage::Assistant {
-                    content: None,
-                    tool_calls: vec![ModelToolCall {
-                        id: "call_1".into(),
-                        name: "get_weather".into(),
-                        arguments: r#"{"city":"Oslo"}"#.into(),
-                    }],
-                },
-                ModelMessage::Tool {
-                    tool_call_id: "call_1".into(),
-                    content: "rain".into(),
-                },
-                ModelMessage::Assistant {
-                    content: Some("It rains.".into()),
-                    tool_calls: vec![],
-                },
-                ModelMessage::Assistant {
+            messages: [
+                weather_conversation("weather in \"Oslo\"?\n🌍"),
+                vec![ModelMessage::Assistant {
                     content: Some("".into()),
                     tool_calls: vec![],
-                },
-            ],
+                }],
+            ]
+            .concat(),
             tools: vec![ToolDefinition {
                 name: "get_weather".into(),
                 description: "Current weather".into(),
@@ -293,18 +278,8 @@ mod tests {
 
     #[test]
     fn minimal_body_bytes() {
-        let request = ModelRequest {
-            settings: ModelSettings {
-                model: "m".into(),
-                ..ModelSettings::default()
-            },
-            messages: vec![ModelMessage::User {
-                content: "hi".into(),
-            }],
-            ..ModelRequest::default()
-        };
         assert_eq!(
-            request_body(&request),
+            request_body(&ModelRequest::user_text("m", "hi")),
             r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}"#
         );
     }

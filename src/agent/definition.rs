@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{
-    ApprovalRule, Concurrency, CoreConfig, CoreSettings, Limits, RetryPolicy, ToolSpec, TurnConfig,
-    TurnContext,
+    ApprovalRule, Concurrency, ContextPolicy, CoreConfig, CoreSettings, Limits, RetryPolicy,
+    ToolSpec, TurnConfig, TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -167,6 +167,9 @@ impl AgentSettings {
                     max_retries: vars
                         .parsed_or("MODEL_MAX_RETRIES", defaults.model_retry.max_retries),
                     ..defaults.model_retry
+                },
+                context: ContextPolicy {
+                    max_bytes: vars.parsed_or("MODEL_CONTEXT_BYTES", defaults.context.max_bytes),
                 },
                 ..defaults
             },

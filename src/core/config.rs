@@ -246,6 +246,8 @@ pub struct CoreSettings {
     pub recovery: RecoveryConfig,
     pub limits: super::limits::Limits,
     pub model_retry: RetryPolicy,
+    /// How much of a long conversation each model request carries.
+    pub context: super::context_window::ContextPolicy,
 }
 
 impl Default for CoreSettings {
@@ -259,6 +261,7 @@ impl Default for CoreSettings {
             recovery: RecoveryConfig::default(),
             limits: super::limits::Limits::default(),
             model_retry: RetryPolicy::default(),
+            context: Default::default(),
         }
     }
 }

@@ -16,6 +16,7 @@ mod chunk_log;
 pub mod config;
 pub mod connections;
 pub mod context;
+pub mod context_window;
 mod continuation;
 pub mod effects;
 pub mod ids;
@@ -45,6 +46,7 @@ pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     ToolSpec, TurnConfig, TurnContext, TurnTrigger,
 };
+pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;

@@ -1,7 +1,8 @@
 //! One step's model call: the request built from the transcript, the events
 //! of its stream turned into chunks (text, reasoning, tool calls), the stall
 //! check, and what a failed call does (retry after a backoff when transient
-//! and nothing was streamed yet, else end the turn with the error). Phase
+//! and nothing was streamed yet; asked again once with less context when the
+//! provider says the request is too long; else end the turn). Phase
 //! changes go through the transitions in `turn.rs`.
 
 use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
@@ -9,9 +10,14 @@ use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
 use super::context::{model_messages, turn_tools};
+use super::context_window;
 use super::effects::{CallId, Timer};
 use super::turn::{StepCall, StepRequest, TurnPhase};
 use super::Core;
+
+/// A turn whose request the model refused as too long, even with half of it left out.
+pub const CONTEXT_TOO_LONG: &str =
+    "The conversation is too long for the model, even with older messages left out";
 
 impl Core {
     pub(super) fn begin_step(&mut self) {
@@ -19,12 +25,22 @@ impl Core {
             return;
         };
         active.steps += 1;
-        let system = active.system.clone();
         self.emit(UIMessageChunk::StartStep);
-        let Some(active) = self.active.as_ref() else {
-            return;
-        };
-        // The answer being written replaces its stored copy (a recovery continues one).
+        let budget = self.config.context.max_bytes;
+        if let Some(request) = self.step_request(budget) {
+            self.enter_calling_model(StepRequest {
+                request,
+                retries: 0,
+                narrowed: false,
+            });
+        }
+    }
+
+    /// The step's request: the conversation up to the answer being written
+    /// (which replaces its stored copy: a recovery continues one), within
+    /// `context_budget` bytes (see `context_window.rs`; 0: no bound).
+    fn step_request(&self, context_budget: usize) -> Option<ModelRequest> {
+        let active = self.active.as_ref()?;
         let mut context: Vec<&UIMessage> = self
             .transcript
             .before(active.seq)
@@ -33,16 +49,33 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let request = ModelRequest {
+        let messages = model_messages(&active.system, &context);
+        Some(ModelRequest {
             settings: self.config.model.clone(),
-            messages: model_messages(&system, &context),
+            messages: context_window::fit(messages, context_budget),
             tools: turn_tools(&self.config.tools, self.active_client_tools()),
             headers: Vec::new(),
+        })
+    }
+
+    /// The provider refused the request as too long for the model: the step
+    /// is asked again once, with half the context the refused request held.
+    /// Returns false when that was tried already (the turn then fails).
+    fn retry_with_less_context(&mut self, refused: &StepRequest) -> bool {
+        let sent = context_window::estimated_bytes(&refused.request.messages);
+        let budget = sent / 2;
+        if refused.narrowed || budget == 0 {
+            return false;
+        }
+        let Some(request) = self.step_request(budget) else {
+            return false;
         };
         self.enter_calling_model(StepRequest {
             request,
-            retries: 0,
+            retries: refused.retries,
+            narrowed: true,
         });
+        true
     }
 
     /// The retry timer fired: send the step's request again on a new call.
@@ -214,6 +247,15 @@ impl Core {
         else {
             return;
         };
+        if failure.context_overflow && !current.streamed {
+            let refused = current.request.clone();
+            if self.retry_with_less_context(&refused) {
+                return;
+            }
+            let text = format!("{CONTEXT_TOO_LONG} ({})", failure.text);
+            self.end_turn(Outcome::Error, Some(text));
+            return;
+        }
         let policy = self.config.model_retry;
         let delay = (failure.transient && !current.streamed)
             .then(|| policy.delay(current.request.retries + 1, failure.retry_after_ms))

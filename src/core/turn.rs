@@ -34,6 +34,9 @@ pub(super) struct StepCall {
 pub(super) struct StepRequest {
     pub(super) request: ModelRequest,
     pub(super) retries: u32,
+    /// The request was built again with less context after the provider
+    /// refused it as too long (which happens at most once a step).
+    pub(super) narrowed: bool,
 }
 
 /// The step's model call in flight.

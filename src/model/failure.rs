@@ -13,6 +13,9 @@ pub struct ModelFailure {
     pub transient: bool,
     /// How long the provider asked us to wait, in milliseconds.
     pub retry_after_ms: Option<u64>,
+    /// The provider refused the request as longer than the model's context:
+    /// the same request with fewer messages may go through.
+    pub context_overflow: bool,
 }
 
 impl ModelFailure {
@@ -22,6 +25,7 @@ impl ModelFailure {
             text: text.into(),
             transient: false,
             retry_after_ms: None,
+            context_overflow: false,
         }
     }
 
@@ -31,6 +35,7 @@ impl ModelFailure {
             text: text.into(),
             transient: true,
             retry_after_ms: None,
+            context_overflow: false,
         }
     }
 
@@ -57,7 +62,14 @@ impl ModelFailure {
             text: text.into(),
             transient: is_transient_status(status),
             retry_after_ms: hint,
+            context_overflow: false,
         }
+    }
+
+    /// Marks the failure as a context overflow (see `context_overflow`).
+    pub fn overflowing_context(mut self) -> Self {
+        self.context_overflow = true;
+        self
     }
 }
 

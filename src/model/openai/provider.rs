@@ -65,13 +65,35 @@ impl ModelProvider for OpenAiCompatible {
         body: &str,
         header: &dyn Fn(&str) -> Option<String>,
     ) -> ModelFailure {
-        ModelFailure::http(
+        let failure = ModelFailure::http(
             status,
             http_error_text(status, body),
             header("retry-after-ms").as_deref(),
             header("retry-after").as_deref(),
-        )
+        );
+        if is_context_overflow(status, body) {
+            failure.overflowing_context()
+        } else {
+            failure
+        }
     }
+}
+
+/// OpenAI answers an over-long request with 400 and the error code
+/// `context_length_exceeded`; compatible servers often only say so in the
+/// message ("maximum context length", "context window").
+fn is_context_overflow(status: u16, body: &str) -> bool {
+    if !matches!(status, 400 | 413 | 422) {
+        return false;
+    }
+    let body = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "context window",
+    ]
+    .iter()
+    .any(|needle| body.contains(needle))
 }
 
 #[cfg(test)]
@@ -81,6 +103,22 @@ mod tests {
 
     fn request() -> ModelRequest {
         ModelRequest::user_text("m", "hi")
+    }
+
+    #[test]
+    fn an_over_long_request_is_told_apart_from_other_bad_requests() {
+        let provider = OpenAiCompatible::new("http://h/v1", None);
+        let none = |_: &str| None;
+        let overflow = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        let failure = provider.http_failure(400, overflow, &none);
+        assert!(failure.context_overflow && !failure.transient);
+        let other = provider.http_failure(400, r#"{"error":{"message":"bad tool schema"}}"#, &none);
+        assert!(!other.context_overflow);
+        let overloaded = provider.http_failure(503, "context window busy", &none);
+        assert!(
+            !overloaded.context_overflow,
+            "only a refusal of the request counts"
+        );
     }
 
     fn http(plan: CallPlan) -> HttpRequest {
@@ -147,6 +185,7 @@ mod tests {
                 text: "429 Too Many Requests: rate limited".into(),
                 transient: true,
                 retry_after_ms: Some(1500),
+                context_overflow: false,
             }
         );
         let failure = provider.http_failure(401, "bad key", &|_: &str| None);

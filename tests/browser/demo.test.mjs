@@ -149,6 +149,31 @@ test('a plain turn streams the reply; Enter sends and Shift+Enter adds a newline
   await page.close();
 });
 
+test('the page sends only its newest message; the agent keeps the history', async () => {
+  const sent = [];
+  const page = await context.newPage();
+  page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => {
+    try {
+      const frame = JSON.parse(String(payload));
+      if (frame.type === 'cf_agent_use_chat_request') sent.push(JSON.parse(frame.init.body));
+    } catch { /* not a JSON frame */ }
+  }));
+  await page.goto(`${worker.url}/?name=tail`);
+  await waitConnected(page);
+  for (const text of ['one', 'two', 'three']) {
+    await send(page, text);
+    await waitForAssistantText(page, `You said: ${text}`);
+    await waitIdle(page);
+  }
+  assert.equal(sent.length, 3);
+  assert.deepEqual(sent.map((body) => body.messages.length), [1, 1, 1], 'each request carries one message');
+  assert.deepEqual(sent.map((body) => body.messages[0].parts[0].text), ['one', 'two', 'three']);
+  const stored = await getMessages(worker.url, 'ChatAgent', 'tail');
+  assert.equal(stored.length, 6);
+  assert.equal(await page.getByTestId('message').count(), 6);
+  await page.close();
+});
+
 test('message text is rendered as text, never as HTML', async () => {
   const page = await openChat('html-escape');
   const payload = '<img src=x onerror="window.__pwned=1"><b>bold</b>';

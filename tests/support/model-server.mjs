@@ -5,7 +5,8 @@
 // The reply is a pure function of the request's messages and tools (see `planReply` for the
 // rules), except `[http-once:NNN]`: the first request whose last user message carries it is
 // answered with status NNN (and `retry-after-ms` when the message also has `[retry-after-ms:N]`),
-// later ones normally; it exercises a client's retries.
+// later ones normally; it exercises a client's retries. With `maxContextBytes`, a longer request
+// is refused as OpenAI refuses one longer than the model's context.
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
 // onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
 // when the client went away first); see `startModelServer` for the record's fields.
@@ -376,12 +377,17 @@ function readBody(req) {
  *   headers flushed, firstContentAt = first text word written (null for tool calls), lastByteAt =
  *   the response's last byte handed to the OS ('finish'; or the close time when the client went
  *   away first, then complete=false); chunks = SSE events written. Without it nothing changes.
+ * @param {number} [opts.maxContextBytes] requests whose body is longer are answered 400
+ *   `context_length_exceeded`, as OpenAI answers one longer than the model's context (their sizes
+ *   are collected in `refusedForContext`, and they are not in `requests`).
  * @returns {Promise<{url: string, port: number, requests: object[], close: () => Promise<void>}>}
  *   `url` is the OpenAI base URL, e.g. http://127.0.0.1:PORT/v1; `requests` collects every
  *   chat-completions request body (cleared by POST /__reset).
  */
-export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming } = {}) {
+export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming, maxContextBytes } = {}) {
   const requests = [];
+  /** Byte sizes of the requests refused as longer than `maxContextBytes`. */
+  const refusedForContext = [];
   const failedOnce = new Set();
   const server = http.createServer(async (req, res) => {
     try {
@@ -413,6 +419,16 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming 
         } catch {
           res.writeHead(400, { 'content-type': 'application/json' });
           res.end(errorBody('request body is not JSON'));
+          return;
+        }
+        if (maxContextBytes && Buffer.byteLength(raw) > maxContextBytes) {
+          // What OpenAI answers a request longer than the model's context.
+          refusedForContext.push(Buffer.byteLength(raw));
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: {
+            message: `This model's maximum context length is ${maxContextBytes} bytes; the request has ${Buffer.byteLength(raw)}.`,
+            type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded',
+          } }));
           return;
         }
         requests.push(body);
@@ -471,6 +487,7 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming 
     url: `http://${host}:${actualPort}/v1`,
     port: actualPort,
     requests,
+    refusedForContext,
     server,
     close() {
       if (closed) return Promise.resolve();

@@ -1,5 +1,6 @@
 import { useCallback, useState } from 'react';
 import { useAgentChat } from 'agents/chat/react';
+import { sendOnlyTheTail } from '../tailRequest.js';
 import { clientTools, runClientTool } from '../clientTools.js';
 import { suggestions } from '../config.js';
 import { Composer } from './Composer.jsx';
@@ -21,6 +22,7 @@ export function Chat({ agent, connection }) {
     tools: clientTools, // schemas go to the server because every entry has `execute`
     onToolCall: runClientTool, // …and the browser runs them here
     onTurnEnd,
+    prepareSendMessagesRequest: sendOnlyTheTail, // the server keeps the history
   });
   const {
     messages, sendMessage, status, error, clearError, stop, clearHistory,

@@ -1,0 +1,108 @@
+// End-to-end on the real runtime: long conversations. The stock client configured with the
+// README's `prepareSendMessagesRequest` (the demo's `sendOnlyTheTail`) sends only its newest
+// message and the server keeps the history (submit and regenerate, under both hooks); a
+// conversation grown through tail requests keeps every message across a restart while each model
+// request stays within MODEL_CONTEXT_BYTES; and a provider that refuses an over-long request
+// (400 context_length_exceeded) gets it again with less context, so the turn still completes.
+
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
+import { workerFor, tab, rid, waitUntil } from '../support/e2e.mjs';
+import { startModelServer } from '../support/model-server.mjs';
+import { mountAgentChat } from '../support/agent-chat-node.mjs';
+import { sendOnlyTheTail } from '../../demo/src/tailRequest.js';
+
+const AGENT = 'ChatAgent';
+
+const requestsSent = (tabHandle) => tabHandle.sent.filter((f) => f.type === 'cf_agent_use_chat_request');
+const messagesOf = (frame) => JSON.parse(frame.init.body).messages;
+const lastText = (chat) => {
+  const last = chat.messages.at(-1);
+  return last?.role === 'assistant' ? last.parts.filter((p) => p.type === 'text').map((p) => p.text).join('') : '';
+};
+
+for (const hook of ['think', 'agents']) describe(`tail requests with ${hook === 'think' ? '@cloudflare/think/react' : 'agents/chat/react'}`, () => {
+  test('each request carries only the newest message; the server keeps the whole history; regenerate replaces the last answer', async (t) => {
+    const w = await workerFor(t);
+    const room = `long-tail-${hook}`;
+    const a = await mountAgentChat({ url: w.url, name: room, hook, chatOptions: { prepareSendMessagesRequest: sendOnlyTheTail } });
+    t.after(() => a.unmount());
+    await a.waitFor(() => a.frames.some((f) => f.type === 'cf_agent_stream_resume_none'));
+
+    for (const text of ['first question', 'second question', 'third question']) {
+      await a.chat.sendMessage({ text });
+      await a.waitFor((c) => c.status === 'ready' && lastText(c) === `You said: ${text}`);
+    }
+    const sent = requestsSent(a);
+    assert.equal(sent.length, 3);
+    for (const frame of sent) assert.equal(messagesOf(frame).length, 1, 'only the new message is sent');
+    assert.deepEqual(messagesOf(sent[2])[0].parts, [{ type: 'text', text: 'third question' }]);
+    const stored = await getMessages(w.url, AGENT, room);
+    assert.equal(stored.length, 6, 'the history is kept by the server');
+    assert.deepEqual(a.chat.messages.map((m) => m.id), stored.map((m) => m.id));
+
+    await a.chat.regenerate();
+    await a.waitFor((c) => c.status === 'ready' && c.messages.length === 6 && lastText(c) === 'You said: third question'
+      && c.messages.at(-1).id !== stored.at(-1).id);
+    const regenerate = requestsSent(a).at(-1);
+    assert.equal(JSON.parse(regenerate.init.body).trigger, 'regenerate-message');
+    assert.deepEqual(messagesOf(regenerate).map((m) => m.id), [stored[4].id], 'only the anchor is sent');
+    const after = await getMessages(w.url, AGENT, room);
+    assert.deepEqual(after.slice(0, 5).map((m) => m.id), stored.slice(0, 5).map((m) => m.id), 'nothing before the anchor is touched');
+    assert.notEqual(after[5].id, stored[5].id, 'the last answer was replaced');
+    assert.equal(after.length, 6);
+    assert.deepEqual(a.errors, []);
+  });
+});
+
+test('a conversation grown through tail requests keeps every message across a restart, and every model request stays within MODEL_CONTEXT_BYTES', async (t) => {
+  const budget = 40_000;
+  const w = await workerFor(t, { bindings: { MODEL_CONTEXT_BYTES: String(budget) } });
+  const room = 'long-growth';
+  const a = await tab(w, room);
+  const turns = 150;
+  const filler = 'x'.repeat(600);
+  for (let i = 0; i < turns; i++) {
+    const { done } = await sendAndWait(a, rid(), [userMessage(rid('u'), `q${i} ${filler}`)]);
+    assert.equal(done.outcome, 'completed', `turn ${i}`);
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 2 * turns);
+  const storedBytes = JSON.stringify(stored).length;
+  assert.ok(storedBytes > 4 * budget, `the history (${storedBytes} B) is far beyond one request's budget`);
+
+  const sizes = w.model.requests.map((body) => JSON.stringify(body.messages).length);
+  const largest = Math.max(...sizes);
+  t.diagnostic(`history ${storedBytes} B over ${stored.length} messages; largest model request ${largest} B of messages`);
+  assert.ok(largest < budget * 1.5, `every model request stays near the budget: ${largest}`);
+  const last = w.model.requests.at(-1).messages;
+  assert.equal(last[0].role, 'system');
+  assert.match(last[1].content, /earlier messages of this conversation are not shown/);
+  assert.match(last.at(-1).content, new RegExp(`^q${turns - 1} `), 'the newest question is always sent');
+
+  await w.restart();
+  const b = await tab(w, room);
+  const { done } = await sendAndWait(b, rid(), [userMessage(rid('u'), 'still there?')]);
+  assert.equal(done.outcome, 'completed');
+  const afterRestart = await getMessages(w.url, AGENT, room);
+  assert.equal(afterRestart.length, 2 * turns + 2, 'nothing was lost in the restart');
+  assert.deepEqual(afterRestart.slice(0, 2 * turns).map((m) => m.id), stored.map((m) => m.id));
+});
+
+test('a request the provider refuses as longer than its context is sent again with less, and the turn completes', async (t) => {
+  const model = await startModelServer({ maxContextBytes: 12_000 });
+  t.after(() => model.close());
+  // No bound of our own: only the provider's refusal narrows the context.
+  const w = await workerFor(t, { model, bindings: { MODEL_CONTEXT_BYTES: '0' } });
+  const room = 'long-overflow';
+  const a = await tab(w, room);
+  for (let i = 0; i < 20; i++) {
+    const { done } = await sendAndWait(a, rid(), [userMessage(rid('u'), `q${i} ${'y'.repeat(500)}`)]);
+    assert.equal(done.outcome, 'completed', `turn ${i}: ${JSON.stringify(done)}`);
+  }
+  assert.ok(model.refusedForContext.length > 0, 'the conversation outgrew the provider');
+  const frames = a.frames.filter((f) => f.type === 'cf_agent_use_chat_response' && f.error);
+  assert.deepEqual(frames, [], 'no turn showed an error');
+  await waitUntil(async () => (await getMessages(w.url, AGENT, room)).length === 40, { what: 'every answer stored' });
+});

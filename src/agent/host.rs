@@ -471,7 +471,7 @@ impl AgentHost {
         let mut events = Vec::new();
         while let Some(chunk) = body.next().await {
             let bytes =
-                chunk.map_err(|e| ModelFailure::transient(format!("Model stream failed: {e}")))?;
+                chunk.map_err(|e| ModelFailure::cut_off(format!("Model stream failed: {e}")))?;
             decoder.decode(&bytes, &mut events)?;
             self.deliver(call, &mut events);
             if decoder.is_finished() {

@@ -18,6 +18,7 @@ pub mod connections;
 pub mod context;
 pub mod context_window;
 mod continuation;
+mod cut_stream;
 pub mod effects;
 pub mod ids;
 pub mod limits;

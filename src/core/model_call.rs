@@ -247,6 +247,17 @@ impl Core {
         else {
             return;
         };
+        if failure.cut && current.streamed && self.recover_cut_stream() {
+            return;
+        }
+        let Some(current) = self
+            .active
+            .as_ref()
+            .and_then(|a| a.model_call())
+            .filter(|c| c.id == call)
+        else {
+            return;
+        };
         if failure.context_overflow && !current.streamed {
             let refused = current.request.clone();
             if self.retry_with_less_context(&refused) {

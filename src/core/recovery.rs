@@ -196,7 +196,7 @@ impl Core {
 
     /// A server tool whose run died with the isolate gets an error result;
     /// calls waiting for a person are left as they are.
-    fn repair_dead_server_calls(&self, message: &mut UIMessage) {
+    pub(super) fn repair_dead_server_calls(&self, message: &mut UIMessage) {
         for part in &mut message.parts {
             let Part::Tool(tool) = part else { continue };
             let client_call = self.client_tools.iter().any(|t| t.name == tool.tool_name);

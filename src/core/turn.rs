@@ -329,9 +329,24 @@ impl Core {
     /// Ends the active turn: persist the answer, send the transcript, then the
     /// terminal frame; then start whatever waits.
     pub(super) fn end_turn(&mut self, outcome: Outcome, error: Option<String>) {
-        let Some(mut active) = self.take_active() else {
+        let Some(turn) = self.close_turn(outcome, error) else {
             return;
         };
+        if turn.is_recovery() {
+            self.finish_recovery();
+        }
+        self.after_turn();
+    }
+
+    /// Ends the active turn's stream (the answer persisted, the transcript
+    /// and the terminal frame sent, a failure recorded) and returns the
+    /// ended turn; starts nothing.
+    pub(super) fn close_turn(
+        &mut self,
+        outcome: Outcome,
+        error: Option<String>,
+    ) -> Option<QueuedTurn> {
+        let mut active = self.take_active()?;
         let request_id = active.turn.request_id.clone();
         let continuation = active.continuation();
         let message_ids = active.turn.message_ids.clone();
@@ -363,10 +378,7 @@ impl Core {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
-        if active.turn.is_recovery() {
-            self.finish_recovery();
-        }
-        self.after_turn();
+        Some(active.turn)
     }
 
     /// A clear while a turn runs: it ends `aborted` and nothing of it is kept.

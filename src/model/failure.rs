@@ -16,6 +16,10 @@ pub struct ModelFailure {
     /// The provider refused the request as longer than the model's context:
     /// the same request with fewer messages may go through.
     pub context_overflow: bool,
+    /// The stream broke off (the connection dropped, or it ended without the
+    /// provider saying it was done) rather than the provider stating an error:
+    /// what it sent so far stands, and the answer can be continued.
+    pub cut: bool,
 }
 
 impl ModelFailure {
@@ -26,6 +30,7 @@ impl ModelFailure {
             transient: false,
             retry_after_ms: None,
             context_overflow: false,
+            cut: false,
         }
     }
 
@@ -36,6 +41,7 @@ impl ModelFailure {
             transient: true,
             retry_after_ms: None,
             context_overflow: false,
+            cut: false,
         }
     }
 
@@ -63,6 +69,15 @@ impl ModelFailure {
             transient: is_transient_status(status),
             retry_after_ms: hint,
             context_overflow: false,
+            cut: false,
+        }
+    }
+
+    /// A stream that broke off: transient, and continuable (see `cut`).
+    pub fn cut_off(text: impl Into<String>) -> Self {
+        ModelFailure {
+            cut: true,
+            ..ModelFailure::transient(text)
         }
     }
 
@@ -79,9 +94,8 @@ impl From<super::ModelError> for ModelFailure {
     fn from(error: super::ModelError) -> Self {
         let text = error.to_string();
         match error {
-            super::ModelError::Provider(_) | super::ModelError::Truncated => {
-                ModelFailure::transient(text)
-            }
+            super::ModelError::Provider(_) => ModelFailure::transient(text),
+            super::ModelError::Truncated => ModelFailure::cut_off(text),
             super::ModelError::Malformed(_) => ModelFailure::permanent(text),
         }
     }

@@ -1,6 +1,6 @@
 // End-to-end hardening: hostile model output against the real built worker under
 // Miniflare, driven by the scripted model server's directives: a stream that errors mid-way, a
-// stream cut without a finish, tool-call arguments that are not JSON, an unknown tool name, a
+// stream always cut without a finish (continued until the recovery budget is spent), tool-call arguments that are not JSON, an unknown tool name, a
 // model that calls tools forever (stopped by max_steps), and an endless stream (stopped by the
 // MODEL_STALL_TIMEOUT_MS stall timeout). Every case ends with the normal terminal frame and the
 // agent answers the next turn normally.
@@ -59,14 +59,16 @@ test('a stream that reports an error mid-way ends the turn with a readable error
   await assertHealthy(c, w, room);
 });
 
-test('a stream cut without a finish or [DONE] ends the turn with an error frame and an error outcome', async (t) => {
+test('a stream that is always cut without a finish or [DONE] is continued until the recovery budget is spent, then fails readably', async (t) => {
   const w = await workerFor(t);
   const room = 'model-truncate';
   const c = await tab(w, room);
   const { id, done, frames } = await turn(c, w, room, 'cut me off [truncate]');
-  const error = errorFrame(frames, id);
-  assert.match(error.body, /model stream|Model stream|network|connection/i);
-  assert.equal(done.outcome, 'error');
+  assert.equal(done.outcome, 'recovering', 'the cut request hands over to a recovery');
+  assert.deepEqual(responsesOf(frames, id).filter((f) => f.error), [], 'no error on the cut request');
+  const failed = await c.waitFor((f) => f.type === 'cf_agent_use_chat_response' && f.error === true, TURN_MS);
+  assert.match(failed.body, /could not recover|model stream|Model stream/i);
+  await c.waitFor((f) => f.type === 'cf_agent_chat_recovering' && f.recovering === false, TURN_MS);
   assert.ok(c.isOpen);
   await assertHealthy(c, w, room);
 });

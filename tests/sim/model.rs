@@ -126,9 +126,17 @@ impl Reply {
         self
     }
 
-    /// Streams what it has, then the connection breaks (a transient failure).
+    /// Streams what it has, then the provider reports a transient error.
     pub fn then_fail(mut self, text: &str) -> Reply {
         self.end = End::Fail(ModelFailure::transient(text));
+        self
+    }
+
+    /// Streams what it has, then the connection breaks off (no finish).
+    pub fn then_cut(mut self) -> Reply {
+        self.end = End::Fail(ModelFailure::cut_off(
+            "Model stream failed: connection reset",
+        ));
         self
     }
 }

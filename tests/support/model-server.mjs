@@ -5,7 +5,8 @@
 // The reply is a pure function of the request's messages and tools (see `planReply` for the
 // rules), except `[http-once:NNN]`: the first request whose last user message carries it is
 // answered with status NNN (and `retry-after-ms` when the message also has `[retry-after-ms:N]`),
-// later ones normally; it exercises a client's retries. With `maxContextBytes`, a longer request
+// later ones normally; it exercises a client's retries. `[truncate-once]` likewise cuts the first
+// reply to that message after two words (no finish, no [DONE]), as a dropped connection does. With `maxContextBytes`, a longer request
 // is refused as OpenAI refuses one longer than the model's context.
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
 // onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
@@ -101,6 +102,20 @@ function failOnce(body, seen) {
   seen.add(text);
   const hint = /\[retry-after-ms:(\d+)\]/.exec(text);
   return { status: Number(m[1]), headers: hint ? { 'retry-after-ms': hint[1] } : {} };
+}
+
+/**
+ * `[truncate-once]` in the last user message: true the first time that message is seen by this
+ * server (remembered in `seen`): that reply streams two words and ends without a finish, as a
+ * dropped connection does; a later request with it (or a continuation) is answered normally.
+ */
+function truncateOnce(body, seen) {
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const text = contentText(lastUser?.content);
+  if (!text.includes('[truncate-once]') || seen.has(text)) return false;
+  seen.add(text);
+  return true;
 }
 
 /**
@@ -438,7 +453,8 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming,
           res.end(errorBody(`scripted transient error ${once.status}`));
           return;
         }
-        const plan = planReply(body);
+        let plan = planReply(body);
+        if (plan.kind === 'text' && truncateOnce(body, failedOnce)) plan = { ...plan, mode: 'truncate' };
         if (plan.kind === 'http') {
           res.writeHead(plan.status, { 'content-type': 'application/json' });
           res.end(errorBody(plan.message));

@@ -186,6 +186,7 @@ mod tests {
                 transient: true,
                 retry_after_ms: Some(1500),
                 context_overflow: false,
+                cut: false,
             }
         );
         let failure = provider.http_failure(401, "bad key", &|_: &str| None);
@@ -196,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn its_decoder_reads_a_stream_and_reports_a_cut_one_as_transient() {
+    fn its_decoder_reads_a_stream_and_reports_a_cut_one_as_cut_off() {
         let provider = OpenAiCompatible::new("http://h/v1", None);
         let mut decoder = provider.decoder();
         let mut events = Vec::new();
@@ -224,7 +225,7 @@ mod tests {
             .expect("a partial event waits for more");
         assert_eq!(
             decoder.end(&mut events),
-            Err(ModelFailure::transient(
+            Err(ModelFailure::cut_off(
                 "model stream ended before the reply was finished"
             ))
         );

@@ -2,7 +2,7 @@
 //! are reconciled into it, how tool results and approvals land on their part,
 //! and the repair of unanswered tool calls before the model is called.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
@@ -23,7 +23,11 @@ pub struct Entry {
 
 #[derive(Debug, Default, Clone)]
 pub struct Transcript {
+    /// In `seq` order.
     entries: Vec<Entry>,
+    /// The `seq` of each message id: finding a message costs a hash and a
+    /// binary search, not a walk of the whole history.
+    seq_by_id: HashMap<String, u64>,
     next_seq: u64,
     /// Places kept for the answers of accepted requests, by request id.
     reserved: BTreeMap<String, u64>,
@@ -44,8 +48,13 @@ impl Transcript {
     pub fn from_entries(mut entries: Vec<Entry>) -> Self {
         entries.sort_by_key(|e| e.seq);
         let next_seq = entries.last().map_or(0, |e| e.seq + 1);
+        let seq_by_id = entries
+            .iter()
+            .map(|e: &Entry| (e.message.id.clone(), e.seq))
+            .collect();
         Transcript {
             entries,
+            seq_by_id,
             next_seq,
             reserved: BTreeMap::new(),
         }
@@ -69,6 +78,7 @@ impl Transcript {
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.seq_by_id.clear();
         self.reserved.clear();
     }
 
@@ -81,7 +91,12 @@ impl Transcript {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        self.entries.iter().position(|e| e.message.id == id)
+        let seq = *self.seq_by_id.get(id)?;
+        match self.entries.binary_search_by_key(&seq, |e| e.seq) {
+            Ok(i) if self.entries[i].message.id == id => Some(i),
+            // Two stored rows sharing a seq (never written by this core): look properly.
+            _ => self.entries.iter().position(|e| e.message.id == id),
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&UIMessage> {
@@ -99,6 +114,7 @@ impl Transcript {
             message,
         };
         self.next_seq += 1;
+        self.seq_by_id.insert(entry.message.id.clone(), entry.seq);
         self.entries.push(entry.clone());
         entry
     }
@@ -133,6 +149,7 @@ impl Transcript {
         }
         let entry = Entry { seq, message };
         let at = self.entries.partition_point(|e| e.seq < seq);
+        self.seq_by_id.insert(entry.message.id.clone(), seq);
         self.entries.insert(at, entry.clone());
         self.next_seq = self.next_seq.max(seq + 1);
         entry
@@ -173,6 +190,7 @@ impl Transcript {
         if regenerate {
             if let Some(last_known) = incoming.iter().rev().find_map(|m| self.position(&m.id)) {
                 for entry in self.entries.drain(last_known + 1..) {
+                    self.seq_by_id.remove(&entry.message.id);
                     out.removed.push(entry.message.id);
                 }
             }
@@ -353,6 +371,33 @@ mod tests {
             m.parts.push(Part::Tool(ToolPart::new(id, "t", *state)));
         }
         m
+    }
+
+    #[test]
+    fn messages_are_found_by_id_after_inserts_in_the_middle_and_a_regenerate() {
+        let mut t = Transcript::default();
+        t.reserve_for("r1");
+        t.reconcile(&[UIMessage::user_text("u1", "one")], false);
+        t.reconcile(&[UIMessage::user_text("u2", "two")], false);
+        let seq = t.take_reserved("r1");
+        t.insert_at(seq, UIMessage::assistant("a1"));
+        let order: Vec<&str> = t.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(order, ["a1", "u1", "u2"], "the reserved place comes first");
+        for id in ["a1", "u1", "u2"] {
+            assert_eq!(t.get(id).map(|m| m.id.as_str()), Some(id));
+        }
+        let r = t.reconcile(&[UIMessage::user_text("u1", "one")], true);
+        assert_eq!(r.removed, vec!["u2"]);
+        assert!(
+            t.get("u2").is_none(),
+            "a removed message is no longer found"
+        );
+        t.reconcile(&[UIMessage::user_text("u2", "again")], false);
+        assert_eq!(
+            t.last().map(|m| m.id.as_str()),
+            Some("u2"),
+            "posted again, it is appended"
+        );
     }
 
     #[test]

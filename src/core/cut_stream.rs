@@ -11,7 +11,7 @@ use crate::protocol::{server, Outcome};
 
 use super::config::TurnTrigger;
 use super::ids::IdKind;
-use super::persisted::{ConfigKey, RecoveryBudget};
+use super::persisted::ConfigKey;
 use super::queue::QueuedTurn;
 use super::recovery::EXHAUSTED_TEXT;
 use super::Core;
@@ -28,25 +28,18 @@ impl Core {
             return false;
         }
         let turn = &active.turn;
+        let was_recovery = turn.is_recovery();
         let root = turn
             .recovery_root
             .clone()
             .unwrap_or_else(|| turn.request_id.clone());
-        let mut budget = match self.recovery_budget.take() {
-            Some(b) if b.root == root => b,
-            _ => RecoveryBudget {
-                root: root.clone(),
-                attempts: 0,
-                interrupted: 0,
-                last_progress_at: self.now,
-            },
-        };
+        let mut budget = self.take_budget(&root);
         // The stream produced something: that is progress.
         budget.attempts += 1;
         budget.last_progress_at = self.now;
         if budget.attempts > self.config.recovery.max_attempts {
             // Held again only so that ending the chain deletes its row.
-            self.recovery_budget = turn.is_recovery().then_some(budget);
+            self.recovery_budget = was_recovery.then_some(budget);
             self.end_turn(Outcome::Error, Some(EXHAUSTED_TEXT.to_string()));
             return true;
         }

@@ -12,7 +12,7 @@ use super::accumulator::has_content;
 use super::context::{model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
-use super::turn::{StepCall, StepRequest, TurnPhase};
+use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
 
 /// A turn whose request the model refused as too long, even with half of it left out.
@@ -87,11 +87,16 @@ impl Core {
         self.enter_calling_model(request);
     }
 
-    fn is_current_model_call(&self, call: CallId) -> bool {
+    /// The step's model call in flight, if it is `call`.
+    fn current_model_call(&self, call: CallId) -> Option<&ModelCall> {
         self.active
             .as_ref()
             .and_then(|a| a.model_call())
-            .is_some_and(|c| c.id == call)
+            .filter(|c| c.id == call)
+    }
+
+    fn is_current_model_call(&self, call: CallId) -> bool {
+        self.current_model_call(call).is_some()
     }
 
     pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
@@ -239,23 +244,11 @@ impl Core {
     /// a backoff (the turn stays open and cancellable); anything else ends the
     /// turn with the failure's text.
     pub(super) fn on_model_failed(&mut self, call: CallId, failure: ModelFailure) {
-        let Some(current) = self
-            .active
-            .as_ref()
-            .and_then(|a| a.model_call())
-            .filter(|c| c.id == call)
-        else {
-            return;
-        };
-        if failure.cut && current.streamed && self.recover_cut_stream() {
+        let streamed = self.current_model_call(call).map(|c| c.streamed);
+        if failure.cut && streamed == Some(true) && self.recover_cut_stream() {
             return;
         }
-        let Some(current) = self
-            .active
-            .as_ref()
-            .and_then(|a| a.model_call())
-            .filter(|c| c.id == call)
-        else {
+        let Some(current) = self.current_model_call(call) else {
             return;
         };
         if failure.context_overflow && !current.streamed {

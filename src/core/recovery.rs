@@ -71,15 +71,7 @@ impl Core {
             }
             Plan::Continue | Plan::Retry | Plan::Rerun => {}
         }
-        let mut budget = match self.recovery_budget.take() {
-            Some(b) if b.root == root => b,
-            _ => RecoveryBudget {
-                root: root.clone(),
-                attempts: 0,
-                interrupted: 0,
-                last_progress_at: self.now,
-            },
-        };
+        let mut budget = self.take_budget(&root);
         budget.attempts += 1;
         budget.interrupted += 1;
         if produced {
@@ -276,6 +268,20 @@ impl Core {
         if let Some(root) = self.recovering.take() {
             let to = self.conns.chat();
             self.send_to(to, server::chat_recovering(false, &root));
+        }
+    }
+
+    /// The budget of the recovery chain `root`, taken out to be charged (a
+    /// new one when another chain's, or none, was held).
+    pub(super) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
+        match self.recovery_budget.take() {
+            Some(b) if b.root == root => b,
+            _ => RecoveryBudget {
+                root: root.to_string(),
+                attempts: 0,
+                interrupted: 0,
+                last_progress_at: self.now,
+            },
         }
     }
 

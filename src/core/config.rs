@@ -221,12 +221,29 @@ pub struct TurnContext<'a> {
     pub body: &'a Map<String, Value>,
 }
 
-/// What `before_turn` may change for one turn.
+/// What `before_turn` may change for one turn (`None`: the agent's setting).
 #[derive(Debug, Clone, Default)]
 pub struct TurnConfig {
     pub system: Option<String>,
     pub max_steps: Option<u32>,
+    /// The model asked for this turn.
     pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Extra headers on this turn's model requests (an HTTP provider's).
+    pub headers: Vec<(String, String)>,
+    /// Offer only the tools with these names (server and client tools) this turn.
+    pub tools: Option<Vec<String>>,
+}
+
+/// A turn's settings: the agent's, with what `before_turn` changed.
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    pub system: String,
+    pub max_steps: u32,
+    pub model: ModelSettings,
+    pub headers: Vec<(String, String)>,
+    pub tools: Option<Vec<String>>,
 }
 
 pub type BeforeTurn = Rc<dyn Fn(&TurnContext<'_>) -> TurnConfig>;

@@ -45,7 +45,7 @@ use crate::protocol::{
 
 pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
-    ToolSpec, TurnConfig, TurnContext, TurnTrigger,
+    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger,
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};

@@ -49,12 +49,17 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let messages = model_messages(&active.system, &context);
+        let turn = &active.settings;
+        let messages = model_messages(&turn.system, &context);
+        let mut tools = turn_tools(&self.config.tools, self.active_client_tools());
+        if let Some(names) = &turn.tools {
+            tools.retain(|t| names.contains(&t.name));
+        }
         Some(ModelRequest {
-            settings: self.config.model.clone(),
+            settings: turn.model.clone(),
             messages: context_window::fit(messages, context_budget),
-            tools: turn_tools(&self.config.tools, self.active_client_tools()),
-            headers: Vec::new(),
+            tools,
+            headers: turn.headers.clone(),
         })
     }
 

@@ -110,7 +110,13 @@ impl Core {
             .any(|t| t.name == call.name);
         let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
-        let error = match (&parsed, is_client || spec.is_some()) {
+        // `before_turn` may have offered only some tools this turn.
+        let offered = self
+            .active
+            .as_ref()
+            .and_then(|a| a.settings.tools.as_ref())
+            .is_none_or(|names| names.contains(&call.name));
+        let error = match (&parsed, offered && (is_client || spec.is_some())) {
             (_, false) => Some(format!(
                 "Model tried to call unavailable tool '{}'.",
                 call.name

@@ -13,7 +13,7 @@ use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::{close_dangling_text, has_content};
 use super::chunk_log::ChunkLog;
-use super::config::TurnContext;
+use super::config::{TurnContext, TurnSettings};
 use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
 use super::ids::IdKind;
 use super::persisted::StreamRecord;
@@ -106,8 +106,7 @@ pub(super) struct ActiveTurn {
     /// The answer's place in the transcript, reserved when the turn starts so
     /// it follows the messages it answers even if newer ones arrive meanwhile.
     pub(super) seq: u64,
-    pub(super) system: String,
-    pub(super) max_steps: u32,
+    pub(super) settings: TurnSettings,
     /// Model steps begun so far.
     pub(super) steps: u32,
     pub(super) phase: TurnPhase,
@@ -165,7 +164,7 @@ impl Core {
         if !repaired.is_empty() {
             self.broadcast_transcript(None);
         }
-        let (system, max_steps) = self.turn_settings(&turn);
+        let settings = self.turn_settings(&turn);
         let resumed = turn
             .resume_message
             .as_deref()
@@ -193,8 +192,7 @@ impl Core {
             turn,
             message,
             seq,
-            system,
-            max_steps,
+            settings,
             steps: 0,
             phase: TurnPhase::RunningApprovedCalls,
             running_tools: BTreeMap::new(),
@@ -218,9 +216,15 @@ impl Core {
         self.begin_step();
     }
 
-    fn turn_settings(&self, turn: &QueuedTurn) -> (String, u32) {
-        let mut system = self.config.system_prompt.clone();
-        let mut max_steps = self.config.max_steps;
+    /// The agent's settings for this turn, with what `before_turn` changed.
+    fn turn_settings(&self, turn: &QueuedTurn) -> TurnSettings {
+        let mut settings = TurnSettings {
+            system: self.config.system_prompt.clone(),
+            max_steps: self.config.max_steps,
+            model: self.config.model.clone(),
+            headers: Vec::new(),
+            tools: None,
+        };
         if let Some(hook) = self.config.before_turn.clone() {
             let messages: Vec<&UIMessage> = self.transcript.iter().collect();
             let config = hook(&TurnContext {
@@ -231,10 +235,18 @@ impl Core {
                 client_tools: &self.client_tools,
                 body: &self.body,
             });
-            system = config.system.unwrap_or(system);
-            max_steps = config.max_steps.unwrap_or(max_steps);
+            settings.system = config.system.unwrap_or(settings.system);
+            settings.max_steps = config.max_steps.unwrap_or(settings.max_steps);
+            if let Some(model) = config.model.filter(|m| !m.trim().is_empty()) {
+                settings.model.model = model;
+            }
+            settings.model.temperature = config.temperature.or(settings.model.temperature);
+            settings.model.max_tokens = config.max_tokens.or(settings.model.max_tokens);
+            settings.headers = config.headers;
+            settings.tools = config.tools;
         }
-        (system, max_steps.max(1))
+        settings.max_steps = settings.max_steps.max(1);
+        settings
     }
 
     /// Phase transition: the step's model call starts (a step's first call or a retry).
@@ -312,7 +324,9 @@ impl Core {
             TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => return,
             TurnPhase::RunningTools(end) => (
                 end.finish_reason,
-                end.called_tools && !end.waits_on_person && active.steps < active.max_steps,
+                end.called_tools
+                    && !end.waits_on_person
+                    && active.steps < active.settings.max_steps,
             ),
         };
         self.emit(UIMessageChunk::FinishStep);

@@ -19,7 +19,8 @@ use crate::core::{
 
 use super::access::{require_token, Refusal, RequestInfo};
 use crate::model::openai::OpenAiCompatible;
-use crate::model::{ModelFailure, ModelSettings};
+use crate::model::workers_ai::WorkersAi;
+use crate::model::{ModelFailure, ModelSettings, Provider};
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 
@@ -106,6 +107,9 @@ pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
+    /// `MODEL_PROVIDER=workers-ai`: the model runs on Workers AI through this
+    /// binding (`AI_BINDING`, default `AI`) instead of an HTTP API.
+    pub workers_ai_binding: Option<String>,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
     /// The model, step limit, concurrency, limits, model retries
@@ -147,6 +151,10 @@ impl AgentSettings {
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
             api_key: vars.get("OPENAI_API_KEY"),
+            workers_ai_binding: vars
+                .get("MODEL_PROVIDER")
+                .filter(|p| p.trim().eq_ignore_ascii_case("workers-ai"))
+                .map(|_| vars.get("AI_BINDING").unwrap_or_else(|| "AI".to_string())),
             auth_token: vars.get("AUTH_TOKEN"),
             core: CoreSettings {
                 model: ModelSettings {
@@ -178,9 +186,15 @@ impl AgentSettings {
 
     /// The model provider these settings choose, or the failure every model
     /// call meets when none is configured.
-    pub fn model_provider(&self) -> Result<OpenAiCompatible, ModelFailure> {
+    pub fn model_provider(&self) -> Result<Provider, ModelFailure> {
+        if let Some(binding) = &self.workers_ai_binding {
+            return Ok(Provider::WorkersAi(WorkersAi::new(binding, "call")));
+        }
         match &self.base_url {
-            Some(base_url) => Ok(OpenAiCompatible::new(base_url, self.api_key.clone())),
+            Some(base_url) => Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(
+                base_url,
+                self.api_key.clone(),
+            ))),
             None => Err(ModelFailure::permanent(
                 "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
             )),
@@ -315,11 +329,27 @@ mod tests {
         let settings = AgentSettings::from_vars(&Vars(&lookup));
         assert_eq!(
             settings.model_provider(),
-            Ok(OpenAiCompatible::new(
+            Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(
                 "http://127.0.0.1:9/v1",
                 Some("sk-1".into())
-            ))
+            )))
         );
+    }
+
+    #[test]
+    fn model_provider_workers_ai_chooses_the_ai_binding() {
+        let lookup = |name: &str| match name {
+            "MODEL_PROVIDER" => Some("workers-ai".to_string()),
+            "MODEL" => Some("@cf/meta/llama-3.1-8b-instruct".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(Provider::WorkersAi(WorkersAi::new("AI", "call")))
+        );
+        assert_eq!(settings.model.model, "@cf/meta/llama-3.1-8b-instruct");
     }
 
     #[test]

@@ -17,9 +17,8 @@ use worker::{
 };
 
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
-use crate::model::openai::OpenAiCompatible;
 use crate::model::{
-    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
+    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, Provider, ResponseDecoder,
 };
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
@@ -46,7 +45,9 @@ pub struct AgentHost {
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
-    model_provider: Result<OpenAiCompatible, ModelFailure>,
+    model_provider: Result<Provider, ModelFailure>,
+    /// The Worker's environment (a model binding such as `AI` is called through it).
+    env: Env,
     tools: HashMap<String, ServerTool>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
@@ -99,7 +100,13 @@ impl AgentHost {
             authorize,
             store,
             core: RefCell::new(core),
-            model_provider: settings.model_provider(),
+            model_provider: settings.model_provider().map(|p| match p {
+                Provider::WorkersAi(p) => {
+                    Provider::WorkersAi(p.with_id_prefix(&super::ids::random_token(10)))
+                }
+                other => other,
+            }),
+            env: env.clone(),
             tools: tools
                 .into_iter()
                 .map(|t| (t.spec.name.clone(), t))
@@ -448,7 +455,10 @@ impl AgentHost {
         let controller = AbortController::default();
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
-        let result = self.stream_model(provider, call, &request, &signal).await;
+        let result = match provider {
+            Provider::OpenAiCompatible(p) => self.stream_model(p, call, &request, &signal).await,
+            Provider::WorkersAi(p) => self.stream_model(p, call, &request, &signal).await,
+        };
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
             self.dispatch(Event::ModelFailed { call, failure });
@@ -466,6 +476,9 @@ impl AgentHost {
     ) -> Result<(), ModelFailure> {
         let mut body = match provider.plan(request) {
             CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
+            CallPlan::Binding(binding) => {
+                super::binding_model::run_binding(&self.env, &binding).await?
+            }
         };
         let mut decoder = provider.decoder();
         let mut events = Vec::new();

@@ -3,6 +3,8 @@
 //! `chat_agent!` macro that declares the Durable Object class.
 
 pub mod access;
+#[cfg(target_arch = "wasm32")]
+mod binding_model;
 pub mod definition;
 #[cfg(target_arch = "wasm32")]
 pub mod host;

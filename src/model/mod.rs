@@ -15,9 +15,19 @@ pub mod openai;
 mod provider;
 mod request;
 pub mod sse;
+pub mod workers_ai;
 
 pub use failure::{ModelFailure, MAX_RETRY_AFTER_MS};
 pub use provider::{CallPlan, HttpRequest, ModelProvider, ResponseDecoder};
+/// The provider an agent's settings choose (`MODEL_PROVIDER`).
+#[derive(Debug, PartialEq)]
+pub enum Provider {
+    /// Any OpenAI-compatible Chat Completions API over HTTP (also an AI Gateway URL).
+    OpenAiCompatible(openai::OpenAiCompatible),
+    /// Workers AI through the Worker's `AI` binding.
+    WorkersAi(workers_ai::WorkersAi),
+}
+
 pub use request::{ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolDefinition};
 
 /// What the provider stream says, in provider-neutral terms.

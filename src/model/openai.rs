@@ -22,6 +22,7 @@ mod wire;
 pub use decoder::CompletionDecoder;
 pub use provider::OpenAiCompatible;
 pub use request::request_body;
+pub(crate) use request::{message_json, tool_definition_json};
 pub use stream::StreamDecoder;
 
 /// Longest body excerpt kept in an HTTP error text, in characters.

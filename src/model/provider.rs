@@ -34,6 +34,9 @@ pub enum CallPlan {
     /// POST the request; a 2xx response body is fed to the provider's decoder,
     /// anything else to [`ModelProvider::http_failure`].
     Http(HttpRequest),
+    /// Call `run(model, input)` on a binding of the Worker's environment;
+    /// the streamed body it returns is fed to the provider's decoder.
+    Binding(super::workers_ai::BindingCall),
 }
 
 /// A `POST` request, described.

@@ -35,7 +35,7 @@ export function kebab(str) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
+export function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
   return {
     modules: [
       { type: 'ESModule', path: join(buildDir, 'index.js') },

@@ -124,6 +124,7 @@ mod tests {
     fn http(plan: CallPlan) -> HttpRequest {
         match plan {
             CallPlan::Http(http) => http,
+            other => panic!("an HTTP call, not {other:?}"),
         }
     }
 

@@ -38,7 +38,7 @@ pub fn request_body(request: &ModelRequest) -> String {
     Value::Object(body).to_string()
 }
 
-fn message_json(message: &ModelMessage) -> Value {
+pub(crate) fn message_json(message: &ModelMessage) -> Value {
     match message {
         ModelMessage::System { content } => json!({ "role": "system", "content": content }),
         ModelMessage::User { content } => json!({ "role": "user", "content": content }),
@@ -73,7 +73,7 @@ fn assistant_message_json(content: Option<&str>, tool_calls: &[ModelToolCall]) -
     json!({ "role": "assistant", "content": text, "tool_calls": calls })
 }
 
-fn tool_definition_json(tool: &ToolDefinition) -> Value {
+pub(crate) fn tool_definition_json(tool: &ToolDefinition) -> Value {
     json!({
         "type": "function",
         "function": {

@@ -1,0 +1,58 @@
+//! Carries out a model call through a binding of the Worker's environment
+//! (Workers AI's `env.AI.run(model, input)`): the input is passed as a plain
+//! JS object parsed from the provider's JSON text (so tool schemas stay
+//! objects; `serde_wasm_bindgen` would turn them into `Map`s), and the
+//! streamed reply comes back as the byte stream the provider decodes.
+
+use js_sys::{Function, Promise, Reflect, JSON};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::web_sys;
+use worker::{ByteStream, Env};
+
+use crate::model::workers_ai::{binding_failure, BindingCall};
+use crate::model::ModelFailure;
+
+/// Calls `run` on the binding and returns its streamed body.
+pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, ModelFailure> {
+    let binding = Reflect::get(env, &JsValue::from_str(&call.binding))
+        .ok()
+        .filter(|b| !b.is_undefined() && !b.is_null())
+        .ok_or_else(|| {
+            ModelFailure::permanent(format!(
+                "No `{}` binding: add `[ai] binding = \"{}\"` to wrangler.toml.",
+                call.binding, call.binding
+            ))
+        })?;
+    let run: Function = Reflect::get(&binding, &JsValue::from_str("run"))
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .ok_or_else(|| {
+            ModelFailure::permanent(format!("The `{}` binding has no run().", call.binding))
+        })?;
+    let input = JSON::parse(&call.input)
+        .map_err(|e| ModelFailure::permanent(format!("Workers AI input is not JSON: {e:?}")))?;
+    let returned = run
+        .call2(&binding, &JsValue::from_str(&call.model), &input)
+        .map_err(|e| binding_failure(&describe(&e)))?;
+    let output = JsFuture::from(Promise::resolve(&returned))
+        .await
+        .map_err(|e| binding_failure(&describe(&e)))?;
+    if !output.is_instance_of::<web_sys::ReadableStream>() {
+        return Err(ModelFailure::permanent(
+            "Workers AI did not stream its reply (is `stream: true` supported by this model?)",
+        ));
+    }
+    Ok(ByteStream::from(
+        output.unchecked_into::<web_sys::ReadableStream>(),
+    ))
+}
+
+/// A thrown value's message.
+fn describe(error: &JsValue) -> String {
+    Reflect::get(error, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "the binding failed".to_string())
+}

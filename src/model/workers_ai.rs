@@ -1,0 +1,273 @@
+//! Workers AI over the Worker's `AI` binding: `env.AI.run(model, {messages,
+//! tools, stream: true})` with the input built as JSON text (parsed by the
+//! host with `JSON.parse`, so tool parameter schemas stay plain objects).
+//! The streamed reply is server-sent events in either of the shapes Workers
+//! AI models use: OpenAI-style `chat.completion.chunk`s (decoded by the
+//! OpenAI decoder), or native lines `{"response": "...", "tool_calls": [...]}`
+//! ended by `[DONE]`.
+
+use std::cell::Cell;
+
+use serde_json::{json, Map, Value};
+
+use super::openai::{message_json, tool_definition_json, CompletionDecoder};
+use super::sse::{SseEvent, SseParser};
+use super::{
+    CallPlan, FinishReason, ModelError, ModelEvent, ModelFailure, ModelProvider, ModelRequest,
+    ResponseDecoder,
+};
+
+/// A call through a binding of the Worker's environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindingCall {
+    /// The binding's name in the environment (`AI`).
+    pub binding: String,
+    pub model: String,
+    /// The input object, as JSON text.
+    pub input: String,
+}
+
+/// The Workers AI provider.
+#[derive(Debug, PartialEq)]
+pub struct WorkersAi {
+    binding: String,
+    /// Prefix of the ids minted for native tool calls (which carry none);
+    /// the host picks it at random so ids never repeat across instances.
+    id_prefix: String,
+    next_call: Cell<u64>,
+}
+
+impl WorkersAi {
+    pub fn new(binding: &str, id_prefix: &str) -> Self {
+        WorkersAi {
+            binding: binding.to_string(),
+            id_prefix: id_prefix.to_string(),
+            next_call: Cell::new(0),
+        }
+    }
+
+    /// The same provider minting tool-call ids under `prefix`.
+    pub fn with_id_prefix(self, prefix: &str) -> Self {
+        WorkersAi {
+            id_prefix: prefix.to_string(),
+            ..self
+        }
+    }
+
+    /// The `run` input for `request`.
+    pub fn input(request: &ModelRequest) -> String {
+        let mut input = Map::new();
+        input.insert(
+            "messages".into(),
+            Value::Array(request.messages.iter().map(message_json).collect()),
+        );
+        if !request.tools.is_empty() {
+            input.insert(
+                "tools".into(),
+                Value::Array(request.tools.iter().map(tool_definition_json).collect()),
+            );
+        }
+        input.insert("stream".into(), json!(true));
+        if let Some(temperature) = request.settings.temperature {
+            input.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(max_tokens) = request.settings.max_tokens {
+            input.insert("max_tokens".into(), json!(max_tokens));
+        }
+        Value::Object(input).to_string()
+    }
+}
+
+impl ModelProvider for WorkersAi {
+    type Decoder = WorkersAiDecoder;
+
+    fn plan(&self, request: &ModelRequest) -> CallPlan {
+        CallPlan::Binding(BindingCall {
+            binding: self.binding.clone(),
+            model: request.settings.model.clone(),
+            input: WorkersAi::input(request),
+        })
+    }
+
+    fn decoder(&self) -> WorkersAiDecoder {
+        let call = self.next_call.get();
+        self.next_call.set(call + 1);
+        WorkersAiDecoder {
+            id_prefix: format!("{}-{call}", self.id_prefix),
+            ..WorkersAiDecoder::default()
+        }
+    }
+
+    fn http_failure(
+        &self,
+        status: u16,
+        body: &str,
+        _header: &dyn Fn(&str) -> Option<String>,
+    ) -> ModelFailure {
+        ModelFailure::http(
+            status,
+            format!("Workers AI answered {status}: {body}"),
+            None,
+            None,
+        )
+    }
+}
+
+/// Reads a failed `run` (the binding threw): capacity and rate limits may
+/// pass on a second try.
+pub fn binding_failure(message: &str) -> ModelFailure {
+    let text = format!("Workers AI failed: {message}");
+    let lower = message.to_ascii_lowercase();
+    if [
+        "capacity",
+        "rate limit",
+        "429",
+        "timeout",
+        "timed out",
+        "overloaded",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+    {
+        ModelFailure::transient(text)
+    } else {
+        ModelFailure::permanent(text)
+    }
+}
+
+/// Decodes one Workers AI stream, in whichever shape it comes.
+#[derive(Debug, Default)]
+pub struct WorkersAiDecoder {
+    parser: SseParser,
+    pending: Vec<SseEvent>,
+    /// Set by the first OpenAI-style chunk: the rest goes to this decoder.
+    openai: Option<CompletionDecoder>,
+    id_prefix: String,
+    native_calls: u32,
+    finished: bool,
+}
+
+impl WorkersAiDecoder {
+    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        if self.finished {
+            return Ok(());
+        }
+        if let Some(openai) = self.openai.as_mut() {
+            openai.on_event(event, out)?;
+            self.finished = openai.is_finished();
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.finish(out);
+            return Ok(());
+        }
+        if data.is_empty() || event.is_oversized() {
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError::Malformed(format!("{e} in a Workers AI event")))?;
+        if chunk.get("choices").is_some() {
+            let mut openai = CompletionDecoder::new();
+            openai.on_event(event, out)?;
+            self.finished = openai.is_finished();
+            self.openai = Some(openai);
+            return Ok(());
+        }
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            let text = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(ModelError::Provider(text));
+        }
+        if let Some(text) = chunk.get("response").and_then(Value::as_str) {
+            if !text.is_empty() {
+                out.push(ModelEvent::TextDelta(text.to_string()));
+            }
+        }
+        for call in chunk
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.native_tool_call(call, out);
+        }
+        Ok(())
+    }
+
+    /// A native tool call arrives whole: `{name, arguments}` (arguments an
+    /// object or JSON text), or the same under `function`.
+    fn native_tool_call(&mut self, call: &Value, out: &mut Vec<ModelEvent>) {
+        let function = call.get("function").unwrap_or(call);
+        let Some(name) = function.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let arguments = match function.get("arguments") {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Null) | None => "{}".to_string(),
+            Some(other) => other.to_string(),
+        };
+        let index = self.native_calls;
+        self.native_calls += 1;
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map_or_else(|| format!("{}-{index}", self.id_prefix), str::to_string);
+        out.push(ModelEvent::ToolCallStarted {
+            index,
+            id,
+            name: name.to_string(),
+        });
+        out.push(ModelEvent::ToolCallArgumentsDelta {
+            index,
+            delta: arguments,
+        });
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelEvent>) {
+        let reason = if self.native_calls > 0 {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        };
+        out.push(ModelEvent::Finished {
+            reason,
+            usage: None,
+        });
+        self.finished = true;
+    }
+
+    fn decode_pending(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        for event in std::mem::take(&mut self.pending) {
+            self.on_event(&event, out)?;
+        }
+        Ok(())
+    }
+}
+
+impl ResponseDecoder for WorkersAiDecoder {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure> {
+        self.parser.feed(bytes, &mut self.pending);
+        self.decode_pending(out).map_err(ModelFailure::from)
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelFailure> {
+        self.parser.finish(&mut self.pending);
+        self.decode_pending(out).map_err(ModelFailure::from)?;
+        match self.openai.as_mut() {
+            Some(openai) => openai.finish(out).map_err(ModelFailure::from),
+            None if self.finished => Ok(()),
+            None => Err(ModelFailure::from(ModelError::Truncated)),
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+use super::*;
+use crate::model::{ModelMessage, ModelSettings, ToolDefinition};
+
+fn decode_all(body: &str) -> (Vec<ModelEvent>, Result<(), ModelFailure>) {
+    let mut decoder = WorkersAi::new("AI", "wai").decoder();
+    let mut events = Vec::new();
+    // Fed in small pieces, as a network stream arrives.
+    for piece in body.as_bytes().chunks(7) {
+        if let Err(failure) = decoder.decode(piece, &mut events) {
+            return (events, Err(failure));
+        }
+    }
+    let end = decoder.end(&mut events);
+    (events, end)
+}
+
+#[test]
+fn the_input_keeps_tool_schemas_as_plain_json_and_streams() {
+    let request = ModelRequest {
+        settings: ModelSettings {
+            model: "@cf/meta/llama-3.3-70b-instruct-fp8-fast".into(),
+            temperature: Some(0.3),
+            max_tokens: None,
+        },
+        messages: vec![ModelMessage::User {
+            content: "weather?".into(),
+        }],
+        tools: vec![ToolDefinition {
+            name: "get_weather".into(),
+            description: "Weather".into(),
+            parameters: json!({"type":"object","properties":{"city":{"type":"string"}}}),
+        }],
+        headers: vec![],
+    };
+    let CallPlan::Binding(call) = WorkersAi::new("AI", "x").plan(&request) else {
+        panic!("a binding call");
+    };
+    assert_eq!(call.binding, "AI");
+    assert_eq!(call.model, "@cf/meta/llama-3.3-70b-instruct-fp8-fast");
+    let input: Value = serde_json::from_str(&call.input).expect("JSON");
+    assert_eq!(input["stream"], true);
+    assert_eq!(input["temperature"], 0.3);
+    assert_eq!(
+        input["messages"][0],
+        json!({"role":"user","content":"weather?"})
+    );
+    assert_eq!(
+        input["tools"][0]["function"]["parameters"]["properties"]["city"]["type"],
+        "string"
+    );
+}
+
+#[test]
+fn native_lines_become_text_and_whole_tool_calls() {
+    let body = concat!(
+        "data: {\"response\":\"Hel\"}\n\n",
+        "data: {\"response\":\"lo\"}\n\n",
+        "data: {\"response\":\"\",\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (events, end) = decode_all(body);
+    assert_eq!(end, Ok(()));
+    assert_eq!(
+        events,
+        vec![
+            ModelEvent::TextDelta("Hel".into()),
+            ModelEvent::TextDelta("lo".into()),
+            ModelEvent::ToolCallStarted {
+                index: 0,
+                id: "wai-0-0".into(),
+                name: "get_weather".into()
+            },
+            ModelEvent::ToolCallArgumentsDelta {
+                index: 0,
+                delta: "{\"city\":\"Oslo\"}".into()
+            },
+            ModelEvent::Finished {
+                reason: FinishReason::ToolCalls,
+                usage: None
+            },
+        ]
+    );
+}
+
+#[test]
+fn openai_style_chunks_are_decoded_as_openai_chunks() {
+    let body = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (events, end) = decode_all(body);
+    assert_eq!(end, Ok(()));
+    assert_eq!(events[0], ModelEvent::TextDelta("Hi".into()));
+    assert!(events.contains(&ModelEvent::ToolCallStarted {
+        index: 0,
+        id: "c1".into(),
+        name: "get_weather".into()
+    }));
+    assert!(matches!(
+        events.last(),
+        Some(ModelEvent::Finished {
+            reason: FinishReason::ToolCalls,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_stream_without_done_is_cut_and_an_error_line_is_the_providers() {
+    let (_, end) = decode_all("data: {\"response\":\"Hel\"}\n\n");
+    assert!(end.is_err_and(|f| f.cut));
+    let (_, end) = decode_all("data: {\"error\":{\"message\":\"model exploded\"}}\n\n");
+    let failure = end.expect_err("an error");
+    assert!(failure.text.contains("model exploded") && !failure.cut);
+}
+
+#[test]
+fn each_call_mints_its_own_tool_call_ids() {
+    let provider = WorkersAi::new("AI", "p");
+    let line = "data: {\"tool_calls\":[{\"name\":\"t\",\"arguments\":\"{}\"}]}\n\ndata: [DONE]\n\n";
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let mut decoder = provider.decoder();
+            let mut events = Vec::new();
+            let _ = decoder.decode(line.as_bytes(), &mut events);
+            match &events[0] {
+                ModelEvent::ToolCallStarted { id, .. } => id.clone(),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+}
+
+#[test]
+fn capacity_errors_of_the_binding_are_transient() {
+    assert!(binding_failure("3040: Capacity temporarily exceeded").transient);
+    assert!(!binding_failure("5007: No such model").transient);
+}

@@ -1,0 +1,107 @@
+// End-to-end on the real runtime: the Workers AI provider (MODEL_PROVIDER=workers-ai) over an `AI`
+// binding. The binding is a local stand-in (a Miniflare wrapped binding, no network) whose
+// `run(model, input)` streams server-sent events in the two shapes Workers AI models use: native
+// `{response, tool_calls}` lines and OpenAI-style chunks. Its replies describe what it received,
+// so the tests see that the input reached it as plain JSON (tool parameter schemas included) and
+// that text and tool calls of both shapes drive a turn with a server tool.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { BUILD_DIR, DEFAULT_BINDINGS, miniflareOptions, getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
+import { tab, rid } from '../support/e2e.mjs';
+
+const AGENT = 'ChatAgent';
+
+// The stand-in binding. A reply to a conversation ending in a tool result says what the tool
+// returned; "weather" asks for get_weather; anything else describes the input it got.
+const STAND_IN = `
+const sse = (events) => new ReadableStream({
+  start(controller) {
+    const enc = new TextEncoder();
+    for (const e of events) controller.enqueue(enc.encode('data: ' + e + '\\n\\n'));
+    controller.close();
+  },
+});
+const words = (text) => text.match(/\\S+\\s*/g) ?? [];
+export default function () {
+  return {
+    async run(model, input) {
+      const messages = input.messages;
+      const last = messages[messages.length - 1];
+      const openaiStyle = model.includes('openai-style');
+      const tool = input.tools?.find((t) => t.function?.name === 'get_weather');
+      let text = null, call = null;
+      if (last.role === 'tool') text = 'The tool said ' + last.content;
+      else if (/weather/i.test(last.content)) call = { name: 'get_weather', arguments: { city: 'Paris' } };
+      else text = 'model ' + model + ', stream ' + input.stream + ', ' + messages.length + ' messages, city schema '
+        + (tool ? tool.function.parameters.properties.city.type : 'missing');
+      if (!openaiStyle) {
+        const lines = text !== null
+          ? words(text).map((w) => JSON.stringify({ response: w }))
+          : [JSON.stringify({ response: '', tool_calls: [call] })];
+        return sse([...lines, '[DONE]']);
+      }
+      const chunk = (delta, finish = null) => JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] });
+      const lines = text !== null
+        ? [...words(text).map((w) => chunk({ content: w })), chunk({}, 'stop')]
+        : [chunk({ tool_calls: [{ index: 0, id: 'call_w1', type: 'function',
+            function: { name: call.name, arguments: JSON.stringify(call.arguments) } }] }, 'tool_calls')];
+      return sse([...lines, '[DONE]']);
+    },
+  };
+}
+`;
+
+async function workersAiAgent(t, model) {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-wai-'));
+  const options = miniflareOptions({
+    buildDir: BUILD_DIR,
+    persistDir: dir,
+    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model },
+    port: 0,
+    options: { wrappedBindings: { AI: 'ai-stand-in' } },
+  });
+  const { host, port, cf, durableObjectsPersist, ...agentWorker } = options;
+  const mf = new Miniflare({
+    host, port, cf, durableObjectsPersist,
+    workers: [
+      { name: 'agent', ...agentWorker },
+      { name: 'ai-stand-in', modules: true, script: STAND_IN },
+    ],
+  });
+  t.after(async () => {
+    await mf.dispose().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+  const ready = await mf.ready;
+  return `http://127.0.0.1:${ready.port}`;
+}
+
+for (const model of ['@cf/test/native-lines', '@cf/test/openai-style']) {
+  test(`${model}: the input reaches the binding as plain JSON and the reply streams as text`, async (t) => {
+    const url = await workersAiAgent(t, model);
+    const c = await tab(url, 'wai-text');
+    const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')]);
+    assert.equal(done.outcome, 'completed');
+    assert.equal(text, `model ${model}, stream true, 2 messages, city schema string`);
+  });
+
+  test(`${model}: a tool call runs the server tool and the model answers with its result`, async (t) => {
+    const url = await workersAiAgent(t, model);
+    const room = 'wai-tools';
+    const c = await tab(url, room);
+    const { done } = await sendAndWait(c, rid(), [userMessage(rid('u'), "what's the weather?")]);
+    assert.equal(done.outcome, 'completed');
+    const stored = await getMessages(url, AGENT, room);
+    const answer = stored.at(-1);
+    const call = answer.parts.find((p) => p.type === 'tool-get_weather');
+    assert.equal(call.state, 'output-available');
+    assert.deepEqual(call.input, { city: 'Paris' });
+    const said = answer.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    assert.match(said, /^The tool said \{.*"city":"Paris"/);
+  });
+}

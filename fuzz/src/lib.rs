@@ -138,6 +138,8 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         max_parts: 6,
         max_tool_result_bytes: 256,
         max_client_tools: 3,
+        max_client_tool_bytes: 1024,
+        max_client_tools_bytes: 2048,
         max_pending_turns: 3,
         model_stall_timeout_ms: 5_000,
     };

@@ -59,8 +59,29 @@ impl ServerTool {
         }
     }
 
+    /// A person approves each call (or the calls `rule` picks) before it runs.
+    /// Such a tool is not overridable by a client tool unless marked `overridable()`.
     pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
         self.spec.approval = rule;
+        self
+    }
+
+    /// A client tool of the same name never replaces this tool.
+    pub fn not_overridable(mut self) -> Self {
+        self.spec = self.spec.not_overridable();
+        self
+    }
+
+    /// A client tool of the same name replaces this tool even if it needs approval.
+    pub fn overridable(mut self) -> Self {
+        self.spec = self.spec.overridable();
+        self
+    }
+
+    /// A run still going after `ms` ends as a tool error the model reads
+    /// (default: the settings' `tool_timeout_ms`, five minutes).
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.spec = self.spec.timeout_ms(ms);
         self
     }
 

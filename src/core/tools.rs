@@ -105,9 +105,8 @@ impl Core {
             serde_json::from_str::<Value>(&call.arguments)
         };
         let is_client = self
-            .active_client_tools()
-            .iter()
-            .any(|t| t.name == call.name);
+            .config
+            .routes_to_client(&call.name, self.active_client_tools());
         let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         let error = match (&parsed, is_client || spec.is_some()) {
@@ -151,6 +150,25 @@ impl Core {
             }
             Some(_) => self.run_tool(&call.id, &call.name, input, None),
             None => {}
+        }
+    }
+
+    /// A parent's answer to a client tool call: taken only from the channel
+    /// the call was sent on.
+    pub(super) fn on_remote_tool_done(
+        &mut self,
+        conn: &str,
+        call: CallId,
+        tool_call_id: &str,
+        result: Result<Value, String>,
+    ) {
+        let sent_here = self
+            .active
+            .as_ref()
+            .and_then(|a| a.running_tools.get(tool_call_id))
+            .is_some_and(|run| run.remote.as_deref() == Some(conn));
+        if sent_here {
+            self.on_tool_done(call, tool_call_id, result);
         }
     }
 

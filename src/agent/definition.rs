@@ -189,6 +189,7 @@ impl AgentSettings {
                         .parsed_or("MODEL_MAX_RETRIES", defaults.model_retry.max_retries),
                     ..defaults.model_retry
                 },
+                tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
                 ..defaults
             },
         }

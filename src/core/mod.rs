@@ -281,6 +281,7 @@ impl Core {
             Timer::FlushChunks => self.flush_chunks(),
             Timer::Heartbeat => self.on_heartbeat(),
             Timer::ModelStall | Timer::ModelRetry => self.on_model_timer(timer),
+            Timer::ToolDeadline(call) => self.on_tool_deadline(call),
         }
     }
 

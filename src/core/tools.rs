@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
 use super::accumulator::normalize_input;
-use super::effects::{CallId, ConnId, Effect};
+use super::effects::{CallId, ConnId, Effect, Timer};
 use super::ids::IdKind;
 use super::turn::{RunningTool, StepCall};
 use super::Core;
@@ -46,9 +46,13 @@ impl Core {
                 tool_call_id.to_string(),
                 RunningTool {
                     call,
+                    tool_name: tool_name.to_string(),
                     remote: remote.clone(),
                 },
             );
+        }
+        if let Some(ms) = self.run_timeout(tool_name, remote.is_some()) {
+            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
         }
         let tool_call_id = tool_call_id.to_string();
         let tool_name = tool_name.to_string();
@@ -153,6 +157,34 @@ impl Core {
         }
     }
 
+    /// A tool run outlived its deadline: it ends as a tool error the model
+    /// reads, and whatever it returns later is ignored.
+    pub(super) fn on_tool_deadline(&mut self, call: CallId) {
+        let Some((tool_call_id, tool_name, remote)) = self.active.as_ref().and_then(|a| {
+            a.running_tools
+                .iter()
+                .find(|(_, run)| run.call == call)
+                .map(|(id, run)| (id.clone(), run.tool_name.clone(), run.remote.is_some()))
+        }) else {
+            return;
+        };
+        let ms = self.run_timeout(&tool_name, remote).unwrap_or_default();
+        let text = format!(
+            "Tool '{tool_name}' did not finish within {} ms and was given up.",
+            ms
+        );
+        self.on_tool_done(call, &tool_call_id, Err(text));
+    }
+
+    /// The deadline of one run: a client tool a parent runs has the
+    /// settings' deadline, a server tool its own or the settings'.
+    fn run_timeout(&self, tool_name: &str, remote: bool) -> Option<u64> {
+        match remote {
+            true => Some(self.config.tool_timeout_ms).filter(|ms| *ms > 0),
+            false => self.config.tool_timeout(tool_name),
+        }
+    }
+
     /// A parent's answer to a client tool call: taken only from the channel
     /// the call was sent on.
     pub(super) fn on_remote_tool_done(
@@ -185,6 +217,7 @@ impl Core {
             return;
         }
         active.running_tools.remove(tool_call_id);
+        self.clear_timer(Timer::ToolDeadline(call));
         let tool_call_id = tool_call_id.to_string();
         self.emit(match result {
             Ok(output) => UIMessageChunk::ToolOutputAvailable {

@@ -78,6 +78,7 @@ pub(super) enum TurnPhase {
 #[derive(Debug, Clone)]
 pub(super) struct RunningTool {
     pub(super) call: CallId,
+    pub(super) tool_name: String,
     pub(super) remote: Option<ConnId>,
 }
 
@@ -390,12 +391,19 @@ impl Core {
         if let Some(call) = active.leave_model_call(TurnPhase::RunningApprovedCalls) {
             self.effects.push(Effect::AbortModel { call });
         }
+        let deadlines = active
+            .running_tools
+            .values()
+            .map(|run| Timer::ToolDeadline(run.call));
         for timer in [
             Timer::FlushChunks,
             Timer::Heartbeat,
             Timer::ModelStall,
             Timer::ModelRetry,
-        ] {
+        ]
+        .into_iter()
+        .chain(deadlines.collect::<Vec<_>>())
+        {
             self.clear_timer(timer);
         }
         self.forget_stream_approvals();

@@ -1,0 +1,93 @@
+//! Deadlines of tool runs, on virtual time: a server tool (or a client tool a
+//! parent agent runs) that outlives its deadline ends as a tool error the
+//! model reads, the turn goes on, and the late result is ignored.
+
+mod sim;
+
+use serde_json::json;
+use sim::*;
+
+fn weather_turn(sim: &mut Sim, tool_delay_ms: u64) {
+    sim.script(Reply::tool_call(
+        "c1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script(Reply::text("The weather service is slow."))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"sky": "late"})).after(tool_delay_ms),
+    );
+    sim.connect("a");
+    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+}
+
+#[test]
+fn a_server_tool_past_the_default_deadline_becomes_a_tool_error_the_model_reads() {
+    let mut sim = Sim::new();
+    weather_turn(&mut sim, 10_000_000);
+    sim.advance(299_000);
+    assert_eq!(sim.requests().len(), 1, "still waiting at 299 s");
+    sim.run_until_idle();
+    let answer = &sim.transcript()[1];
+    let part = tool_part(answer, "c1").unwrap();
+    assert_eq!(part["state"], "output-error");
+    let error = part["errorText"].as_str().unwrap();
+    assert!(error.contains("did not finish within 300000 ms"), "{error}");
+    assert_eq!(sim.requests().len(), 2, "the model read the error");
+    assert!(sim
+        .last_request()
+        .tool_result("c1")
+        .unwrap()
+        .contains("did not finish"));
+    assert_eq!(text_of(answer), "The weather service is slow.");
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+        "completed"
+    );
+}
+
+#[test]
+fn a_tool_deadline_can_be_set_per_tool_and_a_run_in_time_is_untouched() {
+    let mut sim = Sim::with(|c| c.tools[0] = c.tools[0].clone().timeout_ms(1_000));
+    weather_turn(&mut sim, 999);
+    sim.run_until_idle();
+    let part = tool_part(&sim.transcript()[1], "c1").unwrap().clone();
+    assert_eq!(part["output"], json!({"sky": "late"}));
+
+    let mut sim = Sim::with(|c| c.tools[0] = c.tools[0].clone().timeout_ms(1_000));
+    weather_turn(&mut sim, 1_001);
+    sim.advance(999);
+    assert_eq!(sim.requests().len(), 1);
+    sim.advance(1);
+    sim.run_until_idle();
+    let part = tool_part(&sim.transcript()[1], "c1").unwrap().clone();
+    assert_eq!(part["state"], "output-error");
+    assert!(part.get("output").is_none(), "the late result is ignored");
+}
+
+#[test]
+fn a_zero_deadline_means_none() {
+    let mut sim = Sim::with(|c| c.tool_timeout_ms = 0);
+    weather_turn(&mut sim, 10_000_000);
+    sim.run_until_idle();
+    let part = tool_part(&sim.transcript()[1], "c1").unwrap().clone();
+    assert_eq!(part["output"], json!({"sky": "late"}));
+}
+
+#[test]
+fn a_parent_that_never_answers_its_client_tool_call_is_given_up() {
+    let mut sim = Sim::with(|c| c.tool_timeout_ms = 5_000);
+    sim.open_channel("parent");
+    sim.script(Reply::tool_call("call_1", "parent_clock", json!({})))
+        .script(Reply::text("No clock."))
+        .script_tool("parent_clock", ToolReply::ok(json!({})).after(1_000_000));
+    let chat = json!({"type": "cf_agent_rpc_chat", "message": "clock",
+                      "clientTools": [{"name": "parent_clock"}], "executor": true});
+    sim.send_channel("parent", chat.to_string());
+    sim.run_until_idle();
+    let answer = &sim.transcript()[1];
+    let part = tool_part(answer, "call_1").unwrap();
+    assert_eq!(part["state"], "output-error");
+    assert_eq!(text_of(answer), "No clock.");
+}

@@ -3,6 +3,7 @@
 //! `chat_agent!` macro that declares the Durable Object class.
 
 pub mod access;
+pub mod channel_auth;
 pub mod definition;
 #[cfg(target_arch = "wasm32")]
 pub mod host;

@@ -19,6 +19,7 @@ use crate::protocol::{ClientToolSchema, Outcome};
 
 pub use crate::protocol::channel::ChatMessage;
 
+use super::channel_auth::{channel_credential, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
 use super::definition::ToolFuture;
 
 /// A client tool call the child's model made, for the parent's executor.
@@ -84,12 +85,18 @@ pub async fn chat(
     // The name goes into the channel's URL: one that could add a path
     // segment, a query or a fragment fails here, before anything is sent.
     crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
-    let stub = env
-        .durable_object(binding)?
-        .id_from_name(name)?
-        .get_stub()?;
+    let namespace = env.durable_object(binding)?;
+    let id = namespace.id_from_name(name)?;
+    let secret = env
+        .secret(CHANNEL_SECRET_VAR)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
+        .ok();
+    let credential = channel_credential(secret.as_deref(), &id.to_string());
+    let stub = id.get_stub()?;
     let headers = Headers::new();
     headers.set("Upgrade", "websocket")?;
+    headers.set(CHANNEL_AUTH_HEADER, &credential)?;
     let mut init = RequestInit::new();
     init.with_headers(headers);
     let url = crate::routing::channel_url(binding, name);

@@ -255,3 +255,65 @@ fn a_parents_client_call_is_answered_only_on_its_own_channel() {
     let part = tool_part(&sim.transcript()[1], "call_1").unwrap().clone();
     assert_eq!(part["output"], json!({"now": "12:00"}));
 }
+
+#[test]
+fn call_ids_a_provider_repeats_across_steps_are_made_unique_within_the_turn() {
+    let mut sim = two_tabs();
+    sim.script(Reply::tool_call(
+        "call_0",
+        "get_weather",
+        json!({"city": "A"}),
+    ))
+    .script(Reply::tool_call(
+        "call_0",
+        "get_weather",
+        json!({"city": "B"}),
+    ))
+    .script(Reply::text("done"))
+    .script_tool("get_weather", ToolReply::ok(json!("sun in A")))
+    .script_tool("get_weather", ToolReply::ok(json!("rain in B")));
+    sim.send("a", chat_request("r1", &[user("u1", "two cities")]));
+    sim.run_until_idle();
+    let answer = &sim.transcript()[1];
+    assert_eq!(tool_part(answer, "call_0").unwrap()["output"], "sun in A");
+    assert_eq!(
+        tool_part(answer, "call_0-2").unwrap()["output"],
+        "rain in B"
+    );
+    assert_eq!(
+        sim.last_request().tool_result("call_0-2").as_deref(),
+        Some("rain in B")
+    );
+}
+
+#[test]
+fn programmatic_turns_meet_the_pending_turn_limit_and_never_overwrite_an_answer() {
+    let mut sim = Sim::with(|c| c.limits.max_pending_turns = 1);
+    sim.connect("a");
+    sim.open_channel("parent");
+    sim.script(Reply::words(50).every(10));
+    sim.send("a", chat_request("r1", &[user("u1", "long")]));
+    sim.advance(5);
+    sim.send_channel("parent", rpc_chat(json!("queued"), json!([]), false));
+    sim.send_channel("parent", rpc_chat(json!("one too many"), json!([]), false));
+    let errors = of_type(sim.frames("parent"), CHAT_ERROR);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("too many pending turns"));
+    sim.script(Reply::text("second"));
+    sim.run_until_idle();
+    assert_eq!(sim.transcript().len(), 4, "u1, answer, queued, answer");
+
+    let answer_id = sim.transcript()[1]["id"].as_str().unwrap().to_string();
+    let answer_text = text_of(&sim.transcript()[1]);
+    let forged = json!({"id": answer_id, "role": "user", "parts": [{"type": "text", "text": "x"}]});
+    sim.script(Reply::text("third"));
+    sim.send_channel("parent", rpc_chat(forged, json!([]), false));
+    sim.run_until_idle();
+    let stored = sim.store.message(&answer_id).unwrap();
+    assert_eq!(stored["role"], "assistant");
+    assert_eq!(text_of(&stored), answer_text);
+    assert_eq!(sim.transcript().len(), 6);
+}

@@ -122,7 +122,7 @@ impl Vars<'_> {
 /// Where the model lives, who may connect, and how turns run: the
 /// [`CoreSettings`] the settings deref to (`settings.max_steps`,
 /// `settings.concurrency`, `settings.model`, …).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
@@ -133,6 +133,19 @@ pub struct AgentSettings {
     /// (`MODEL_MAX_RETRIES`: retries of a call that failed transiently before
     /// streaming anything, default 2, 0 turns them off) and recovery budget.
     pub core: CoreSettings,
+}
+
+/// Shows whether the key and the token are set, never their values.
+impl std::fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("AgentSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &set(&self.api_key))
+            .field("auth_token", &set(&self.auth_token))
+            .field("core", &self.core)
+            .finish()
+    }
 }
 
 impl Deref for AgentSettings {
@@ -270,6 +283,20 @@ mod tests {
         /// The city to look up.
         #[allow(dead_code)]
         city: String,
+    }
+
+    #[test]
+    fn settings_debug_output_never_shows_secrets() {
+        let lookup = |name: &str| match name {
+            "OPENAI_API_KEY" => Some("sk-very-secret".to_string()),
+            "AUTH_TOKEN" => Some("tok-very-secret".to_string()),
+            _ => None,
+        };
+        let text = format!("{:?}", AgentSettings::from_vars(&Vars(&lookup)));
+        assert!(
+            !text.contains("very-secret") && text.contains("<set>"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -74,6 +74,7 @@ impl Core {
             ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
             ModelEvent::ToolCallStarted { index, id, name } => {
                 self.close_open_text();
+                let id = self.unique_tool_call_id(id);
                 if let Some(call) = self.active.as_mut().and_then(|a| a.model_call_mut()) {
                     call.calls.insert(
                         index,
@@ -225,5 +226,29 @@ impl Core {
             }
             None => self.end_turn(Outcome::Error, Some(failure.text)),
         }
+    }
+}
+
+impl Core {
+    /// A provider that omits call ids gets `call_<index>` from the decoder,
+    /// which repeats in every step; a call id already used in this turn or
+    /// stored gets a suffix (`call_0-2`), so a result or an approval can
+    /// only ever reach the call it names.
+    fn unique_tool_call_id(&self, id: String) -> String {
+        let taken = |candidate: &str| {
+            let in_turn = self.active.as_ref().is_some_and(|a| {
+                a.message.has_tool_call(candidate)
+                    || a.model_call()
+                        .is_some_and(|c| c.calls.values().any(|s| s.id == candidate))
+            });
+            in_turn || self.transcript.owner_of(candidate).is_some()
+        };
+        if !taken(&id) {
+            return id;
+        }
+        (2u32..)
+            .map(|n| format!("{id}-{n}"))
+            .find(|candidate| !taken(candidate))
+            .unwrap_or(id)
     }
 }

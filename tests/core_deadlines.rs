@@ -7,6 +7,16 @@ mod sim;
 use serde_json::json;
 use sim::*;
 
+/// The error text the tabs were sent for request `id`.
+fn turn_error(frames: &[serde_json::Value], id: &str) -> String {
+    responses(frames, id)
+        .iter()
+        .find(|f| f["error"] == true)
+        .and_then(|f| f["body"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn weather_turn(sim: &mut Sim, tool_delay_ms: u64) {
     sim.script(Reply::tool_call(
         "c1",
@@ -90,4 +100,51 @@ fn a_parent_that_never_answers_its_client_tool_call_is_given_up() {
     let part = tool_part(answer, "call_1").unwrap();
     assert_eq!(part["state"], "output-error");
     assert_eq!(text_of(answer), "No clock.");
+}
+
+#[test]
+fn a_model_that_trickles_past_the_call_deadline_ends_the_turn_with_an_error() {
+    let mut sim = Sim::with(|c| c.limits.model_call_timeout_ms = 1_000);
+    sim.connect("a");
+    sim.script(Reply::words(200).every(10));
+    sim.send("a", chat_request("r1", &[user("u1", "talk slowly")]));
+    sim.advance(999);
+    assert!(
+        terminal(sim.frames("a"), "r1").is_none(),
+        "still streaming at 999 ms"
+    );
+    sim.run_until_idle();
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").expect("the turn ended")["outcome"],
+        "error"
+    );
+    let error = turn_error(sim.frames("a"), "r1");
+    assert!(error.contains("did not finish within 1 s"), "{error}");
+    assert!(
+        sim.now < 2_000,
+        "ended at the deadline, not when the model stopped"
+    );
+    assert_eq!(sim.open_model_calls(), 0, "the call was aborted");
+}
+
+#[test]
+fn a_model_that_streams_past_the_byte_limit_ends_the_turn_with_an_error() {
+    let mut sim = Sim::with(|c| c.limits.max_model_stream_bytes = 100);
+    sim.connect("a");
+    sim.script(Reply::words(200));
+    sim.send("a", chat_request("r1", &[user("u1", "talk a lot")]));
+    sim.run_until_idle();
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").expect("the turn ended")["outcome"],
+        "error"
+    );
+    let error = turn_error(sim.frames("a"), "r1");
+    assert!(error.contains("more than 100 bytes"), "{error}");
+    sim.script(Reply::text("short"));
+    sim.send("a", chat_request("r2", &[user("u2", "short please")]));
+    sim.run_until_idle();
+    assert_eq!(
+        terminal(sim.frames("a"), "r2").unwrap()["outcome"],
+        "completed"
+    );
 }

@@ -142,6 +142,8 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         max_client_tools_bytes: 2048,
         max_pending_turns: 3,
         model_stall_timeout_ms: 5_000,
+        model_call_timeout_ms: 60_000,
+        max_model_stream_bytes: 64 * 1024,
     };
     config
 }

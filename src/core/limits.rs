@@ -39,6 +39,12 @@ pub struct Limits {
     pub max_pending_turns: usize,
     /// A model stream with no event for this long fails the turn (0: never).
     pub model_stall_timeout_ms: u64,
+    /// A model call still streaming after this long fails the turn (0: never).
+    pub model_call_timeout_ms: u64,
+    /// Text, reasoning and tool-argument bytes the model may stream in one
+    /// turn; past it the turn fails (0: no limit). The answer is stored as
+    /// one row, which must stay under 2 MB.
+    pub max_model_stream_bytes: usize,
 }
 
 impl Default for Limits {
@@ -53,6 +59,8 @@ impl Default for Limits {
             max_client_tools_bytes: 256 * 1024,
             max_pending_turns: 32,
             model_stall_timeout_ms: 120_000,
+            model_call_timeout_ms: 600_000,
+            max_model_stream_bytes: 1_950_000,
         }
     }
 }

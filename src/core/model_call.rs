@@ -69,6 +69,14 @@ impl Core {
             call.streamed = true;
         }
         self.arm_stall_check();
+        let bytes = match &event {
+            ModelEvent::TextDelta(d) | ModelEvent::ReasoningDelta(d) => d.len(),
+            ModelEvent::ToolCallArgumentsDelta { delta, .. } => delta.len(),
+            _ => 0,
+        };
+        if !self.count_model_bytes(bytes) {
+            return;
+        }
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
             ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
@@ -187,8 +195,36 @@ impl Core {
         match timer {
             Timer::ModelStall => self.on_model_stalled(),
             Timer::ModelRetry => self.retry_model_call(),
+            Timer::ModelDeadline => self.on_model_overrun(format!(
+                "The model call did not finish within {} s.",
+                self.config.limits.model_call_timeout_ms as f64 / 1000.0
+            )),
             _ => {}
         }
+    }
+
+    /// The model call ran past a bound: the turn ends with `text`.
+    fn on_model_overrun(&mut self, text: String) {
+        if self.active.as_ref().and_then(|a| a.model_call()).is_some() {
+            self.end_turn(Outcome::Error, Some(text));
+        }
+    }
+
+    /// Counts what the model streamed in this turn; false (and the turn is
+    /// ended) once it passes the limit.
+    fn count_model_bytes(&mut self, bytes: usize) -> bool {
+        let limit = self.config.limits.max_model_stream_bytes;
+        let Some(active) = self.active.as_mut() else {
+            return false;
+        };
+        active.model_bytes = active.model_bytes.saturating_add(bytes);
+        if limit > 0 && active.model_bytes > limit {
+            self.on_model_overrun(format!(
+                "The model streamed more than {limit} bytes in one turn."
+            ));
+            return false;
+        }
+        true
     }
 
     fn on_model_stalled(&mut self) {

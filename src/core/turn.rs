@@ -112,6 +112,8 @@ pub(super) struct ActiveTurn {
     pub(super) running_tools: BTreeMap<String, RunningTool>,
     pub(super) open: OpenParts,
     pub log: ChunkLog,
+    /// Bytes of text, reasoning and tool arguments the model streamed in this turn.
+    pub(super) model_bytes: usize,
 }
 
 impl ActiveTurn {
@@ -198,6 +200,7 @@ impl Core {
             running_tools: BTreeMap::new(),
             open: OpenParts::default(),
             log: ChunkLog::default(),
+            model_bytes: 0,
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -250,6 +253,10 @@ impl Core {
         });
         self.clear_timer(Timer::ModelRetry);
         self.arm_stall_check();
+        let deadline = self.config.limits.model_call_timeout_ms;
+        if deadline > 0 {
+            self.set_timer(Timer::ModelDeadline, self.now.saturating_add(deadline));
+        }
         self.effects.push(Effect::CallModel {
             call: id,
             request: model_request,
@@ -264,6 +271,7 @@ impl Core {
         request.retries += 1;
         active.leave_model_call(TurnPhase::WaitingToRetry(request));
         self.clear_timer(Timer::ModelStall);
+        self.clear_timer(Timer::ModelDeadline);
         self.set_timer(Timer::ModelRetry, at);
     }
 
@@ -283,6 +291,7 @@ impl Core {
             waits_on_person: false,
         }));
         self.clear_timer(Timer::ModelStall);
+        self.clear_timer(Timer::ModelDeadline);
         calls.into_values().collect()
     }
 
@@ -400,6 +409,7 @@ impl Core {
             Timer::Heartbeat,
             Timer::ModelStall,
             Timer::ModelRetry,
+            Timer::ModelDeadline,
         ]
         .into_iter()
         .chain(deadlines.collect::<Vec<_>>())

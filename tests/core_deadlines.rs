@@ -4,7 +4,7 @@
 
 mod sim;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use sim::*;
 
 /// The error text the tabs were sent for request `id`.
@@ -145,6 +145,40 @@ fn a_model_that_streams_past_the_byte_limit_ends_the_turn_with_an_error() {
     sim.run_until_idle();
     assert_eq!(
         terminal(sim.frames("a"), "r2").unwrap()["outcome"],
+        "completed"
+    );
+}
+
+#[test]
+fn tool_calls_past_the_step_limit_are_input_errors_the_model_reads() {
+    let mut sim = Sim::with(|c| c.limits.max_tool_calls_per_step = 2);
+    sim.connect("a");
+    let calls: Vec<(String, Value)> = (0..4)
+        .map(|i| (format!("c{i}"), json!({"city": format!("C{i}")})))
+        .collect();
+    let script: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "get_weather", args.clone()))
+        .collect();
+    sim.script(Reply::tool_calls(&script))
+        .script(Reply::text("done"));
+    for _ in 0..2 {
+        sim.script_tool("get_weather", ToolReply::ok(json!("ok")));
+    }
+    sim.send("a", chat_request("r1", &[user("u1", "four cities")]));
+    sim.run_until_idle();
+    assert_eq!(sim.tools.runs_of("get_weather").len(), 2);
+    let answer = &sim.transcript()[1];
+    for id in ["c2", "c3"] {
+        let part = tool_part(answer, id).unwrap();
+        assert_eq!(part["state"], "output-error");
+        assert!(part["errorText"]
+            .as_str()
+            .unwrap()
+            .contains("Too many tool calls"));
+    }
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
         "completed"
     );
 }

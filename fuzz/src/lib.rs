@@ -144,6 +144,7 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         model_stall_timeout_ms: 5_000,
         model_call_timeout_ms: 60_000,
         max_model_stream_bytes: 64 * 1024,
+        max_tool_calls_per_step: 4,
     };
     config
 }

@@ -45,6 +45,9 @@ pub struct Limits {
     /// turn; past it the turn fails (0: no limit). The answer is stored as
     /// one row, which must stay under 2 MB.
     pub max_model_stream_bytes: usize,
+    /// Tool calls of one model step that are run (or routed); the calls
+    /// past it are input errors the model reads (0: no limit).
+    pub max_tool_calls_per_step: usize,
 }
 
 impl Default for Limits {
@@ -61,6 +64,7 @@ impl Default for Limits {
             model_stall_timeout_ms: 120_000,
             model_call_timeout_ms: 600_000,
             max_model_stream_bytes: 1_950_000,
+            max_tool_calls_per_step: 32,
         }
     }
 }

@@ -176,8 +176,16 @@ impl Core {
     fn on_step_streamed(&mut self, reason: FinishReason) {
         self.close_open_text();
         let calls = self.enter_running_tools(reason);
-        for call in &calls {
-            self.route_tool_call(call);
+        let limit = self.config.limits.max_tool_calls_per_step;
+        for (n, call) in calls.iter().enumerate() {
+            if limit > 0 && n >= limit {
+                let text = format!(
+                    "Too many tool calls in one step (limit {limit}); this one was not run."
+                );
+                self.refuse_tool_call(call, text);
+            } else {
+                self.route_tool_call(call);
+            }
         }
         self.maybe_finish_step();
     }

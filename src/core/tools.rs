@@ -102,6 +102,19 @@ impl Core {
         }
     }
 
+    /// The call is not run: an input error the model reads.
+    pub(super) fn refuse_tool_call(&mut self, call: &StepCall, error_text: String) {
+        let input = serde_json::from_str::<Value>(&call.arguments)
+            .map(|v| normalize_input(&v))
+            .unwrap_or_else(|_| serde_json::json!({}));
+        self.emit(UIMessageChunk::ToolInputError {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input,
+            error_text,
+        });
+    }
+
     pub(super) fn route_tool_call(&mut self, call: &StepCall) {
         let parsed = if call.arguments.trim().is_empty() {
             Ok(serde_json::json!({}))
@@ -122,15 +135,7 @@ impl Core {
             (Ok(_), true) => None,
         };
         if let Some(error_text) = error {
-            let input = parsed
-                .map(|v| normalize_input(&v))
-                .unwrap_or_else(|_| serde_json::json!({}));
-            self.emit(UIMessageChunk::ToolInputError {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                input,
-                error_text,
-            });
+            self.refuse_tool_call(call, error_text);
             return;
         }
         let input = normalize_input(&parsed.unwrap_or_default());

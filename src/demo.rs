@@ -151,11 +151,14 @@ mod coordinator {
                 move |input: DelegateInput| {
                     let env = env.clone();
                     async move {
+                        // Fails fast, as a tool error the model reads, without quoting a bad name.
+                        crate::routing::check_agent_name(&input.agent)
+                            .map_err(|e| format!("cannot delegate: {e}"))?;
                         let mut result = FinalText::default();
                         let options = ChatOptions {
                             client_tools: parent_tools(),
                             on_client_tool_call: Some(Rc::new(run_parent_tool)),
-                            signal: None,
+                            ..ChatOptions::default()
                         };
                         chat(
                             &env,

@@ -1,6 +1,35 @@
 //! Maps request paths to agents: `/agents/<kebab(binding)>/<name>[/…]`, the
-//! camel→kebab rule of the client, which binding a namespace names, and the
-//! path of a parent agent's channel to a child.
+//! camel→kebab rule of the client, which binding a namespace names, the one
+//! rule an instance name follows (for routing and for a sub-agent `chat()`),
+//! and the path of a parent agent's channel to a child.
+
+/// Longest instance name, in bytes.
+pub const MAX_AGENT_NAME_BYTES: usize = 128;
+
+/// An instance name is 1 to 128 of the characters a URL path carries as
+/// they are (`A-Z a-z 0-9 - . _ ~`), and not `.` or `..`: it is put into a
+/// path unencoded, so it can never add a segment, a query or a fragment.
+/// The error says why without quoting the name.
+pub fn check_agent_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("an agent name is empty".into());
+    }
+    if name.len() > MAX_AGENT_NAME_BYTES {
+        return Err(format!(
+            "an agent name is too long: {} bytes (limit {MAX_AGENT_NAME_BYTES})",
+            name.len()
+        ));
+    }
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
+    if !plain || name == "." || name == ".." {
+        return Err(format!(
+            "an agent name may hold only A-Z a-z 0-9 - . _ ~ (1 to {MAX_AGENT_NAME_BYTES}), and not be . or .."
+        ));
+    }
+    Ok(())
+}
 
 /// Path suffix of the parent → child channel of a sub-agent `chat()` (an
 /// internal endpoint: the worker refuses it from outside).
@@ -59,7 +88,7 @@ fn agent_segments(path: &str) -> Option<Option<(&str, &str)>> {
         return None;
     }
     Some(match (segments.next(), segments.next()) {
-        (Some(namespace), Some(name)) if !name.is_empty() => Some((namespace, name)),
+        (Some(namespace), Some(name)) if check_agent_name(name).is_ok() => Some((namespace, name)),
         _ => None,
     })
 }
@@ -116,6 +145,42 @@ mod tests {
             Some("room-1")
         );
         assert_eq!(instance_name("/agents/chat-agent/"), None);
+    }
+
+    #[test]
+    fn one_name_rule_refuses_names_that_would_change_the_url() {
+        for good in ["room-1", "kid_2", "a.b", "x~y", &"n".repeat(128)] {
+            assert!(check_agent_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "x?y=1",
+            "x#frag",
+            "a/b",
+            "../chat-agent/victim",
+            "a b",
+            "%2e",
+            "é",
+            &"n".repeat(129),
+        ] {
+            let error = check_agent_name(bad).unwrap_err();
+            assert!(
+                bad.len() < 3 || !error.contains(bad),
+                "{error} quotes {bad}"
+            );
+        }
+        let bindings = ["ChatAgent"];
+        assert_eq!(
+            route("/agents/chat-agent/a%20b", &bindings),
+            Route::BadAgentPath
+        );
+        assert_eq!(
+            route("/agents/chat-agent/..", &bindings),
+            Route::BadAgentPath
+        );
+        assert_eq!(instance_name("/agents/chat-agent/a%3Fb"), None);
     }
 
     #[test]

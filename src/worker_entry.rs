@@ -4,6 +4,7 @@
 use worker::{event, Context, Env, Request, Response, Result};
 
 use crate::agent::access::{require_token, Refusal, RequestInfo};
+use crate::agent::channel_auth::CHANNEL_AUTH_HEADER;
 use crate::agent::host::request_info;
 use crate::routing::{is_channel_path, route, Route};
 
@@ -38,11 +39,17 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 
 /// The routing-level authorisation hook: runs before any agent is woken.
 /// Parent → child channels are internal (Durable Object to Durable Object)
-/// and never reachable from outside; with `AUTH_TOKEN` set, a matching
+/// and never reachable from outside (the agent checks their credential as
+/// well); with `AUTH_TOKEN` set, a matching
 /// `token` query parameter is required.
 fn authorize_route(request: &RequestInfo, env: &Env) -> std::result::Result<(), Refusal> {
     if is_channel_path(&request.path) {
         return Err(Refusal::forbidden("internal endpoint"));
+    }
+    // The channel credential is only ever sent Durable Object to Durable
+    // Object; an outside request carrying the header is refused.
+    if request.header(CHANNEL_AUTH_HEADER).is_some() {
+        return Err(Refusal::forbidden("internal header"));
     }
     let token = env
         .secret("AUTH_TOKEN")

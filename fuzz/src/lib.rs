@@ -138,8 +138,13 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         max_parts: 6,
         max_tool_result_bytes: 256,
         max_client_tools: 3,
+        max_client_tool_bytes: 1024,
+        max_client_tools_bytes: 2048,
         max_pending_turns: 3,
         model_stall_timeout_ms: 5_000,
+        model_call_timeout_ms: 60_000,
+        max_model_stream_bytes: 64 * 1024,
+        max_tool_calls_per_step: 4,
     };
     config
 }

@@ -52,12 +52,18 @@ impl Refusal {
     }
 }
 
-/// With `expected` set, the request must carry `?token=<expected>`.
+/// With `expected` set, the request must carry `?token=<expected>` or the
+/// header `Authorization: Bearer <expected>` (for callers that can set
+/// headers; a browser's WebSocket cannot).
 pub fn require_token(request: &RequestInfo, expected: Option<&str>) -> Result<(), Refusal> {
     let Some(expected) = expected else {
         return Ok(());
     };
-    match request.query_param("token") {
+    let bearer = request
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match request.query_param("token").or(bearer) {
         None => Err(Refusal::unauthorized("a token is required")),
         Some(given) if same_secret(given, expected) => Ok(()),
         Some(_) => Err(Refusal::forbidden("the token does not match")),
@@ -114,5 +120,26 @@ mod tests {
             403
         );
         assert!(require_token(&with_token(Some("s3")), Some("s3")).is_ok());
+    }
+
+    #[test]
+    fn the_token_may_come_as_a_bearer_header() {
+        let with_header = |value: &str| RequestInfo {
+            headers: vec![("authorization".into(), value.into())],
+            ..with_token(None)
+        };
+        assert!(require_token(&with_header("Bearer s3"), Some("s3")).is_ok());
+        assert_eq!(
+            require_token(&with_header("Bearer nope"), Some("s3"))
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert_eq!(
+            require_token(&with_header("Basic s3"), Some("s3"))
+                .unwrap_err()
+                .status,
+            401
+        );
     }
 }

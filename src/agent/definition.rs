@@ -60,8 +60,29 @@ impl ServerTool {
         }
     }
 
+    /// A person approves each call (or the calls `rule` picks) before it runs.
+    /// Such a tool is not overridable by a client tool unless marked `overridable()`.
     pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
         self.spec.approval = rule;
+        self
+    }
+
+    /// A client tool of the same name never replaces this tool.
+    pub fn not_overridable(mut self) -> Self {
+        self.spec = self.spec.not_overridable();
+        self
+    }
+
+    /// A client tool of the same name replaces this tool even if it needs approval.
+    pub fn overridable(mut self) -> Self {
+        self.spec = self.spec.overridable();
+        self
+    }
+
+    /// A run still going after `ms` ends as a tool error the model reads
+    /// (default: the settings' `tool_timeout_ms`, five minutes).
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.spec = self.spec.timeout_ms(ms);
         self
     }
 
@@ -102,7 +123,7 @@ impl Vars<'_> {
 /// Where the model lives, who may connect, and how turns run: the
 /// [`CoreSettings`] the settings deref to (`settings.max_steps`,
 /// `settings.concurrency`, `settings.model`, …).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
@@ -116,6 +137,19 @@ pub struct AgentSettings {
     /// (`MODEL_MAX_RETRIES`: retries of a call that failed transiently before
     /// streaming anything, default 2, 0 turns them off) and recovery budget.
     pub core: CoreSettings,
+}
+
+/// Shows whether the key and the token are set, never their values.
+impl std::fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("AgentSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &set(&self.api_key))
+            .field("auth_token", &set(&self.auth_token))
+            .field("core", &self.core)
+            .finish()
+    }
 }
 
 impl Deref for AgentSettings {
@@ -179,6 +213,7 @@ impl AgentSettings {
                 context: ContextPolicy {
                     max_bytes: vars.parsed_or("MODEL_CONTEXT_BYTES", defaults.context.max_bytes),
                 },
+                tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
                 ..defaults
             },
         }
@@ -265,6 +300,20 @@ mod tests {
         /// The city to look up.
         #[allow(dead_code)]
         city: String,
+    }
+
+    #[test]
+    fn settings_debug_output_never_shows_secrets() {
+        let lookup = |name: &str| match name {
+            "OPENAI_API_KEY" => Some("sk-very-secret".to_string()),
+            "AUTH_TOKEN" => Some("tok-very-secret".to_string()),
+            _ => None,
+        };
+        let text = format!("{:?}", AgentSettings::from_vars(&Vars(&lookup)));
+        assert!(
+            !text.contains("very-secret") && text.contains("<set>"),
+            "{text}"
+        );
     }
 
     #[test]

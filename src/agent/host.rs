@@ -62,6 +62,9 @@ pub struct AgentHost {
     alarm_asked: std::cell::Cell<Option<u64>>,
     /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
     debug_memory: bool,
+    /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
+    /// (see `channel_auth.rs`).
+    channel_secret: Option<String>,
 }
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
@@ -86,6 +89,8 @@ impl AgentHost {
                 .ok()
         };
         let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
+        let channel_secret =
+            lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
         let tools = definition.tools();
         let store = SqlStore::open(state.storage().sql())?;
@@ -116,6 +121,7 @@ impl AgentHost {
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
             debug_memory,
+            channel_secret,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         host.adopt_open_sockets();
@@ -141,10 +147,23 @@ impl AgentHost {
             self.remember_name(&name);
         }
         let channel = crate::routing::is_channel_path(path);
-        if !channel {
-            if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
-                return Response::error(refusal.reason, refusal.status);
+        if channel {
+            // Checked here, not only by a router: a parent's channel carries
+            // the deployment's credential (see channel_auth.rs).
+            let presented = req
+                .headers()
+                .get(super::channel_auth::CHANNEL_AUTH_HEADER)?;
+            let own_id = self.state.id().to_string();
+            let allowed = super::channel_auth::channel_allowed(
+                presented.as_deref(),
+                self.channel_secret.as_deref(),
+                &own_id,
+            );
+            if !allowed {
+                return Response::error("Forbidden", 403);
             }
+        } else if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
+            return Response::error(refusal.reason, refusal.status);
         }
         if self.debug_memory && path.ends_with("/__debug/memory") {
             return Response::from_json(&self.debug_memory());

@@ -19,6 +19,7 @@ use crate::protocol::{ClientToolSchema, Outcome};
 
 pub use crate::protocol::channel::ChatMessage;
 
+use super::channel_auth::{channel_credential, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
 use super::definition::ToolFuture;
 
 /// A client tool call the child's model made, for the parent's executor.
@@ -62,7 +63,14 @@ pub struct ChatOptions {
     /// Runs the child's calls to `client_tools`; without it they are left dangling.
     pub on_client_tool_call: Option<ClientToolExecutor>,
     pub signal: Option<AbortSignal>,
+    /// How long the whole `chat()` may take, in ms (`None`:
+    /// [`DEFAULT_CHAT_TIMEOUT_MS`]; `Some(0)`: no deadline). When it passes,
+    /// the child's turn is cancelled and `on_error` says so.
+    pub timeout_ms: Option<u64>,
 }
+
+/// Default deadline of one `chat()`: five minutes, as a tool run's.
+pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::config::DEFAULT_TOOL_TIMEOUT_MS;
 
 /// Runs one turn of the child agent `binding`/`name` and returns when it
 /// ended. Plain text is sent as such: the child mints the message id.
@@ -74,12 +82,21 @@ pub async fn chat(
     callback: &mut dyn ChatCallback,
     options: ChatOptions,
 ) -> worker::Result<()> {
-    let stub = env
-        .durable_object(binding)?
-        .id_from_name(name)?
-        .get_stub()?;
+    // The name goes into the channel's URL: one that could add a path
+    // segment, a query or a fragment fails here, before anything is sent.
+    crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
+    let namespace = env.durable_object(binding)?;
+    let id = namespace.id_from_name(name)?;
+    let secret = env
+        .secret(CHANNEL_SECRET_VAR)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
+        .ok();
+    let credential = channel_credential(secret.as_deref(), &id.to_string());
+    let stub = id.get_stub()?;
     let headers = Headers::new();
     headers.set("Upgrade", "websocket")?;
+    headers.set(CHANNEL_AUTH_HEADER, &credential)?;
     let mut init = RequestInit::new();
     init.with_headers(headers);
     let url = crate::routing::channel_url(binding, name);
@@ -104,9 +121,21 @@ pub async fn chat(
     };
     let mut aborted = false;
     let mut request_id: Option<String> = None;
+    let timeout = options.timeout_ms.unwrap_or(DEFAULT_CHAT_TIMEOUT_MS);
+    let mut deadline = match timeout {
+        0 => futures::future::pending().boxed_local(),
+        ms => worker::Delay::from(std::time::Duration::from_millis(ms)).boxed_local(),
+    };
     loop {
         let next = futures::select! {
             event = events.next().fuse() => event,
+            () = (&mut deadline).fuse() => {
+                if let Some(id) = &request_id {
+                    let _ = send_cancel(&ws, id);
+                }
+                callback.on_error(&format!("the child agent did not finish within {timeout} ms"));
+                break;
+            }
             fired = (&mut abort).fuse() => {
                 if fired && !aborted {
                     aborted = true;

@@ -29,7 +29,7 @@ impl Core {
                 self.on_programmatic_chat(Some(conn), message, client_tools, executor);
             }
             Ok(ParentFrame::ToolResult(result)) => {
-                self.on_tool_done(result.call_id, &result.tool_call_id, result.result)
+                self.on_remote_tool_done(&conn, result.call_id, &result.tool_call_id, result.result)
             }
             Ok(ParentFrame::Cancel { id }) => self.on_cancel(&id),
             Err(error) => self.reject(conn, None, &error),
@@ -47,7 +47,7 @@ pub fn parse_channel_frame(text: &str, limits: &Limits) -> Result<ParentFrame, S
             if let ChatMessage::Message(message) = &chat.message {
                 limits.check_messages(std::slice::from_ref(message))?;
             }
-            limits.check_client_tools(chat.client_tools.len())?;
+            limits.check_client_tools(&chat.client_tools)?;
         }
         ParentFrame::ToolResult(result) => {
             let size = match &result.result {

@@ -232,6 +232,18 @@ impl Core {
         tools: Vec<crate::protocol::ClientToolSchema>,
         executor: bool,
     ) {
+        // The pending-turn limit of a tab's submit holds for programmatic
+        // turns too; a parent is told on its channel (its `chat()` fails).
+        if self.queue.len() >= self.config.limits.max_pending_turns {
+            if let Some(conn) = conn {
+                let error = format!(
+                    "too many pending turns (limit {}); try again when the agent is less busy",
+                    self.config.limits.max_pending_turns
+                );
+                self.reject(conn, None, &error);
+            }
+            return;
+        }
         let request_id = self.new_id(super::ids::IdKind::Request);
         if let Some(conn) = &conn {
             self.send_to(
@@ -241,6 +253,15 @@ impl Core {
         }
         let mut message = message;
         message.role = crate::protocol::Role::User;
+        // A user message may be edited by reusing its id; any other stored
+        // message is never overwritten: the new one gets an id of its own.
+        let taken = self
+            .transcript
+            .iter()
+            .any(|m| m.id == message.id && m.role != crate::protocol::Role::User);
+        if taken {
+            message.id = self.new_id(super::ids::IdKind::Message);
+        }
         let entry = self.transcript.upsert(message);
         self.put_entry(&entry);
         self.broadcast_transcript(None);

@@ -40,14 +40,21 @@ impl fmt::Debug for ApprovalRule {
     }
 }
 
-/// A server tool as the core sees it: its schema and approval rule. The host
-/// holds the code that runs it.
+/// A server tool as the core sees it: its schema, approval rule, whether a
+/// client tool of the same name may replace it, and how long a run may take.
+/// The host holds the code that runs it.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
     pub approval: ApprovalRule,
+    /// `Some(false)`: a same-named client tool never replaces this tool.
+    /// `None`: replaceable unless it needs approval (see [`ToolSpec::is_overridable`]).
+    pub overridable: Option<bool>,
+    /// A run still going after this long ends as a tool error the model
+    /// reads (`None`: the settings' `tool_timeout_ms`).
+    pub timeout_ms: Option<u64>,
 }
 
 impl ToolSpec {
@@ -57,12 +64,41 @@ impl ToolSpec {
             description: description.to_string(),
             parameters,
             approval: ApprovalRule::Never,
+            overridable: None,
+            timeout_ms: None,
         }
     }
 
     pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
         self.approval = rule;
         self
+    }
+
+    /// A client tool of the same name never replaces this one: the model
+    /// keeps seeing the server tool and its calls run here.
+    pub fn not_overridable(mut self) -> Self {
+        self.overridable = Some(false);
+        self
+    }
+
+    /// A client tool of the same name replaces this one, even if it needs approval.
+    pub fn overridable(mut self) -> Self {
+        self.overridable = Some(true);
+        self
+    }
+
+    /// The deadline of one run of this tool, in ms.
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = Some(ms);
+        self
+    }
+
+    /// Whether a same-named client tool replaces this tool. A tool that can
+    /// need approval is not replaceable unless marked `overridable()`: a
+    /// browser-answered copy would skip the person's approval.
+    pub fn is_overridable(&self) -> bool {
+        self.overridable
+            .unwrap_or(matches!(self.approval, ApprovalRule::Never))
     }
 }
 
@@ -265,7 +301,13 @@ pub struct CoreSettings {
     pub model_retry: RetryPolicy,
     /// How much of a long conversation each model request carries.
     pub context: super::context_window::ContextPolicy,
+    /// Deadline of a server tool run (or of a parent's client tool run), in
+    /// ms; a tool's own `ToolSpec::timeout_ms` wins. 0: no deadline.
+    pub tool_timeout_ms: u64,
 }
+
+/// Default deadline of one tool run: five minutes.
+pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 300_000;
 
 impl Default for CoreSettings {
     fn default() -> Self {
@@ -279,6 +321,7 @@ impl Default for CoreSettings {
             limits: super::limits::Limits::default(),
             model_retry: RetryPolicy::default(),
             context: Default::default(),
+            tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
         }
     }
 }
@@ -312,6 +355,23 @@ impl CoreConfig {
 
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether a call to `name` goes to a client, given the turn's client
+    /// tools: the name is one of them and no server tool that cannot be
+    /// replaced has it.
+    pub fn routes_to_client(&self, name: &str, client_tools: &[ClientToolSchema]) -> bool {
+        client_tools.iter().any(|t| t.name == name)
+            && self.tool(name).is_none_or(ToolSpec::is_overridable)
+    }
+
+    /// The deadline of one run of `name`, if any.
+    pub fn tool_timeout(&self, name: &str) -> Option<u64> {
+        let ms = self
+            .tool(name)
+            .and_then(|t| t.timeout_ms)
+            .unwrap_or(self.tool_timeout_ms);
+        (ms > 0).then_some(ms)
     }
 }
 

@@ -97,7 +97,9 @@ fn tool_result_text(tool: &crate::protocol::ToolPart) -> String {
     }
 }
 
-/// Server tools first, then client tools; a later name replaces an earlier one.
+/// Server tools first, then client tools; a client tool replaces a server
+/// tool of the same name unless that one is not overridable (then the client
+/// tool is left out).
 pub fn turn_tools(server: &[ToolSpec], client: &[ClientToolSchema]) -> Vec<ToolDefinition> {
     let mut out: Vec<ToolDefinition> = Vec::with_capacity(server.len() + client.len());
     let mut put = |def: ToolDefinition| match out.iter_mut().find(|d| d.name == def.name) {
@@ -111,7 +113,8 @@ pub fn turn_tools(server: &[ToolSpec], client: &[ClientToolSchema]) -> Vec<ToolD
             parameters: tool.parameters.clone(),
         });
     }
-    for tool in client {
+    let protected = |name: &str| server.iter().any(|t| t.name == name && !t.is_overridable());
+    for tool in client.iter().filter(|t| !protected(&t.name)) {
         put(ToolDefinition {
             name: tool.name.clone(),
             description: tool.description.clone().unwrap_or_default(),

@@ -92,6 +92,12 @@ pub enum Timer {
     ModelStall,
     /// A model call that failed transiently is tried again.
     ModelRetry,
+    /// A model call still streaming this long ends the turn (a provider that
+    /// trickles forever never trips the stall check).
+    ModelDeadline,
+    /// The deadline of tool run `CallId` (a server tool, or a client tool a
+    /// parent agent runs): when it fires first, the call ends as a tool error.
+    ToolDeadline(CallId),
 }
 
 impl Timer {

@@ -1,8 +1,22 @@
 //! How much a client may send and how long a model may stall: configurable
 //! bounds, each answered with a clear error instead of a crash or a hang.
+//! Also the shape of a client tool list (names providers accept, schema
+//! sizes), refused as a whole when one entry is wrong.
 
 use crate::protocol::client::MAX_ID_BYTES;
-use crate::protocol::{ChatRequest, ToolResult, UIMessage};
+use crate::protocol::{ChatRequest, ClientToolSchema, ToolResult, UIMessage};
+
+/// Longest tool name providers accept (`^[A-Za-z0-9_-]{1,64}$`).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// Whether providers accept `name` as a tool name: 1 to 64 of `A-Z a-z 0-9 _ -`.
+pub fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME_BYTES
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -16,10 +30,24 @@ pub struct Limits {
     pub max_tool_result_bytes: usize,
     /// Client tool schemas in one request.
     pub max_client_tools: usize,
+    /// One client tool (name, description and parameters, as JSON), in bytes.
+    pub max_client_tool_bytes: usize,
+    /// A whole client tool list (as JSON), in bytes. It is stored and sent to
+    /// the model on every turn, so it stays well under a stored row's 2 MB.
+    pub max_client_tools_bytes: usize,
     /// Turns waiting in the queue (the running one not counted).
     pub max_pending_turns: usize,
     /// A model stream with no event for this long fails the turn (0: never).
     pub model_stall_timeout_ms: u64,
+    /// A model call still streaming after this long fails the turn (0: never).
+    pub model_call_timeout_ms: u64,
+    /// Text, reasoning and tool-argument bytes the model may stream in one
+    /// turn; past it the turn fails (0: no limit). The answer is stored as
+    /// one row, which must stay under 2 MB.
+    pub max_model_stream_bytes: usize,
+    /// Tool calls of one model step that are run (or routed); the calls
+    /// past it are input errors the model reads (0: no limit).
+    pub max_tool_calls_per_step: usize,
 }
 
 impl Default for Limits {
@@ -30,8 +58,13 @@ impl Default for Limits {
             max_parts: 500,
             max_tool_result_bytes: 1024 * 1024,
             max_client_tools: 128,
+            max_client_tool_bytes: 32 * 1024,
+            max_client_tools_bytes: 256 * 1024,
             max_pending_turns: 32,
             model_stall_timeout_ms: 120_000,
+            model_call_timeout_ms: 600_000,
+            max_model_stream_bytes: 1_950_000,
+            max_tool_calls_per_step: 32,
         }
     }
 }
@@ -57,19 +90,11 @@ impl Limits {
             ));
         }
         self.check_messages(&request.messages)?;
-        self.check_client_tools(request.client_tools.as_ref().map_or(0, Vec::len))
+        self.check_client_tools(request.client_tools.as_deref().unwrap_or_default())
     }
 
     /// Each message's parts and id (the count of messages is the caller's).
     pub fn check_messages(&self, messages: &[UIMessage]) -> Result<(), String> {
-        if let Some(m) = messages.iter().find(|m| m.parts.len() > self.max_parts) {
-            return Err(format!(
-                "message {} has too many parts: {} (limit {})",
-                m.id,
-                m.parts.len(),
-                self.max_parts
-            ));
-        }
         if let Some(m) = messages.iter().find(|m| m.id.is_empty()) {
             return Err(format!("a {:?} message has an empty id", m.role));
         }
@@ -79,6 +104,15 @@ impl Limits {
                 m.id.len()
             ));
         }
+        // After the id checks: the error quotes the id.
+        if let Some(m) = messages.iter().find(|m| m.parts.len() > self.max_parts) {
+            return Err(format!(
+                "message {} has too many parts: {} (limit {})",
+                m.id,
+                m.parts.len(),
+                self.max_parts
+            ));
+        }
         Ok(())
     }
 
@@ -86,7 +120,7 @@ impl Limits {
         let size =
             result.output.to_string().len() + result.error_text.as_ref().map_or(0, String::len);
         self.check_tool_result_size(&result.tool_call_id, size)?;
-        self.check_client_tools(result.client_tools.as_ref().map_or(0, Vec::len))
+        self.check_client_tools(result.client_tools.as_deref().unwrap_or_default())
     }
 
     /// A tool result's output (serialized) plus its error text, `size` bytes.
@@ -100,11 +134,54 @@ impl Limits {
         Ok(())
     }
 
-    pub fn check_client_tools(&self, count: usize) -> Result<(), String> {
-        if count > self.max_client_tools {
+    /// A client tool list: how many, each name as providers accept it, each
+    /// `parameters` a JSON object, each tool and the whole list within their
+    /// byte limits. A name is quoted in the error only when it is short.
+    pub fn check_client_tools(&self, tools: &[ClientToolSchema]) -> Result<(), String> {
+        if tools.len() > self.max_client_tools {
             return Err(format!(
-                "too many client tools: {count} (limit {})",
+                "too many client tools: {} (limit {})",
+                tools.len(),
                 self.max_client_tools
+            ));
+        }
+        let mut total = 0;
+        for tool in tools {
+            if tool.name.len() > MAX_TOOL_NAME_BYTES {
+                return Err(format!(
+                    "a client tool name is too long: {} bytes (limit {MAX_TOOL_NAME_BYTES})",
+                    tool.name.len()
+                ));
+            }
+            if !valid_tool_name(&tool.name) {
+                return Err(format!(
+                    "client tool name {:?} is not valid: use 1 to {MAX_TOOL_NAME_BYTES} of A-Z a-z 0-9 _ -",
+                    tool.name
+                ));
+            }
+            if tool
+                .parameters
+                .as_ref()
+                .is_some_and(|p| !p.is_object() && !p.is_null())
+            {
+                return Err(format!(
+                    "client tool {}: `parameters` must be a JSON schema object",
+                    tool.name
+                ));
+            }
+            let bytes = serde_json::to_string(tool).map_or(usize::MAX, |s| s.len());
+            if bytes > self.max_client_tool_bytes {
+                return Err(format!(
+                    "client tool {} is too large: {bytes} bytes (limit {})",
+                    tool.name, self.max_client_tool_bytes
+                ));
+            }
+            total += bytes;
+        }
+        if total > self.max_client_tools_bytes {
+            return Err(format!(
+                "client tools are too large together: {total} bytes (limit {})",
+                self.max_client_tools_bytes
             ));
         }
         Ok(())
@@ -145,6 +222,53 @@ mod tests {
             .check_chat_request(&request("m".repeat(MAX_ID_BYTES + 1)))
             .unwrap_err();
         assert!(error.contains("too long"), "{error}");
+    }
+
+    #[test]
+    fn tool_names_follow_what_providers_accept() {
+        for good in ["getLocation", "a", "get_weather-2", &"x".repeat(64)] {
+            assert!(valid_tool_name(good), "{good}");
+        }
+        for bad in ["", "bad name!", "a.b", "é", "a/b", &"x".repeat(65)] {
+            assert!(!valid_tool_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_client_tool_list_with_a_bad_entry_is_refused_without_echoing_long_names() {
+        let tool = |name: &str, parameters: Option<serde_json::Value>| ClientToolSchema {
+            name: name.into(),
+            description: None,
+            parameters,
+        };
+        let limits = Limits::default();
+        assert!(limits.check_client_tools(&[tool("ok", None)]).is_ok());
+        let error = limits
+            .check_client_tools(&[tool("bad name!", None)])
+            .unwrap_err();
+        assert!(error.contains("\"bad name!\" is not valid"), "{error}");
+        let error = limits
+            .check_client_tools(&[tool(&"n".repeat(200), None)])
+            .unwrap_err();
+        assert!(
+            error.contains("too long: 200 bytes") && !error.contains("nnnn"),
+            "{error}"
+        );
+        let error = limits
+            .check_client_tools(&[tool("t", Some(serde_json::json!(5)))])
+            .unwrap_err();
+        assert!(error.contains("JSON schema object"), "{error}");
+        let big = serde_json::json!({"description": "x".repeat(40 * 1024)});
+        let error = limits
+            .check_client_tools(&[tool("t", Some(big))])
+            .unwrap_err();
+        assert!(error.contains("client tool t is too large"), "{error}");
+        let medium = serde_json::json!({"description": "x".repeat(30 * 1024)});
+        let many: Vec<_> = (0..9)
+            .map(|i| tool(&format!("t{i}"), Some(medium.clone())))
+            .collect();
+        let error = limits.check_client_tools(&many).unwrap_err();
+        assert!(error.contains("too large together"), "{error}");
     }
 
     #[test]

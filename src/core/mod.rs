@@ -283,7 +283,10 @@ impl Core {
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
             Timer::Heartbeat => self.on_heartbeat(),
-            Timer::ModelStall | Timer::ModelRetry => self.on_model_timer(timer),
+            Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
+                self.on_model_timer(timer)
+            }
+            Timer::ToolDeadline(call) => self.on_tool_deadline(call),
         }
     }
 

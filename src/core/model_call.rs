@@ -112,11 +112,20 @@ impl Core {
             call.streamed = true;
         }
         self.arm_stall_check();
+        let bytes = match &event {
+            ModelEvent::TextDelta(d) | ModelEvent::ReasoningDelta(d) => d.len(),
+            ModelEvent::ToolCallArgumentsDelta { delta, .. } => delta.len(),
+            _ => 0,
+        };
+        if !self.count_model_bytes(bytes) {
+            return;
+        }
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
             ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),
             ModelEvent::ToolCallStarted { index, id, name } => {
                 self.close_open_text();
+                let id = self.unique_tool_call_id(id);
                 if let Some(call) = self.active.as_mut().and_then(|a| a.model_call_mut()) {
                     call.calls.insert(
                         index,
@@ -210,8 +219,16 @@ impl Core {
     fn on_step_streamed(&mut self, reason: FinishReason) {
         self.close_open_text();
         let calls = self.enter_running_tools(reason);
-        for call in &calls {
-            self.route_tool_call(call);
+        let limit = self.config.limits.max_tool_calls_per_step;
+        for (n, call) in calls.iter().enumerate() {
+            if limit > 0 && n >= limit {
+                let text = format!(
+                    "Too many tool calls in one step (limit {limit}); this one was not run."
+                );
+                self.refuse_tool_call(call, text);
+            } else {
+                self.route_tool_call(call);
+            }
         }
         self.maybe_finish_step();
     }
@@ -229,8 +246,36 @@ impl Core {
         match timer {
             Timer::ModelStall => self.on_model_stalled(),
             Timer::ModelRetry => self.retry_model_call(),
+            Timer::ModelDeadline => self.on_model_overrun(format!(
+                "The model call did not finish within {} s.",
+                self.config.limits.model_call_timeout_ms as f64 / 1000.0
+            )),
             _ => {}
         }
+    }
+
+    /// The model call ran past a bound: the turn ends with `text`.
+    fn on_model_overrun(&mut self, text: String) {
+        if self.active.as_ref().and_then(|a| a.model_call()).is_some() {
+            self.end_turn(Outcome::Error, Some(text));
+        }
+    }
+
+    /// Counts what the model streamed in this turn; false (and the turn is
+    /// ended) once it passes the limit.
+    fn count_model_bytes(&mut self, bytes: usize) -> bool {
+        let limit = self.config.limits.max_model_stream_bytes;
+        let Some(active) = self.active.as_mut() else {
+            return false;
+        };
+        active.model_bytes = active.model_bytes.saturating_add(bytes);
+        if limit > 0 && active.model_bytes > limit {
+            self.on_model_overrun(format!(
+                "The model streamed more than {limit} bytes in one turn."
+            ));
+            return false;
+        }
+        true
     }
 
     fn on_model_stalled(&mut self) {
@@ -276,5 +321,29 @@ impl Core {
             }
             None => self.end_turn(Outcome::Error, Some(failure.text)),
         }
+    }
+}
+
+impl Core {
+    /// A provider that omits call ids gets `call_<index>` from the decoder,
+    /// which repeats in every step; a call id already used in this turn or
+    /// stored gets a suffix (`call_0-2`), so a result or an approval can
+    /// only ever reach the call it names.
+    fn unique_tool_call_id(&self, id: String) -> String {
+        let taken = |candidate: &str| {
+            let in_turn = self.active.as_ref().is_some_and(|a| {
+                a.message.has_tool_call(candidate)
+                    || a.model_call()
+                        .is_some_and(|c| c.calls.values().any(|s| s.id == candidate))
+            });
+            in_turn || self.transcript.owner_of(candidate).is_some()
+        };
+        if !taken(&id) {
+            return id;
+        }
+        (2u32..)
+            .map(|n| format!("{id}-{n}"))
+            .find(|candidate| !taken(candidate))
+            .unwrap_or(id)
     }
 }

@@ -1,10 +1,14 @@
 //! Tool results and approvals from clients: applied to the waiting tool part
 //! (in the streaming answer or in the stored message that owns it), told to
 //! every tab, and handed to `continuation.rs` when they ask to continue.
-//! Approvals given while their answer still streams are written down on
-//! their own (no chunk records them) until that answer is stored.
+//! A result settles only a call that was routed to a browser and waits for
+//! it; an approval only a call that asked for one. Approvals given while
+//! their answer still streams are written down on their own (no chunk
+//! records them) until that answer is stored.
 
-use crate::protocol::{server, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{
+    server, ClientToolSchema, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk,
+};
 
 use super::effects::{ConnId, StoreOp};
 use super::persisted::{ConfigKey, StreamApprovals};
@@ -12,10 +16,14 @@ use super::transcript::{apply_approval, apply_tool_result};
 use super::Core;
 
 impl Core {
+    /// A tab's `cf_agent_tool_result`. Ignored (documented, as for unknown
+    /// calls) unless it settles a call that waits for a browser: a server
+    /// tool's call (running, or waiting for approval) and a call a parent's
+    /// executor runs are not a tab's to answer. The frame's `clientTools` are
+    /// taken only when the result is.
     pub(super) fn on_tool_result(&mut self, conn: ConnId, result: ToolResult) {
-        if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
-            self.put_config(ConfigKey::ClientTools, &tools);
-            self.client_tools = tools;
+        if !self.awaits_browser_result(&result.tool_call_id) {
+            return;
         }
         let applied = self.update_tool_part(&result.tool_call_id, |tool| {
             apply_tool_result(tool, &result.output, result.error_text.as_deref())
@@ -23,7 +31,40 @@ impl Core {
         if !applied {
             return;
         }
+        if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
+            self.put_config(ConfigKey::ClientTools, &tools);
+            self.client_tools = tools;
+        }
         self.after_human_answer(conn, result.auto_continue);
+    }
+
+    /// Whether the call `tool_call_id` was routed to a browser and still
+    /// waits for its result.
+    fn awaits_browser_result(&self, tool_call_id: &str) -> bool {
+        if let Some(active) = self.active.as_ref() {
+            if let Some(tool) = active
+                .message
+                .tool_parts()
+                .find(|t| t.tool_call_id == tool_call_id)
+            {
+                return !active.running_tools.contains_key(tool_call_id)
+                    && self.waits_for_browser(tool, self.active_client_tools());
+            }
+        }
+        self.transcript
+            .owner_of(tool_call_id)
+            .and_then(|m| m.tool_parts().find(|t| t.tool_call_id == tool_call_id))
+            .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+    }
+
+    /// A part waiting for its input's result whose tool is a client tool: one
+    /// of `client_tools` that no protected server tool has the name of, or a
+    /// name no server tool has (a call to an unknown tool is an input error,
+    /// so such a waiting call was routed to a client).
+    fn waits_for_browser(&self, tool: &ToolPart, client_tools: &[ClientToolSchema]) -> bool {
+        tool.state == ToolState::InputAvailable
+            && (self.config.tool(&tool.tool_name).is_none()
+                || self.config.routes_to_client(&tool.tool_name, client_tools))
     }
 
     pub(super) fn on_tool_approval(

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
 use super::accumulator::normalize_input;
-use super::effects::{CallId, ConnId, Effect};
+use super::effects::{CallId, ConnId, Effect, Timer};
 use super::ids::IdKind;
 use super::turn::{RunningTool, StepCall};
 use super::Core;
@@ -46,9 +46,13 @@ impl Core {
                 tool_call_id.to_string(),
                 RunningTool {
                     call,
+                    tool_name: tool_name.to_string(),
                     remote: remote.clone(),
                 },
             );
+        }
+        if let Some(ms) = self.run_timeout(tool_name, remote.is_some()) {
+            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
         }
         let tool_call_id = tool_call_id.to_string();
         let tool_name = tool_name.to_string();
@@ -98,6 +102,19 @@ impl Core {
         }
     }
 
+    /// The call is not run: an input error the model reads.
+    pub(super) fn refuse_tool_call(&mut self, call: &StepCall, error_text: String) {
+        let input = serde_json::from_str::<Value>(&call.arguments)
+            .map(|v| normalize_input(&v))
+            .unwrap_or_else(|_| serde_json::json!({}));
+        self.emit(UIMessageChunk::ToolInputError {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input,
+            error_text,
+        });
+    }
+
     pub(super) fn route_tool_call(&mut self, call: &StepCall) {
         let parsed = if call.arguments.trim().is_empty() {
             Ok(serde_json::json!({}))
@@ -105,9 +122,8 @@ impl Core {
             serde_json::from_str::<Value>(&call.arguments)
         };
         let is_client = self
-            .active_client_tools()
-            .iter()
-            .any(|t| t.name == call.name);
+            .config
+            .routes_to_client(&call.name, self.active_client_tools());
         let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         // `before_turn` may have offered only some tools this turn.
@@ -125,15 +141,7 @@ impl Core {
             (Ok(_), true) => None,
         };
         if let Some(error_text) = error {
-            let input = parsed
-                .map(|v| normalize_input(&v))
-                .unwrap_or_else(|_| serde_json::json!({}));
-            self.emit(UIMessageChunk::ToolInputError {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                input,
-                error_text,
-            });
+            self.refuse_tool_call(call, error_text);
             return;
         }
         let input = normalize_input(&parsed.unwrap_or_default());
@@ -160,6 +168,53 @@ impl Core {
         }
     }
 
+    /// A tool run outlived its deadline: it ends as a tool error the model
+    /// reads, and whatever it returns later is ignored.
+    pub(super) fn on_tool_deadline(&mut self, call: CallId) {
+        let Some((tool_call_id, tool_name, remote)) = self.active.as_ref().and_then(|a| {
+            a.running_tools
+                .iter()
+                .find(|(_, run)| run.call == call)
+                .map(|(id, run)| (id.clone(), run.tool_name.clone(), run.remote.is_some()))
+        }) else {
+            return;
+        };
+        let ms = self.run_timeout(&tool_name, remote).unwrap_or_default();
+        let text = format!(
+            "Tool '{tool_name}' did not finish within {} ms and was given up.",
+            ms
+        );
+        self.on_tool_done(call, &tool_call_id, Err(text));
+    }
+
+    /// The deadline of one run: a client tool a parent runs has the
+    /// settings' deadline, a server tool its own or the settings'.
+    fn run_timeout(&self, tool_name: &str, remote: bool) -> Option<u64> {
+        match remote {
+            true => Some(self.config.tool_timeout_ms).filter(|ms| *ms > 0),
+            false => self.config.tool_timeout(tool_name),
+        }
+    }
+
+    /// A parent's answer to a client tool call: taken only from the channel
+    /// the call was sent on.
+    pub(super) fn on_remote_tool_done(
+        &mut self,
+        conn: &str,
+        call: CallId,
+        tool_call_id: &str,
+        result: Result<Value, String>,
+    ) {
+        let sent_here = self
+            .active
+            .as_ref()
+            .and_then(|a| a.running_tools.get(tool_call_id))
+            .is_some_and(|run| run.remote.as_deref() == Some(conn));
+        if sent_here {
+            self.on_tool_done(call, tool_call_id, result);
+        }
+    }
+
     pub(super) fn on_tool_done(
         &mut self,
         call: CallId,
@@ -173,6 +228,7 @@ impl Core {
             return;
         }
         active.running_tools.remove(tool_call_id);
+        self.clear_timer(Timer::ToolDeadline(call));
         let tool_call_id = tool_call_id.to_string();
         self.emit(match result {
             Ok(output) => UIMessageChunk::ToolOutputAvailable {

@@ -286,10 +286,9 @@ fn repair_part(tool: &mut ToolPart, keep_approved: bool) -> bool {
 
 /// A result or error from a client lands on the first part still waiting for one.
 pub fn apply_tool_result(tool: &mut ToolPart, output: &Value, error_text: Option<&str>) -> bool {
-    if !matches!(
-        tool.state,
-        ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
-    ) {
+    // A call waiting for (or holding) an approval is a server tool's: only
+    // its own run settles it.
+    if tool.state != ToolState::InputAvailable {
         return false;
     }
     match error_text {

@@ -81,6 +81,7 @@ pub(super) enum TurnPhase {
 #[derive(Debug, Clone)]
 pub(super) struct RunningTool {
     pub(super) call: CallId,
+    pub(super) tool_name: String,
     pub(super) remote: Option<ConnId>,
 }
 
@@ -113,6 +114,8 @@ pub(super) struct ActiveTurn {
     pub(super) running_tools: BTreeMap<String, RunningTool>,
     pub(super) open: OpenParts,
     pub log: ChunkLog,
+    /// Bytes of text, reasoning and tool arguments the model streamed in this turn.
+    pub(super) model_bytes: usize,
 }
 
 impl ActiveTurn {
@@ -198,6 +201,7 @@ impl Core {
             running_tools: BTreeMap::new(),
             open: OpenParts::default(),
             log: ChunkLog::default(),
+            model_bytes: 0,
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -264,6 +268,10 @@ impl Core {
         });
         self.clear_timer(Timer::ModelRetry);
         self.arm_stall_check();
+        let deadline = self.config.limits.model_call_timeout_ms;
+        if deadline > 0 {
+            self.set_timer(Timer::ModelDeadline, self.now.saturating_add(deadline));
+        }
         self.effects.push(Effect::CallModel {
             call: id,
             request: model_request,
@@ -278,6 +286,7 @@ impl Core {
         request.retries += 1;
         active.leave_model_call(TurnPhase::WaitingToRetry(request));
         self.clear_timer(Timer::ModelStall);
+        self.clear_timer(Timer::ModelDeadline);
         self.set_timer(Timer::ModelRetry, at);
     }
 
@@ -297,6 +306,7 @@ impl Core {
             waits_on_person: false,
         }));
         self.clear_timer(Timer::ModelStall);
+        self.clear_timer(Timer::ModelDeadline);
         calls.into_values().collect()
     }
 
@@ -419,12 +429,20 @@ impl Core {
         if let Some(call) = active.leave_model_call(TurnPhase::RunningApprovedCalls) {
             self.effects.push(Effect::AbortModel { call });
         }
+        let deadlines = active
+            .running_tools
+            .values()
+            .map(|run| Timer::ToolDeadline(run.call));
         for timer in [
             Timer::FlushChunks,
             Timer::Heartbeat,
             Timer::ModelStall,
             Timer::ModelRetry,
-        ] {
+            Timer::ModelDeadline,
+        ]
+        .into_iter()
+        .chain(deadlines.collect::<Vec<_>>())
+        {
             self.clear_timer(timer);
         }
         self.forget_stream_approvals();

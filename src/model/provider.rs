@@ -40,12 +40,37 @@ pub enum CallPlan {
 }
 
 /// A `POST` request, described.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct HttpRequest {
     pub url: String,
     /// In the order they are to be set; a later value of a name replaces an earlier one.
     pub headers: Vec<(String, String)>,
     pub body: String,
+}
+
+/// Header values that carry credentials are shown as `<redacted>`.
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let secret = matches!(
+                    name.to_ascii_lowercase().as_str(),
+                    "authorization" | "api-key" | "x-api-key" | "proxy-authorization"
+                );
+                (
+                    name.as_str(),
+                    if secret { "<redacted>" } else { value.as_str() },
+                )
+            })
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .finish()
+    }
 }
 
 /// Raw response body bytes in, [`ModelEvent`]s out, for one call.

@@ -63,11 +63,15 @@ test('a tab connected to the child sees the delegated turn live under a server-m
 });
 
 /** Opens the child's side of the channel straight on the Durable Object, as a parent agent does
- * (the worker refuses the channel path from outside). */
+ * (the worker refuses the channel path from outside), with the credential a parent sends when
+ * no CHANNEL_SECRET is set: the child's Durable Object id. */
 async function openChannel(name) {
   const ns = await w.mf.getDurableObjectNamespace('ChatAgent');
-  const stub = ns.get(ns.idFromName(name));
-  const res = await stub.fetch(`https://agent/agents/chat-agent/${name}/__chat-channel`, { headers: { Upgrade: 'websocket' } });
+  const id = ns.idFromName(name);
+  const stub = ns.get(id);
+  const res = await stub.fetch(`https://agent/agents/chat-agent/${name}/__chat-channel`, {
+    headers: { Upgrade: 'websocket', 'x-durable-chat-channel': `id:${id.toString()}` },
+  });
   const ws = res.webSocket;
   assert.ok(ws, 'the child accepted the channel');
   ws.accept();

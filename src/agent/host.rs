@@ -93,7 +93,7 @@ impl AgentHost {
             lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
         let tools = definition.tools();
-        let store = SqlStore::open(state.storage().sql())?;
+        let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
         let config = core_config(&definition, &settings, &tools, &name, agent);
@@ -346,12 +346,20 @@ impl AgentHost {
     }
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
-        for effect in effects {
+        let mut effects = effects.into_iter().peekable();
+        while let Some(effect) = effects.next() {
             match effect {
                 Effect::Send { to, frame } => self.send_frame(&to, &frame),
                 Effect::Store(op) => {
-                    if let Err(e) = self.store.apply(&op) {
-                        worker::console_error!("storage write failed: {e}");
+                    // A run of writes commits together or not at all.
+                    let mut ops = vec![op];
+                    while let Some(Effect::Store(_)) = effects.peek() {
+                        if let Some(Effect::Store(op)) = effects.next() {
+                            ops.push(op);
+                        }
+                    }
+                    if let Err(e) = self.store.apply_all(ops) {
+                        self.write_failed(&e.to_string());
                     }
                 }
                 Effect::CallModel { call, request } => {
@@ -396,6 +404,20 @@ impl AgentHost {
                     }
                 }
             }
+        }
+    }
+
+    /// A batch of writes was refused and rolled back (nothing of it is
+    /// stored; the records that came before it, the chunk log included, are
+    /// still there for a recovery). Every tab and channel is told.
+    fn write_failed(&self, error: &str) {
+        worker::console_error!("storage write failed: {error}");
+        let frame = server::chat_error(&format!(
+            "The agent could not save its state ({error}); the last answer may be incomplete."
+        ));
+        let sockets = self.sockets.borrow();
+        for ws in sockets.values() {
+            let _ = ws.send_with_str(&frame);
         }
     }
 

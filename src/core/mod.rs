@@ -27,6 +27,7 @@ pub mod persisted;
 pub mod queue;
 mod recovery;
 mod resume;
+pub mod row_limits;
 mod terminal;
 pub mod timers;
 mod tool_results;

@@ -1,44 +1,53 @@
 //! Durable state on the Durable Object's SQLite: the transcript, the chunk
 //! log of streaming turns, and agent config (last client tools, last custom
-//! body, last terminal error). Applies the core's `StoreOp`s in order; writes
-//! made without an intervening `await` commit together.
+//! body, last terminal error). Applies the core's `StoreOp`s in order, a
+//! batch at a time inside one transaction (all of it is written or none);
+//! values over production's row limit are split (`pieces`), the schema is
+//! versioned and migrated on open (`schema`), and rows that no longer parse
+//! are moved aside (`quarantine`).
+
+mod pieces;
+mod quarantine;
+pub mod schema;
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState};
 
-const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS chat_messages (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS chat_messages_by_seq ON chat_messages(seq)",
-    "CREATE TABLE IF NOT EXISTS chat_streams (request_id TEXT PRIMARY KEY, record TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS chat_stream_chunks (request_id TEXT NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL, PRIMARY KEY (request_id, first_seq))",
-    "CREATE TABLE IF NOT EXISTS chat_config (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-];
+use pieces::{write, Kind};
 
+#[derive(Clone)]
 pub struct SqlStore {
     sql: SqlStorage,
+    storage: std::rc::Rc<worker::Storage>,
 }
 
 #[derive(Deserialize)]
 struct MessageRow {
+    id: String,
     seq: f64,
     body: String,
+    pieces: f64,
 }
 
 #[derive(Deserialize)]
 struct TextRow {
     value: String,
+    pieces: f64,
 }
 
 #[derive(Deserialize)]
 struct StreamRow {
+    request_id: String,
     record: String,
 }
 
 #[derive(Deserialize)]
 struct ChunkRow {
+    first_seq: f64,
     bodies: String,
+    pieces: f64,
 }
 
 fn text(value: &str) -> SqlStorageValue {
@@ -46,44 +55,63 @@ fn text(value: &str) -> SqlStorageValue {
 }
 
 impl SqlStore {
-    pub fn open(sql: SqlStorage) -> worker::Result<SqlStore> {
-        for statement in SCHEMA {
-            sql.exec(statement, None)?;
-        }
-        Ok(SqlStore { sql })
+    /// Opens the store, first migrating the schema to this release's version.
+    pub fn open(storage: worker::Storage) -> worker::Result<SqlStore> {
+        let sql = storage.sql();
+        schema::migrate(&sql, &storage)?;
+        Ok(SqlStore {
+            sql,
+            storage: std::rc::Rc::new(storage),
+        })
     }
 
-    /// Everything the core needs to start. Rows that fail to parse are skipped
-    /// (and reported) rather than failing the whole agent.
+    /// Everything the core needs to start. A row that fails to parse is
+    /// moved to the quarantine table (and reported once) rather than failing
+    /// the whole agent; a stream whose record fails to parse is settled (its
+    /// chunk log removed).
     pub fn load(&self) -> worker::Result<StoredState> {
         let mut state = StoredState::default();
         let rows: Vec<MessageRow> = self
             .sql
-            .exec("SELECT seq, body FROM chat_messages ORDER BY seq", None)?
+            .exec(
+                "SELECT id, seq, body, pieces FROM chat_messages ORDER BY seq",
+                None,
+            )?
             .to_array()?;
         for row in rows {
-            if let Err(e) = state.push_message_row(row.seq as u64, &row.body) {
-                worker::console_error!("skipping unreadable stored message: {e}");
+            let body = pieces::get(&self.sql, Kind::Message, &row.id, 0, row.body, row.pieces)?;
+            if let Err(e) = state.push_message_row(row.seq as u64, &body) {
+                quarantine::message(&self.sql, &row.id, &body, &e.to_string())?;
             }
         }
         state.read_config(|key| self.config_value(key))?;
         let streams: Vec<StreamRow> = self
             .sql
-            .exec("SELECT record FROM chat_streams", None)?
+            .exec("SELECT request_id, record FROM chat_streams", None)?
             .to_array()?;
         for row in streams {
             let Some(mut open) = OpenStream::from_record_row(&row.record) else {
+                quarantine::stream(&self.sql, &row.request_id, &row.record)?;
                 continue;
             };
             let chunk_rows: Vec<ChunkRow> = self
                 .sql
                 .exec(
-                    "SELECT bodies FROM chat_stream_chunks WHERE request_id = ? ORDER BY first_seq",
-                    vec![text(&open.record.request_id)],
+                    "SELECT first_seq, bodies, pieces FROM chat_stream_chunks WHERE request_id = ? ORDER BY first_seq",
+                    vec![text(&row.request_id)],
                 )?
                 .to_array()?;
-            for row in chunk_rows {
-                open.push_chunk_row(&row.bodies);
+            for chunk in chunk_rows {
+                let first_seq = chunk.first_seq as u64;
+                let bodies = pieces::get(
+                    &self.sql,
+                    Kind::Chunks,
+                    &row.request_id,
+                    first_seq,
+                    chunk.bodies,
+                    chunk.pieces,
+                )?;
+                open.push_chunk_row(&bodies);
             }
             state.open_streams.push(open);
         }
@@ -100,26 +128,53 @@ impl SqlStore {
         let rows: Vec<TextRow> = self
             .sql
             .exec(
-                "SELECT value FROM chat_config WHERE key = ?",
+                "SELECT value, pieces FROM chat_config WHERE key = ?",
                 vec![text(key.as_str())],
             )?
             .to_array()?;
-        Ok(rows.into_iter().next().map(|r| r.value))
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        pieces::get(
+            &self.sql,
+            Kind::Config,
+            key.as_str(),
+            0,
+            row.value,
+            row.pieces,
+        )
+        .map(Some)
+    }
+
+    /// Applies a batch of writes as one transaction: when any of them fails,
+    /// none is kept (a chunk log is never dropped without the message that
+    /// replaces it) and the error is returned.
+    pub fn apply_all(&self, ops: Vec<StoreOp>) -> worker::Result<()> {
+        let store = self.clone();
+        schema::transaction(&self.storage, move || {
+            for op in &ops {
+                store.apply(op)?;
+            }
+            Ok(())
+        })
     }
 
     pub fn apply(&self, op: &StoreOp) -> worker::Result<()> {
+        let sql = &self.sql;
         match op {
             StoreOp::PutMessage { seq, message } => {
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
-                self.sql.exec(
-                    "INSERT INTO chat_messages (id, seq, body) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body",
-                    vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(&body)],
+                let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;
+                write(
+                    sql,
+                    "INSERT INTO chat_messages (id, seq, body, pieces) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body, pieces = excluded.pieces",
+                    vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
             }
             StoreOp::DeleteMessage { id } => {
-                self.sql
-                    .exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
+                sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
+                pieces::drop_pieces(sql, Kind::Message, id, None)?;
             }
             StoreOp::ClearAll => {
                 for table in [
@@ -128,12 +183,15 @@ impl SqlStore {
                     "chat_stream_chunks",
                     "chat_config",
                 ] {
-                    self.sql.exec(&format!("DELETE FROM {table}"), None)?;
+                    sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
+                sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record).unwrap_or_default();
-                self.sql.exec(
+                let json = serde_json::to_string(record)
+                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                write(
+                    sql,
                     "INSERT OR REPLACE INTO chat_streams (request_id, record) VALUES (?, ?)",
                     vec![text(&record.request_id), text(&json)],
                 )?;
@@ -144,33 +202,44 @@ impl SqlStore {
                 bodies,
             } => {
                 let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
-                let json = serde_json::to_string(&bodies).unwrap_or_default();
-                self.sql.exec(
-                    "INSERT OR REPLACE INTO chat_stream_chunks (request_id, first_seq, bodies) VALUES (?, ?, ?)",
-                    vec![text(request_id), SqlStorageValue::from(*first_seq as i64), text(&json)],
+                let json = serde_json::to_string(&bodies)
+                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                let (first, count) = pieces::put(sql, Kind::Chunks, request_id, *first_seq, &json)?;
+                write(
+                    sql,
+                    "INSERT OR REPLACE INTO chat_stream_chunks (request_id, first_seq, bodies, pieces) VALUES (?, ?, ?, ?)",
+                    vec![text(request_id), SqlStorageValue::from(*first_seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
             }
             StoreOp::CloseStream { request_id } => {
-                self.sql.exec(
+                sql.exec(
                     "DELETE FROM chat_stream_chunks WHERE request_id = ?",
                     vec![text(request_id)],
                 )?;
-                self.sql.exec(
+                pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+                sql.exec(
                     "DELETE FROM chat_streams WHERE request_id = ?",
                     vec![text(request_id)],
                 )?;
             }
             StoreOp::PutConfig { key, value } => {
-                self.sql.exec(
-                    "INSERT OR REPLACE INTO chat_config (key, value) VALUES (?, ?)",
-                    vec![text(key.as_str()), text(value)],
+                let (first, count) = pieces::put(sql, Kind::Config, key.as_str(), 0, value)?;
+                write(
+                    sql,
+                    "INSERT OR REPLACE INTO chat_config (key, value, pieces) VALUES (?, ?, ?)",
+                    vec![
+                        text(key.as_str()),
+                        text(first),
+                        SqlStorageValue::from(count),
+                    ],
                 )?;
             }
             StoreOp::DeleteConfig { key } => {
-                self.sql.exec(
+                sql.exec(
                     "DELETE FROM chat_config WHERE key = ?",
                     vec![text(key.as_str())],
                 )?;
+                pieces::drop_pieces(sql, Kind::Config, key.as_str(), None)?;
             }
         }
         Ok(())

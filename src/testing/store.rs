@@ -4,6 +4,12 @@
 //! rebuilds the `StoredState` a restarted core starts from the way
 //! `SqlStore::load` reads it back (same order, same skipping rules).
 //!
+//! It enforces production's row limit the way the SQLite store does
+//! (`core::row_limits`): every value is written as pieces of at most
+//! `PIECE_BYTES`, and a row over `MAX_ROW_BYTES` is refused, so a value the
+//! SQLite store could not keep cannot be kept here either. `fail_writes`
+//! makes every write fail, to test how a refused write is handled.
+//!
 //! A checked store (the default) also panics when the core breaks an
 //! invariant the SQLite store relies on without enforcing it: two messages
 //! at one seq, chunks appended to a stream that is not open, a chunk log
@@ -56,6 +62,10 @@ pub struct MemStore {
     /// `chat_config` by key.
     config: BTreeMap<&'static str, String>,
     next_rowid: u64,
+    /// Every write is refused while set (failure injection for tests).
+    pub fail_writes: bool,
+    /// The largest piece of any value written so far (bytes).
+    largest_piece: usize,
 }
 
 impl Default for MemStore {
@@ -75,6 +85,8 @@ impl MemStore {
             chunks: BTreeMap::new(),
             config: BTreeMap::new(),
             next_rowid: 0,
+            fail_writes: false,
+            largest_piece: 0,
         }
     }
 
@@ -91,7 +103,64 @@ impl MemStore {
         self.next_rowid
     }
 
+    /// Applies `op`; a write refused (over the row limit, or while
+    /// `fail_writes` is set) panics, as the core must never issue one.
     pub fn apply(&mut self, op: &StoreOp) {
+        if let Err(e) = self.try_apply(op) {
+            panic!("store write refused: {e}");
+        }
+    }
+
+    /// Applies `op` unless it is refused: while `fail_writes` is set, or when
+    /// a row it writes would be over production's limit (checked per piece,
+    /// with the row's other text columns, as the SQLite store writes it).
+    pub fn try_apply(&mut self, op: &StoreOp) -> Result<(), String> {
+        if self.fail_writes {
+            return Err("storage write failed (injected)".into());
+        }
+        self.check_limits(op)?;
+        self.apply_unchecked(op);
+        Ok(())
+    }
+
+    /// The largest piece of any value written so far, in bytes.
+    pub fn largest_piece(&self) -> usize {
+        self.largest_piece
+    }
+
+    fn check_limits(&mut self, op: &StoreOp) -> Result<(), String> {
+        use crate::core::row_limits::{check_row, pieces};
+        let (key, value): (String, String) = match op {
+            StoreOp::PutMessage { message, .. } => (
+                message.id.clone(),
+                serde_json::to_string(message).map_err(|e| e.to_string())?,
+            ),
+            StoreOp::OpenStream(record) => {
+                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+                // A stream record is one row, never split.
+                check_row(&[&record.request_id, &json])?;
+                return Ok(());
+            }
+            StoreOp::AppendChunks {
+                request_id, bodies, ..
+            } => {
+                let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
+                (
+                    request_id.clone(),
+                    serde_json::to_string(&bodies).map_err(|e| e.to_string())?,
+                )
+            }
+            StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
+            _ => return Ok(()),
+        };
+        for piece in pieces(&value) {
+            check_row(&[&key, piece])?;
+            self.largest_piece = self.largest_piece.max(piece.len());
+        }
+        Ok(())
+    }
+
+    fn apply_unchecked(&mut self, op: &StoreOp) {
         match op {
             StoreOp::PutMessage { seq, message } => self.put_message(*seq, message),
             StoreOp::DeleteMessage { id } => {

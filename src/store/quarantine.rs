@@ -1,0 +1,79 @@
+//! Rows that no longer parse are moved out of the way, never skipped on
+//! every wake: the quarantine table keeps the value (split like any other)
+//! and the reason, the row leaves its table, and the move is reported once
+//! (`console.error`, readable in `wrangler tail`). A stream record that
+//! cannot be read is settled: its chunk log is removed with it.
+
+use worker::{SqlStorage, SqlStorageValue};
+
+use super::pieces::{self, write, Kind};
+
+fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// Moves `value` (a row of `source` under `key`) to the quarantine table.
+fn keep(
+    sql: &SqlStorage,
+    source: &str,
+    key: &str,
+    value: &str,
+    reason: &str,
+) -> worker::Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Next {
+        id: f64,
+    }
+    let next: Vec<Next> = sql
+        .exec(
+            "SELECT COALESCE(MAX(id), 0) + 1 AS id FROM chat_quarantine",
+            None,
+        )?
+        .to_array()?;
+    let id = next.first().map(|n| n.id as i64).unwrap_or(1);
+    let (first, count) = pieces::put(sql, Kind::Quarantine, &id.to_string(), 0, value)?;
+    write(
+        sql,
+        "INSERT INTO chat_quarantine (id, source, key, reason, at, value, pieces) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        vec![
+            SqlStorageValue::from(id),
+            source.into(),
+            key.into(),
+            reason.into(),
+            SqlStorageValue::from(now_ms()),
+            first.into(),
+            SqlStorageValue::from(count),
+        ],
+    )?;
+    worker::console_error!(
+        "storage: quarantined unreadable {source} row {key:?} ({} bytes): {reason}",
+        value.len()
+    );
+    Ok(())
+}
+
+/// An unreadable transcript row.
+pub fn message(sql: &SqlStorage, id: &str, body: &str, reason: &str) -> worker::Result<()> {
+    keep(sql, "chat_messages", id, body, reason)?;
+    sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![id.into()])?;
+    pieces::drop_pieces(sql, Kind::Message, id, None)
+}
+
+/// An unreadable stream record: quarantined, and the stream settled.
+pub fn stream(sql: &SqlStorage, request_id: &str, record: &str) -> worker::Result<()> {
+    let reason = match serde_json::from_str::<crate::core::StreamRecord>(record) {
+        Err(e) => e.to_string(),
+        Ok(_) => "unreadable".to_string(),
+    };
+    keep(sql, "chat_streams", request_id, record, &reason)?;
+    sql.exec(
+        "DELETE FROM chat_stream_chunks WHERE request_id = ?",
+        vec![request_id.into()],
+    )?;
+    pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+    sql.exec(
+        "DELETE FROM chat_streams WHERE request_id = ?",
+        vec![request_id.into()],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! The schema of the agent's SQLite and its version. The version lives in
+//! `chat_meta` (the runtime refuses `PRAGMA user_version`); each migration
+//! below runs once, in order, and every migration still owed by a database
+//! runs inside one transaction together with the new version on wake, so an
+//! upgrade either happens whole or not at all. A database written before
+//! versions existed (release 312ec6c and earlier) reads as version 0.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsValue;
+use worker::SqlStorage;
+
+/// The ordered migrations; the schema version is how many have run.
+const MIGRATIONS: &[&[&str]] = &[
+    // 1: the tables of the first releases.
+    &[
+        "CREATE TABLE IF NOT EXISTS chat_messages (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS chat_messages_by_seq ON chat_messages(seq)",
+        "CREATE TABLE IF NOT EXISTS chat_streams (request_id TEXT PRIMARY KEY, record TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS chat_stream_chunks (request_id TEXT NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL, PRIMARY KEY (request_id, first_seq))",
+        "CREATE TABLE IF NOT EXISTS chat_config (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+    // 2: values over the row limit are split: the row keeps the first piece
+    // and how many there are, `chat_pieces` the rest (see core::row_limits).
+    &[
+        "ALTER TABLE chat_messages ADD COLUMN pieces INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE chat_stream_chunks ADD COLUMN pieces INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE chat_config ADD COLUMN pieces INTEGER NOT NULL DEFAULT 1",
+        "CREATE TABLE chat_pieces (kind TEXT NOT NULL, key TEXT NOT NULL, sub INTEGER NOT NULL, n INTEGER NOT NULL, piece TEXT NOT NULL, PRIMARY KEY (kind, key, sub, n))",
+    ],
+    // 3: rows that no longer parse are moved aside with the reason (their
+    // value split like any other, under kind 'quarantine').
+    &[
+        "CREATE TABLE chat_quarantine (id INTEGER PRIMARY KEY, source TEXT NOT NULL, key TEXT NOT NULL, reason TEXT NOT NULL, at INTEGER NOT NULL, value TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)",
+    ],
+];
+
+/// The version this build writes.
+pub const SCHEMA_VERSION: usize = MIGRATIONS.len();
+
+#[derive(serde::Deserialize)]
+struct MetaRow {
+    value: String,
+}
+
+/// The stored schema version (0 before versions existed).
+pub fn version(sql: &SqlStorage) -> worker::Result<usize> {
+    sql.exec(
+        "CREATE TABLE IF NOT EXISTS chat_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        None,
+    )?;
+    let rows: Vec<MetaRow> = sql
+        .exec(
+            "SELECT value FROM chat_meta WHERE key = 'schema_version'",
+            None,
+        )?
+        .to_array()?;
+    Ok(rows.first().and_then(|r| r.value.parse().ok()).unwrap_or(0))
+}
+
+/// Brings the database to `SCHEMA_VERSION`: the migrations it still owes and
+/// the new version, in one transaction. A database of a newer release is
+/// left as it is (reported): its extra columns have defaults.
+pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()> {
+    let from = version(sql)?;
+    if from > SCHEMA_VERSION {
+        worker::console_error!(
+            "storage: schema version {from} is newer than this release's {SCHEMA_VERSION}"
+        );
+        return Ok(());
+    }
+    if from == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let owned = sql.clone();
+    transaction(storage, move || {
+        for statements in &MIGRATIONS[from..] {
+            for statement in *statements {
+                owned.exec(statement, None)?;
+            }
+        }
+        owned.exec(
+            "INSERT OR REPLACE INTO chat_meta (key, value) VALUES ('schema_version', ?)",
+            vec![worker::SqlStorageValue::from(SCHEMA_VERSION.to_string())],
+        )?;
+        Ok(())
+    })?;
+    worker::console_log!("storage: schema migrated from version {from} to {SCHEMA_VERSION}");
+    Ok(())
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// The storage object seen only through `transactionSync`.
+    type TxStorage;
+
+    #[wasm_bindgen(method, catch, js_name = transactionSync)]
+    fn transaction_sync(this: &TxStorage, body: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// Runs `body` as one SQLite transaction (`storage.transactionSync`): when it
+/// fails, nothing it wrote is kept.
+pub fn transaction(
+    storage: &worker::Storage,
+    body: impl FnOnce() -> worker::Result<()> + 'static,
+) -> worker::Result<()> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::JsCast;
+    let failure: Rc<RefCell<Option<worker::Error>>> = Rc::new(RefCell::new(None));
+    let seen = failure.clone();
+    let mut body = Some(body);
+    let closure = Closure::<dyn FnMut() -> Result<(), JsValue>>::new(move || {
+        let Some(body) = body.take() else {
+            return Ok(());
+        };
+        body().map_err(|e| {
+            let text = JsValue::from_str(&e.to_string());
+            *seen.borrow_mut() = Some(e);
+            js_sys::Error::new(&text.as_string().unwrap_or_default()).into()
+        })
+    });
+    let raw: &JsValue = storage.as_raw().as_ref();
+    let result = raw
+        .unchecked_ref::<TxStorage>()
+        .transaction_sync(closure.as_ref());
+    drop(closure);
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) => Err(failure
+            .borrow_mut()
+            .take()
+            .unwrap_or_else(|| worker::Error::JsError(format!("{e:?}")))),
+    }
+}

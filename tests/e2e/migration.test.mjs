@@ -1,0 +1,143 @@
+// End-to-end: upgrading a stored agent. tests/fixtures/db-312ec6c/ holds the Durable Object
+// SQLite files written by the release of commit 312ec6c (made by
+// tests/fixtures/make-312ec6c-db.mjs); each test copies them to a temp dir, opens them with the
+// current build and checks that what that release stored survives the schema migration and
+// carries on: a finished transcript, a client tool call waiting for the browser, an approval
+// waiting for a person, and a stream cut mid-answer with two turns queued behind it.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chatRequest, userMessage, getMessages, isDone, textOf } from '../support/harness.mjs';
+import { sqliteFiles, querySqlite } from '../support/sqlite-files.mjs';
+import { workerFor, rid, probe, toolPart, waitUntil, toolMessages, tab } from '../support/e2e.mjs';
+
+const AGENT = 'ChatAgent';
+const TURN_MS = 20000;
+const FIXTURE = fileURLToPath(new URL('../fixtures/db-312ec6c/', import.meta.url));
+const manifest = JSON.parse(await readFile(join(FIXTURE, 'manifest.json'), 'utf8'));
+const words = (n) => Array.from({ length: n }, (_, i) => `w${i + 1}`).join(' ');
+const textParts = (m) => m.parts.filter((p) => p.type === 'text');
+
+/** The current build on a copy of the 312ec6c database. */
+async function upgraded(t) {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-migration-'));
+  await cp(FIXTURE, dir, { recursive: true });
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return workerFor(t, { persistDir: dir });
+}
+
+async function probeAnswer(c) {
+  const probeId = probe(c);
+  return c.waitFor((f) => f.probeId === probeId, TURN_MS);
+}
+
+/** Follow the continuation a tab's answer started: ACK its offer and wait for its end. */
+async function followContinuation(b) {
+  const follow = await probeAnswer(b);
+  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(follow.type), `probe answered ${follow.type}`);
+  if (follow.type === 'cf_agent_stream_pending') {
+    await b.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === follow.id, TURN_MS);
+  }
+  b.send({ type: 'cf_agent_stream_resume_ack', id: follow.id });
+  const end = await b.waitFor(isDone(follow.id), TURN_MS);
+  return { id: follow.id, end };
+}
+
+test('a transcript stored by release 312ec6c reads back unchanged and the conversation goes on', async (t) => {
+  const w = await upgraded(t);
+  const room = 'fx-transcript';
+  const stored = manifest.rooms[room].messages;
+  assert.deepEqual(await getMessages(w.url, AGENT, room), stored);
+  const a = await tab(w, room);
+  const id = rid();
+  const u = userMessage(rid('u'), 'and now?');
+  a.send(chatRequest(id, [...stored, u]));
+  const done = await a.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  const messages = await getMessages(w.url, AGENT, room);
+  assert.deepEqual(messages.slice(0, stored.length), stored, 'the old messages keep their place');
+  assert.equal(messages.length, stored.length + 2);
+  assert.equal(textParts(messages.at(-1)).map((p) => p.text).join(''), 'You said: and now?');
+  // The model saw the stored history, tool round trip included.
+  const body = w.model.requests.at(-1);
+  assert.ok(body.messages.some((m) => m.role === 'tool' && String(m.content).includes('Paris')), 'the stored tool result reached the model');
+
+  // The database now carries this release's schema version, and a restart migrates nothing again.
+  const versionOf = async () => {
+    const files = await sqliteFiles(w.persistDir);
+    return files.map((f) => {
+      const meta = querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_meta'").length > 0;
+      return meta ? Number(querySqlite(f, "SELECT value FROM chat_meta WHERE key = 'schema_version'")[0]?.value) : 0;
+    }).sort();
+  };
+  // Only the objects that woke were migrated: this one, and the cut stream's (its durable alarm
+  // was due); the two others wait for their own wake.
+  assert.deepEqual(await versionOf(), [0, 0, 3, 3]);
+  await w.restart();
+  assert.deepEqual(await getMessages(w.url, AGENT, room), messages, 'unchanged by a second wake');
+});
+
+test('a client tool call left waiting by release 312ec6c is answered after the upgrade and drives the continuation', async (t) => {
+  const w = await upgraded(t);
+  const room = 'fx-client-tool';
+  const { toolCallId, toolName } = manifest.rooms[room];
+  const b = await tab(w, room);
+  assert.equal(toolPart(await getMessages(w.url, AGENT, room), toolCallId).state, 'input-available');
+  b.send({ type: 'cf_agent_tool_result', toolCallId, toolName, output: { timezone: 'Europe/Oslo' }, autoContinue: true });
+  const { id, end } = await followContinuation(b);
+  assert.equal(end.outcome, 'completed');
+  // (The answer may end before the ACK: the end-of-turn transcript carries it then.)
+  const said = textOf(b.frames, id) || JSON.stringify(b.frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1));
+  assert.ok(said.includes('Europe/Oslo'), 'the continuation used the result');
+  const body = w.model.requests.at(-1);
+  assert.ok(toolMessages(body).some((m) => m.tool_call_id === toolCallId && String(m.content).includes('Europe/Oslo')));
+  assert.ok(body.tools.some((x) => (x.function?.name ?? x.name) === toolName), 'the client tools stored by the old release are still offered');
+  const messages = await getMessages(w.url, AGENT, room);
+  assert.equal(toolPart(messages, toolCallId).state, 'output-available');
+  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'assistant']);
+  assert.ok(textParts(messages[2]).some((p) => p.text.includes('Europe/Oslo')));
+});
+
+test('an approval left pending by release 312ec6c can be given after the upgrade and the tool runs', async (t) => {
+  const w = await upgraded(t);
+  const room = 'fx-approval';
+  const { toolCallId } = manifest.rooms[room];
+  const b = await tab(w, room);
+  assert.equal(toolPart(await getMessages(w.url, AGENT, room), toolCallId).state, 'approval-requested');
+  b.send({ type: 'cf_agent_tool_approval', toolCallId, approved: true, autoContinue: true });
+  const { id, end } = await followContinuation(b);
+  assert.equal(end.outcome, 'completed');
+  assert.ok(b.frames.some(isDone(id)));
+  const results = toolMessages(w.model.requests.at(-1)).filter((m) => m.tool_call_id === toolCallId);
+  assert.deepEqual(results.map((m) => JSON.parse(m.content)), [{ deleted: 'notes.txt' }], 'the approved tool ran once');
+  const part = toolPart(await getMessages(w.url, AGENT, room), toolCallId);
+  assert.equal(part.state, 'output-available');
+  assert.deepEqual(part.output, { deleted: 'notes.txt' });
+});
+
+test('a stream cut under release 312ec6c is settled after the upgrade and the turns queued behind it are answered', async (t) => {
+  // What release 312ec6c itself does with this database: the cut answer keeps its partial text
+  // (a user message already follows it), and the queued turns run.
+  const w = await upgraded(t);
+  const room = 'fx-stream';
+  const { assistantId, userIds, tokens } = manifest.rooms[room];
+  const messages = await waitUntil(async () => {
+    const ms = await getMessages(w.url, AGENT, room);
+    return ms.length === 5 && ms.every((m) => m.parts.every((p) => p.state !== 'streaming')) ? ms : null;
+  }, { timeoutMs: TURN_MS, intervalMs: 200, what: 'the cut answer settled and the queue answered' });
+  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'user', 'user', 'assistant']);
+  assert.deepEqual([messages[0].id, messages[2].id, messages[3].id], userIds, 'the queued messages kept their order');
+  assert.equal(messages[1].id, assistantId, 'the cut answer kept its id');
+  const partial = textParts(messages[1]).map((p) => p.text).join('');
+  assert.ok(partial.length > 0 && words(tokens).startsWith(partial), `the partial answer is kept: ${partial}`);
+  assert.equal(textParts(messages[4]).map((p) => p.text).join(''), 'You said: third question');
+  assert.deepEqual(w.model.requests[0].messages.filter((m) => m.role === 'user').map((m) => m.content).slice(-2),
+    ['second question', 'third question'], 'the model saw both queued messages');
+  const c = await tab(w, room);
+  const answer = await probeAnswer(c);
+  assert.equal(answer.type, 'cf_agent_stream_resume_none', 'nothing left open');
+});

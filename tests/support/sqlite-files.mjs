@@ -1,0 +1,44 @@
+// Reads the SQLite files a Durable Object persist dir holds (Miniflare's `durableObjectsPersist`),
+// through the `sqlite3` command line tool, read-only. Owns: sqliteFiles, querySqlite,
+// largestStoredValue.
+
+import { execFileSync } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The per-object database files under `persistDir` (every class; not the metadata files). */
+export async function sqliteFiles(persistDir) {
+  const out = [];
+  for (const dir of await readdir(persistDir, { withFileTypes: true })) {
+    if (!dir.isDirectory()) continue;
+    for (const f of await readdir(join(persistDir, dir.name))) {
+      if (f.endsWith('.sqlite') && f !== 'metadata.sqlite') out.push(join(persistDir, dir.name, f));
+    }
+  }
+  return out;
+}
+
+/** Rows of `sql` on database `file`, as objects. */
+export function querySqlite(file, sql) {
+  const text = execFileSync('sqlite3', ['-readonly', '-json', file, sql], { maxBuffer: 64 * 1024 * 1024 }).toString();
+  return text.trim() ? JSON.parse(text) : [];
+}
+
+/**
+ * The largest value (in bytes) and the largest row (sum of its values) stored in any table of
+ * `file`, with where they are.
+ */
+export function largestStoredValue(file) {
+  let value = { bytes: 0, where: '' };
+  let row = { bytes: 0, where: '' };
+  const tables = querySqlite(file, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'");
+  for (const { name } of tables) {
+    const columns = querySqlite(file, `SELECT name FROM pragma_table_info('${name}')`).map((c) => c.name);
+    const sizes = columns.map((c) => `COALESCE(length(CAST("${c}" AS BLOB)), 0)`);
+    const maxValue = querySqlite(file, `SELECT MAX(MAX(${sizes.join(', ')}, 0)) AS n FROM "${name}"`)[0]?.n ?? 0;
+    const maxRow = querySqlite(file, `SELECT MAX(${sizes.join(' + ')}) AS n FROM "${name}"`)[0]?.n ?? 0;
+    if (maxValue > value.bytes) value = { bytes: maxValue, where: name };
+    if (maxRow > row.bytes) row = { bytes: maxRow, where: name };
+  }
+  return { value, row };
+}

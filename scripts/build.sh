@@ -15,6 +15,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
+. scripts/node-env.sh
+
 MODE=release
 [ "${WRANGLER_COMMAND:-}" = dev ] && MODE=dev
 case "${1:-}" in
@@ -43,13 +45,13 @@ fi
 
 export WASM_BINDGEN_BIN WASM_OPT_BIN ESBUILD_BIN
 
-# The inputs' names, sizes and modification times, and the kind of build: equal to the last
-# build's ⇒ build/ is current.
+# The inputs' names and contents, and the kind of build: equal to the last build's ⇒ that build is
+# current (contents, not modification times: an edit undone is no change).
 fingerprint() {
   {
     echo "mode=$MODE args=$*"
     find src demo/src demo/index.html demo/basic.html demo/build.mjs build.rs Cargo.toml Cargo.lock \
-      scripts/build.sh -type f -printf '%p %s %T@\n' 2>/dev/null | LC_ALL=C sort
+      scripts/build.sh -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
 # One build at a time per checkout (wrangler, a test and a user may start one together).

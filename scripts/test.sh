@@ -12,6 +12,8 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 echo "== setup"
 bash scripts/setup.sh --browser
+. scripts/node-env.sh
+echo "node $(node --version)"
 
 echo "== cargo test (native)"
 cargo test

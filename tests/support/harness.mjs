@@ -3,7 +3,7 @@
 // real WebSockets (`ws` package) the way `useAgentChat` does, and read transcripts over HTTP.
 // Owns: startWorker, connect, chatRequest, userMessage, getMessages, kebab and small frame helpers.
 
-import { Miniflare } from 'miniflare';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import WebSocket from 'ws';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { startModelServer } from './model-server.mjs';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BUILD_DIR = join(ROOT, 'build');
-export const COMPATIBILITY_DATE = '2026-04-20'; // keep in step with wrangler.toml
+export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
 /** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker). */
 export const DEFAULT_BINDINGS = {
@@ -35,25 +35,29 @@ export function kebab(str) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Miniflare options for the built worker, written in Miniflare's single-worker form and converted
+ * to its `workers` form (Miniflare 5). `unsafePreventEviction` in `options` applies to both classes.
+ * Durable Object storage lands in `<persistDir>/do/-<ClassName>/<id>.sqlite`.
+ */
 function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
-  return {
+  const { unsafePreventEviction, ...rest } = options;
+  const object = (className) => ({ className, useSQLite: true, ...(unsafePreventEviction ? { unsafePreventEviction } : {}) });
+  return convertV4MiniflareOptions({
     modules: [
       { type: 'ESModule', path: join(buildDir, 'index.js') },
       { type: 'CompiledWasm', path: join(buildDir, 'index_bg.wasm') },
     ],
     modulesRoot: buildDir,
     compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: {
-      ChatAgent: { className: 'ChatAgent', useSQLite: true },
-      Coordinator: { className: 'Coordinator', useSQLite: true },
-    },
-    durableObjectsPersist: persistDir,
+    durableObjects: { ChatAgent: object('ChatAgent'), Coordinator: object('Coordinator') },
+    resourcePersistencePath: persistDir,
     cf: false,
     host: '127.0.0.1',
     port,
     bindings,
-    ...options,
-  };
+    ...rest,
+  });
 }
 
 /**

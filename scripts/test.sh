@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command (also what CI runs via .ci/run): set-up (incl. chromium), native cargo tests,
-# the worker build, then the Node end-to-end and support tests (node:test, one file at a time).
+# the worker build and the example agent's build, then the Node end-to-end (incl. `wrangler deploy
+# --dry-run` and the example agent), browser and support tests (node:test, one file at a time).
 # Exits non-zero on any failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,6 +21,9 @@ cargo test
 
 echo "== build worker"
 bash scripts/build.sh
+
+echo "== build the example agent (examples/support-agent, the crate as a library)"
+bash examples/support-agent/build.sh --dev
 
 echo "== node tests"
 shopt -s nullglob

@@ -19,8 +19,9 @@ echo "node $(node --version)"
 echo "== cargo test (native)"
 cargo test
 
-echo "== build worker"
-bash scripts/build.sh
+echo "== build worker (the quick build wrangler dev uses, then the release build the tests use)"
+bash scripts/build.sh --dev
+bash scripts/build.sh --release
 
 echo "== build the example agent (examples/support-agent, the crate as a library)"
 bash examples/support-agent/build.sh --dev

@@ -25,9 +25,15 @@ impl AgentDefinition for SupportAgent {
     }
     fn tools(&self) -> Vec<ServerTool> {
         vec![
-            ServerTool::new("lookup_order", "Find an order", |input: Lookup| async move {
-                Ok::<_, String>(serde_json::json!({ "order": input.order, "status": "shipped" }))
-            }),
+            ServerTool::new(
+                "lookup_order",
+                "Find an order",
+                |input: Lookup| async move {
+                    Ok::<_, String>(
+                        serde_json::json!({ "order": input.order, "status": "shipped" }),
+                    )
+                },
+            ),
             ServerTool::new("refund", "Refund an order", |input: Lookup| async move {
                 Ok::<_, String>(serde_json::json!({ "refunded": input.order }))
             })
@@ -38,4 +44,8 @@ impl AgentDefinition for SupportAgent {
 
 // The closure builds the definition from the worker's `Env` (keep a clone if tools need bindings).
 #[cfg(target_arch = "wasm32")]
-durable_chat::chat_agent!(SupportAgentDO, |_env: &worker::Env| SupportAgent, "support-agent-do");
+durable_chat::chat_agent!(
+    SupportAgentDO,
+    |_env: &worker::Env| SupportAgent,
+    "support-agent-do"
+);

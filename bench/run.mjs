@@ -13,7 +13,7 @@
 //
 // See bench/README.md for what each metric means.
 
-import { Miniflare } from 'miniflare';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
@@ -207,20 +207,19 @@ function ensureThinkBuilt() {
 
 async function startInstance(spec, { modelUrl, persistDir, preventEviction = false, miniflare = {} }) {
   const before = new Set(descendants(process.pid));
-  const mf = new Miniflare({
+  const mf = new Miniflare(convertV4MiniflareOptions({
     modules: spec.modules,
     modulesRoot: spec.modulesRoot,
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: spec.compatibilityFlags,
-    durableObjects: { [spec.binding]: { className: spec.className, useSQLite: true } },
-    durableObjectsPersist: persistDir,
-    unsafePreventEviction: preventEviction,
+    durableObjects: { [spec.binding]: { className: spec.className, useSQLite: true, unsafePreventEviction: preventEviction } },
+    resourcePersistencePath: persistDir,
     cf: false,
     host: '127.0.0.1',
     port: 0,
     bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue' },
     ...miniflare,
-  });
+  }));
   const ready = await mf.ready;
   const pids = descendants(process.pid).filter((p) => !before.has(p));
   if (!pids.length) throw new Error(`could not find the workerd process of ${spec.label}`);
@@ -233,7 +232,7 @@ async function startInstance(spec, { modelUrl, persistDir, preventEviction = fal
     persistDir,
     /** Path of the DO's SQLite WAL file for instance `name`. */
     walPath(name) {
-      return join(persistDir, `-${spec.binding}`, `${ns.idFromName(name).toString()}.sqlite-wal`);
+      return join(persistDir, 'do', `-${spec.className}`, `${ns.idFromName(name).toString()}.sqlite-wal`);
     },
     cpu: () => cpuMs(pids),
     rss: () => rssKiB(pids),

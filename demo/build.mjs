@@ -45,7 +45,9 @@ const page = template
   .replace('/*__CSS__*/', () => inlineStyle)
   .replace('/*__JS__*/', () => inlineScript);
 
+// Written only when it changed: build.rs reruns (and cargo recompiles the crate) on a newer file.
 await mkdir(dirname(OUT), { recursive: true });
-await writeFile(OUT, page);
+const previous = await readFile(OUT, 'utf8').catch(() => null);
+if (previous !== page) await writeFile(OUT, page);
 const kb = (n) => `${(n / 1024).toFixed(0)} KB`;
 console.log(`demo: wrote ${OUT} (${kb(Buffer.byteLength(page))}; js ${kb(js.length)}, css ${kb(css.length)})`);

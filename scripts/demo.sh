@@ -11,6 +11,7 @@ export WRANGLER_SEND_METRICS=false
 export CLOUDFLARE_CF_FETCH_ENABLED=false  # no network: skip fetching the Request.cf placeholder
 
 bash scripts/setup.sh
+. scripts/node-env.sh
 
 PORT="${PORT:-8787}"
 MODEL_PORT="${MODEL_PORT:-8788}"
@@ -43,6 +44,6 @@ if [ "$has_base_url" = 0 ]; then
   VAR_ARGS+=(--var "OPENAI_BASE_URL:http://127.0.0.1:$MODEL_PORT/v1")
 fi
 
-echo "demo: starting wrangler dev (it builds the worker first; ready in ~15 s)"
+echo "demo: starting wrangler dev (it builds the worker first: a few minutes the first time, then seconds)"
 echo "demo: open http://127.0.0.1:$PORT/ in a browser"
 npx wrangler dev --ip 127.0.0.1 --port "$PORT" "${VAR_ARGS[@]}" "$@"

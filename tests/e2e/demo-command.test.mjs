@@ -1,11 +1,11 @@
 // The README's demo command, as a user runs it: `bash scripts/demo.sh` (set-up, the scripted model
-// server, `wrangler dev`, which builds the worker through wrangler.toml's build command). Checks
-// that the chat page is served on 127.0.0.1 and that a turn with a server tool completes over a
-// real WebSocket, then stops everything the command started.
+// server, `wrangler dev`, which builds the worker through wrangler.toml's build command, the quick
+// dev build). Checks that the chat page is served on 127.0.0.1 and that a turn with a server tool
+// completes over a real WebSocket, then stops everything the command started.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -76,7 +76,12 @@ async function startDemoWithOneRetry() {
 
 test('the demo command serves the chat page under wrangler dev and answers a weather turn with the scripted model', { timeout: 2 * STARTUP_MS + 60000 }, async (t) => {
   const demo = await startDemoWithOneRetry();
-  t.after(() => demo.stop());
+  t.after(async () => {
+    await demo.stop();
+    // wrangler dev left its quick build in build/; the other tests run the release build (kept in
+    // target/worker-release, so this is a copy, not a rebuild).
+    execFileSync('bash', ['scripts/build.sh', '--release'], { cwd: ROOT, stdio: 'ignore' });
+  });
 
   assert.match(demo.page, /<!doctype html>/i);
   const version = /<meta name="app-version" content="([^"]*)"/.exec(demo.page)?.[1];

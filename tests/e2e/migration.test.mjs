@@ -25,7 +25,8 @@ const textParts = (m) => m.parts.filter((p) => p.type === 'text');
 /** The current build on a copy of the 312ec6c database. */
 async function upgraded(t) {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-migration-'));
-  await cp(FIXTURE, dir, { recursive: true });
+  // Miniflare keeps Durable Object databases under <persist>/do/.
+  await cp(FIXTURE, join(dir, 'do'), { recursive: true });
   t.after(() => rm(dir, { recursive: true, force: true }));
   return workerFor(t, { persistDir: dir });
 }

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Miniflare } from 'miniflare';
-import { BUILD_DIR, DEFAULT_BINDINGS, miniflareOptions, getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
+import { BUILD_DIR, DEFAULT_BINDINGS, agentWorkerOptions, getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
 import { tab, rid } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
@@ -58,21 +58,18 @@ export default function () {
 
 async function workersAiAgent(t, model) {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-wai-'));
-  const options = miniflareOptions({
+  const agent = agentWorkerOptions({
     buildDir: BUILD_DIR,
-    persistDir: dir,
     bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model },
-    port: 0,
     options: { wrappedBindings: { AI: 'ai-stand-in' } },
   });
-  const { host, port, cf, durableObjectsPersist, ...agentWorker } = options;
-  const mf = new Miniflare({
-    host, port, cf, durableObjectsPersist,
+  const mf = new Miniflare(convertV4MiniflareOptions({
+    host: '127.0.0.1', port: 0, cf: false, resourcePersistencePath: dir,
     workers: [
-      { name: 'agent', ...agentWorker },
+      { name: 'agent', ...agent },
       { name: 'ai-stand-in', modules: true, script: STAND_IN },
     ],
-  });
+  }));
   t.after(async () => {
     await mf.dispose().catch(() => {});
     await rm(dir, { recursive: true, force: true });

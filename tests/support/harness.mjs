@@ -3,7 +3,7 @@
 // real WebSockets (`ws` package) the way `useAgentChat` does, and read transcripts over HTTP.
 // Owns: startWorker, connect, chatRequest, userMessage, getMessages, kebab and small frame helpers.
 
-import { Miniflare } from 'miniflare';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import WebSocket from 'ws';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { startModelServer } from './model-server.mjs';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BUILD_DIR = join(ROOT, 'build');
-export const COMPATIBILITY_DATE = '2026-04-20'; // keep in step with wrangler.toml
+export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
 /** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker). */
 export const DEFAULT_BINDINGS = {
@@ -35,7 +35,14 @@ export function kebab(str) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
+/**
+ * The agent worker's own options in Miniflare's single-worker (v4) form: the build's modules, the
+ * two Durable Object classes, `bindings`, and `options` (`unsafePreventEviction` applies to both
+ * classes; anything else is a worker option such as `wrappedBindings`).
+ */
+export function agentWorkerOptions({ buildDir, bindings, options = {} }) {
+  const { unsafePreventEviction, ...rest } = options;
+  const object = (className) => ({ className, useSQLite: true, ...(unsafePreventEviction ? { unsafePreventEviction } : {}) });
   return {
     modules: [
       { type: 'ESModule', path: join(buildDir, 'index.js') },
@@ -43,17 +50,24 @@ export function miniflareOptions({ buildDir, persistDir, bindings, port, options
     ],
     modulesRoot: buildDir,
     compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: {
-      ChatAgent: { className: 'ChatAgent', useSQLite: true },
-      Coordinator: { className: 'Coordinator', useSQLite: true },
-    },
-    durableObjectsPersist: persistDir,
+    durableObjects: { ChatAgent: object('ChatAgent'), Coordinator: object('Coordinator') },
+    bindings,
+    ...rest,
+  };
+}
+
+/**
+ * Miniflare options for the built worker alone, converted to Miniflare 5's `workers` form.
+ * Durable Object storage lands in `<persistDir>/do/-<ClassName>/<id>.sqlite`.
+ */
+export function miniflareOptions({ buildDir, persistDir, bindings, port, options }) {
+  return convertV4MiniflareOptions({
+    ...agentWorkerOptions({ buildDir, bindings, options }),
+    resourcePersistencePath: persistDir,
     cf: false,
     host: '127.0.0.1',
     port,
-    bindings,
-    ...options,
-  };
+  });
 }
 
 /**

@@ -2,12 +2,15 @@
 // through the `sqlite3` command line tool, read-only. Owns: sqliteFiles, querySqlite,
 // largestStoredValue.
 
+import { existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The per-object database files under `persistDir` (every class; not the metadata files). */
-export async function sqliteFiles(persistDir) {
+export async function sqliteFiles(persist) {
+  // Miniflare keeps Durable Object databases under <persist>/do/.
+  const persistDir = existsSync(join(persist, 'do')) ? join(persist, 'do') : persist;
   const out = [];
   for (const dir of await readdir(persistDir, { withFileTypes: true })) {
     if (!dir.isDirectory()) continue;

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the example worker into build/ with worker-build, using the repository's local tools
+# (scripts/setup.sh installs them) so nothing is downloaded. `wrangler dev` (WRANGLER_COMMAND=dev)
+# and `--dev` get the quick build (profile wasm-dev, no wasm-opt); otherwise the release build.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+cd "$HERE"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen)}"
+export WASM_OPT_BIN="${WASM_OPT_BIN:-$REPO/node_modules/.bin/wasm-opt}"
+export ESBUILD_BIN="${ESBUILD_BIN:-$REPO/node_modules/@esbuild/linux-x64/bin/esbuild}"
+if [ "${WRANGLER_COMMAND:-}" = dev ] || [ "${1:-}" = --dev ]; then
+  worker-build --profile wasm-dev --no-opt
+else
+  worker-build --release
+fi

@@ -81,7 +81,18 @@ else
   exit 1
 fi
 
-# 6. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
+# 6. SQLite's command line tool: the tests read the Durable Objects' database files with it.
+if command -v sqlite3 >/dev/null 2>&1; then
+  say "sqlite3 present"
+else
+  say "installing Debian sqlite3"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq sqlite3
+fi
+
+# 7. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
 if [ "$WANT_BROWSER" = 1 ]; then
   if [ -x /usr/bin/chromium ]; then
     say "chromium present"

@@ -200,7 +200,8 @@ test('a result for an unknown tool call id changes nothing, broadcasts nothing a
   const room = 'ct-unknown';
   const a = await tab(w, room);
   const b = await tab(w, room);
-  await turn(a, "what's my timezone?", { clientTools: [TIMEZONE_TOOL] });
+  const first = await turn(a, "what's my timezone?", { clientTools: [TIMEZONE_TOOL] });
+  await b.waitFor(isDone(first.id), TURN_MS); // the other tab's copy of the terminal frame may arrive later
   const before = await getMessages(w.url, AGENT, room);
   const markA = a.mark();
   const markB = b.mark();

@@ -32,9 +32,11 @@ pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, Mo
         })?;
     let input = JSON::parse(&call.input)
         .map_err(|e| ModelFailure::permanent(format!("Workers AI input is not JSON: {e:?}")))?;
-    let returned = run
-        .call2(&binding, &JsValue::from_str(&call.model), &input)
-        .map_err(|e| binding_failure(&describe(&e)))?;
+    // `Reflect.apply`, not `run.call(…)`: on an RPC stub every property,
+    // `call` included, names a remote method.
+    let args = js_sys::Array::of2(&JsValue::from_str(&call.model), &input);
+    let returned =
+        Reflect::apply(&run, &binding, &args).map_err(|e| binding_failure(&describe(&e)))?;
     let output = JsFuture::from(Promise::resolve(&returned))
         .await
         .map_err(|e| binding_failure(&describe(&e)))?;

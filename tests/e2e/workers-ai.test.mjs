@@ -1,5 +1,5 @@
 // End-to-end on the real runtime: the Workers AI provider (MODEL_PROVIDER=workers-ai) over an `AI`
-// binding. The binding is a local stand-in (a Miniflare wrapped binding, no network) whose
+// binding. The binding is a local stand-in (a worker reached over a service binding, no network) whose
 // `run(model, input)` streams server-sent events in the two shapes Workers AI models use: native
 // `{response, tool_calls}` lines and OpenAI-style chunks. Its replies describe what it received,
 // so the tests see that the input reached it as plain JSON (tool parameter schemas included) and
@@ -27,8 +27,8 @@ const sse = (events) => new ReadableStream({
   },
 });
 const words = (text) => text.match(/\\S+\\s*/g) ?? [];
-export default function () {
-  return {
+import { WorkerEntrypoint } from 'cloudflare:workers';
+export class AiStandIn extends WorkerEntrypoint {
     async run(model, input) {
       const messages = input.messages;
       const last = messages[messages.length - 1];
@@ -51,9 +51,9 @@ export default function () {
         : [chunk({ tool_calls: [{ index: 0, id: 'call_w1', type: 'function',
             function: { name: call.name, arguments: JSON.stringify(call.arguments) } }] }, 'tool_calls')];
       return sse([...lines, '[DONE]']);
-    },
-  };
+    }
 }
+export default { fetch() { return new Response('stand-in'); } };
 `;
 
 async function workersAiAgent(t, model) {
@@ -61,13 +61,13 @@ async function workersAiAgent(t, model) {
   const agent = agentWorkerOptions({
     buildDir: BUILD_DIR,
     bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model },
-    options: { wrappedBindings: { AI: 'ai-stand-in' } },
+    options: { serviceBindings: { AI: { name: 'ai-stand-in', entrypoint: 'AiStandIn' } } },
   });
   const mf = new Miniflare(convertV4MiniflareOptions({
     host: '127.0.0.1', port: 0, cf: false, resourcePersistencePath: dir,
     workers: [
       { name: 'agent', ...agent },
-      { name: 'ai-stand-in', modules: true, script: STAND_IN },
+      { name: 'ai-stand-in', modules: true, script: STAND_IN, compatibilityDate: agent.compatibilityDate },
     ],
   }));
   t.after(async () => {
@@ -83,7 +83,8 @@ for (const model of ['@cf/test/native-lines', '@cf/test/openai-style']) {
     const url = await workersAiAgent(t, model);
     const c = await tab(url, 'wai-text');
     const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')]);
-    assert.equal(done.outcome, 'completed');
+    const failure = c.frames.find((f) => f.type === 'cf_agent_use_chat_response' && f.error);
+    assert.equal(done.outcome, 'completed', failure?.body);
     assert.equal(text, `model ${model}, stream true, 2 messages, city schema string`);
   });
 

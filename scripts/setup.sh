@@ -81,28 +81,21 @@ else
   exit 1
 fi
 
+# Installs Debian package $1 (as root, or with sudo).
+apt_install() {
+  say "installing Debian $1"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$1"
+}
+
 # 6. SQLite's command line tool: the tests read the Durable Objects' database files with it.
-if command -v sqlite3 >/dev/null 2>&1; then
-  say "sqlite3 present"
-else
-  say "installing Debian sqlite3"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq sqlite3
-fi
+if command -v sqlite3 >/dev/null 2>&1; then say "sqlite3 present"; else apt_install sqlite3; fi
 
 # 7. Browser for the browser tests (Debian's chromium; never a tool-downloaded browser)
 if [ "$WANT_BROWSER" = 1 ]; then
-  if [ -x /usr/bin/chromium ]; then
-    say "chromium present"
-  else
-    say "installing Debian chromium"
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
-  fi
+  if [ -x /usr/bin/chromium ]; then say "chromium present"; else apt_install chromium; fi
 fi
 
 say "done"

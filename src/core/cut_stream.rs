@@ -13,7 +13,7 @@ use super::config::TurnTrigger;
 use super::ids::IdKind;
 use super::persisted::ConfigKey;
 use super::queue::QueuedTurn;
-use super::recovery::EXHAUSTED_TEXT;
+use super::recovery::{repair_dead_server_calls, EXHAUSTED_TEXT};
 use super::Core;
 
 impl Core {
@@ -46,11 +46,8 @@ impl Core {
         self.put_config(ConfigKey::Recovery, &budget);
         self.recovery_budget = Some(budget);
         // A tool call cut while its input streamed can never run.
-        if let Some(mut message) = self.active.as_ref().map(|a| a.message.clone()) {
-            self.repair_dead_server_calls(&mut message);
-            if let Some(active) = self.active.as_mut() {
-                active.message = message;
-            }
+        if let Some(active) = self.active.as_mut() {
+            repair_dead_server_calls(&self.client_tools, &mut active.message);
         }
         let message_id = self.active.as_ref().map(|a| a.message.id.clone());
         let Some(cut) = self.close_turn(Outcome::Recovering, None) else {

@@ -100,17 +100,16 @@ impl Core {
             .filter(|c| c.id == call)
     }
 
-    fn is_current_model_call(&self, call: CallId) -> bool {
-        self.current_model_call(call).is_some()
-    }
-
     pub(super) fn on_model_event(&mut self, call: CallId, event: ModelEvent) {
-        if !self.is_current_model_call(call) {
+        let Some(current) = self
+            .active
+            .as_mut()
+            .and_then(|a| a.model_call_mut())
+            .filter(|c| c.id == call)
+        else {
             return;
-        }
-        if let Some(call) = self.active.as_mut().and_then(|a| a.model_call_mut()) {
-            call.streamed = true;
-        }
+        };
+        current.streamed = true;
         self.arm_stall_check();
         let bytes = match &event {
             ModelEvent::TextDelta(d) | ModelEvent::ReasoningDelta(d) => d.len(),

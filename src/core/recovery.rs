@@ -5,7 +5,7 @@
 //! clear message once its budget (attempts, interrupted attempts, time without
 //! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
 
-use crate::protocol::{server, Part, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, ClientToolSchema, Part, Role, ToolState, UIMessage, UIMessageChunk};
 
 use super::accumulator::{apply_chunk, close_dangling_text, has_content};
 use super::config::TurnTrigger;
@@ -126,7 +126,7 @@ impl Core {
         }
         self.reapply_stream_approvals(&open.record.request_id, &mut message);
         close_dangling_text(&mut message);
-        self.repair_dead_server_calls(&mut message);
+        repair_dead_server_calls(&self.client_tools, &mut message);
         self.store(StoreOp::CloseStream {
             request_id: open.record.request_id.clone(),
         });
@@ -184,23 +184,6 @@ impl Core {
             self.put_entry(&entry);
         }
         !started.is_empty()
-    }
-
-    /// A server tool whose run died with the isolate gets an error result;
-    /// calls waiting for a person are left as they are.
-    pub(super) fn repair_dead_server_calls(&self, message: &mut UIMessage) {
-        for part in &mut message.parts {
-            let Part::Tool(tool) = part else { continue };
-            let client_call = self.client_tools.iter().any(|t| t.name == tool.tool_name);
-            let dead = match tool.state {
-                ToolState::InputStreaming => true,
-                ToolState::InputAvailable => !client_call,
-                _ => false,
-            };
-            if dead {
-                tool.set_error(INTERRUPTED_TOOL_ERROR);
-            }
-        }
     }
 
     fn plan(&self, open: &OpenStream, partial: Option<&UIMessage>) -> Plan {
@@ -290,6 +273,24 @@ impl Core {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });
+        }
+    }
+}
+
+/// A server tool whose run died (with the isolate, or with a cut stream)
+/// gets an error result; calls waiting for a person (`client_tools`) are left
+/// as they are.
+pub(super) fn repair_dead_server_calls(client_tools: &[ClientToolSchema], message: &mut UIMessage) {
+    for part in &mut message.parts {
+        let Part::Tool(tool) = part else { continue };
+        let client_call = client_tools.iter().any(|t| t.name == tool.tool_name);
+        let dead = match tool.state {
+            ToolState::InputStreaming => true,
+            ToolState::InputAvailable => !client_call,
+            _ => false,
+        };
+        if dead {
+            tool.set_error(INTERRUPTED_TOOL_ERROR);
         }
     }
 }

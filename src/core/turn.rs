@@ -138,9 +138,9 @@ impl ActiveTurn {
         }
     }
 
-    /// Leaves the model call: the call in flight (if any) is returned so it
+    /// Moves to `next`: the model call in flight (if any) is returned so it
     /// can be aborted.
-    fn leave_model_call(&mut self, next: TurnPhase) -> Option<CallId> {
+    fn replace_phase(&mut self, next: TurnPhase) -> Option<CallId> {
         match std::mem::replace(&mut self.phase, next) {
             TurnPhase::CallingModel(call) => Some(call.id),
             _ => None,
@@ -280,13 +280,8 @@ impl Core {
 
     /// Phase transition: the model call failed transiently and is sent again at `at`.
     pub(super) fn enter_waiting_to_retry(&mut self, mut request: StepRequest, at: u64) {
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
         request.retries += 1;
-        active.leave_model_call(TurnPhase::WaitingToRetry(request));
-        self.clear_timer(Timer::ModelStall);
-        self.clear_timer(Timer::ModelDeadline);
+        self.leave_model_call(TurnPhase::WaitingToRetry(request));
         self.set_timer(Timer::ModelRetry, at);
     }
 
@@ -300,14 +295,21 @@ impl Core {
             TurnPhase::CallingModel(call) => std::mem::take(&mut call.calls),
             _ => BTreeMap::new(),
         };
-        active.leave_model_call(TurnPhase::RunningTools(StepEnd {
+        self.leave_model_call(TurnPhase::RunningTools(StepEnd {
             finish_reason,
             called_tools: !calls.is_empty(),
             waits_on_person: false,
         }));
+        calls.into_values().collect()
+    }
+
+    /// Phase transition out of calling the model: the call's stall check and
+    /// deadline go with it. Returns the call that was in flight, if any.
+    fn leave_model_call(&mut self, next: TurnPhase) -> Option<CallId> {
+        let left = self.active.as_mut()?.replace_phase(next);
         self.clear_timer(Timer::ModelStall);
         self.clear_timer(Timer::ModelDeadline);
-        calls.into_values().collect()
+        left
     }
 
     /// A call of this step waits for a person: no further step follows.
@@ -426,7 +428,7 @@ impl Core {
     /// call, its timers, its written-down approvals and pending resume offers.
     fn take_active(&mut self) -> Option<ActiveTurn> {
         let mut active = self.active.take()?;
-        if let Some(call) = active.leave_model_call(TurnPhase::RunningApprovedCalls) {
+        if let Some(call) = active.replace_phase(TurnPhase::RunningApprovedCalls) {
             self.effects.push(Effect::AbortModel { call });
         }
         let deadlines = active

@@ -10,7 +10,7 @@ import {
 } from '../support/harness.mjs';
 import {
   workerFor, rid, responsesOf, chunkFrames, typesOf, waitForModelRequests, modelTexts,
-  toolMessages, offeredTools, probe, toolPart, waitUntil, tab,
+  toolMessages, offeredTools, probe, probeAnswer, followContinuation as followShared, toolPart, waitUntil, tab,
 } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
@@ -51,12 +51,6 @@ function toolResult(toolCallId, toolName, output, { autoContinue = true, state, 
   return frame;
 }
 
-/** Probe and return the direct answer (the frame echoing the probe id). */
-async function probeAnswer(c) {
-  const probeId = probe(c);
-  return c.waitFor((f) => f.probeId === probeId);
-}
-
 /** Assert the agent is idle: a probe is answered resume_none/idle (no continuation owed or running). */
 async function assertIdle(c) {
   const answer = await probeAnswer(c);
@@ -64,22 +58,11 @@ async function assertIdle(c) {
   assert.equal(answer.reason, 'idle');
 }
 
-/**
- * What the hook does after sending an auto-continuing result: probe, and when offered the
- * continuation stream, ACK it. Returns {id, frames} once the continuation's terminal frame arrived.
- */
+/** The shared follow, plus: the proactive offer of a pending continuation carries no probeId. */
 async function followContinuation(c) {
-  const mark = c.mark();
-  const answer = await probeAnswer(c);
-  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(answer.type), `probe answered ${answer.type}`);
-  const id = answer.id;
-  if (answer.type === 'cf_agent_stream_pending') {
-    const resuming = await c.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === id, TURN_MS);
-    assert.equal(resuming.probeId, undefined, 'the proactive offer carries no probeId');
-  }
-  c.send({ type: 'cf_agent_stream_resume_ack', id });
-  await c.waitFor(isDone(id), TURN_MS);
-  return { id, frames: c.since(mark) };
+  const followed = await followShared(c, { turnMs: TURN_MS });
+  if (followed.resuming) assert.equal(followed.resuming.probeId, undefined, 'the proactive offer carries no probeId');
+  return followed;
 }
 
 test('a client tool call streams to every tab, ends the turn normally, and is persisted input-available', async (t) => {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chatRequest, userMessage, getMessages, isDone, textOf } from '../support/harness.mjs';
 import { sqliteFiles, querySqlite } from '../support/sqlite-files.mjs';
-import { workerFor, rid, probe, toolPart, waitUntil, toolMessages, tab } from '../support/e2e.mjs';
+import { workerFor, rid, probeAnswer as probeShared, followContinuation as followShared, toolPart, waitUntil, toolMessages, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 20000;
@@ -31,22 +31,10 @@ async function upgraded(t) {
   return workerFor(t, { persistDir: dir });
 }
 
-async function probeAnswer(c) {
-  const probeId = probe(c);
-  return c.waitFor((f) => f.probeId === probeId, TURN_MS);
-}
+const probeAnswer = (c) => probeShared(c, TURN_MS);
 
 /** Follow the continuation a tab's answer started: ACK its offer and wait for its end. */
-async function followContinuation(b) {
-  const follow = await probeAnswer(b);
-  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(follow.type), `probe answered ${follow.type}`);
-  if (follow.type === 'cf_agent_stream_pending') {
-    await b.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === follow.id, TURN_MS);
-  }
-  b.send({ type: 'cf_agent_stream_resume_ack', id: follow.id });
-  const end = await b.waitFor(isDone(follow.id), TURN_MS);
-  return { id: follow.id, end };
-}
+const followContinuation = (b) => followShared(b, { probeMs: TURN_MS, turnMs: TURN_MS });
 
 test('a transcript stored by release 312ec6c reads back unchanged and the conversation goes on', async (t) => {
   const w = await upgraded(t);

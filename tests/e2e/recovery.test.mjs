@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, chatRequest, userMessage, getMessages, isDone, isResponse, textOf } from '../support/harness.mjs';
-import { workerFor, rid, chunkFrames, probe, toolPart, waitUntil, modelTexts, toolMessages, tab } from '../support/e2e.mjs';
+import { workerFor, rid, chunkFrames, probeAnswer as probeShared, followContinuation, toolPart, waitUntil, modelTexts, toolMessages, tab } from '../support/e2e.mjs';
 import { startModelServer } from '../support/model-server.mjs';
 import { startStallProxy } from '../support/stall-proxy.mjs';
 
@@ -41,11 +41,7 @@ const chunksOf = (c, id) => chunkFrames(c.frames, id).map((f) => JSON.parse(f.bo
 const deltaCount = (c, id) => chunksOf(c, id).filter((x) => x.type === 'text-delta').length;
 const recoveringFrames = (c) => c.frames.filter((f) => f.type === 'cf_agent_chat_recovering');
 
-/** Probe and return the direct answer (the frame echoing the probe id). */
-async function probeAnswer(c) {
-  const probeId = probe(c);
-  return c.waitFor((f) => f.probeId === probeId, TURN_MS);
-}
+const probeAnswer = (c) => probeShared(c, TURN_MS);
 
 /** Kill the runtime and bring it back on the same storage; the old tab's socket drops. */
 async function kill(w, ...tabs) {
@@ -261,13 +257,8 @@ test('a turn waiting for a client tool is parked across a restart: no recovery, 
 
   // The result arrives after the restart, without clientTools: the persisted list is used.
   b.send({ type: 'cf_agent_tool_result', toolCallId: call.toolCallId, toolName: 'getUserTimezone', output: { timezone: 'Pacific/Auckland' }, autoContinue: true });
-  const follow = await probeAnswer(b);
-  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(follow.type), `probe answered ${follow.type}`);
-  if (follow.type === 'cf_agent_stream_pending') {
-    await b.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === follow.id, TURN_MS);
-  }
-  b.send({ type: 'cf_agent_stream_resume_ack', id: follow.id });
-  const end = await b.waitFor(isDone(follow.id), TURN_MS);
+  const follow = await followContinuation(b, { probeMs: TURN_MS, turnMs: TURN_MS });
+  const { end } = follow;
   assert.equal(end.outcome, 'completed');
   assert.equal(end.continuation, true);
   assert.ok(textOf(b.frames, follow.id).includes('Pacific/Auckland'), 'the continuation used the result');
@@ -309,13 +300,8 @@ test('a turn waiting for an approval is parked across a restart, and approving a
   assert.equal(w.model.requests.length, 1);
 
   b.send({ type: 'cf_agent_tool_approval', toolCallId: call.toolCallId, approved: true, autoContinue: true });
-  const follow = await probeAnswer(b);
-  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(follow.type), `probe answered ${follow.type}`);
-  if (follow.type === 'cf_agent_stream_pending') {
-    await b.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === follow.id, TURN_MS);
-  }
-  b.send({ type: 'cf_agent_stream_resume_ack', id: follow.id });
-  const end = await b.waitFor(isDone(follow.id), TURN_MS);
+  const follow = await followContinuation(b, { probeMs: TURN_MS, turnMs: TURN_MS });
+  const { end } = follow;
   assert.equal(end.outcome, 'completed');
   const outputs = chunksOf(b, follow.id).filter((x) => x.type === 'tool-output-available');
   assert.equal(outputs.length, 1, 'the approved tool ran once');

@@ -1,8 +1,9 @@
 // Shared helpers for the end-to-end suites in tests/e2e/: a per-test worker, request ids like the
 // client's nanoid(8), response-frame filters, and waiting on the scripted model's request log.
 // Owns: workerFor, rid, responsesOf, chunkFrames, typesOf, waitUntil, waitForModelRequests,
-// modelTexts, toolMessages, offeredTools, probe, toolPart, terminalOf.
+// modelTexts, toolMessages, offeredTools, probe, probeAnswer, followContinuation, toolPart, terminalOf.
 
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect, startWorker, isResponse, isDone } from './harness.mjs';
 
@@ -101,6 +102,31 @@ export function offeredTools(body) {
 export function probe(client, probeId = rid()) {
   client.send({ type: 'cf_agent_stream_resume_request', probeId });
   return probeId;
+}
+
+/** Probe and return the direct answer (the frame echoing the probe id). */
+export async function probeAnswer(client, timeoutMs) {
+  const probeId = probe(client);
+  return client.waitFor((f) => f.probeId === probeId, timeoutMs);
+}
+
+/**
+ * What the hook does after sending an auto-continuing result or approval: probe, wait for the
+ * continuation's offer when told it is pending, ACK it, and wait for its terminal frame.
+ * Returns {id, end, resuming (the proactive offer, when the probe was answered pending), frames}.
+ */
+export async function followContinuation(client, { probeMs, turnMs }) {
+  const mark = client.mark();
+  const answer = await probeAnswer(client, probeMs);
+  assert.ok(['cf_agent_stream_pending', 'cf_agent_stream_resuming'].includes(answer.type), `probe answered ${answer.type}`);
+  const id = answer.id;
+  let resuming;
+  if (answer.type === 'cf_agent_stream_pending') {
+    resuming = await client.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === id, turnMs);
+  }
+  client.send({ type: 'cf_agent_stream_resume_ack', id });
+  const end = await client.waitFor(isDone(id), turnMs);
+  return { id, end, resuming, frames: client.since(mark) };
 }
 
 /** The tool part with `toolCallId` in a UIMessage list (or undefined). */

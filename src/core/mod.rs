@@ -22,6 +22,7 @@ mod cut_stream;
 pub mod effects;
 pub mod ids;
 pub mod limits;
+pub mod log;
 mod model_call;
 pub mod persisted;
 pub mod queue;
@@ -52,6 +53,7 @@ pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
+pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
 pub use persisted::{
     ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
     TerminalError,
@@ -91,6 +93,8 @@ pub struct Core {
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
+    /// Log events for the host (see `log.rs`).
+    log: Vec<log::LogEvent>,
 }
 
 impl Core {
@@ -128,6 +132,7 @@ impl Core {
             next_call: 1,
             timers: TimerTable::default(),
             effects: Vec::new(),
+            log: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ use super::accumulator::has_content;
 use super::context::{model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
+use super::log::{LogEvent, LogLevel};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
 
@@ -28,6 +29,16 @@ impl Core {
         self.emit(UIMessageChunk::StartStep);
         let budget = self.config.context.max_bytes;
         if let Some(request) = self.step_request(budget) {
+            if self.logs(LogLevel::Debug) {
+                if let Some(active) = self.active.as_ref() {
+                    let event = LogEvent::StepStarted {
+                        request_id: active.turn.request_id.clone(),
+                        step: active.steps,
+                        context_bytes: context_window::estimated_bytes(&request.messages),
+                    };
+                    self.log(event);
+                }
+            }
             self.enter_calling_model(StepRequest {
                 request,
                 retries: 0,
@@ -38,8 +49,24 @@ impl Core {
 
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
-    /// `context_budget` bytes (see `context_window.rs`; 0: no bound).
-    fn step_request(&self, context_budget: usize) -> Option<ModelRequest> {
+    /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
+    /// window that leaves messages out is logged.
+    fn step_request(&mut self, context_budget: usize) -> Option<ModelRequest> {
+        let (request, omitted) = self.build_step_request(context_budget)?;
+        if omitted > 0 {
+            let request_id = self.active.as_ref()?.turn.request_id.clone();
+            self.log(LogEvent::ContextTrimmed {
+                request_id,
+                omitted,
+                kept_bytes: context_window::estimated_bytes(&request.messages),
+                budget: context_budget,
+            });
+        }
+        Some(request)
+    }
+
+    /// The step's request and how many messages its window left out.
+    fn build_step_request(&self, context_budget: usize) -> Option<(ModelRequest, usize)> {
         let active = self.active.as_ref()?;
         let mut context: Vec<&UIMessage> = self
             .transcript
@@ -55,22 +82,33 @@ impl Core {
         if let Some(names) = &turn.tools {
             tools.retain(|t| names.contains(&t.name));
         }
-        Some(ModelRequest {
+        let (messages, omitted) = context_window::fit_counted(messages, context_budget);
+        let request = ModelRequest {
             settings: turn.model.clone(),
-            messages: context_window::fit(messages, context_budget),
+            messages,
             tools,
             headers: turn.headers.clone(),
-        })
+        };
+        Some((request, omitted))
     }
 
     /// The provider refused the request as too long for the model: the step
     /// is asked again once, with half the context the refused request held.
     /// Returns false when that was tried already (the turn then fails).
-    fn retry_with_less_context(&mut self, refused: &StepRequest) -> bool {
+    fn retry_with_less_context(&mut self, refused: &StepRequest, reason: &str) -> bool {
         let sent = context_window::estimated_bytes(&refused.request.messages);
         let budget = sent / 2;
         if refused.narrowed || budget == 0 {
             return false;
+        }
+        if let Some(active) = self.active.as_ref() {
+            let event = LogEvent::ContextOverflow {
+                request_id: active.turn.request_id.clone(),
+                sent_bytes: sent,
+                budget,
+                reason: reason.to_string(),
+            };
+            self.log(event);
         }
         let Some(request) = self.step_request(budget) else {
             return false;
@@ -302,7 +340,7 @@ impl Core {
         };
         if failure.context_overflow && !current.streamed {
             let refused = current.request.clone();
-            if self.retry_with_less_context(&refused) {
+            if self.retry_with_less_context(&refused, &failure.text) {
                 return;
             }
             let text = format!("{CONTEXT_TOO_LONG} ({})", failure.text);
@@ -316,6 +354,15 @@ impl Core {
         match delay {
             Some(delay) => {
                 let request = current.request.clone();
+                if let Some(active) = self.active.as_ref() {
+                    let event = LogEvent::ModelRetry {
+                        request_id: active.turn.request_id.clone(),
+                        attempt: request.retries + 1,
+                        delay_ms: delay,
+                        reason: failure.text.clone(),
+                    };
+                    self.log(event);
+                }
                 self.enter_waiting_to_retry(request, self.now + delay);
             }
             None => self.end_turn(Outcome::Error, Some(failure.text)),

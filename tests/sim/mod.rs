@@ -22,7 +22,8 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    ApprovalRule, CallId, ConnId, Core, CoreConfig, Effect, Event, StoredState, Timer, ToolSpec,
+    ApprovalRule, CallId, ConnId, Core, CoreConfig, Effect, Event, LogEvent, StoredState, Timer,
+    ToolSpec,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -88,6 +89,8 @@ pub struct Sim {
     pub tools: ScriptedTools,
     /// Frames sent to a connection that is not open.
     pub misdelivered: Vec<(String, Value)>,
+    /// The core's log events, in order (what the host writes as lines).
+    pub log: Vec<LogEvent>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -151,6 +154,7 @@ impl Sim {
             model: ScriptedModel::default(),
             tools: ScriptedTools::default(),
             misdelivered: Vec::new(),
+            log: Vec::new(),
         }
     }
 
@@ -408,6 +412,7 @@ impl Sim {
     }
 
     fn apply_effects(&mut self) {
+        self.log.extend(self.core.take_log());
         for effect in self.core.take_effects() {
             self.apply(effect);
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
-use super::persisted::{ConfigKey, StreamRecord};
+use super::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 
 /// A connection id: the `_pk` the client chose (kept in the socket attachment).
 pub type ConnId = Rc<str>;
@@ -72,6 +72,20 @@ pub enum Event {
     },
     /// The agent's own `clear_messages()`: like a tab's clear, told to every tab.
     ClearHistory,
+    /// The agent's own `submit_messages()` (see `submissions.rs`;
+    /// `Core::submit` does the same and returns the submission).
+    Submit(super::submissions::SubmitRequest),
+    /// The agent's own `cancel_submission(id)`.
+    CancelSubmission {
+        id: String,
+    },
+    /// The agent's own `save_messages()`: stored and broadcast, no model turn.
+    SaveMessages {
+        messages: Vec<UIMessage>,
+    },
+    /// The agent's own `continue_last_turn()`: a continuation of the last
+    /// assistant message, as the protocol's automatic continuation runs.
+    ContinueLastTurn,
 }
 
 /// The closed set of timers the core arms (in its own table, see `timers.rs`).
@@ -169,5 +183,11 @@ pub enum StoreOp {
     },
     DeleteConfig {
         key: ConfigKey,
+    },
+    /// Insert or replace a submission's row (`chat_submissions`).
+    PutSubmission(SubmissionRecord),
+    /// Forget a finished submission (the oldest beyond the kept number).
+    DeleteSubmission {
+        id: String,
     },
 }

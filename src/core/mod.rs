@@ -27,6 +27,7 @@ pub mod persisted;
 pub mod queue;
 mod recovery;
 mod resume;
+pub mod submissions;
 pub mod row_limits;
 mod terminal;
 pub mod timers;
@@ -54,8 +55,9 @@ pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
 pub use persisted::{
     ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
-    TerminalError,
+    SubmissionRecord, SubmissionStatus, TerminalError,
 };
+pub use submissions::{SubmitError, SubmitRequest};
 pub use transcript::Entry;
 
 use connections::Connections;
@@ -88,6 +90,8 @@ pub struct Core {
     stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
+    /// Submissions of the agent's own code, oldest first.
+    submissions: submissions::Submissions,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -125,6 +129,7 @@ impl Core {
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
             finished: Default::default(),
+            submissions: submissions::Submissions::restore(stored.submissions),
             next_call: 1,
             timers: TimerTable::default(),
             effects: Vec::new(),
@@ -153,7 +158,10 @@ impl Core {
                 self.timers.clear(timer);
                 self.on_timer(timer);
             }
-            Event::Woke => self.on_woke(),
+            Event::Woke => {
+                self.on_woke();
+                self.settle_orphaned_submissions();
+            }
             Event::ProgrammaticChat {
                 conn,
                 message,
@@ -161,6 +169,18 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+            Event::Submit(request) => {
+                let _ = self.on_submit(request);
+            }
+            Event::CancelSubmission { id } => {
+                self.cancel_submission(&id);
+            }
+            Event::SaveMessages { messages } => {
+                let _ = self.save_messages(messages);
+            }
+            Event::ContinueLastTurn => {
+                let _ = self.on_continue_last_turn();
+            }
         }
         self.write_down_queue();
     }

@@ -121,6 +121,58 @@ struct CombinedRecoveryRow {
     continuation_owed: bool,
 }
 
+/// Where a submission (the agent's own `submit_messages`) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubmissionStatus {
+    /// Accepted, waiting in the turn queue.
+    Queued,
+    /// Its turn streams (or a recovery turn continues it after an eviction).
+    Running,
+    /// Its turn ended and the answer is stored.
+    Completed,
+    /// Its turn failed (`error` says why).
+    Failed,
+    /// Cancelled before or while it ran (`cancel_submission`, or a clear).
+    Cancelled,
+    /// Message concurrency skipped its turn: a later submit answers its
+    /// messages (`latest`, `merge`, `debounce`), or, with `drop`, nothing
+    /// of it was stored.
+    Skipped,
+}
+
+impl SubmissionStatus {
+    /// Nothing more will happen to it.
+    pub fn is_final(self) -> bool {
+        !matches!(self, SubmissionStatus::Queued | SubmissionStatus::Running)
+    }
+}
+
+/// A `chat_submissions` row: one submission and where it stands. Its id is
+/// the request id of its turn (the id tabs see in the turn's frames).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionRecord {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    pub status: SubmissionStatus,
+    /// Ids of the submitted messages, as stored.
+    pub message_ids: Vec<String>,
+    /// The answer's message id, once its turn started (kept when it completes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The request id of the turn now running for it (a recovery turn's
+    /// after an eviction), when that is not `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_request_id: Option<String>,
+    pub submitted_at: u64,
+    #[serde(default)]
+    pub updated_at: u64,
+}
+
 /// Everything the core needs from storage to start (or restart).
 #[derive(Debug, Clone, Default)]
 pub struct StoredState {
@@ -136,6 +188,8 @@ pub struct StoredState {
     /// Turns accepted but not started, in their order.
     pub queue: Vec<DurableTurn>,
     pub stream_approvals: Option<StreamApprovals>,
+    /// Submissions, oldest first (`chat_submissions`).
+    pub submissions: Vec<SubmissionRecord>,
 }
 
 impl StoredState {
@@ -191,6 +245,15 @@ impl StoredState {
     pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
         let message = serde_json::from_str::<UIMessage>(body)?;
         self.messages.push(Entry { seq, message });
+        Ok(())
+    }
+}
+
+impl StoredState {
+    /// Adds one `chat_submissions` row; rows come in `submitted_at` order.
+    /// An unreadable row is skipped; the error says why.
+    pub fn push_submission_row(&mut self, record: &str) -> Result<(), serde_json::Error> {
+        self.submissions.push(serde_json::from_str(record)?);
         Ok(())
     }
 }

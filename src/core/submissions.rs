@@ -16,7 +16,7 @@ use super::continuation::PendingContinuation;
 use super::effects::StoreOp;
 use super::ids::IdKind;
 use super::persisted::{
-    ConfigKey, ContinuationRow, SubmissionRecord, SubmissionStatus, StoredState,
+    ConfigKey, ContinuationRow, StoredState, SubmissionRecord, SubmissionStatus,
 };
 use super::queue::QueuedTurn;
 use super::Core;
@@ -120,7 +120,11 @@ impl Core {
 
     /// Stores `messages` (replacing stored ones with the same id) and shows
     /// them to every tab; no model turn runs. Returns their ids.
-    pub fn save(&mut self, messages: Vec<UIMessage>, now_ms: u64) -> Result<Vec<String>, SubmitError> {
+    pub fn save(
+        &mut self,
+        messages: Vec<UIMessage>,
+        now_ms: u64,
+    ) -> Result<Vec<String>, SubmitError> {
         self.now = self.now.max(now_ms);
         let result = self.save_messages(messages);
         self.write_down_queue();
@@ -155,7 +159,9 @@ impl Core {
         }
         let mut messages = request.messages;
         if messages.is_empty() {
-            return Err(SubmitError("a submission needs at least one message".into()));
+            return Err(SubmitError(
+                "a submission needs at least one message".into(),
+            ));
         }
         if messages.iter().any(|m| m.role != Role::User) {
             return Err(SubmitError(
@@ -360,7 +366,11 @@ impl Core {
             .map(|r| r.id.clone())
             .collect();
         for id in live {
-            self.settle_submission(&id, SubmissionStatus::Cancelled, Some("the history was cleared"));
+            self.settle_submission(
+                &id,
+                SubmissionStatus::Cancelled,
+                Some("the history was cleared"),
+            );
         }
     }
 

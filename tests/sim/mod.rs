@@ -401,6 +401,14 @@ impl Sim {
 
     // ---- the host loop ----
 
+    /// Calls the core directly at the current virtual time (e.g. `Core::submit`,
+    /// which returns what it did) and carries out what it asked for.
+    pub fn call<R>(&mut self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+        let result = f(&mut self.core, self.now);
+        self.apply_effects();
+        result
+    }
+
     /// Any core event at the current virtual time (e.g. a programmatic turn).
     pub fn handle(&mut self, event: Event) {
         self.core.handle(event, self.now);

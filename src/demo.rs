@@ -55,6 +55,68 @@ impl AgentDefinition for DemoAgent {
             .needs_approval(ApprovalRule::Always),
         ]
     }
+
+    /// The demo's own routes (after the token check): `POST …/submit`
+    /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
+    /// submission), `GET …/submissions/<id>` reads its status and
+    /// `POST …/submissions/<id>/cancel` cancels it.
+    #[cfg(target_arch = "wasm32")]
+    async fn on_request(
+        &self,
+        req: worker::Request,
+        agent: crate::agent::AgentHandle,
+    ) -> worker::Result<Option<worker::Response>> {
+        routes::serve(req, agent).await
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod routes {
+    use serde::Deserialize;
+    use worker::{Method, Request, Response};
+
+    use crate::agent::{AgentHandle, SubmitOptions};
+    use crate::protocol::UIMessage;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Submit {
+        text: String,
+        idempotency_key: Option<String>,
+    }
+
+    pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Option<Response>> {
+        let path = req.path();
+        let post = req.method() == Method::Post;
+        if post && path.ends_with("/submit") {
+            let submit: Submit = match req.json().await {
+                Ok(submit) => submit,
+                Err(e) => return Response::error(format!("bad submit body: {e}"), 400).map(Some),
+            };
+            let options = SubmitOptions {
+                idempotency_key: submit.idempotency_key,
+                ..Default::default()
+            };
+            // An empty id: the agent gives the message one.
+            let message = UIMessage::user_text("", submit.text);
+            return match agent.submit_messages(vec![message], options) {
+                Ok(submission) => Ok(Some(Response::from_json(&submission)?.with_status(202))),
+                Err(e) => Response::error(e.to_string(), 400).map(Some),
+            };
+        }
+        let Some((_, rest)) = path.split_once("/submissions/") else {
+            return Ok(None);
+        };
+        let found = match rest.strip_suffix("/cancel") {
+            Some(id) if post => agent.cancel_submission(id),
+            Some(_) => return Ok(None),
+            None => agent.submission_status(rest),
+        };
+        match found {
+            Some(submission) => Response::from_json(&submission).map(Some),
+            None => Response::error("unknown submission", 404).map(Some),
+        }
+    }
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]

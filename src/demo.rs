@@ -144,6 +144,14 @@ mod coordinator {
     }
 
     #[derive(Deserialize, JsonSchema)]
+    pub struct SubmitToInput {
+        /// Name of the ChatAgent to hand the message to.
+        pub agent: String,
+        /// The user message it should answer on its own.
+        pub text: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
     pub struct DelegateInput {
         /// Name of the ChatAgent to delegate to.
         pub agent: String,
@@ -207,7 +215,23 @@ mod coordinator {
 
         fn tools(&self) -> Vec<ServerTool> {
             let env = self.env.clone();
-            vec![ServerTool::new(
+            let submit_env = self.env.clone();
+            let submit_to = ServerTool::new(
+                "submit_to",
+                "Hand a message to another agent to answer on its own; returns its submission.",
+                move |input: SubmitToInput| {
+                    let env = submit_env.clone();
+                    async move {
+                        let stub = crate::agent::AgentStub::new(&env, "ChatAgent", &input.agent)
+                            .map_err(|e| format!("cannot submit: {e}"))?;
+                        let message = crate::protocol::UIMessage::user_text("", input.text);
+                        stub.submit_messages(vec![message], Default::default())
+                            .await
+                            .map_err(|e| format!("submitting to '{}' failed: {e}", input.agent))
+                    }
+                },
+            );
+            vec![submit_to, ServerTool::new(
                 "delegate",
                 "Hand a task to another agent and get its answer.",
                 move |input: DelegateInput| {

@@ -68,6 +68,10 @@ fn a_submission_is_accepted_at_once_runs_like_a_tabs_turn_and_completes() {
     assert_eq!(ids_of(&json!(transcript)), ["s-u1", answer.as_str()]);
     assert_eq!(text_of(&transcript[1]), "w0 w1 w2 w3 w4");
     assert_eq!(record.idempotency_key.as_deref(), Some("daily-1"));
+    sim.script(Reply::text("ok"));
+    let unnamed = sim.call(|core, now| core.submit(request("", "no id", None), now));
+    assert!(!unnamed.unwrap().message_ids[0].is_empty(), "a message without an id gets one");
+    sim.run_until_idle();
 }
 
 #[test]
@@ -347,14 +351,21 @@ fn save_messages_stores_and_broadcasts_without_a_model_call() {
         .call(|core, now| core.save(vec![UIMessage::user_text("m1", "hello"), note], now))
         .unwrap();
     assert_eq!(ids, ["m1", "n1"]);
+    let minted = sim
+        .call(|core, now| core.save(vec![UIMessage::user_text("", "no id")], now))
+        .unwrap();
+    assert!(!minted[0].is_empty(), "a message without an id gets one");
+    sim.call(|core, now| core.save(vec![UIMessage::user_text("m1", "hello again")], now))
+        .unwrap();
+    assert_eq!(text_of(&sim.transcript()[0]), "hello again", "the same id replaces");
     assert!(sim.requests().is_empty(), "no model call");
     for tab in ["a", "b"] {
         let snapshot = of_type(sim.frames(tab), MESSAGES);
-        assert_eq!(snapshot.len(), 1, "tab {tab} got the transcript");
+        assert_eq!(snapshot.len(), 3, "tab {tab} got the transcript each time");
         assert_eq!(ids_of(&snapshot[0]["messages"]), ["m1", "n1"]);
     }
     sim.evict();
-    assert_eq!(sim.store.message_ids(), ["m1", "n1"]);
+    assert_eq!(sim.store.message_ids(), ["m1", "n1", minted[0].as_str()]);
     assert!(sim.armed().is_empty() && sim.requests().is_empty());
 }
 

@@ -145,6 +145,7 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         model_call_timeout_ms: 60_000,
         max_model_stream_bytes: 64 * 1024,
         max_tool_calls_per_step: 4,
+        max_file_part_bytes: 2 * 1024,
     };
     config
 }

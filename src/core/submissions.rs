@@ -168,6 +168,7 @@ impl Core {
                 "submit_messages takes user messages (save_messages stores others)".into(),
             ));
         }
+        self.mint_missing_ids(&mut messages);
         self.config
             .limits
             .check_messages(&messages)
@@ -210,11 +211,10 @@ impl Core {
         for message in &mut messages {
             // A user message may be edited by reusing its id; any other
             // stored message is never overwritten.
-            let taken = message.id.is_empty()
-                || self
-                    .transcript
-                    .iter()
-                    .any(|m| m.id == message.id && m.role != Role::User);
+            let taken = self
+                .transcript
+                .iter()
+                .any(|m| m.id == message.id && m.role != Role::User);
             if taken {
                 message.id = self.new_id(IdKind::Message);
             }
@@ -264,17 +264,15 @@ impl Core {
 
     pub(super) fn save_messages(
         &mut self,
-        messages: Vec<UIMessage>,
+        mut messages: Vec<UIMessage>,
     ) -> Result<Vec<String>, SubmitError> {
+        self.mint_missing_ids(&mut messages);
         self.config
             .limits
             .check_messages(&messages)
             .map_err(SubmitError)?;
         let mut ids = Vec::with_capacity(messages.len());
-        for mut message in messages {
-            if message.id.is_empty() {
-                message.id = self.new_id(IdKind::Message);
-            }
+        for message in messages {
             let entry = self.transcript.upsert(message);
             self.put_entry(&entry);
             ids.push(entry.message.id);
@@ -444,6 +442,13 @@ impl Core {
         record.updated_at = now;
         let record = record.clone();
         self.store(StoreOp::PutSubmission(record));
+    }
+
+    /// A message without an id gets one.
+    fn mint_missing_ids(&mut self, messages: &mut [UIMessage]) {
+        for message in messages.iter_mut().filter(|m| m.id.is_empty()) {
+            message.id = self.new_id(IdKind::Message);
+        }
     }
 
     fn remember_submission(&mut self, record: SubmissionRecord) {

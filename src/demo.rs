@@ -231,38 +231,43 @@ mod coordinator {
                     }
                 },
             );
-            vec![submit_to, ServerTool::new(
-                "delegate",
-                "Hand a task to another agent and get its answer.",
-                move |input: DelegateInput| {
-                    let env = env.clone();
-                    async move {
-                        // Fails fast, as a tool error the model reads, without quoting a bad name.
-                        crate::routing::check_agent_name(&input.agent)
-                            .map_err(|e| format!("cannot delegate: {e}"))?;
-                        let mut result = FinalText::default();
-                        let options = ChatOptions {
-                            client_tools: parent_tools(),
-                            on_client_tool_call: Some(Rc::new(run_parent_tool)),
-                            ..ChatOptions::default()
-                        };
-                        chat(
-                            &env,
-                            "ChatAgent",
-                            &input.agent,
-                            input.task,
-                            &mut result,
-                            options,
-                        )
-                        .await
-                        .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
-                        match result.error {
-                            Some(error) => Err(format!("agent '{}' failed: {error}", input.agent)),
-                            None => Ok(json!({"text": result.text})),
+            vec![
+                submit_to,
+                ServerTool::new(
+                    "delegate",
+                    "Hand a task to another agent and get its answer.",
+                    move |input: DelegateInput| {
+                        let env = env.clone();
+                        async move {
+                            // Fails fast, as a tool error the model reads, without quoting a bad name.
+                            crate::routing::check_agent_name(&input.agent)
+                                .map_err(|e| format!("cannot delegate: {e}"))?;
+                            let mut result = FinalText::default();
+                            let options = ChatOptions {
+                                client_tools: parent_tools(),
+                                on_client_tool_call: Some(Rc::new(run_parent_tool)),
+                                ..ChatOptions::default()
+                            };
+                            chat(
+                                &env,
+                                "ChatAgent",
+                                &input.agent,
+                                input.task,
+                                &mut result,
+                                options,
+                            )
+                            .await
+                            .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
+                            match result.error {
+                                Some(error) => {
+                                    Err(format!("agent '{}' failed: {error}", input.agent))
+                                }
+                                None => Ok(json!({"text": result.text})),
+                            }
                         }
-                    }
-                },
-            )]
+                    },
+                ),
+            ]
         }
     }
 

@@ -36,7 +36,10 @@ fn a_file_part_a_tab_sends_reaches_the_model_after_the_text() {
     sim.connect("a");
     sim.script(Reply::text("A dot."));
     let url = "data:image/png;base64,iVBORw0KGgo=";
-    sim.send("a", chat_request("r1", &[with_file("u1", "what is this?", url)]));
+    sim.send(
+        "a",
+        chat_request("r1", &[with_file("u1", "what is this?", url)]),
+    );
     sim.run_until_idle();
     let call = sim.last_request();
     assert_eq!(call.user_texts(), ["what is this?"]);
@@ -48,7 +51,11 @@ fn a_file_part_a_tab_sends_reaches_the_model_after_the_text() {
             filename: Some("dot.png".into()),
         }]
     );
-    assert_eq!(sim.store.transcript()[0]["parts"][1]["url"], url, "stored as sent");
+    assert_eq!(
+        sim.store.transcript()[0]["parts"][1]["url"],
+        url,
+        "stored as sent"
+    );
 }
 
 #[test]
@@ -66,7 +73,10 @@ fn a_file_part_over_the_limit_is_refused_on_its_request_and_nothing_is_stored() 
     let before = sim.store.transcript();
     sim.clear_frames();
     let big = format!("data:image/png;base64,{}", "A".repeat(100));
-    sim.send("a", chat_request("r2", &[with_file("u2", "and this?", &big)]));
+    sim.send(
+        "a",
+        chat_request("r2", &[with_file("u2", "and this?", &big)]),
+    );
     sim.run_until_idle();
     let frames = sim.frames("a");
     let refusal = terminal(frames, "r2").expect("the request is answered");
@@ -79,7 +89,10 @@ fn a_file_part_over_the_limit_is_refused_on_its_request_and_nothing_is_stored() 
     assert_eq!(sim.requests().len(), 1);
     // A submission with such a file is refused the same way.
     let mut message = UIMessage::user_text("u3", "x");
-    message.parts.push(serde_json::from_value(json!({"type": "file", "mediaType": "image/png", "url": big})).unwrap());
+    message.parts.push(
+        serde_json::from_value(json!({"type": "file", "mediaType": "image/png", "url": big}))
+            .unwrap(),
+    );
     let refused = sim.call(|core, now| {
         core.submit(
             SubmitRequest {

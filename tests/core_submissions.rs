@@ -70,7 +70,10 @@ fn a_submission_is_accepted_at_once_runs_like_a_tabs_turn_and_completes() {
     assert_eq!(record.idempotency_key.as_deref(), Some("daily-1"));
     sim.script(Reply::text("ok"));
     let unnamed = sim.call(|core, now| core.submit(request("", "no id", None), now));
-    assert!(!unnamed.unwrap().message_ids[0].is_empty(), "a message without an id gets one");
+    assert!(
+        !unnamed.unwrap().message_ids[0].is_empty(),
+        "a message without an id gets one"
+    );
     sim.run_until_idle();
 }
 
@@ -357,7 +360,11 @@ fn save_messages_stores_and_broadcasts_without_a_model_call() {
     assert!(!minted[0].is_empty(), "a message without an id gets one");
     sim.call(|core, now| core.save(vec![UIMessage::user_text("m1", "hello again")], now))
         .unwrap();
-    assert_eq!(text_of(&sim.transcript()[0]), "hello again", "the same id replaces");
+    assert_eq!(
+        text_of(&sim.transcript()[0]),
+        "hello again",
+        "the same id replaces"
+    );
     assert!(sim.requests().is_empty(), "no model call");
     for tab in ["a", "b"] {
         let snapshot = of_type(sim.frames(tab), MESSAGES);

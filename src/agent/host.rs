@@ -39,7 +39,8 @@ struct Attachment {
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
-type ResponseFuture = std::pin::Pin<Box<dyn std::future::Future<Output = worker::Result<Option<Response>>>>>;
+type ResponseFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = worker::Result<Option<Response>>>>>;
 /// The definition's `on_request` (the author's own routes).
 type RequestHook = Box<dyn Fn(Request, super::handle::AgentHandle) -> ResponseFuture>;
 

@@ -77,7 +77,10 @@ pub(crate) async fn serve(host: &Rc<AgentHost>, mut req: Request) -> worker::Res
     let text = req.text().await?;
     if text.len() > MAX_API_BODY_BYTES {
         return refuse(
-            &format!("call too large: {} bytes (limit {MAX_API_BODY_BYTES})", text.len()),
+            &format!(
+                "call too large: {} bytes (limit {MAX_API_BODY_BYTES})",
+                text.len()
+            ),
             413,
         );
     }
@@ -208,7 +211,8 @@ impl AgentStub {
     }
 
     async fn send(&self, call: &ApiCall) -> worker::Result<Response> {
-        let body = serde_json::to_string(call).map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let body =
+            serde_json::to_string(call).map_err(|e| worker::Error::RustError(e.to_string()))?;
         let headers = Headers::new();
         headers.set("content-type", "application/json")?;
         headers.set(CHANNEL_AUTH_HEADER, &self.credential)?;

@@ -50,7 +50,11 @@ pub fn text_with_notes(text: &str, files: &[ModelFile]) -> String {
 /// bytes of a `data:` URL).
 fn note(file: &ModelFile) -> String {
     match file.url.starts_with("data:") {
-        true => format!("[Attached file {} ({}), not shown]", name_of(file), file.media_type),
+        true => format!(
+            "[Attached file {} ({}), not shown]",
+            name_of(file),
+            file.media_type
+        ),
         false => format!(
             "[Attached file {} ({}): {}]",
             name_of(file),
@@ -98,7 +102,11 @@ mod tests {
             file("image/png", PNG, Some("dot.png")),
             file("image/jpeg", "https://example.com/cat.jpg", None),
             file("application/pdf", PDF, Some("report.pdf")),
-            file("application/zip", "https://example.com/a.zip", Some("a.zip")),
+            file(
+                "application/zip",
+                "https://example.com/a.zip",
+                Some("a.zip"),
+            ),
         ]);
         let body = crate::model::openai::request_body(&request);
         let expected = concat!(
@@ -116,12 +124,18 @@ mod tests {
     #[test]
     fn a_user_message_without_files_keeps_its_plain_string_content() {
         let body = crate::model::openai::request_body(&request_with(Vec::new()));
-        assert!(body.contains(r#"{"role":"user","content":"what is in these?"}"#), "{body}");
+        assert!(
+            body.contains(r#"{"role":"user","content":"what is in these?"}"#),
+            "{body}"
+        );
     }
 
     #[test]
     fn a_file_with_no_text_is_sent_alone_and_an_unnamed_file_is_called_file() {
-        let content = openai_content("", &[file("text/plain", "data:text/plain;base64,aGk=", None)]);
+        let content = openai_content(
+            "",
+            &[file("text/plain", "data:text/plain;base64,aGk=", None)],
+        );
         assert_eq!(
             content.to_string(),
             r#"[{"type":"file","file":{"filename":"file","file_data":"data:text/plain;base64,aGk="}}]"#

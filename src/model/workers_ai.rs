@@ -60,7 +60,13 @@ impl WorkersAi {
         let mut input = Map::new();
         input.insert(
             "messages".into(),
-            Value::Array(request.messages.iter().map(text_only_message_json).collect()),
+            Value::Array(
+                request
+                    .messages
+                    .iter()
+                    .map(text_only_message_json)
+                    .collect(),
+            ),
         );
         if !request.tools.is_empty() {
             input.insert(

@@ -58,8 +58,9 @@ impl AgentDefinition for DemoAgent {
 
     /// The demo's own routes (after the token check): `POST …/submit`
     /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
-    /// submission), `GET …/submissions/<id>` reads its status and
-    /// `POST …/submissions/<id>/cancel` cancels it.
+    /// submission), `GET …/submissions/<id>` reads its status,
+    /// `POST …/submissions/<id>/cancel` cancels it and `POST …/schedule`
+    /// `{"inMs"}` schedules a check-in (see `on_alarm`).
     #[cfg(target_arch = "wasm32")]
     async fn on_request(
         &self,
@@ -67,6 +68,15 @@ impl AgentDefinition for DemoAgent {
         agent: crate::agent::AgentHandle,
     ) -> worker::Result<Option<worker::Response>> {
         routes::serve(req, agent).await
+    }
+
+    /// The scheduled check-in: the agent submits a message of its own.
+    #[cfg(target_arch = "wasm32")]
+    async fn on_alarm(&self, agent: crate::agent::AgentHandle) {
+        let message = crate::protocol::UIMessage::user_text("", "scheduled check-in");
+        if let Err(e) = agent.submit_messages(vec![message], Default::default()) {
+            worker::console_warn!("the scheduled check-in was refused: {e}");
+        }
     }
 }
 
@@ -77,6 +87,12 @@ mod routes {
 
     use crate::agent::{AgentHandle, SubmitOptions};
     use crate::protocol::UIMessage;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Schedule {
+        in_ms: u64,
+    }
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -103,6 +119,15 @@ mod routes {
                 Ok(submission) => Ok(Some(Response::from_json(&submission)?.with_status(202))),
                 Err(e) => Response::error(e.to_string(), 400).map(Some),
             };
+        }
+        if post && path.ends_with("/schedule") {
+            let schedule: Schedule = match req.json().await {
+                Ok(schedule) => schedule,
+                Err(e) => return Response::error(format!("bad schedule body: {e}"), 400).map(Some),
+            };
+            let at = agent.now_ms().saturating_add(schedule.in_ms);
+            agent.schedule_alarm(Some(at));
+            return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
         }
         let Some((_, rest)) = path.split_once("/submissions/") else {
             return Ok(None);

@@ -325,6 +325,7 @@ impl Sim {
             }
             Effect::Store(op) => self.store.apply(&op),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
+            Effect::AuthorAlarm => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
             Effect::RunTool {
                 call, tool_call_id, ..

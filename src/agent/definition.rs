@@ -272,6 +272,13 @@ pub trait AgentDefinition: 'static {
         async { Ok(None) }
     }
 
+    /// The alarm scheduled with `AgentHandle::schedule_alarm` is due (run
+    /// once; schedule the next one from here to repeat).
+    #[cfg(target_arch = "wasm32")]
+    fn on_alarm(&self, _agent: super::handle::AgentHandle) -> impl Future<Output = ()> {
+        async {}
+    }
+
     /// Decides whether a request may open a socket or read the transcript.
     /// The default requires `?token=` to match `AUTH_TOKEN` when that is set.
     fn authorize(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {

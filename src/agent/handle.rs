@@ -3,7 +3,9 @@
 //! Durable Object). It submits messages durably (`submit_messages`, with an
 //! idempotency key; `submission_status`, `cancel_submission`), stores
 //! messages without a turn (`save_messages`) and continues the last answer
-//! (`continue_last_turn`); each reaches every tab like a tab's own turn. The
+//! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
+//! also schedules the agent's own alarm (`schedule_alarm`), which runs the
+//! definition's `on_alarm` with a handle of its own. The
 //! host's internals stay private: a handle only calls the core's entry points.
 
 use std::rc::Rc;
@@ -80,6 +82,25 @@ impl AgentHandle {
     /// continuation's request id.
     pub fn continue_last_turn(&self) -> Result<String, SubmitError> {
         self.host.with_core(|core, now| core.continue_last(now))
+    }
+
+    /// Runs the definition's `on_alarm` at `at_ms` (ms since the epoch),
+    /// replacing an alarm already scheduled; `None` cancels it. Stored, so
+    /// it fires after an eviction too (once: an alarm whose `on_alarm` is
+    /// cut by an eviction is not run again).
+    pub fn schedule_alarm(&self, at_ms: Option<u64>) {
+        self.host
+            .with_core(|core, now| core.schedule_alarm(at_ms, now));
+    }
+
+    /// When the scheduled alarm is due, if one is.
+    pub fn scheduled_alarm(&self) -> Option<u64> {
+        self.host.with_core(|core, _| core.scheduled_alarm())
+    }
+
+    /// Milliseconds since the epoch (the clock `schedule_alarm` uses).
+    pub fn now_ms(&self) -> u64 {
+        js_sys::Date::now() as u64
     }
 
     /// The stored conversation.

@@ -43,11 +43,16 @@ type ResponseFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = worker::Result<Option<Response>>>>>;
 /// The definition's `on_request` (the author's own routes).
 type RequestHook = Box<dyn Fn(Request, super::handle::AgentHandle) -> ResponseFuture>;
+/// The definition's `on_alarm` (the alarm the author scheduled).
+type AlarmHook = Box<
+    dyn Fn(super::handle::AgentHandle) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+>;
 
 pub struct AgentHost {
     state: State,
     authorize: Authorizer,
     on_request: RequestHook,
+    on_author_alarm: AlarmHook,
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
@@ -111,10 +116,16 @@ impl AgentHost {
             let routes = routes.clone();
             Box::pin(async move { routes.on_request(req, agent).await })
         });
+        let alarms = definition.clone();
+        let on_author_alarm: AlarmHook = Box::new(move |agent| {
+            let alarms = alarms.clone();
+            Box::pin(async move { alarms.on_alarm(agent).await })
+        });
         let host = Rc::new(AgentHost {
             state,
             authorize,
             on_request,
+            on_author_alarm,
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
@@ -402,6 +413,10 @@ impl AgentHost {
                 Effect::CallModel { call, request } => {
                     let host = self.clone();
                     spawn_local(async move { host.run_model(call, request).await });
+                }
+                Effect::AuthorAlarm => {
+                    let run = (self.on_author_alarm)(super::handle::AgentHandle::new(self.clone()));
+                    spawn_local(run);
                 }
                 Effect::AbortModel { call } => {
                     if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {

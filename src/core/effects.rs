@@ -86,6 +86,11 @@ pub enum Event {
     /// The agent's own `continue_last_turn()`: a continuation of the last
     /// assistant message, as the protocol's automatic continuation runs.
     ContinueLastTurn,
+    /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
+    /// (`None` cancels); one alarm at a time, a later call replaces it.
+    ScheduleAlarm {
+        at_ms: Option<u64>,
+    },
 }
 
 /// The closed set of timers the core arms (in its own table, see `timers.rs`).
@@ -100,8 +105,12 @@ pub enum Timer {
     /// Buffered stream chunks are written to the chunk log.
     FlushChunks,
     /// Keeps a running turn's durable alarm ahead, so an evicted turn is
-    /// woken and recovered without any client.
+    /// woken and recovered without any client. `Event::Timer(Heartbeat)` is
+    /// what a host sends whenever the durable alarm fires.
     Heartbeat,
+    /// The alarm the agent's own code scheduled (`author_alarm.rs`); durable,
+    /// fired when the durable alarm finds it due.
+    AuthorAlarm,
     /// Checks that the running model stream is still producing events.
     ModelStall,
     /// A model call that failed transiently is tried again.
@@ -117,7 +126,7 @@ pub enum Timer {
 impl Timer {
     /// Must survive the isolate (mapped onto the durable alarm).
     pub fn is_durable(self) -> bool {
-        self == Timer::Heartbeat
+        matches!(self, Timer::Heartbeat | Timer::AuthorAlarm)
     }
 }
 
@@ -143,6 +152,9 @@ pub enum Effect {
         tool_name: String,
         input: Value,
     },
+    /// The alarm the agent's own code scheduled is due: run its `on_alarm`
+    /// (once; its stored row is already gone).
+    AuthorAlarm,
     /// Ask the parent agent on channel `conn` to run one of this turn's client
     /// tools; its answer comes back as `Event::ToolDone`.
     CallRemoteTool {

@@ -10,6 +10,7 @@
 //! eviction carries on.
 
 pub mod accumulator;
+mod author_alarm;
 pub mod channel;
 mod chat;
 mod chunk_log;
@@ -111,6 +112,10 @@ impl Core {
             .then(|| PendingContinuation::restored(ids.new_id(IdKind::Request)));
         let mut queue = TurnQueue::default();
         queue.restore(stored.queue);
+        let mut timers = TimerTable::default();
+        if let Some(at) = stored.author_alarm {
+            timers.set(Timer::AuthorAlarm, at);
+        }
         Core {
             config,
             ids,
@@ -131,7 +136,7 @@ impl Core {
             finished: Default::default(),
             submissions: submissions::Submissions::restore(stored.submissions),
             next_call: 1,
-            timers: TimerTable::default(),
+            timers,
             effects: Vec::new(),
         }
     }
@@ -155,7 +160,10 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => {
-                self.timers.clear(timer);
+                // The author's alarm is disarmed when it fires (if it is due).
+                if timer != Timer::AuthorAlarm {
+                    self.timers.clear(timer);
+                }
                 self.on_timer(timer);
             }
             Event::Woke => {
@@ -181,6 +189,7 @@ impl Core {
             Event::ContinueLastTurn => {
                 let _ = self.on_continue_last_turn();
             }
+            Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
         }
         self.write_down_queue();
     }
@@ -303,7 +312,10 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
-            Timer::Heartbeat => self.on_heartbeat(),
+            Timer::Heartbeat | Timer::AuthorAlarm => {
+                self.on_heartbeat();
+                self.fire_author_alarm();
+            }
             Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
                 self.on_model_timer(timer)
             }

@@ -31,6 +31,8 @@ pub enum ConfigKey {
     /// Approvals given for calls in the answer still streaming (no chunk
     /// records them), until that answer is stored.
     StreamApprovals,
+    /// When the alarm the agent's own code scheduled is due.
+    AuthorAlarm,
 }
 
 impl ConfigKey {
@@ -44,6 +46,7 @@ impl ConfigKey {
             ConfigKey::Continuation => "continuation",
             ConfigKey::Queue => "queue",
             ConfigKey::StreamApprovals => "stream_approvals",
+            ConfigKey::AuthorAlarm => "author_alarm",
         }
     }
 }
@@ -92,6 +95,13 @@ pub struct RecoveryBudget {
     pub attempts: u32,
     pub interrupted: u32,
     pub last_progress_at: u64,
+}
+
+/// The `AuthorAlarm` row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorAlarmRow {
+    pub at: u64,
 }
 
 /// The `Continuation` row.
@@ -190,6 +200,8 @@ pub struct StoredState {
     pub stream_approvals: Option<StreamApprovals>,
     /// Submissions, oldest first (`chat_submissions`).
     pub submissions: Vec<SubmissionRecord>,
+    /// When the alarm the agent's own code scheduled is due.
+    pub author_alarm: Option<u64>,
 }
 
 impl StoredState {
@@ -218,6 +230,8 @@ impl StoredState {
         self.continuation_owed |= continuation.is_some_and(|c| c.owed);
         self.queue = parsed(row(ConfigKey::Queue)?).unwrap_or_default();
         self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
+        let alarm: Option<AuthorAlarmRow> = parsed(row(ConfigKey::AuthorAlarm)?);
+        self.author_alarm = alarm.map(|a| a.at);
         Ok(())
     }
 }

@@ -88,6 +88,8 @@ pub struct Sim {
     pub tools: ScriptedTools,
     /// Frames sent to a connection that is not open.
     pub misdelivered: Vec<(String, Value)>,
+    /// When the agent's own alarm ran (`Effect::AuthorAlarm`), in order.
+    pub author_alarms: Vec<u64>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -151,6 +153,7 @@ impl Sim {
             model: ScriptedModel::default(),
             tools: ScriptedTools::default(),
             misdelivered: Vec::new(),
+            author_alarms: Vec::new(),
         }
     }
 
@@ -509,6 +512,7 @@ impl Sim {
                     End::Stall => {}
                 }
             }
+            Effect::AuthorAlarm => self.author_alarms.push(self.now),
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);

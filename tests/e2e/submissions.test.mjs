@@ -4,7 +4,9 @@
 // turn stream live although it never asked for it; the same idempotency key returns the same
 // submission; a runtime restart mid-submission is recovered and the status route reports it
 // completed; a cancel aborts it; another agent (the demo's Coordinator, through `AgentStub` over
-// the internal `…/__chat-api` route) submits too, and that route is refused from outside.
+// the internal `…/__chat-api` route) submits too, and that route is refused from outside; an alarm
+// the agent scheduled (`AgentHandle::schedule_alarm`, the demo's POST …/schedule) still fires after
+// a restart and its `on_alarm` submits a message.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -121,4 +123,27 @@ test('another agent submits through its typed stub, and the internal API route i
   assert.equal(child[1].id, done.answerMessageId);
   assert.match(textOf(child[1]), /hello from the coordinator/, 'the scripted model echoed it');
   await coordinator.close();
+});
+
+test('an alarm the agent scheduled fires after a restart and its on_alarm submits a message', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'sub-alarm';
+  const res = await w.fetch(`/agents/chat-agent/${room}/schedule`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ inMs: 1500 }),
+  });
+  assert.equal(res.status, 200);
+  const { at } = await res.json();
+  assert.ok(at > Date.now(), 'due later');
+  await w.restart();
+  // Nothing wakes the agent but its alarm.
+  const stored = await waitUntil(async () => {
+    if (Date.now() < at) return null;
+    const ms = await getMessages(w.url, AGENT, room);
+    return ms.length === 2 && ms[1].role === 'assistant' && textOf(ms[1]).trim() ? ms : null;
+  }, { timeoutMs: TURN_MS, intervalMs: 250, what: 'the check-in and its answer' });
+  assert.equal(textOf(stored[0]), 'scheduled check-in');
+  assert.match(textOf(stored[1]), /scheduled check-in/, 'the scripted model echoed it');
+  assert.equal(w.model.requests.filter((r) => JSON.stringify(r.messages).includes('scheduled check-in')).length, 1, 'run once');
 });

@@ -54,6 +54,16 @@ fn a_later_schedule_replaces_the_alarm_and_none_cancels_it() {
 }
 
 #[test]
+fn a_clear_keeps_the_alarm() {
+    let mut sim = Sim::new();
+    schedule(&mut sim, Some(9_000));
+    sim.handle(Event::ClearHistory);
+    sim.evict();
+    sim.advance(10_000);
+    assert_eq!(sim.author_alarms, [9_000]);
+}
+
+#[test]
 fn the_alarm_and_a_running_turns_heartbeat_share_the_durable_alarm() {
     let mut sim = Sim::new();
     sim.connect("a");

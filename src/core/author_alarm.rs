@@ -41,6 +41,14 @@ impl Core {
         }
     }
 
+    /// A clear deleted every config row: the author's alarm is not chat
+    /// state and is written again.
+    pub(super) fn keep_author_alarm(&mut self) {
+        if let Some(at) = self.scheduled_alarm() {
+            self.put_config(ConfigKey::AuthorAlarm, &AuthorAlarmRow { at });
+        }
+    }
+
     /// The durable alarm fired: the author's alarm runs if it is due.
     pub(super) fn fire_author_alarm(&mut self) {
         let due = self.scheduled_alarm().is_some_and(|at| at <= self.now);

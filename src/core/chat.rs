@@ -213,6 +213,7 @@ impl Core {
         self.terminal_error = None;
         self.orphan = None;
         self.store(StoreOp::ClearAll);
+        self.keep_author_alarm();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

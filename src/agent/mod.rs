@@ -8,14 +8,22 @@ mod binding_model;
 pub mod channel_auth;
 pub mod definition;
 #[cfg(target_arch = "wasm32")]
+pub mod handle;
+#[cfg(target_arch = "wasm32")]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
 pub mod ids;
+#[cfg(target_arch = "wasm32")]
+pub mod remote;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
 
 pub use access::{Refusal, RequestInfo};
 pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
+#[cfg(target_arch = "wasm32")]
+pub use handle::{AgentHandle, Submission, SubmitOptions};
+#[cfg(target_arch = "wasm32")]
+pub use remote::AgentStub;
 
 /// Declares a Durable Object class `$class` that runs the agent built by
 /// `$make` (a closure from `&worker::Env` to an `AgentDefinition`).

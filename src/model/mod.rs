@@ -11,6 +11,7 @@
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
 mod failure;
+pub mod files;
 pub mod openai;
 mod provider;
 mod request;
@@ -28,7 +29,9 @@ pub enum Provider {
     WorkersAi(workers_ai::WorkersAi),
 }
 
-pub use request::{ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolDefinition};
+pub use request::{
+    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolDefinition,
+};
 
 /// What the provider stream says, in provider-neutral terms.
 ///

@@ -20,6 +20,7 @@ pub mod context_window;
 mod continuation;
 mod cut_stream;
 pub mod effects;
+pub mod history;
 pub mod ids;
 pub mod limits;
 mod model_call;
@@ -50,6 +51,7 @@ pub use config::{
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
+pub use history::History;
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
 pub use persisted::{
@@ -97,6 +99,7 @@ impl Core {
     pub fn new(
         config: CoreConfig,
         stored: StoredState,
+        history: Rc<dyn History>,
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
@@ -111,7 +114,7 @@ impl Core {
             config,
             ids,
             now: now_ms,
-            transcript: Transcript::from_entries(stored.messages),
+            transcript: Transcript::load(history),
             conns: Connections::default(),
             queue,
             active: None,
@@ -133,6 +136,7 @@ impl Core {
 
     pub fn handle(&mut self, event: Event, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         match event {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
@@ -183,6 +187,7 @@ impl Core {
     /// Fires every in-isolate timer due at `now_ms`, earliest first.
     pub fn handle_timeout(&mut self, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         while let Some(timer) = self.timers.pop_expired(self.now) {
             self.on_timer(timer);
             self.write_down_queue();
@@ -211,8 +216,26 @@ impl Core {
         std::mem::take(&mut self.effects)
     }
 
+    /// The whole conversation, oldest first (older messages are read from
+    /// the store: what `get-messages` answers).
     pub fn messages(&self) -> Vec<UIMessage> {
         self.transcript.messages()
+    }
+
+    /// How many messages the core keeps in memory (the recent window).
+    pub fn window_len(&self) -> usize {
+        self.transcript.window_len()
+    }
+
+    /// Forgets the oldest messages of the in-memory window (see
+    /// `Transcript::trim`). Only between events whose writes the host has
+    /// carried out (effects taken), so older messages read from the store
+    /// are current.
+    fn trim_window(&mut self) {
+        if self.effects.is_empty() {
+            let keep_from = self.active.as_ref().map(|a| a.seq);
+            self.transcript.trim(keep_from);
+        }
     }
 
     pub fn config(&self) -> &CoreConfig {
@@ -332,12 +355,22 @@ impl Core {
     }
 
     fn broadcast_transcript(&mut self, except: Option<&str>) {
-        let frame = server::chat_messages(&self.transcript.messages(), false);
         let to = match except {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),
         };
+        if to.is_empty() {
+            return;
+        }
+        let frame = self.transcript_frame(false);
         self.send_to(to, frame);
+    }
+
+    /// The transcript frame: the whole conversation up to
+    /// `history::SNAPSHOT_BYTES` of messages, else the newest that fit.
+    fn transcript_frame(&self, connect: bool) -> String {
+        let messages = self.transcript.snapshot(history::SNAPSHOT_BYTES);
+        server::chat_messages(&messages, connect)
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {

@@ -50,17 +50,58 @@ impl Core {
             context.push(&active.message);
         }
         let turn = &active.settings;
-        let messages = model_messages(&turn.system, &context);
+        let (older, earlier) = self.older_context(&context, context_budget);
+        let mut all: Vec<&UIMessage> = older.iter().collect();
+        all.extend(context);
+        let messages = model_messages(&turn.system, &all);
         let mut tools = turn_tools(&self.config.tools, self.active_client_tools());
         if let Some(names) = &turn.tools {
             tools.retain(|t| names.contains(&t.name));
         }
         Some(ModelRequest {
             settings: turn.model.clone(),
-            messages: context_window::fit(messages, context_budget),
+            messages: context_window::fit_after(messages, context_budget, earlier),
             tools,
             headers: turn.headers.clone(),
         })
+    }
+
+    /// Messages older than the in-memory window that the model context can
+    /// still hold, read from the store newest first until they exceed
+    /// `budget` (all of them when 0), oldest first, with how many older
+    /// ones were not read. The window's own messages (`recent`) count first.
+    fn older_context(&self, recent: &[&UIMessage], budget: usize) -> (Vec<UIMessage>, usize) {
+        if !self.transcript.has_older() {
+            return (Vec::new(), 0);
+        }
+        let history = self.transcript.history();
+        let mut used = context_window::estimated_bytes(&model_messages("", recent));
+        let mut older = Vec::new();
+        let mut before = self.transcript.window_start();
+        while budget == 0 || used <= budget {
+            let page = history.page_before(before, super::history::PAGE);
+            let full = page.len() == super::history::PAGE;
+            for entry in page {
+                before = entry.seq;
+                used += context_window::estimated_bytes(&model_messages("", &[&entry.message]));
+                older.push(entry.message);
+                if budget != 0 && used > budget {
+                    break;
+                }
+            }
+            if !full {
+                older.reverse();
+                return (older, 0);
+            }
+        }
+        older.reverse();
+        // Cut short: start at a user message, as a window does.
+        let lead = older
+            .iter()
+            .position(|m| m.role == crate::protocol::Role::User)
+            .unwrap_or(older.len());
+        older.drain(..lead);
+        (older, history.count_before(before) + lead)
     }
 
     /// The provider refused the request as too long for the model: the step
@@ -335,7 +376,7 @@ impl Core {
                     || a.model_call()
                         .is_some_and(|c| c.calls.values().any(|s| s.id == candidate))
             });
-            in_turn || self.transcript.owner_of(candidate).is_some()
+            in_turn || self.transcript.has_tool_call(candidate)
         };
         if !taken(&id) {
             return id;

@@ -9,10 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::protocol::{ClientToolSchema, UIMessage};
+use crate::protocol::ClientToolSchema;
 
 use super::queue::DurableTurn;
-use super::transcript::Entry;
 
 /// Names of the config rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +123,6 @@ struct CombinedRecoveryRow {
 /// Everything the core needs from storage to start (or restart).
 #[derive(Debug, Clone, Default)]
 pub struct StoredState {
-    pub messages: Vec<Entry>,
     pub client_tools: Vec<ClientToolSchema>,
     pub body: Map<String, Value>,
     pub terminal_error: Option<TerminalError>,
@@ -184,16 +182,6 @@ fn read_recovery_row(text: &str) -> (Option<RecoveryBudget>, bool) {
 // ---- reading rows back: the decoding and skipping rules every store shares
 // (the SQLite one and the in-memory one of the tests), so a restart reads back
 // exactly the same state whichever store kept it. ----
-
-impl StoredState {
-    /// Adds one transcript row; rows come in `seq` order. An unreadable body
-    /// is skipped; the error says why (for the host's log).
-    pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
-        let message = serde_json::from_str::<UIMessage>(body)?;
-        self.messages.push(Entry { seq, message });
-        Ok(())
-    }
-}
 
 impl OpenStream {
     /// An open stream from its stored record, with no chunks yet; `None` (the

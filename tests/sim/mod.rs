@@ -131,9 +131,11 @@ impl Sim {
 
     pub fn with_config(config: CoreConfig) -> Sim {
         let ids = SharedIds::default();
+        let store = SimStore::default();
         let core = Core::new(
             config.clone(),
             StoredState::default(),
+            store.history(),
             Box::new(ids.clone()),
             0,
         );
@@ -142,7 +144,7 @@ impl Sim {
             config,
             ids,
             now: 0,
-            store: SimStore::default(),
+            store,
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
             timers: BTreeMap::new(),
@@ -383,6 +385,7 @@ impl Sim {
         self.core = Core::new(
             self.config.clone(),
             stored,
+            self.store.history(),
             Box::new(self.ids.clone()),
             self.now,
         );

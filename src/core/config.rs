@@ -252,6 +252,9 @@ pub struct TurnContext<'a> {
     pub request_id: &'a str,
     pub trigger: TurnTrigger,
     pub continuation: bool,
+    /// The newest messages of the conversation, oldest first: the window
+    /// the agent keeps in memory (at least the newest user and assistant
+    /// messages; older ones stay in storage).
     pub messages: &'a [&'a UIMessage],
     pub client_tools: &'a [ClientToolSchema],
     pub body: &'a Map<String, Value>,

@@ -203,6 +203,8 @@ impl Core {
         let parked = self.conns.take_parked();
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
+        self.summary = None;
+        self.compaction_declined = false;
         self.client_tools.clear();
         self.body.clear();
         self.terminal_error = None;

@@ -341,6 +341,8 @@ pub struct CoreConfig {
     pub system_prompt: String,
     pub tools: Vec<ToolSpec>,
     pub before_turn: Option<BeforeTurn>,
+    /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
+    pub compact: Option<super::compaction::Compact>,
     pub settings: CoreSettings,
 }
 
@@ -352,6 +354,7 @@ impl CoreConfig {
             system_prompt: String::new(),
             tools: Vec::new(),
             before_turn: None,
+            compact: None,
             settings: CoreSettings::default(),
         }
     }

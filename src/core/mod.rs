@@ -13,6 +13,7 @@ pub mod accumulator;
 pub mod channel;
 mod chat;
 mod chunk_log;
+pub mod compaction;
 pub mod config;
 pub mod connections;
 pub mod context;
@@ -90,6 +91,9 @@ pub struct Core {
     stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
+    /// The compaction summary in use, and whether the hook declined to make one.
+    summary: Option<compaction::Summary>,
+    compaction_declined: bool,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -127,6 +131,8 @@ impl Core {
             recovering: None,
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
+            summary: stored.summary,
+            compaction_declined: false,
             finished: Default::default(),
             next_call: 1,
             timers: TimerTable::default(),

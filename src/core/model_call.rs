@@ -39,7 +39,8 @@ impl Core {
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound).
-    fn step_request(&self, context_budget: usize) -> Option<ModelRequest> {
+    fn step_request(&mut self, context_budget: usize) -> Option<ModelRequest> {
+        let compacted = self.compacted_step_context(context_budget);
         let active = self.active.as_ref()?;
         let mut context: Vec<&UIMessage> = self
             .transcript
@@ -50,10 +51,15 @@ impl Core {
             context.push(&active.message);
         }
         let turn = &active.settings;
-        let (older, earlier) = self.older_context(&context, context_budget);
-        let mut all: Vec<&UIMessage> = older.iter().collect();
-        all.extend(context);
-        let messages = model_messages(&turn.system, &all);
+        let (messages, earlier) = match compacted {
+            Some(messages) => (messages, 0),
+            None => {
+                let (older, earlier) = self.older_context(&context, context_budget);
+                let mut all: Vec<&UIMessage> = older.iter().collect();
+                all.extend(context);
+                (model_messages(&turn.system, &all), earlier)
+            }
+        };
         let mut tools = turn_tools(&self.config.tools, self.active_client_tools());
         if let Some(names) = &turn.tools {
             tools.retain(|t| names.contains(&t.name));
@@ -64,6 +70,24 @@ impl Core {
             tools,
             headers: turn.headers.clone(),
         })
+    }
+
+    /// The step's messages with a summary in place of what does not fit
+    /// (see `compaction.rs`), when the agent compacts.
+    fn compacted_step_context(&mut self, budget: usize) -> Option<Vec<crate::model::ModelMessage>> {
+        self.config.compact.as_ref()?;
+        let active = self.active.as_ref()?;
+        let mut recent: Vec<(u64, UIMessage)> = self
+            .transcript
+            .entries_before(active.seq)
+            .filter(|(_, m)| m.id != active.message.id)
+            .map(|(seq, m)| (seq, m.clone()))
+            .collect();
+        if has_content(&active.message) {
+            recent.push((active.seq, active.message.clone()));
+        }
+        let system = active.settings.system.clone();
+        self.compacted_context(&system, &recent, budget)
     }
 
     /// Messages older than the in-memory window that the model context can

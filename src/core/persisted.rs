@@ -30,6 +30,8 @@ pub enum ConfigKey {
     /// Approvals given for calls in the answer still streaming (no chunk
     /// records them), until that answer is stored.
     StreamApprovals,
+    /// The compaction summary (`compaction.rs`).
+    Summary,
 }
 
 impl ConfigKey {
@@ -43,6 +45,7 @@ impl ConfigKey {
             ConfigKey::Continuation => "continuation",
             ConfigKey::Queue => "queue",
             ConfigKey::StreamApprovals => "stream_approvals",
+            ConfigKey::Summary => "summary",
         }
     }
 }
@@ -134,6 +137,8 @@ pub struct StoredState {
     /// Turns accepted but not started, in their order.
     pub queue: Vec<DurableTurn>,
     pub stream_approvals: Option<StreamApprovals>,
+    /// The compaction summary in use.
+    pub summary: Option<super::compaction::Summary>,
 }
 
 impl StoredState {
@@ -162,6 +167,7 @@ impl StoredState {
         self.continuation_owed |= continuation.is_some_and(|c| c.owed);
         self.queue = parsed(row(ConfigKey::Queue)?).unwrap_or_default();
         self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
+        self.summary = parsed(row(ConfigKey::Summary)?);
         Ok(())
     }
 }

@@ -318,6 +318,14 @@ impl Transcript {
             .map(|e| &e.message)
     }
 
+    /// Like `before`, with each message's place.
+    pub fn entries_before(&self, seq: u64) -> impl Iterator<Item = (u64, &UIMessage)> {
+        self.entries
+            .iter()
+            .take_while(move |e| e.seq < seq)
+            .map(|e| (e.seq, &e.message))
+    }
+
     /// Merges a client-posted transcript: new user messages are appended (marked
     /// `channel:"web"`), edited user messages are updated by id, and assistant or
     /// system messages the server never produced are ignored (the server owns

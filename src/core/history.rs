@@ -34,6 +34,12 @@ pub const SNAPSHOT_BYTES: usize = 256 * 1024;
 pub trait History {
     /// Up to `limit` stored messages placed before `before_seq`, newest first.
     fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry>;
+    /// The stored JSON of the newest messages placed before `before_seq`
+    /// whose JSON (plus a comma each) fits in `max_bytes` together, oldest
+    /// first, joined by commas ("" when none): what a transcript frame
+    /// carries, sent without parsing it again. Rows that are not JSON are
+    /// left out.
+    fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String;
     /// The stored message with this id.
     fn find(&self, id: &str) -> Option<Entry>;
     /// The newest stored assistant message holding a tool call with this id
@@ -50,6 +56,9 @@ pub struct NoHistory;
 impl History for NoHistory {
     fn page_before(&self, _: u64, _: usize) -> Vec<Entry> {
         Vec::new()
+    }
+    fn newest_json_before(&self, _: u64, _: usize) -> String {
+        String::new()
     }
     fn find(&self, _: &str) -> Option<Entry> {
         None
@@ -70,6 +79,11 @@ pub fn none() -> Rc<dyn History> {
 pub fn read_row(seq: u64, body: &str) -> Result<Entry, serde_json::Error> {
     let message = serde_json::from_str::<UIMessage>(body)?;
     Ok(Entry { seq, message })
+}
+
+/// Whether a stored body is JSON (checked without building it).
+pub fn is_json(body: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok()
 }
 
 /// The tool call ids an assistant message holds (what the tool call index

@@ -376,7 +376,7 @@ impl Core {
     /// `history::SNAPSHOT_BYTES` of messages, else the newest that fit.
     fn transcript_frame(&self, connect: bool) -> String {
         let messages = self.transcript.snapshot(history::SNAPSHOT_BYTES);
-        server::chat_messages(&messages, connect)
+        server::chat_messages_json(&messages, connect)
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {

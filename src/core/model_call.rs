@@ -5,15 +5,18 @@
 //! provider says the request is too long; else end the turn). Phase
 //! changes go through the transitions in `turn.rs`.
 
-use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
-use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
+use crate::protocol::{Outcome, Role, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
-use super::context::{model_messages, turn_tools};
+use super::context::{finish_model_messages, model_messages, push_model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
+
+/// Older messages read per query for the model context.
+const CONTEXT_PAGE: usize = 256;
 
 /// A turn whose request the model refused as too long, even with half of it left out.
 pub const CONTEXT_TOO_LONG: &str =
@@ -55,9 +58,13 @@ impl Core {
             Some(messages) => (messages, 0),
             None => {
                 let (older, earlier) = self.older_context(&context, context_budget);
-                let mut all: Vec<&UIMessage> = older.iter().collect();
-                all.extend(context);
-                (model_messages(&turn.system, &all), earlier)
+                let mut messages = model_messages(&turn.system, &[]);
+                messages.extend(older);
+                for message in &context {
+                    push_model_messages(&mut messages, message);
+                }
+                finish_model_messages(&mut messages);
+                (messages, earlier)
             }
         };
         let mut tools = turn_tools(&self.config.tools, self.active_client_tools());
@@ -90,42 +97,50 @@ impl Core {
         self.compacted_context(&system, &recent, budget)
     }
 
-    /// Messages older than the in-memory window that the model context can
-    /// still hold, read from the store newest first until they exceed
-    /// `budget` (all of them when 0), oldest first, with how many older
-    /// ones were not read. The window's own messages (`recent`) count first.
-    fn older_context(&self, recent: &[&UIMessage], budget: usize) -> (Vec<UIMessage>, usize) {
+    /// What the model context holds of the messages older than the
+    /// in-memory window, converted as they are read (newest first, until
+    /// they exceed `budget`; all when 0), oldest first and starting at a user
+    /// message, with how many older messages were not read.
+    fn older_context(&self, recent: &[&UIMessage], budget: usize) -> (Vec<ModelMessage>, usize) {
         if !self.transcript.has_older() {
             return (Vec::new(), 0);
         }
         let history = self.transcript.history();
         let mut used = context_window::estimated_bytes(&model_messages("", recent));
-        let mut older = Vec::new();
+        // Per message read: whether it is a user message, and what it becomes.
+        let mut groups: Vec<(bool, Vec<ModelMessage>)> = Vec::new();
         let mut before = self.transcript.window_start();
+        let mut exhausted = false;
         while budget == 0 || used <= budget {
-            let page = history.page_before(before, super::history::PAGE);
-            let full = page.len() == super::history::PAGE;
+            let page = history.page_before(before, CONTEXT_PAGE);
+            let full = page.len() == CONTEXT_PAGE;
             for entry in page {
                 before = entry.seq;
-                used += context_window::estimated_bytes(&model_messages("", &[&entry.message]));
-                older.push(entry.message);
+                let mut converted = Vec::new();
+                push_model_messages(&mut converted, &entry.message);
+                used += context_window::estimated_bytes(&converted);
+                groups.push((entry.message.role == Role::User, converted));
                 if budget != 0 && used > budget {
                     break;
                 }
             }
             if !full {
-                older.reverse();
-                return (older, 0);
+                exhausted = true;
+                break;
             }
         }
-        older.reverse();
-        // Cut short: start at a user message, as a window does.
-        let lead = older
-            .iter()
-            .position(|m| m.role == crate::protocol::Role::User)
-            .unwrap_or(older.len());
-        older.drain(..lead);
-        (older, history.count_before(before) + lead)
+        groups.reverse();
+        let mut earlier = 0;
+        if !exhausted {
+            // Cut short: start at a user message, as a window does.
+            let lead = groups
+                .iter()
+                .position(|(user, _)| *user)
+                .unwrap_or(groups.len());
+            groups.drain(..lead);
+            earlier = history.count_before(before) + lead;
+        }
+        (groups.into_iter().flat_map(|(_, m)| m).collect(), earlier)
     }
 
     /// The provider refused the request as too long for the model: the step

@@ -29,39 +29,29 @@ impl Transcript {
         older
     }
 
-    /// The newest messages whose JSON fits in `max_bytes` together, oldest
-    /// first: the whole conversation when it fits (what a transcript frame
-    /// carries; see `history::SNAPSHOT_BYTES`).
-    pub fn snapshot(&self, max_bytes: usize) -> Vec<UIMessage> {
-        let mut out: Vec<UIMessage> = Vec::new();
+    /// The JSON of the newest messages that fit in `max_bytes` together,
+    /// oldest first: the whole conversation when it fits (what a transcript
+    /// frame carries; see `history::SNAPSHOT_BYTES`). Older messages are
+    /// sent as stored, not parsed again, in one piece of comma-joined JSON
+    /// objects (the frame joins every piece with commas).
+    pub fn snapshot(&self, max_bytes: usize) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
         let mut used = 0;
-        let fits = |message: &UIMessage, used: &mut usize| {
-            let bytes = serde_json::to_string(message).map_or(0, |s| s.len()) + 1;
-            *used += bytes;
-            *used <= max_bytes
-        };
         for message in self.iter().rev() {
-            if !fits(message, &mut used) {
+            let json = serde_json::to_string(message).unwrap_or_default();
+            used += json.len() + 1;
+            if used > max_bytes {
                 out.reverse();
                 return out;
             }
-            out.push(message.clone());
+            out.push(json);
         }
-        if self.older {
-            let mut before = self.window_start();
-            'pages: loop {
-                let page = self.history.page_before(before, PAGE);
-                let full = page.len() == PAGE;
-                for entry in page {
-                    before = entry.seq;
-                    if !fits(&entry.message, &mut used) {
-                        break 'pages;
-                    }
-                    out.push(entry.message);
-                }
-                if !full {
-                    break;
-                }
+        if self.older && used < max_bytes {
+            let older = self
+                .history
+                .newest_json_before(self.window_start(), max_bytes - used);
+            if !older.is_empty() {
+                out.push(older);
             }
         }
         out.reverse();

@@ -64,8 +64,80 @@ impl SqlStore {
     }
 }
 
+impl SqlStore {
+    /// A page read as one JSON string built by SQLite (a row at a time
+    /// costs far more in crossing to JS and back). `None` when a row of the
+    /// page is split in pieces, is not JSON or is not a message: the caller
+    /// then reads row by row (and quarantines what cannot be read).
+    fn json_page_before(&self, before_seq: u64, limit: usize) -> Option<Vec<Entry>> {
+        #[derive(Deserialize)]
+        struct Page {
+            page: String,
+            plain: f64,
+            n: f64,
+        }
+        #[derive(Deserialize)]
+        struct Row {
+            seq: u64,
+            message: crate::protocol::UIMessage,
+        }
+        let rows: Vec<Page> = self
+            .sql
+            .exec(
+                "SELECT json_group_array(CASE WHEN pieces = 1 AND json_valid(body) THEN json_object('seq', seq, 'message', json(body)) END ORDER BY seq DESC) AS page, SUM(pieces = 1 AND json_valid(body)) AS plain, COUNT(*) AS n FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)",
+                vec![seq_value(before_seq), SqlStorageValue::from(limit as i64)],
+            )
+            .and_then(|c| c.to_array())
+            .ok()?;
+        let page = rows.into_iter().next()?;
+        if page.n == 0.0 {
+            return Some(Vec::new());
+        }
+        if page.plain != page.n {
+            return None;
+        }
+        let rows: Vec<Row> = serde_json::from_str(&page.page).ok()?;
+        Some(
+            rows.into_iter()
+                .map(|r| Entry {
+                    seq: r.seq,
+                    message: r.message,
+                })
+                .collect(),
+        )
+    }
+}
+
 impl History for SqlStore {
+    fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String {
+        #[derive(Deserialize)]
+        struct Joined {
+            bodies: Option<String>,
+        }
+        // One query, one string: the stored JSON of the newest messages
+        // whose bytes (plus a comma each) fit, oldest first. Rows split in
+        // pieces are over the row limit, far beyond any snapshot.
+        let rows: Vec<Joined> = self
+            .sql
+            .exec(
+                "SELECT group_concat(body, ',' ORDER BY seq) AS bodies FROM (SELECT seq, body, pieces, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1000000) WHERE running <= ? AND pieces = 1 AND json_valid(body)",
+                vec![seq_value(before_seq), SqlStorageValue::from(max_bytes as i64)],
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_else(|e| {
+                worker::console_error!("storage: reading the newest messages failed: {e}");
+                Vec::new()
+            });
+        rows.into_iter()
+            .next()
+            .and_then(|r| r.bodies)
+            .unwrap_or_default()
+    }
+
     fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry> {
+        if let Some(page) = self.json_page_before(before_seq, limit) {
+            return page;
+        }
         self.read_rows(
             "SELECT id, seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?",
             vec![seq_value(before_seq), SqlStorageValue::from(limit as i64)],

@@ -33,6 +33,28 @@ impl MemStore {
 }
 
 impl History for RefCell<MemStore> {
+    fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String {
+        let store = self.borrow();
+        let mut used = 0;
+        let mut rows: Vec<&str> = Vec::new();
+        for (_, id) in store.by_seq.range(..(before_seq, 0)).rev() {
+            let Some(row) = store.messages.get(id) else {
+                continue;
+            };
+            used += row.body.len() + 1;
+            if used > max_bytes {
+                break;
+            }
+            if history::is_json(&row.body) {
+                rows.push(&row.body);
+            }
+        }
+        rows.reverse();
+        store.history_calls.set(store.history_calls.get() + 1);
+        store.rows_read.set(store.rows_read.get() + rows.len());
+        rows.join(",")
+    }
+
     fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry> {
         let store = self.borrow();
         let entries = store

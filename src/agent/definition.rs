@@ -296,6 +296,15 @@ pub trait AgentDefinition: 'static {
     fn before_turn(&self, _ctx: &TurnContext<'_>) -> TurnConfig {
         TurnConfig::default()
     }
+
+    /// Compaction: a hook that makes a summary standing in for the messages
+    /// the context policy leaves out, from the previous summary (if any) and
+    /// the messages left out since. The summary is stored and reused by
+    /// every later model request until more must be left out. `None` (the
+    /// default): older messages are left out without a summary.
+    fn compaction(&self) -> Option<crate::core::compaction::Compact> {
+        None
+    }
 }
 
 /// Builds the core's configuration for one agent instance.
@@ -314,6 +323,7 @@ pub fn core_config<D: AgentDefinition>(
     config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
         hook_owner.before_turn(ctx)
     }));
+    config.compact = definition.compaction();
     config
 }
 

@@ -109,7 +109,8 @@ impl AgentHost {
         let stored = store.load()?;
         let name = stored_name(&store);
         let config = core_config(&definition, &settings, &tools, &name, agent);
-        let core = Core::new(config, stored, Box::new(RandomIds), now_ms());
+        let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
+        let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let routes = definition.clone();
@@ -246,7 +247,7 @@ impl AgentHost {
         serde_json::json!({
             "wasmMemoryBytes": bytes,
             "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
-            "messages": core.messages().len(),
+            "windowMessages": core.window_len(),
             "sockets": self.sockets.borrow().len(),
             "pendingTimers": usize::from(self.wake.borrow().is_some()),
             "sqliteDatabaseBytes": self.store.database_size(),

@@ -252,6 +252,9 @@ pub struct TurnContext<'a> {
     pub request_id: &'a str,
     pub trigger: TurnTrigger,
     pub continuation: bool,
+    /// The newest messages of the conversation, oldest first: the window
+    /// the agent keeps in memory (at least the newest user and assistant
+    /// messages; older ones stay in storage).
     pub messages: &'a [&'a UIMessage],
     pub client_tools: &'a [ClientToolSchema],
     pub body: &'a Map<String, Value>,
@@ -341,6 +344,8 @@ pub struct CoreConfig {
     pub system_prompt: String,
     pub tools: Vec<ToolSpec>,
     pub before_turn: Option<BeforeTurn>,
+    /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
+    pub compact: Option<super::compaction::Compact>,
     pub settings: CoreSettings,
 }
 
@@ -352,6 +357,7 @@ impl CoreConfig {
             system_prompt: String::new(),
             tools: Vec::new(),
             before_turn: None,
+            compact: None,
             settings: CoreSettings::default(),
         }
     }

@@ -14,6 +14,7 @@ mod author_alarm;
 pub mod channel;
 mod chat;
 mod chunk_log;
+pub mod compaction;
 pub mod config;
 pub mod connections;
 pub mod context;
@@ -21,6 +22,7 @@ pub mod context_window;
 mod continuation;
 mod cut_stream;
 pub mod effects;
+pub mod history;
 pub mod ids;
 pub mod limits;
 pub mod log;
@@ -53,6 +55,7 @@ pub use config::{
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
+pub use history::History;
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
 pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
@@ -95,6 +98,9 @@ pub struct Core {
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     /// Submissions of the agent's own code, oldest first.
     submissions: submissions::Submissions,
+    /// The compaction summary in use, and whether the hook declined to make one.
+    summary: Option<compaction::Summary>,
+    compaction_declined: bool,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -106,6 +112,7 @@ impl Core {
     pub fn new(
         config: CoreConfig,
         stored: StoredState,
+        history: Rc<dyn History>,
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
@@ -124,7 +131,7 @@ impl Core {
             config,
             ids,
             now: now_ms,
-            transcript: Transcript::from_entries(stored.messages),
+            transcript: Transcript::load(history),
             conns: Connections::default(),
             queue,
             active: None,
@@ -137,6 +144,8 @@ impl Core {
             recovering: None,
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
+            summary: stored.summary,
+            compaction_declined: false,
             finished: Default::default(),
             submissions: submissions::Submissions::restore(stored.submissions),
             next_call: 1,
@@ -148,6 +157,7 @@ impl Core {
 
     pub fn handle(&mut self, event: Event, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         match event {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
@@ -217,6 +227,7 @@ impl Core {
     /// Fires every in-isolate timer due at `now_ms`, earliest first.
     pub fn handle_timeout(&mut self, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         while let Some(timer) = self.timers.pop_expired(self.now) {
             self.on_timer(timer);
             self.write_down_queue();
@@ -245,8 +256,26 @@ impl Core {
         std::mem::take(&mut self.effects)
     }
 
+    /// The whole conversation, oldest first (older messages are read from
+    /// the store: what `get-messages` answers).
     pub fn messages(&self) -> Vec<UIMessage> {
         self.transcript.messages()
+    }
+
+    /// How many messages the core keeps in memory (the recent window).
+    pub fn window_len(&self) -> usize {
+        self.transcript.window_len()
+    }
+
+    /// Forgets the oldest messages of the in-memory window (see
+    /// `Transcript::trim`). Only between events whose writes the host has
+    /// carried out (effects taken), so older messages read from the store
+    /// are current.
+    fn trim_window(&mut self) {
+        if self.effects.is_empty() {
+            let keep_from = self.active.as_ref().map(|a| a.seq);
+            self.transcript.trim(keep_from);
+        }
     }
 
     pub fn config(&self) -> &CoreConfig {
@@ -369,12 +398,22 @@ impl Core {
     }
 
     fn broadcast_transcript(&mut self, except: Option<&str>) {
-        let frame = server::chat_messages(&self.transcript.messages(), false);
         let to = match except {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),
         };
+        if to.is_empty() {
+            return;
+        }
+        let frame = self.transcript_frame(false);
         self.send_to(to, frame);
+    }
+
+    /// The transcript frame: the whole conversation up to
+    /// `history::SNAPSHOT_BYTES` of messages, else the newest that fit.
+    fn transcript_frame(&self, connect: bool) -> String {
+        let messages = self.transcript.snapshot(history::SNAPSHOT_BYTES);
+        server::chat_messages_json(&messages, connect)
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {

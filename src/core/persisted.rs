@@ -9,10 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::protocol::{ClientToolSchema, UIMessage};
+use crate::protocol::ClientToolSchema;
 
 use super::queue::DurableTurn;
-use super::transcript::Entry;
 
 /// Names of the config rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +32,8 @@ pub enum ConfigKey {
     StreamApprovals,
     /// When the alarm the agent's own code scheduled is due.
     AuthorAlarm,
+    /// The compaction summary (`compaction.rs`).
+    Summary,
 }
 
 impl ConfigKey {
@@ -47,6 +48,7 @@ impl ConfigKey {
             ConfigKey::Queue => "queue",
             ConfigKey::StreamApprovals => "stream_approvals",
             ConfigKey::AuthorAlarm => "author_alarm",
+            ConfigKey::Summary => "summary",
         }
     }
 }
@@ -186,7 +188,6 @@ pub struct SubmissionRecord {
 /// Everything the core needs from storage to start (or restart).
 #[derive(Debug, Clone, Default)]
 pub struct StoredState {
-    pub messages: Vec<Entry>,
     pub client_tools: Vec<ClientToolSchema>,
     pub body: Map<String, Value>,
     pub terminal_error: Option<TerminalError>,
@@ -202,6 +203,8 @@ pub struct StoredState {
     pub submissions: Vec<SubmissionRecord>,
     /// When the alarm the agent's own code scheduled is due.
     pub author_alarm: Option<u64>,
+    /// The compaction summary in use.
+    pub summary: Option<super::compaction::Summary>,
 }
 
 impl StoredState {
@@ -232,6 +235,7 @@ impl StoredState {
         self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
         let alarm: Option<AuthorAlarmRow> = parsed(row(ConfigKey::AuthorAlarm)?);
         self.author_alarm = alarm.map(|a| a.at);
+        self.summary = parsed(row(ConfigKey::Summary)?);
         Ok(())
     }
 }
@@ -252,16 +256,6 @@ fn read_recovery_row(text: &str) -> (Option<RecoveryBudget>, bool) {
 // ---- reading rows back: the decoding and skipping rules every store shares
 // (the SQLite one and the in-memory one of the tests), so a restart reads back
 // exactly the same state whichever store kept it. ----
-
-impl StoredState {
-    /// Adds one transcript row; rows come in `seq` order. An unreadable body
-    /// is skipped; the error says why (for the host's log).
-    pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
-        let message = serde_json::from_str::<UIMessage>(body)?;
-        self.messages.push(Entry { seq, message });
-        Ok(())
-    }
-}
 
 impl StoredState {
     /// Adds one `chat_submissions` row; rows come in `submitted_at` order.

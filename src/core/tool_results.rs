@@ -51,10 +51,11 @@ impl Core {
                     && self.waits_for_browser(tool, self.active_client_tools());
             }
         }
-        self.transcript
-            .owner_of(tool_call_id)
-            .and_then(|m| m.tool_parts().find(|t| t.tool_call_id == tool_call_id))
-            .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+        self.transcript.owner_of(tool_call_id).is_some_and(|m| {
+            m.tool_parts()
+                .find(|t| t.tool_call_id == tool_call_id)
+                .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+        })
     }
 
     /// A part waiting for its input's result whose tool is a client tool: one

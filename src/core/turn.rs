@@ -174,8 +174,7 @@ impl Core {
         let resumed = turn
             .resume_message
             .as_deref()
-            .and_then(|id| self.transcript.get(id))
-            .cloned();
+            .and_then(|id| self.transcript.get(id));
         let message = match resumed {
             Some(message) => message,
             None => UIMessage::assistant(self.new_id(IdKind::Message)),

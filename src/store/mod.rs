@@ -4,10 +4,12 @@
 //! batch at a time inside one transaction (all of it is written or none);
 //! values over production's row limit are split (`pieces`), the schema is
 //! versioned and migrated on open (`schema`), and rows that no longer parse
-//! are moved aside (`quarantine`).
+//! are moved aside (`quarantine`). The core reads older messages through
+//! `reads` (its `History`); a load reads no messages.
 
 mod pieces;
 mod quarantine;
+mod reads;
 pub mod schema;
 
 use serde::Deserialize;
@@ -21,14 +23,6 @@ use pieces::{write, Kind};
 pub struct SqlStore {
     sql: SqlStorage,
     storage: std::rc::Rc<worker::Storage>,
-}
-
-#[derive(Deserialize)]
-struct MessageRow {
-    id: String,
-    seq: f64,
-    body: String,
-    pieces: f64,
 }
 
 #[derive(Deserialize)]
@@ -71,25 +65,13 @@ impl SqlStore {
         })
     }
 
-    /// Everything the core needs to start. A row that fails to parse is
-    /// moved to the quarantine table (and reported once) rather than failing
-    /// the whole agent; a stream whose record fails to parse is settled (its
-    /// chunk log removed).
+    /// Everything the core needs to start but the messages (it reads those
+    /// through `History`). A row that fails to parse is moved to the
+    /// quarantine table (and reported once) rather than failing the whole
+    /// agent; a stream whose record fails to parse is settled (its chunk
+    /// log removed).
     pub fn load(&self) -> worker::Result<StoredState> {
         let mut state = StoredState::default();
-        let rows: Vec<MessageRow> = self
-            .sql
-            .exec(
-                "SELECT id, seq, body, pieces FROM chat_messages ORDER BY seq",
-                None,
-            )?
-            .to_array()?;
-        for row in rows {
-            let body = pieces::get(&self.sql, Kind::Message, &row.id, 0, row.body, row.pieces)?;
-            if let Err(e) = state.push_message_row(row.seq as u64, &body) {
-                quarantine::message(&self.sql, &row.id, &body, &e.to_string())?;
-            }
-        }
         state.read_config(|key| self.config_value(key))?;
         let submissions: Vec<SubmissionRow> = self
             .sql
@@ -189,9 +171,24 @@ impl SqlStore {
                     "INSERT INTO chat_messages (id, seq, body, pieces) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body, pieces = excluded.pieces",
                     vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
+                sql.exec(
+                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                    vec![text(&message.id)],
+                )?;
+                for call in crate::core::history::indexed_tool_calls(message) {
+                    write(
+                        sql,
+                        "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) VALUES (?, ?)",
+                        vec![text(call), text(&message.id)],
+                    )?;
+                }
             }
             StoreOp::DeleteMessage { id } => {
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
+                sql.exec(
+                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                    vec![text(id)],
+                )?;
                 pieces::drop_pieces(sql, Kind::Message, id, None)?;
             }
             StoreOp::ClearAll => {
@@ -200,6 +197,7 @@ impl SqlStore {
                     "chat_streams",
                     "chat_stream_chunks",
                     "chat_config",
+                    "chat_tool_calls",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }

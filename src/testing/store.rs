@@ -2,7 +2,8 @@
 //! the simulation and the fuzzer: it applies every `StoreOp` the way those
 //! SQL statements change their tables, keeps bodies as the same JSON text, and
 //! rebuilds the `StoredState` a restarted core starts from the way
-//! `SqlStore::load` reads it back (same order, same skipping rules).
+//! `SqlStore::load` reads it back (same order, same skipping rules). Shared
+//! as `Rc<RefCell<MemStore>>`, it is the core's `History` (`store/reads.rs`).
 //!
 //! It enforces production's row limit the way the SQLite store does
 //! (`core::row_limits`): every value is written as pieces of at most
@@ -15,7 +16,10 @@
 //! at one seq, chunks appended to a stream that is not open, a chunk log
 //! written with a gap or an overlap.
 
-use std::collections::BTreeMap;
+mod reads;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState, StreamRecord};
@@ -68,6 +72,12 @@ pub struct MemStore {
     pub fail_writes: bool,
     /// The largest piece of any value written so far (bytes).
     largest_piece: usize,
+    /// `chat_tool_calls`: (tool call id, message id) of assistant messages.
+    tool_calls: BTreeSet<(String, String)>,
+    /// Rows the core has read through `History` so far (see `reads`).
+    rows_read: Cell<usize>,
+    /// `History` calls the core has made so far.
+    history_calls: Cell<usize>,
 }
 
 impl Default for MemStore {
@@ -90,6 +100,9 @@ impl MemStore {
             next_rowid: 0,
             fail_writes: false,
             largest_piece: 0,
+            tool_calls: BTreeSet::new(),
+            rows_read: Cell::new(0),
+            history_calls: Cell::new(0),
         }
     }
 
@@ -176,6 +189,7 @@ impl MemStore {
                 if let Some(row) = self.messages.remove(id) {
                     self.by_seq.remove(&(row.seq, row.rowid));
                 }
+                self.tool_calls.retain(|(_, owner)| owner != id);
             }
             StoreOp::ClearAll => {
                 self.messages.clear();
@@ -183,6 +197,7 @@ impl MemStore {
                 self.streams.clear();
                 self.chunks.clear();
                 self.config.clear();
+                self.tool_calls.clear();
             }
             StoreOp::OpenStream(record) => {
                 let rowid = self.rowid();
@@ -242,6 +257,11 @@ impl MemStore {
             }
         }
         self.by_seq.insert((seq, rowid), message.id.clone());
+        self.tool_calls.retain(|(_, owner)| owner != &message.id);
+        for call in crate::core::history::indexed_tool_calls(message) {
+            self.tool_calls
+                .insert((call.to_string(), message.id.clone()));
+        }
         self.messages
             .insert(message.id.clone(), MessageRow { seq, rowid, body });
     }
@@ -291,10 +311,6 @@ impl MemStore {
     /// `SqlStore::load` reads it.
     pub fn stored_state(&self) -> StoredState {
         let mut state = StoredState::default();
-        for row in self.ordered_rows() {
-            // An unreadable row is skipped, as the SQLite store does.
-            let _ = state.push_message_row(row.seq, &row.body);
-        }
         let config = |key: ConfigKey| Ok::<_, ()>(self.config(key).map(str::to_string));
         let _ = state.read_config(config);
         // `chat_submissions` ORDER BY submitted_at (a clear keeps them).
@@ -421,9 +437,13 @@ mod tests {
     }
 
     fn loaded(store: &MemStore) -> Vec<(u64, String, String)> {
-        store
-            .stored_state()
-            .messages
+        // As the core reads them: newest first through `History`, reversed.
+        let shared = std::cell::RefCell::new(MemStore::unchecked());
+        shared.borrow_mut().messages = store.messages.clone();
+        shared.borrow_mut().by_seq = store.by_seq.clone();
+        let mut entries = crate::core::History::page_before(&shared, u64::MAX, usize::MAX);
+        entries.reverse();
+        entries
             .into_iter()
             .map(|e| (e.seq, e.message.id.clone(), e.message.text()))
             .collect()
@@ -639,7 +659,7 @@ mod tests {
         assert!(!store.has_chunk_rows());
         assert!(store.config_keys().is_empty());
         let state = store.stored_state();
-        assert!(state.messages.is_empty() && state.open_streams.is_empty());
+        assert!(loaded(&store).is_empty() && state.open_streams.is_empty());
         assert!(state.queue.is_empty());
         // Writes after a clear start from nothing.
         put(&mut store, 0, "b", "2");

@@ -136,9 +136,11 @@ impl Sim {
 
     pub fn with_config(config: CoreConfig) -> Sim {
         let ids = SharedIds::default();
+        let store = SimStore::default();
         let core = Core::new(
             config.clone(),
             StoredState::default(),
+            store.history(),
             Box::new(ids.clone()),
             0,
         );
@@ -147,7 +149,7 @@ impl Sim {
             config,
             ids,
             now: 0,
-            store: SimStore::default(),
+            store,
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
             timers: BTreeMap::new(),
@@ -390,6 +392,7 @@ impl Sim {
         self.core = Core::new(
             self.config.clone(),
             stored,
+            self.store.history(),
             Box::new(self.ids.clone()),
             self.now,
         );

@@ -4,7 +4,9 @@
 //! the shared store for its readers (`message_ids`, `open_stream_ids`,
 //! `chunks`, `config`, `stored_state`…).
 
+use std::cell::RefCell;
 use std::ops::Deref;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -14,6 +16,9 @@ use durable_chat::testing::MemStore;
 #[derive(Debug, Default)]
 pub struct SimStore {
     rows: MemStore,
+    /// The same rows, shared with the core as its `History` (kept in step
+    /// with `rows` by `apply`).
+    shared: Rc<RefCell<MemStore>>,
     /// Every write, in the order it was applied.
     pub ops: Vec<StoreOp>,
 }
@@ -29,7 +34,19 @@ impl Deref for SimStore {
 impl SimStore {
     pub fn apply(&mut self, op: StoreOp) {
         self.rows.apply(&op);
+        self.shared.borrow_mut().apply(&op);
         self.ops.push(op);
+    }
+
+    /// The store as the core reads it.
+    pub fn history(&self) -> Rc<dyn durable_chat::core::History> {
+        self.shared.clone()
+    }
+
+    /// Rows and calls the core has read through its `History` so far.
+    pub fn history_reads(&self) -> (usize, usize) {
+        let shared = self.shared.borrow();
+        (shared.rows_read(), shared.history_calls())
     }
 
     /// The stored transcript as JSON, in seq order.

@@ -62,6 +62,8 @@ pub struct AgentHost {
     alarm_asked: std::cell::Cell<Option<u64>>,
     /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
     debug_memory: bool,
+    /// `DEBUG_TOOLS=1`: test-only tool and route (see `debug_tools.rs`).
+    debug_tools: bool,
     /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
     /// (see `channel_auth.rs`).
     channel_secret: Option<String>,
@@ -89,10 +91,14 @@ impl AgentHost {
                 .ok()
         };
         let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
+        let debug_tools = lookup(super::debug_tools::DEBUG_TOOLS_VAR).as_deref() == Some("1");
         let channel_secret =
             lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
-        let tools = definition.tools();
+        let mut tools = definition.tools();
+        if debug_tools {
+            tools.extend(super::debug_tools::tools());
+        }
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
@@ -121,6 +127,7 @@ impl AgentHost {
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
             debug_memory,
+            debug_tools,
             channel_secret,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -167,6 +174,10 @@ impl AgentHost {
         }
         if self.debug_memory && path.ends_with("/__debug/memory") {
             return Response::from_json(&self.debug_memory());
+        }
+        if self.debug_tools && path.ends_with(super::debug_tools::FAIL_NEXT_MESSAGE_WRITE) {
+            self.store.fail_next_message_write();
+            return Response::ok("armed");
         }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();

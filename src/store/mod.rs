@@ -21,6 +21,8 @@ use pieces::{write, Kind};
 pub struct SqlStore {
     sql: SqlStorage,
     storage: std::rc::Rc<worker::Storage>,
+    /// Test only (`DEBUG_TOOLS=1`): the next message write is refused.
+    fail_next_message: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +64,7 @@ impl SqlStore {
         Ok(SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
+            fail_next_message: Default::default(),
         })
     }
 
@@ -118,6 +121,12 @@ impl SqlStore {
         Ok(state)
     }
 
+    /// Test only: the next `PutMessage` fails inside its transaction, so
+    /// the whole batch it belongs to is rolled back.
+    pub fn fail_next_message_write(&self) {
+        self.fail_next_message.set(true);
+    }
+
     /// Bytes the database occupies (pages × page size); debug output only.
     /// (PRAGMA page_count / cache_size are refused by the runtime: SQLITE_AUTH.)
     pub fn database_size(&self) -> usize {
@@ -163,6 +172,11 @@ impl SqlStore {
         let sql = &self.sql;
         match op {
             StoreOp::PutMessage { seq, message } => {
+                if self.fail_next_message.replace(false) {
+                    return Err(worker::Error::RustError(
+                        "message write refused (injected failure)".into(),
+                    ));
+                }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;

@@ -358,8 +358,13 @@ impl AgentHost {
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
         let mut effects = effects.into_iter().peekable();
+        // Frames queued after a failed batch announce what was not stored:
+        // held back up to the next write; the core is told afterwards.
+        let mut failed: Option<(Vec<_>, String)> = None;
+        let mut hold_frames = false;
         while let Some(effect) = effects.next() {
             match effect {
+                Effect::Send { .. } if hold_frames => {}
                 Effect::Send { to, frame } => self.send_frame(&to, &frame),
                 Effect::Store(op) => {
                     // A run of writes commits together or not at all.
@@ -369,8 +374,14 @@ impl AgentHost {
                             ops.push(op);
                         }
                     }
-                    if let Err(e) = self.store.apply_all(ops) {
-                        self.write_failed(&e.to_string());
+                    hold_frames = false;
+                    if let Err((ops, e)) = self.store.apply_all(ops) {
+                        worker::console_error!("storage write failed: {e}");
+                        hold_frames = true;
+                        match failed.as_mut() {
+                            Some((all, _)) => all.extend(ops),
+                            None => failed = Some((ops, e.to_string())),
+                        }
                     }
                 }
                 Effect::CallModel { call, request } => {
@@ -416,19 +427,8 @@ impl AgentHost {
                 }
             }
         }
-    }
-
-    /// A batch of writes was refused and rolled back (nothing of it is
-    /// stored; the records that came before it, the chunk log included, are
-    /// still there for a recovery). Every tab and channel is told.
-    fn write_failed(&self, error: &str) {
-        worker::console_error!("storage write failed: {error}");
-        let frame = server::chat_error(&format!(
-            "The agent could not save its state ({error}); the last answer may be incomplete."
-        ));
-        let sockets = self.sockets.borrow();
-        for ws in sockets.values() {
-            let _ = ws.send_with_str(&frame);
+        if let Some((ops, error)) = failed {
+            self.dispatch(Event::StoreWriteFailed { ops, error });
         }
     }
 

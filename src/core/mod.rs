@@ -34,6 +34,7 @@ mod tool_results;
 mod tools;
 pub mod transcript;
 mod turn;
+pub mod write_failure;
 
 use std::rc::Rc;
 
@@ -88,6 +89,8 @@ pub struct Core {
     stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
+    /// The last turn closed, until a write fails or another closes.
+    last_closed: Option<write_failure::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -125,6 +128,7 @@ impl Core {
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
             finished: Default::default(),
+            last_closed: None,
             next_call: 1,
             timers: TimerTable::default(),
             effects: Vec::new(),
@@ -161,6 +165,7 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+            Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }
         self.write_down_queue();
     }

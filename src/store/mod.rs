@@ -157,14 +157,20 @@ impl SqlStore {
 
     /// Applies a batch of writes as one transaction: when any of them fails,
     /// none is kept (a chunk log is never dropped without the message that
-    /// replaces it) and the error is returned.
-    pub fn apply_all(&self, ops: Vec<StoreOp>) -> worker::Result<()> {
+    /// replaces it) and the batch comes back with the error.
+    pub fn apply_all(&self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, worker::Error)> {
         let store = self.clone();
-        schema::transaction(&self.storage, move || {
-            for op in &ops {
+        let ops = std::rc::Rc::new(ops);
+        let batch = ops.clone();
+        let result = schema::transaction(&self.storage, move || {
+            for op in batch.iter() {
                 store.apply(op)?;
             }
             Ok(())
+        });
+        result.map_err(|e| {
+            let ops = std::rc::Rc::try_unwrap(ops).unwrap_or_else(|rc| (*rc).clone());
+            (ops, e)
         })
     }
 

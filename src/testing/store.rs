@@ -8,7 +8,10 @@
 //! (`core::row_limits`): every value is written as pieces of at most
 //! `PIECE_BYTES`, and a row over `MAX_ROW_BYTES` is refused, so a value the
 //! SQLite store could not keep cannot be kept here either. `fail_writes`
-//! makes every write fail, to test how a refused write is handled.
+//! makes every write fail and `fail_next_message_write` the next message
+//! write (as the SQLite store's test switch does), to test how a refused
+//! write is handled; `apply_all` applies a batch as one transaction (all of
+//! it or none), as the SQLite store does.
 //!
 //! A checked store (the default) also panics when the core breaks an
 //! invariant the SQLite store relies on without enforcing it: two messages
@@ -64,6 +67,8 @@ pub struct MemStore {
     next_rowid: u64,
     /// Every write is refused while set (failure injection for tests).
     pub fail_writes: bool,
+    /// The next batch holding a message write is refused (then cleared).
+    pub fail_next_message_write: bool,
     /// The largest piece of any value written so far (bytes).
     largest_piece: usize,
 }
@@ -86,6 +91,7 @@ impl MemStore {
             config: BTreeMap::new(),
             next_rowid: 0,
             fail_writes: false,
+            fail_next_message_write: false,
             largest_piece: 0,
         }
     }
@@ -115,49 +121,36 @@ impl MemStore {
     /// a row it writes would be over production's limit (checked per piece,
     /// with the row's other text columns, as the SQLite store writes it).
     pub fn try_apply(&mut self, op: &StoreOp) -> Result<(), String> {
+        self.apply_all(std::slice::from_ref(op))
+    }
+
+    /// Applies a batch as one transaction: when any write of it is refused,
+    /// nothing of it is kept and the refusal is returned. (Every refusal is
+    /// known before anything is written, so checking first is the rollback.)
+    pub fn apply_all(&mut self, ops: &[StoreOp]) -> Result<(), String> {
         if self.fail_writes {
             return Err("storage write failed (injected)".into());
         }
-        self.check_limits(op)?;
-        self.apply_unchecked(op);
+        let writes_message = ops
+            .iter()
+            .any(|op| matches!(op, StoreOp::PutMessage { .. }));
+        if writes_message && std::mem::take(&mut self.fail_next_message_write) {
+            return Err("message write refused (injected failure)".into());
+        }
+        let mut largest = 0;
+        for op in ops {
+            largest = largest.max(check_limits(op)?);
+        }
+        self.largest_piece = self.largest_piece.max(largest);
+        for op in ops {
+            self.apply_unchecked(op);
+        }
         Ok(())
     }
 
     /// The largest piece of any value written so far, in bytes.
     pub fn largest_piece(&self) -> usize {
         self.largest_piece
-    }
-
-    fn check_limits(&mut self, op: &StoreOp) -> Result<(), String> {
-        use crate::core::row_limits::{check_row, pieces};
-        let (key, value): (String, String) = match op {
-            StoreOp::PutMessage { message, .. } => (
-                message.id.clone(),
-                serde_json::to_string(message).map_err(|e| e.to_string())?,
-            ),
-            StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
-                // A stream record is one row, never split.
-                check_row(&[&record.request_id, &json])?;
-                return Ok(());
-            }
-            StoreOp::AppendChunks {
-                request_id, bodies, ..
-            } => {
-                let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
-                (
-                    request_id.clone(),
-                    serde_json::to_string(&bodies).map_err(|e| e.to_string())?,
-                )
-            }
-            StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
-            _ => return Ok(()),
-        };
-        for piece in pieces(&value) {
-            check_row(&[&key, piece])?;
-            self.largest_piece = self.largest_piece.max(piece.len());
-        }
-        Ok(())
     }
 
     fn apply_unchecked(&mut self, op: &StoreOp) {
@@ -365,6 +358,42 @@ impl MemStore {
     pub fn config_keys(&self) -> Vec<&'static str> {
         self.config.keys().copied().collect()
     }
+}
+
+/// Refuses `op` when a row it writes would be over production's limit
+/// (checked per piece, with the row's other text columns, as the SQLite store
+/// writes it); otherwise the size of its largest piece.
+fn check_limits(op: &StoreOp) -> Result<usize, String> {
+    use crate::core::row_limits::{check_row, pieces};
+    let (key, value): (String, String) = match op {
+        StoreOp::PutMessage { message, .. } => (
+            message.id.clone(),
+            serde_json::to_string(message).map_err(|e| e.to_string())?,
+        ),
+        StoreOp::OpenStream(record) => {
+            let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+            // A stream record is one row, never split.
+            check_row(&[&record.request_id, &json])?;
+            return Ok(json.len());
+        }
+        StoreOp::AppendChunks {
+            request_id, bodies, ..
+        } => {
+            let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
+            (
+                request_id.clone(),
+                serde_json::to_string(&bodies).map_err(|e| e.to_string())?,
+            )
+        }
+        StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
+        _ => return Ok(0),
+    };
+    let mut largest = 0;
+    for piece in pieces(&value) {
+        check_row(&[&key, piece])?;
+        largest = largest.max(piece.len());
+    }
+    Ok(largest)
 }
 
 #[cfg(test)]

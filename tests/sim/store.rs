@@ -32,6 +32,25 @@ impl SimStore {
         self.ops.push(op);
     }
 
+    /// Applies a run of writes as one transaction, as the host does. Only an
+    /// injected failure may refuse it (the batch comes back); any other
+    /// refusal is a write the core must never issue.
+    pub fn apply_batch(&mut self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, String)> {
+        match self.rows.apply_all(&ops) {
+            Ok(()) => {
+                self.ops.extend(ops);
+                Ok(())
+            }
+            Err(e) if e.contains("injected") => Err((ops, e)),
+            Err(e) => panic!("store write refused: {e}"),
+        }
+    }
+
+    /// Test switches of the shared store (failure injection).
+    pub fn rows_mut(&mut self) -> &mut MemStore {
+        &mut self.rows
+    }
+
     /// The stored transcript as JSON, in seq order.
     pub fn transcript(&self) -> Vec<Value> {
         self.rows

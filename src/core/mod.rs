@@ -28,6 +28,7 @@ pub mod queue;
 mod recovery;
 mod resume;
 pub mod row_limits;
+pub mod shape;
 mod terminal;
 pub mod timers;
 mod tool_results;
@@ -346,7 +347,10 @@ impl Core {
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {
-        let value = serde_json::to_string(value).unwrap_or_default();
+        let value = match key.is_versioned() {
+            true => shape::encode(value),
+            false => serde_json::to_string(value).unwrap_or_default(),
+        };
         self.store(StoreOp::PutConfig { key, value });
     }
 }

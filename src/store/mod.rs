@@ -87,15 +87,20 @@ impl SqlStore {
                 quarantine::message(&self.sql, &row.id, &body, &e.to_string())?;
             }
         }
-        state.read_config(|key| self.config_value(key))?;
+        for bad in state.read_config(|key| self.config_value(key))? {
+            quarantine::config(&self.sql, bad.key.as_str(), &bad.value, &bad.reason)?;
+        }
         let streams: Vec<StreamRow> = self
             .sql
             .exec("SELECT request_id, record FROM chat_streams", None)?
             .to_array()?;
         for row in streams {
-            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
-                quarantine::stream(&self.sql, &row.request_id, &row.record)?;
-                continue;
+            let mut open = match OpenStream::from_record_row(&row.record) {
+                Ok(open) => open,
+                Err(reason) => {
+                    quarantine::stream(&self.sql, &row.request_id, &row.record, &reason)?;
+                    continue;
+                }
             };
             let chunk_rows: Vec<ChunkRow> = self
                 .sql
@@ -114,7 +119,9 @@ impl SqlStore {
                     chunk.bodies,
                     chunk.pieces,
                 )?;
-                open.push_chunk_row(&bodies);
+                if let Err(reason) = open.push_chunk_row(&bodies) {
+                    quarantine::chunks(&self.sql, &row.request_id, first_seq, &bodies, &reason)?;
+                }
             }
             state.open_streams.push(open);
         }
@@ -208,8 +215,7 @@ impl SqlStore {
                 sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record)
-                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                let json = record.to_row();
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_streams (request_id, record) VALUES (?, ?)",

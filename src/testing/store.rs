@@ -13,6 +13,9 @@
 //! write is handled; `apply_all` applies a batch as one transaction (all of
 //! it or none), as the SQLite store does.
 //!
+//! `load` quarantines rows that no longer decode exactly as the SQLite
+//! store does (`quarantined` lists them; `corrupt` writes such a row).
+//!
 //! A checked store (the default) also panics when the core breaks an
 //! invariant the SQLite store relies on without enforcing it: two messages
 //! at one seq, chunks appended to a stream that is not open, a chunk log
@@ -23,6 +26,16 @@ use std::rc::Rc;
 
 use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState, StreamRecord};
 use crate::protocol::UIMessage;
+
+/// A row moved out of its table because it no longer decodes
+/// (`chat_quarantine`): the table it came from, its key there, why, and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuarantinedRow {
+    pub source: &'static str,
+    pub key: String,
+    pub reason: String,
+    pub value: String,
+}
 
 /// A `chat_messages` row (its id is the key it is kept under).
 #[derive(Debug, Clone)]
@@ -71,6 +84,8 @@ pub struct MemStore {
     pub fail_next_message_write: bool,
     /// The largest piece of any value written so far (bytes).
     largest_piece: usize,
+    /// `chat_quarantine` (kept by a clear, as the SQLite store keeps it).
+    quarantine: Vec<QuarantinedRow>,
 }
 
 impl Default for MemStore {
@@ -93,6 +108,7 @@ impl MemStore {
             fail_writes: false,
             fail_next_message_write: false,
             largest_piece: 0,
+            quarantine: Vec::new(),
         }
     }
 
@@ -170,7 +186,7 @@ impl MemStore {
             }
             StoreOp::OpenStream(record) => {
                 let rowid = self.rowid();
-                let record_json = serde_json::to_string(record).expect("a record serializes");
+                let record_json = record.to_row();
                 self.streams.insert(
                     record.request_id.clone(),
                     StreamRow {
@@ -264,26 +280,90 @@ impl MemStore {
     }
 
     /// What a core restarted on this store starts from, read as
-    /// `SqlStore::load` reads it.
+    /// `SqlStore::load` reads it (unreadable rows left out), without moving
+    /// anything: `load` also quarantines them.
     pub fn stored_state(&self) -> StoredState {
+        self.read().0
+    }
+
+    /// `SqlStore::load`: the state a starting core reads, after moving every
+    /// row that no longer decodes to the quarantine with its reason (a stream
+    /// whose record cannot be read is settled: its chunk rows go with it).
+    pub fn load(&mut self) -> StoredState {
+        let (state, moves) = self.read();
+        for row in moves {
+            match row.source {
+                "chat_messages" => {
+                    if let Some(old) = self.messages.remove(&row.key) {
+                        self.by_seq.remove(&(old.seq, old.rowid));
+                    }
+                }
+                "chat_streams" => {
+                    self.streams.remove(&row.key);
+                    self.chunks.retain(|(id, _), _| *id != row.key);
+                }
+                "chat_stream_chunks" => {
+                    self.chunks
+                        .retain(|(id, first), _| format!("{id}:{first}") != row.key);
+                }
+                _ => {
+                    self.config.retain(|key, _| *key != row.key);
+                }
+            }
+            self.quarantine.push(row);
+        }
+        state
+    }
+
+    /// The state a load returns and the rows it would quarantine.
+    fn read(&self) -> (StoredState, Vec<QuarantinedRow>) {
         let mut state = StoredState::default();
+        let mut moves = Vec::new();
+        let mut keep = |source, key: String, value: &str, reason: String| {
+            moves.push(QuarantinedRow {
+                source,
+                key,
+                reason,
+                value: value.to_string(),
+            })
+        };
         for row in self.ordered_rows() {
-            // An unreadable row is skipped, as the SQLite store does.
-            let _ = state.push_message_row(row.seq, &row.body);
+            if let Err(e) = state.push_message_row(row.seq, &row.body) {
+                let id = self.by_seq[&(row.seq, row.rowid)].clone();
+                keep("chat_messages", id, &row.body, e.to_string());
+            }
         }
         let config = |key: ConfigKey| Ok::<_, ()>(self.config(key).map(str::to_string));
-        let _ = state.read_config(config);
-        for (_, row) in self.ordered_streams() {
-            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
-                continue;
+        for bad in state.read_config(config).unwrap_or_default() {
+            keep(
+                "chat_config",
+                bad.key.as_str().into(),
+                &bad.value,
+                bad.reason,
+            );
+        }
+        for (request_id, row) in self.ordered_streams() {
+            let mut open = match OpenStream::from_record_row(&row.record) {
+                Ok(open) => open,
+                Err(reason) => {
+                    keep("chat_streams", request_id.clone(), &row.record, reason);
+                    continue;
+                }
             };
-            let request_id = open.record.request_id.clone();
-            for (_, chunk_row) in self.rows_of(&request_id) {
-                open.push_chunk_row(&chunk_row.bodies);
+            for (first_seq, chunk_row) in self.rows_of(request_id) {
+                if let Err(reason) = open.push_chunk_row(&chunk_row.bodies) {
+                    let key = format!("{request_id}:{first_seq}");
+                    keep("chat_stream_chunks", key, &chunk_row.bodies, reason);
+                }
             }
             state.open_streams.push(open);
         }
-        state
+        (state, moves)
+    }
+
+    /// The rows moved to the quarantine so far, in the order they were moved.
+    pub fn quarantined(&self) -> &[QuarantinedRow] {
+        &self.quarantine
     }
 
     // ---- reading what is stored ----
@@ -331,11 +411,44 @@ impl MemStore {
     /// The chunk log of an open stream as a load returns it; `None` when no
     /// stream of that request id is open.
     pub fn chunks(&self, request_id: &str) -> Option<Vec<String>> {
-        let mut open = OpenStream::from_record_row(&self.streams.get(request_id)?.record)?;
+        let mut open = OpenStream::from_record_row(&self.streams.get(request_id)?.record).ok()?;
         for (_, row) in self.rows_of(request_id) {
-            open.push_chunk_row(&row.bodies);
+            let _ = open.push_chunk_row(&row.bodies);
         }
         Some(open.chunks)
+    }
+
+    /// Test only: replaces the stored text of a row, as a corrupt or
+    /// newer-release row would read (`source` is the SQLite table's name:
+    /// a message id, a stream's request id, or a config key's name).
+    pub fn corrupt(&mut self, source: &str, key: &str, text: &str) {
+        match source {
+            "chat_messages" => {
+                if let Some(row) = self.messages.get_mut(key) {
+                    row.body = text.into();
+                }
+            }
+            "chat_streams" => {
+                if let Some(row) = self.streams.get_mut(key) {
+                    row.record = text.into();
+                }
+            }
+            "chat_stream_chunks" => {
+                // key: `<request id>:<first_seq>`, as the quarantine names it.
+                let found = self
+                    .chunks
+                    .iter_mut()
+                    .find(|((id, first), _)| format!("{id}:{first}") == key);
+                if let Some((_, row)) = found {
+                    row.bodies = text.into();
+                }
+            }
+            _ => {
+                if let Some(config) = ConfigKey::ALL.iter().find(|k| k.as_str() == key) {
+                    self.config.insert(config.as_str(), text.into());
+                }
+            }
+        }
     }
 
     /// How many chunks the log of an open stream holds (without reading
@@ -371,7 +484,7 @@ fn check_limits(op: &StoreOp) -> Result<usize, String> {
             serde_json::to_string(message).map_err(|e| e.to_string())?,
         ),
         StoreOp::OpenStream(record) => {
-            let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+            let json = record.to_row();
             // A stream record is one row, never split.
             check_row(&[&record.request_id, &json])?;
             return Ok(json.len());

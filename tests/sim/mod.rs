@@ -379,7 +379,7 @@ impl Sim {
         self.agenda.clear();
         self.timers.retain(|t, _| t.is_durable());
         self.alarm_asked = None;
-        let stored = self.store.stored_state();
+        let stored = self.store.rows_mut().load();
         self.core = Core::new(
             self.config.clone(),
             stored,

@@ -196,3 +196,21 @@ fn rows_of_the_shapes_older_releases_wrote_are_read() {
         .user_texts()
         .contains(&"queued before the upgrade".to_string()));
 }
+
+#[test]
+fn a_stream_record_of_a_newer_shape_is_quarantined_and_its_stream_settled() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(30).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "a story")]));
+    sim.advance(300);
+    let newer = r#"{"v":2,"requestId":"r1","messageId":"m","continuation":false,"originMessageIds":["u1"],"startedAt":0}"#;
+    sim.store.rows_mut().corrupt("chat_streams", "r1", newer);
+    sim.evict();
+    sim.run_until_idle();
+    let rows = sim.store.quarantined();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].reason.contains("newer than this release"));
+    assert!(sim.store.open_stream_ids().is_empty());
+    assert!(!sim.store.has_chunk_rows());
+    carries_on(&mut sim, "r2");
+}

@@ -84,11 +84,14 @@ impl SqlStore {
         for row in rows {
             let body = pieces::get(&self.sql, Kind::Message, &row.id, 0, row.body, row.pieces)?;
             if let Err(e) = state.push_message_row(row.seq as u64, &body) {
-                quarantine::message(&self.sql, &row.id, &body, &e.to_string())?;
+                let reason = e.to_string();
+                self.moved(move |sql| quarantine::message(sql, &row.id, &body, &reason))?;
             }
         }
         for bad in state.read_config(|key| self.config_value(key))? {
-            quarantine::config(&self.sql, bad.key.as_str(), &bad.value, &bad.reason)?;
+            self.moved(move |sql| {
+                quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
+            })?;
         }
         let streams: Vec<StreamRow> = self
             .sql
@@ -98,7 +101,8 @@ impl SqlStore {
             let mut open = match OpenStream::from_record_row(&row.record) {
                 Ok(open) => open,
                 Err(reason) => {
-                    quarantine::stream(&self.sql, &row.request_id, &row.record, &reason)?;
+                    let (id, record) = (row.request_id.clone(), row.record.clone());
+                    self.moved(move |sql| quarantine::stream(sql, &id, &record, &reason))?;
                     continue;
                 }
             };
@@ -120,12 +124,25 @@ impl SqlStore {
                     chunk.pieces,
                 )?;
                 if let Err(reason) = open.push_chunk_row(&bodies) {
-                    quarantine::chunks(&self.sql, &row.request_id, first_seq, &bodies, &reason)?;
+                    let id = row.request_id.clone();
+                    self.moved(move |sql| {
+                        quarantine::chunks(sql, &id, first_seq, &bodies, &reason)
+                    })?;
                 }
             }
             state.open_streams.push(open);
         }
         Ok(state)
+    }
+
+    /// One move to the quarantine, as one transaction (a row is never both
+    /// in its table and quarantined, so it is reported once).
+    fn moved(
+        &self,
+        body: impl FnOnce(&SqlStorage) -> worker::Result<()> + 'static,
+    ) -> worker::Result<()> {
+        let sql = self.sql.clone();
+        schema::transaction(&self.storage, move || body(&sql))
     }
 
     /// Test only: the next `PutMessage` fails inside its transaction, so

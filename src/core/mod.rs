@@ -32,6 +32,7 @@ pub mod queue;
 mod recovery;
 mod resume;
 pub mod row_limits;
+pub mod shape;
 pub mod submissions;
 mod terminal;
 pub mod timers;
@@ -39,6 +40,7 @@ mod tool_results;
 mod tools;
 pub mod transcript;
 mod turn;
+pub mod write_failure;
 
 use std::rc::Rc;
 
@@ -101,6 +103,8 @@ pub struct Core {
     /// The compaction summary in use, and whether the hook declined to make one.
     summary: Option<compaction::Summary>,
     compaction_declined: bool,
+    /// The last turn closed, until a write fails or another closes.
+    last_closed: Option<write_failure::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -148,6 +152,7 @@ impl Core {
             compaction_declined: false,
             finished: Default::default(),
             submissions: submissions::Submissions::restore(stored.submissions),
+            last_closed: None,
             next_call: 1,
             timers,
             effects: Vec::new(),
@@ -205,6 +210,7 @@ impl Core {
                 let _ = self.on_continue_last_turn();
             }
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
+            Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }
         self.write_down_queue();
     }
@@ -417,7 +423,10 @@ impl Core {
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {
-        let value = serde_json::to_string(value).unwrap_or_default();
+        let value = match key.is_versioned() {
+            true => shape::encode(value),
+            false => serde_json::to_string(value).unwrap_or_default(),
+        };
         self.store(StoreOp::PutConfig { key, value });
     }
 }

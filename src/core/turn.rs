@@ -422,6 +422,11 @@ impl Core {
             self.broadcast_transcript(None);
         }
         self.remember_finished(&request_id, &message_ids);
+        self.last_closed = Some(super::write_failure::ClosedTurn {
+            request_id: request_id.clone(),
+            message_ids: message_ids.clone(),
+            continuation,
+        });
         let to = self.conns.chat();
         self.send_terminal(to, &request_id, outcome, Some(&message_ids), continuation);
         if let Some(text) = error {

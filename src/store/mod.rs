@@ -23,6 +23,8 @@ use pieces::{write, Kind};
 pub struct SqlStore {
     sql: SqlStorage,
     storage: std::rc::Rc<worker::Storage>,
+    /// Test only (`DEBUG_TOOLS=1`): the next message write is refused.
+    fail_next_message: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +64,7 @@ impl SqlStore {
         Ok(SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
+            fail_next_message: Default::default(),
         })
     }
 
@@ -72,7 +75,11 @@ impl SqlStore {
     /// log removed).
     pub fn load(&self) -> worker::Result<StoredState> {
         let mut state = StoredState::default();
-        state.read_config(|key| self.config_value(key))?;
+        for bad in state.read_config(|key| self.config_value(key))? {
+            self.moved(move |sql| {
+                quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
+            })?;
+        }
         let submissions: Vec<SubmissionRow> = self
             .sql
             .exec(
@@ -82,7 +89,8 @@ impl SqlStore {
             .to_array()?;
         for row in submissions {
             if let Err(e) = state.push_submission_row(&row.record) {
-                quarantine::submission(&self.sql, &row.id, &row.record, &e.to_string())?;
+                let reason = e.to_string();
+                self.moved(move |sql| quarantine::submission(sql, &row.id, &row.record, &reason))?;
             }
         }
         let streams: Vec<StreamRow> = self
@@ -90,9 +98,13 @@ impl SqlStore {
             .exec("SELECT request_id, record FROM chat_streams", None)?
             .to_array()?;
         for row in streams {
-            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
-                quarantine::stream(&self.sql, &row.request_id, &row.record)?;
-                continue;
+            let mut open = match OpenStream::from_record_row(&row.record) {
+                Ok(open) => open,
+                Err(reason) => {
+                    let (id, record) = (row.request_id.clone(), row.record.clone());
+                    self.moved(move |sql| quarantine::stream(sql, &id, &record, &reason))?;
+                    continue;
+                }
             };
             let chunk_rows: Vec<ChunkRow> = self
                 .sql
@@ -111,11 +123,32 @@ impl SqlStore {
                     chunk.bodies,
                     chunk.pieces,
                 )?;
-                open.push_chunk_row(&bodies);
+                if let Err(reason) = open.push_chunk_row(&bodies) {
+                    let id = row.request_id.clone();
+                    self.moved(move |sql| {
+                        quarantine::chunks(sql, &id, first_seq, &bodies, &reason)
+                    })?;
+                }
             }
             state.open_streams.push(open);
         }
         Ok(state)
+    }
+
+    /// One move to the quarantine, as one transaction (a row is never both
+    /// in its table and quarantined, so it is reported once).
+    fn moved(
+        &self,
+        body: impl FnOnce(&SqlStorage) -> worker::Result<()> + 'static,
+    ) -> worker::Result<()> {
+        let sql = self.sql.clone();
+        schema::transaction(&self.storage, move || body(&sql))
+    }
+
+    /// Test only: the next `PutMessage` fails inside its transaction, so
+    /// the whole batch it belongs to is rolled back.
+    pub fn fail_next_message_write(&self) {
+        self.fail_next_message.set(true);
     }
 
     /// Bytes the database occupies (pages × page size); debug output only.
@@ -148,14 +181,20 @@ impl SqlStore {
 
     /// Applies a batch of writes as one transaction: when any of them fails,
     /// none is kept (a chunk log is never dropped without the message that
-    /// replaces it) and the error is returned.
-    pub fn apply_all(&self, ops: Vec<StoreOp>) -> worker::Result<()> {
+    /// replaces it) and the batch comes back with the error.
+    pub fn apply_all(&self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, worker::Error)> {
         let store = self.clone();
-        schema::transaction(&self.storage, move || {
-            for op in &ops {
+        let ops = std::rc::Rc::new(ops);
+        let batch = ops.clone();
+        let result = schema::transaction(&self.storage, move || {
+            for op in batch.iter() {
                 store.apply(op)?;
             }
             Ok(())
+        });
+        result.map_err(|e| {
+            let ops = std::rc::Rc::try_unwrap(ops).unwrap_or_else(|rc| (*rc).clone());
+            (ops, e)
         })
     }
 
@@ -163,6 +202,11 @@ impl SqlStore {
         let sql = &self.sql;
         match op {
             StoreOp::PutMessage { seq, message } => {
+                if self.fail_next_message.replace(false) {
+                    return Err(worker::Error::RustError(
+                        "message write refused (injected failure)".into(),
+                    ));
+                }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;
@@ -204,8 +248,7 @@ impl SqlStore {
                 sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record)
-                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                let json = record.to_row();
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_streams (request_id, record) VALUES (?, ?)",

@@ -36,7 +36,10 @@ impl SqlStore {
         {
             Ok(rows) => rows,
             Err(e) => {
-                worker::console_error!("storage: reading messages failed: {e}");
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("storage: reading messages failed: {e}"),
+                );
                 return Vec::new();
             }
         };
@@ -47,7 +50,10 @@ impl SqlStore {
             {
                 Ok(body) => body,
                 Err(e) => {
-                    worker::console_error!("storage: reading message {} failed: {e}", row.id);
+                    crate::log::write(
+                        crate::log::LogLevel::Error,
+                        &format!("storage: reading message {} failed: {e}", row.id),
+                    );
                     continue;
                 }
             };
@@ -55,7 +61,10 @@ impl SqlStore {
                 Ok(entry) => out.push(entry),
                 Err(e) => {
                     if let Err(e) = quarantine::message(&self.sql, &row.id, &body, &e.to_string()) {
-                        worker::console_error!("storage: quarantine of {} failed: {e}", row.id);
+                        crate::log::write(
+                            crate::log::LogLevel::Error,
+                            &format!("storage: quarantine of {} failed: {e}", row.id),
+                        );
                     }
                 }
             }
@@ -125,7 +134,7 @@ impl History for SqlStore {
             )
             .and_then(|c| c.to_array())
             .unwrap_or_else(|e| {
-                worker::console_error!("storage: reading the newest messages failed: {e}");
+                crate::log::write(crate::log::LogLevel::Error, &format!("storage: reading the newest messages failed: {e}"));
                 Vec::new()
             });
         rows.into_iter()

@@ -49,6 +49,39 @@ impl SimStore {
         (shared.rows_read(), shared.history_calls())
     }
 
+    /// Applies a run of writes as one transaction, as the host does. Only an
+    /// injected failure may refuse it (the batch comes back); any other
+    /// refusal is a write the core must never issue.
+    pub fn apply_batch(&mut self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, String)> {
+        match self.rows.apply_all(&ops) {
+            Ok(()) => {
+                let mut shared = self.shared.borrow_mut();
+                for op in &ops {
+                    shared.apply(op);
+                }
+                self.ops.extend(ops);
+                Ok(())
+            }
+            Err(e) if e.contains("injected") => Err((ops, e)),
+            Err(e) => panic!("store write refused: {e}"),
+        }
+    }
+
+    /// Test switches of the store (failure injection); the core's `History`
+    /// view only ever receives what was committed.
+    pub fn rows_mut(&mut self) -> &mut MemStore {
+        &mut self.rows
+    }
+
+    /// `SqlStore::load` on a restart (unreadable rows quarantined); the
+    /// core's `History` view then reads exactly these rows (what tests
+    /// changed through `rows_mut` included).
+    pub fn load(&mut self) -> durable_chat::core::StoredState {
+        let state = self.rows.load();
+        *self.shared.borrow_mut() = self.rows.clone();
+        state
+    }
+
     /// The stored transcript as JSON, in seq order.
     pub fn transcript(&self) -> Vec<Value> {
         self.rows

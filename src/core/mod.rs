@@ -21,6 +21,7 @@ mod continuation;
 mod cut_stream;
 pub mod effects;
 pub mod ids;
+mod join_recovery;
 pub mod limits;
 mod model_call;
 pub mod persisted;
@@ -77,7 +78,8 @@ pub struct Core {
     client_tools: Vec<ClientToolSchema>,
     body: Map<String, Value>,
     terminal_error: Option<TerminalError>,
-    /// A stream cut by an eviction, replayable until a new turn streams.
+    /// A stream cut by an eviction (or broken off inside the isolate),
+    /// replayable until a new turn streams; kept while its recovery runs.
     orphan: Option<OpenStream>,
     /// Streams found open at start, recovered on `Event::Woke`.
     cut_streams: Vec<OpenStream>,

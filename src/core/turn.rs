@@ -189,7 +189,10 @@ impl Core {
         }));
         let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
         self.set_timer(Timer::Heartbeat, heartbeat_at);
-        self.orphan = None;
+        // The cut stream stays on offer while its recovery runs (`join_recovery.rs`).
+        if !turn.is_recovery() {
+            self.orphan = None;
+        }
         let request_id = turn.request_id.clone();
         self.active = Some(ActiveTurn {
             turn,
@@ -449,6 +452,9 @@ impl Core {
         }
         self.forget_stream_approvals();
         self.conns.clear_pending_resume();
+        if active.turn.is_recovery() {
+            self.orphan = None;
+        }
         Some(active)
     }
 

@@ -81,6 +81,16 @@ fn check_follow(sim: &Sim, cut: &str, recovery: &str, origin: &str) {
         "the replay names the answer by its id"
     );
     assert!(replayed.iter().all(|f| f["replay"] == true));
+    let types: Vec<Value> = replayed
+        .iter()
+        .filter(|f| f["done"] != true)
+        .map(|f| body(f)["type"].clone())
+        .collect();
+    assert_eq!(
+        types[types.len() - 1],
+        "text-end",
+        "the replay closes the text the cut left open, as the stored partial is: {types:?}"
+    );
     let end = terminal(c, cut).unwrap();
     assert_eq!(end["outcome"], "aborted");
     assert_eq!(end["messageIds"], json!([origin]));
@@ -185,4 +195,27 @@ fn join_and_follow_and_send(sim: &mut Sim) -> (String, String) {
     sim.send("c", chat_request("r2", &messages));
     sim.run_until_idle();
     (cut, recovery)
+}
+
+#[test]
+fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_message_ids() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(40).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
+    sim.advance(400);
+    sim.script(Reply::words(5).every(20));
+    sim.evict();
+    sim.advance(10);
+    sim.connect("c");
+    let c = sim.take_frames("c");
+    assert_eq!(c[0]["type"], RESUMING);
+    assert_eq!(c[0]["id"], "r1");
+    sim.run_until_idle();
+    sim.take_frames("c");
+    sim.send("c", resume_ack("r1"));
+    let late = sim.take_frames("c");
+    assert_eq!(late.len(), 1, "{late:?}");
+    assert_eq!(late[0]["done"], true);
+    assert_eq!(late[0]["replay"], true);
+    assert_eq!(late[0]["messageIds"], json!(["u1"]));
 }

@@ -60,7 +60,10 @@ impl Core {
         };
         let record = &cut.record;
         let last = cut_off_frame(id, &record.origin_message_ids, record.continuation);
-        let chunks = cut.chunks.iter().map(String::as_str);
+        // The parts the cut left open were closed when the partial was
+        // stored; the replay closes them too, so the tab's copy matches.
+        let closing = closing_chunks(&cut.chunks);
+        let chunks = cut.chunks.iter().chain(&closing).map(String::as_str);
         let mut frames = replay_frames(id, chunks, record.continuation, last);
         if let Some(active) = &self.active {
             // What the recovery streamed before the tab joined, as the live
@@ -82,6 +85,15 @@ impl Core {
         true
     }
 
+    /// The recovery of the cut stream ended: it is no longer offered, and a
+    /// late ACK for it is answered like one for any ended request.
+    pub(super) fn retire_cut_stream(&mut self) {
+        if let Some(cut) = self.orphan.take() {
+            let ids = cut.record.origin_message_ids;
+            self.remember_finished(&cut.record.request_id, &ids);
+        }
+    }
+
     /// The running turn's stream as a cut stream (its model stream broke off
     /// inside the isolate), kept on offer while its recovery runs.
     pub(super) fn active_as_cut_stream(&self) -> Option<OpenStream> {
@@ -99,4 +111,30 @@ impl Core {
             chunks: active.log.bodies.iter().map(|b| b.to_string()).collect(),
         })
     }
+}
+
+/// `text-end` / `reasoning-end` chunks for the text and reasoning parts a
+/// cut chunk log opened and never ended, in the order they were opened.
+fn closing_chunks(chunks: &[String]) -> Vec<String> {
+    let mut open: Vec<(String, String)> = Vec::new();
+    for body in chunks {
+        let Ok(chunk) = serde_json::from_str::<serde_json::Value>(body) else {
+            continue;
+        };
+        let kind = chunk.get("type").and_then(|t| t.as_str()).unwrap_or("");
+        let Some(part) = chunk.get("id").and_then(|i| i.as_str()) else {
+            continue;
+        };
+        match kind {
+            "text-start" | "reasoning-start" => {
+                let end = kind.replace("-start", "-end");
+                open.push((end, part.to_string()));
+            }
+            "text-end" | "reasoning-end" => open.retain(|(end, id)| !(end == kind && id == part)),
+            _ => {}
+        }
+    }
+    open.into_iter()
+        .map(|(kind, id)| serde_json::json!({ "type": kind, "id": id }).to_string())
+        .collect()
 }

@@ -453,12 +453,12 @@ impl Core {
         self.forget_stream_approvals();
         self.conns.clear_pending_resume();
         if active.turn.is_recovery() {
-            self.orphan = None;
+            self.retire_cut_stream();
         }
         Some(active)
     }
 
-    fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
+    pub(super) fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
         const REMEMBERED: usize = 32;
         if self.finished.len() == REMEMBERED {
             self.finished.pop_front();

@@ -79,8 +79,15 @@ export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05
   /** What each step observed (differs between runs only where the system did). */
   const trace = [];
   let events = [];
+  // Ids the agent mints (recovery and continuation requests) are random: the trace names them
+  // s1, s2… in order of appearance, so two runs of one seed can be diffed line by line.
+  const minted = new Map();
+  const named = (msg) => msg.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (uuid) => {
+    if (!minted.has(uuid)) minted.set(uuid, `s${minted.size + 1}`);
+    return minted.get(uuid);
+  });
   const note = (msg) => {
-    events.push(msg);
+    events.push(named(msg));
     log(msg);
   };
   /** Every user message sent: id → {id, text, requestId, acked, kind}. */
@@ -383,6 +390,29 @@ export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05
       second = send(c, [...messages, first.msg], { kind: 'text', text: s.overlap.text });
     }
     const at = s.cut?.at;
+    if (at === 'behind') {
+      const recovering = c.frames.findLast((f) => f.type === 'cf_agent_chat_recovering');
+      if (recovering?.recovering) {
+        // The message waits behind a recovery: kill the recovery under it.
+        const ours = new Set([first.requestId, second?.requestId]);
+        const hit = await observe(c, (frames) => {
+          let n = 0;
+          for (let i = from; i < frames.length; i++) {
+            const f = frames[i];
+            if (f?.type === 'cf_agent_chat_recovering' && !f.recovering) return false;
+            if (isChunkOf(f, f?.id) && !ours.has(f.id)) n++;
+          }
+          return n >= s.cut.n ? true : undefined;
+        }, 30000);
+        if (hit) {
+          await kill(`a recovery with ${first.requestId} waiting behind it`);
+          await comeBack(s);
+          return;
+        }
+        if (!c.isOpen) throw new Interrupted('socket closed');
+      }
+      note(`no kill: no recovery ran under ${first.requestId}`);
+    }
     if (at === 'start' || at === 'chunk' || (at === 'queued' && second)) {
       const target = at === 'start' ? 1 : at === 'chunk' ? s.cut.n : chunksAtSecond + s.cut.n;
       const hit = await observe(c, (frames) => {

@@ -54,6 +54,9 @@ function drawTurn(r, n) {
  *                                              chunks after the second was sent
  *                   | {at: 'answered'}         kill right after a person's pending answer is
  *                                              applied (if there is one this step)
+ *                   | {at: 'behind', n}        when the message was sent while a recovery
+ *                                              runs (so it waits behind it), kill when the
+ *                                              recovery streamed N more chunks
  *              A kill whose moment never comes (the turn ended first) does not happen.
  *   back       how the user comes back after a kill:
  *              {mode: 'now'}                   reconnect and let the agent settle
@@ -75,8 +78,8 @@ export function drawSchedule(seed, steps, { quietProb = 0.05 } = {}) {
     const overlap = r.next() < 0.2
       ? { afterChunks: r.int(0, 4), text: `and also topic ${i}b [tokens:${r.int(5, 30)}] [delay:10]` }
       : null;
-    const at = r.pick([[5, null], [1, 'start'], [3, 'chunk'], [1, 'answered'], [overlap ? 2 : 0, 'queued']]);
-    const cut = at === null ? null : at === 'chunk' || at === 'queued' ? { at, n: r.int(1, 12) } : { at };
+    const at = r.pick([[5, null], [1, 'start'], [3, 'chunk'], [1, 'answered'], [overlap ? 2 : 0, 'queued'], [2, 'behind']]);
+    const cut = at === null ? null : ['chunk', 'queued', 'behind'].includes(at) ? { at, n: r.int(1, 12) } : { at };
     let back = null;
     let recut = null;
     if (cut) {

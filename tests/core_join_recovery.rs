@@ -219,3 +219,58 @@ fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_messag
     assert_eq!(late[0]["replay"], true);
     assert_eq!(late[0]["messageIds"], json!(["u1"]));
 }
+
+/// The chaos failure behind the cut-stream offer: a tab told `idle` during a
+/// recovery sends a message (queued behind the recovery) and a second one
+/// behind it; the runtime dies while the recovery runs. The first queued turn
+/// must still answer its own message, from its own place, after the restart.
+#[test]
+fn a_turn_queued_before_a_later_message_keeps_its_place_and_context_across_an_eviction() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(40).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
+    sim.advance(400);
+    sim.script(Reply::words(30).every(20));
+    sim.evict();
+    sim.advance(60);
+    sim.connect("c");
+    let c = sim.take_frames("c");
+    let mut history = c[1]["messages"].as_array().cloned().unwrap();
+    history.push(user("u2", "question two"));
+    sim.send("c", chat_request("r2", &history));
+    history.push(user("u3", "question three"));
+    sim.send("c", chat_request("r3", &history));
+    sim.advance(40);
+    // Dies while the recovery runs with r2 and r3 waiting behind it (the
+    // conversation moved on, so the cut answer is left as it was stored).
+    sim.script(Reply::text("answer two"))
+        .script(Reply::text("answer three"));
+    sim.evict();
+    sim.run_until_idle();
+
+    let transcript = sim.transcript();
+    let shape: Vec<String> = transcript
+        .iter()
+        .map(|m| match m["role"].as_str() {
+            Some("user") => m["id"].as_str().unwrap().to_string(),
+            _ => format!("a:{}", text_of(m)),
+        })
+        .collect();
+    let u2 = shape.iter().position(|s| s == "u2").unwrap();
+    assert_eq!(
+        shape[u2 + 1],
+        "a:answer two",
+        "r2's answer right after u2: {shape:?}"
+    );
+    assert_eq!(shape[u2 + 2], "u3", "{shape:?}");
+    assert_eq!(shape[u2 + 3], "a:answer three", "{shape:?}");
+    let asked = sim
+        .requests()
+        .iter()
+        .find(|r| r.user_texts().last().map(String::as_str) == Some("question two"))
+        .expect("r2's model request");
+    assert!(
+        !asked.user_texts().iter().any(|t| t == "question three"),
+        "r2 is answered without the later message in its context"
+    );
+}

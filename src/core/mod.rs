@@ -109,11 +109,16 @@ impl Core {
             .then(|| PendingContinuation::restored(ids.new_id(IdKind::Request)));
         let mut queue = TurnQueue::default();
         queue.restore(stored.queue);
+        let mut transcript = Transcript::from_entries(stored.messages);
+        let origins = queue
+            .iter()
+            .map(|t| (t.request_id.as_str(), t.message_ids.as_slice()));
+        transcript.restore_reservations(origins);
         Core {
             config,
             ids,
             now: now_ms,
-            transcript: Transcript::from_entries(stored.messages),
+            transcript,
             conns: Connections::default(),
             queue,
             active: None,

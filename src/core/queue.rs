@@ -168,6 +168,11 @@ impl TurnQueue {
         self.items.len()
     }
 
+    /// The queued turns, front first.
+    pub fn iter(&self) -> impl Iterator<Item = &QueuedTurn> {
+        self.items.iter()
+    }
+
     pub fn front(&self) -> Option<&QueuedTurn> {
         self.items.front()
     }

@@ -582,18 +582,24 @@ fn an_exhausted_turn_is_replayed_to_reconnecting_tabs_until_a_new_turn_is_accept
 fn the_recovering_flag_brackets_each_recovery_and_a_tab_joining_meanwhile_is_offered_it() {
     let mut sim = two_tabs();
     evict_repeatedly(&mut sim, 2);
+    let rec = request_ids(sim.frames("b")).last().unwrap().clone();
     sim.connect("c");
     let c = sim.take_frames("c");
     assert_eq!(
         kinds(&c),
         [RESUMING, MESSAGES, RECOVERING, IDENTITY, MCP],
-        "the recovery stream is live; the transcript with the partial comes with it: {c:?}"
+        "the cut stream is offered; the transcript with the partial comes with it: {c:?}"
     );
     assert_eq!(c[1]["messages"], json!(sim.transcript()));
-    let rec = c[0]["id"].as_str().unwrap().to_string();
-    sim.send("c", resume_ack(&rec));
+    let cut = c[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(
+        cut, rec,
+        "the tab is offered the cut stream, not the recovery's"
+    );
+    sim.send("c", resume_ack(&cut));
     sim.run_until_idle();
     let c = sim.frames("c");
+    assert_eq!(terminal(c, &cut).unwrap()["outcome"], "aborted");
     assert_eq!(terminal(c, &rec).unwrap()["outcome"], "completed");
     assert_eq!(recovering_frames(c), [(false, "r1".to_string())]);
     let b = sim.frames("b");

@@ -12,7 +12,9 @@ use super::Core;
 impl Core {
     pub(super) fn on_connect(&mut self, conn: ConnId) {
         self.conns.add(conn.clone());
-        if let Some(id) = self.live_stream_id() {
+        if self.offer_cut_stream(&conn) {
+            // During a recovery: the cut stream, the transcript, the flag.
+        } else if let Some(id) = self.live_stream_id() {
             // A stream is live (or cut and replayable): offer it instead of the transcript.
             if let Some(state) = self.conns.state_mut(&conn) {
                 state.pending_resume = true;

@@ -58,9 +58,12 @@ impl Core {
             repair_dead_server_calls(&self.client_tools, &mut active.message);
         }
         let message_id = self.active.as_ref().map(|a| a.message.id.clone());
+        let cut_stream = self.active_as_cut_stream();
         let Some(cut) = self.close_turn(Outcome::Recovering, None) else {
             return true;
         };
+        // Offered to tabs that join while the recovery runs.
+        self.orphan = cut_stream;
         self.recovering = Some(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));

@@ -24,6 +24,7 @@ mod cut_stream;
 pub mod effects;
 pub mod history;
 pub mod ids;
+mod join_recovery;
 pub mod limits;
 pub mod log;
 mod model_call;
@@ -87,7 +88,8 @@ pub struct Core {
     client_tools: Vec<ClientToolSchema>,
     body: Map<String, Value>,
     terminal_error: Option<TerminalError>,
-    /// A stream cut by an eviction, replayable until a new turn streams.
+    /// A stream cut by an eviction (or broken off inside the isolate),
+    /// replayable until a new turn streams; kept while its recovery runs.
     orphan: Option<OpenStream>,
     /// Streams found open at start, recovered on `Event::Woke`.
     cut_streams: Vec<OpenStream>,
@@ -131,11 +133,16 @@ impl Core {
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
         }
+        let mut transcript = Transcript::load(history);
+        let origins = queue
+            .iter()
+            .map(|t| (t.request_id.as_str(), t.message_ids.as_slice()));
+        transcript.restore_reservations(origins);
         Core {
             config,
             ids,
             now: now_ms,
-            transcript: Transcript::load(history),
+            transcript,
             conns: Connections::default(),
             queue,
             active: None,

@@ -168,13 +168,13 @@ impl TurnQueue {
         self.items.len()
     }
 
-    pub fn front(&self) -> Option<&QueuedTurn> {
-        self.items.front()
-    }
-
-    /// The waiting turns, front first.
+    /// The queued turns, front first.
     pub fn iter(&self) -> impl Iterator<Item = &QueuedTurn> {
         self.items.iter()
+    }
+
+    pub fn front(&self) -> Option<&QueuedTurn> {
+        self.items.front()
     }
 
     pub fn contains(&self, request_id: &str) -> bool {

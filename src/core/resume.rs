@@ -10,6 +10,12 @@ use super::Core;
 impl Core {
     pub(super) fn on_resume_probe(&mut self, conn: ConnId, probe_id: Option<String>) {
         let probe = probe_id.as_deref();
+        if self.recovery_offer().is_some() {
+            // Offered the cut stream on connect; the recovery reaches it live.
+            let frame = server::stream_resume_none(Some("idle"), probe);
+            self.send_to(vec![conn], frame);
+            return;
+        }
         if let Some(active) = &self.active {
             let owner = active.turn.requester.clone();
             let owned_elsewhere = active.turn.is_continuation()
@@ -69,6 +75,9 @@ impl Core {
         if let Some(state) = self.conns.state_mut(&conn) {
             state.pending_resume = false;
         }
+        if self.ack_cut_stream(&conn, id, was_pending) {
+            return;
+        }
         if let Some(active) = &self.active {
             if active.turn.request_id != id || !was_pending {
                 return;
@@ -123,7 +132,7 @@ impl Core {
 
 /// A stored chunk log replayed (`replay:true` with each chunk's `seq`), then
 /// `last`, the frame that says how the replay ends.
-fn replay_frames<'a>(
+pub(super) fn replay_frames<'a>(
     id: &str,
     bodies: impl Iterator<Item = &'a str>,
     continuation: bool,

@@ -268,15 +268,39 @@ impl Transcript {
     /// The place of a starting turn's answer: the one reserved when it was
     /// accepted, else the end. Turns start in acceptance order, so older
     /// reservations belong to requests that were skipped or cancelled.
+    /// A turn without a reservation (a recovery, a continuation) takes the
+    /// end and leaves the reservations of queued turns alone.
     pub fn take_reserved(&mut self, request_id: &str) -> u64 {
-        let seq = self.reserved.remove(request_id).unwrap_or_else(|| {
+        let Some(seq) = self.reserved.remove(request_id) else {
             let seq = self.next_seq;
             self.next_seq += 1;
-            seq
-        });
+            return seq;
+        };
         self.reserved.retain(|_, s| *s > seq);
         self.extend_to(seq);
         seq
+    }
+
+    /// After a restart, the places of the queued turns' answers (held only in
+    /// memory) are taken again: right after each turn's last origin message,
+    /// where `reserve_for` put them, unless that place is taken. Without this
+    /// a turn accepted before a later message would, once restored, answer
+    /// with that message in its context and be stored after it.
+    pub fn restore_reservations<'a>(
+        &mut self,
+        turns: impl Iterator<Item = (&'a str, &'a [String])>,
+    ) {
+        for (request_id, origin) in turns {
+            let Some(last) = origin.iter().filter_map(|id| self.seq_of(id)).max() else {
+                continue;
+            };
+            let slot = last + 1;
+            if !self.is_free(slot) {
+                continue;
+            }
+            self.reserved.insert(request_id.to_string(), slot);
+            self.next_seq = self.next_seq.max(slot + 1);
+        }
     }
 
     /// Like `upsert`, but a new message takes the reserved `seq`, in order.
@@ -298,10 +322,11 @@ impl Transcript {
         self.find(id).map(|e| e.seq)
     }
 
-    /// No message holds `seq`.
+    /// No message holds `seq` and no queued turn has it reserved for its answer.
     pub fn is_free(&mut self, seq: u64) -> bool {
         self.extend_to(seq);
         self.entries.binary_search_by_key(&seq, |e| e.seq).is_err()
+            && !self.reserved.values().any(|s| *s == seq)
     }
 
     /// Some message is placed after `seq`.

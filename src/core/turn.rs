@@ -191,7 +191,10 @@ impl Core {
         }));
         let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
         self.set_timer(Timer::Heartbeat, heartbeat_at);
-        self.orphan = None;
+        // The cut stream stays on offer while its recovery runs (`join_recovery.rs`).
+        if !turn.is_recovery() {
+            self.orphan = None;
+        }
         let request_id = turn.request_id.clone();
         self.log(LogEvent::TurnStarted {
             request_id: request_id.clone(),
@@ -479,6 +482,9 @@ impl Core {
         }
         self.forget_stream_approvals();
         self.conns.clear_pending_resume();
+        if active.turn.is_recovery() {
+            self.retire_cut_stream();
+        }
         Some(active)
     }
 
@@ -493,7 +499,7 @@ impl Core {
         });
     }
 
-    fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
+    pub(super) fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
         const REMEMBERED: usize = 32;
         if self.finished.len() == REMEMBERED {
             self.finished.pop_front();

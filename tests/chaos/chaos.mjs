@@ -2,9 +2,17 @@
 // Chaos run: one agent, many turns (text, server tools, client tools answered by the script,
 // approvals approved by the script, turns cut before their first token, messages sent while a
 // turn streams), while the runtime is killed (Miniflare disposed and re-created on the same
-// storage and port) at random moments; now and then nobody reconnects for a while so that only
-// the heartbeat alarm can wake the agent. At the end the script lets the system settle (answers
+// storage and port) at chosen moments; now and then nobody reconnects for a while so that only
+// the heartbeat alarm can wake the agent, and now and then the user comes back in a hurry and
+// writes while a recovery may still run. At the end the script lets the system settle (answers
 // whatever still waits for a person, lets recoveries finish) and checks the final transcript.
+//
+// A run is an experiment: its schedule (tests/chaos/schedule.mjs) is a pure function of the
+// seed and the step count — a fixed number of steps, each a message (sometimes two), maybe a
+// kill tied to an observable moment (the Nth chunk of the request, its first frame, a person's
+// answer applied, a recovery streaming), and how the user comes back. Ids are numbered, not
+// timed. The same seed gives the same steps; what differs between two runs is only what the
+// system did, which `trace` (in --json, with `schedule`) records step by step for diffing.
 //
 // Reports:
 //   lost        user messages the agent acknowledged (a frame for their request, or seen in a
@@ -20,7 +28,10 @@
 // never got a terminal frame while their socket stayed open, tool results never continued.
 // Exits non-zero if lost, duplicated, stuck or misplaced is > 0 (or the system never settled).
 //
-// Usage: node tests/chaos/chaos.mjs [--seconds 60] [--seed N] [--quiet-prob 0.05] [--build-dir DIR] [--json] [--verbose]
+// Usage: node tests/chaos/chaos.mjs [--seed N] [--steps 30] [--seconds S] [--quiet-prob 0.05]
+//          [--build-dir DIR] [--json] [--verbose]
+//   --seed     the schedule's seed (default 1); --steps its length; --seconds, when given, stops
+//              starting new steps after that long (a bound, not part of the experiment).
 // Needs the built worker (bash scripts/build.sh).
 // Owns: runChaos (also importable), the CLI.
 
@@ -28,6 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { startWorker, connect, chatRequest, userMessage, getMessages } from '../support/harness.mjs';
 import { startModelServer } from '../support/model-server.mjs';
 import { startStallProxy } from '../support/stall-proxy.mjs';
+import { drawSchedule } from './schedule.mjs';
 
 const AGENT = 'ChatAgent';
 const ROOM = 'chaos';
@@ -41,66 +53,55 @@ const TIMEZONE_TOOL = {
 /** Tool names whose calls wait for a person (client tools and approvals). */
 const HUMAN_TOOLS = new Set(['getUserTimezone', 'delete_file']);
 
-/** A small seeded PRNG (mulberry32). */
-function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: (weighted) => {
-      const total = weighted.reduce((s, [w]) => s + w, 0);
-      let x = next() * total;
-      for (const [w, v] of weighted) {
-        if ((x -= w) < 0) return v;
-      }
-      return weighted.at(-1)[1];
-    },
-  };
-}
-
-const newId = (() => {
-  let n = 0;
-  return (prefix) => `${prefix}-${Date.now().toString(36)}-${(++n).toString(36)}`;
-})();
-
 class Interrupted extends Error {}
 
 const toolName = (p) => p.toolName ?? (p.type?.startsWith('tool-') ? p.type.slice(5) : undefined);
 const isToolPart = (p) => typeof p?.toolCallId === 'string';
 
 /**
- * Run the chaos scenario.
- * @param {{seconds?: number, seed?: number, quietProb?: number, buildDir?: string, log?: (msg: string) => void}} [opts]
- * @returns {Promise<object>} the report (see the header); `ok` is true when lost, duplicated and stuck are 0.
+ * Run the chaos scenario: the steps of `drawSchedule(seed, steps)`, then the settle phase.
+ * @param {{steps?: number, seconds?: number, seed?: number, quietProb?: number, buildDir?: string,
+ *   log?: (msg: string) => void}} [opts] `seconds`, when given, stops starting new steps after
+ *   that long (the report's `stepsRun` says how many ran).
+ * @returns {Promise<object>} the report (see the header), with `schedule` (the drawn steps) and
+ *   `trace` (what each step observed); `ok` is true when lost, duplicated, stuck and misplaced are 0.
  */
-export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietProb = 0.05, buildDir, log = () => {} } = {}) {
-  const r = rng(seed);
+export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05, buildDir, log = () => {} } = {}) {
+  const schedule = drawSchedule(seed, steps, { quietProb });
   const model = await startModelServer();
   const proxy = await startStallProxy(model);
   const w = await startWorker({ model: proxy, ...(buildDir ? { buildDir } : {}) });
   const started = Date.now();
-  const deadline = started + seconds * 1000;
+  const deadline = seconds ? started + seconds * 1000 : Infinity;
 
-  const state = {
-    tab: null,
-    away: false, // the killer asked the user to stay away (alarm-only wake)
-    killing: false,
-    stop: false,
+  const state = { tab: null, rush: false, recut: null };
+  const stats = { kills: 0, targetedKills: 0, cutWhileWaiting: 0, quietPeriods: 0, turnsSent: 0, overlapping: 0, humanAnswers: 0, hungRequests: 0, errorsSeen: 0, stepsRun: 0 };
+  /** What each step observed (differs between runs only where the system did). */
+  const trace = [];
+  let events = [];
+  // Ids the agent mints (recovery and continuation requests) are random: the trace names them
+  // s1, s2… in order of appearance, so two runs of one seed can be diffed line by line.
+  const minted = new Map();
+  const named = (msg) => msg.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (uuid) => {
+    if (!minted.has(uuid)) minted.set(uuid, `s${minted.size + 1}`);
+    return minted.get(uuid);
+  });
+  const note = (msg) => {
+    events.push(named(msg));
+    log(msg);
   };
-  const stats = { kills: 0, targetedKills: 0, cutWhileWaiting: 0, quietPeriods: 0, turnsSent: 0, overlapping: 0, humanAnswers: 0, hungRequests: 0, errorsSeen: 0 };
   /** Every user message sent: id → {id, text, requestId, acked, kind}. */
   const sent = new Map();
   /** Message ids named by error frames (a turn failed with a message). */
   const failedIds = new Set();
   /** Tool call ids the script answered (result or approval). */
   const answered = new Set();
+  // Ids are numbered per kind, so message and request ids depend on the schedule only.
+  const idNo = new Map();
+  const newId = (prefix) => {
+    idNo.set(prefix, (idNo.get(prefix) ?? 0) + 1);
+    return `${prefix}-${seed.toString(36)}-${idNo.get(prefix).toString(36)}`;
+  };
 
   const noteTranscript = (messages) => {
     for (const m of messages) if (sent.has(m.id)) sent.get(m.id).acked = true;
@@ -128,63 +129,94 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     }
   };
 
-  // ---- the killer ---------------------------------------------------------------------------
-  let killing = Promise.resolve();
-  /** Kill the runtime (one kill at a time); `why` is for the log. */
-  function kill(why) {
-    killing = killing.then(async () => {
-      if (state.stop) return;
-      state.killing = true;
-      try {
-        await w.restart();
-        stats.kills++;
-        log(`killed (${why})`);
-      } catch (err) {
-        log(`restart failed: ${err.message}`);
-      } finally {
-        state.killing = false;
-      }
+  // ---- observing a tab ----------------------------------------------------------------------
+  /**
+   * Resolves with `test(frames)` once it is not undefined (checked now and on every frame), or
+   * null when the socket closes or `timeoutMs` passes. Does not move the tab's cursor.
+   */
+  function observe(c, test, timeoutMs) {
+    return new Promise((resolve) => {
+      let timer;
+      const finish = (v) => {
+        clearTimeout(timer);
+        c.ws.off('message', check);
+        c.ws.off('close', onClose);
+        resolve(v);
+      };
+      const check = () => {
+        const v = test(c.frames);
+        if (v !== undefined) finish(v);
+      };
+      const onClose = () => finish(null);
+      timer = setTimeout(() => finish(null), timeoutMs);
+      c.ws.on('message', check);
+      c.ws.on('close', onClose);
+      check();
+      if (!c.isOpen) finish(null);
     });
-    return killing;
   }
-  /** Sometimes kill right after a risky moment (a submit, a person's answer), after 0-`maxMs`. */
-  function maybeKillSoon(prob, maxMs, why) {
-    if (state.stop || Date.now() >= deadline || r.next() >= prob) return;
-    stats.targetedKills++;
-    setTimeout(() => { if (!state.stop) kill(why); }, r.int(0, maxMs));
-  }
-  const killer = (async () => {
-    while (!state.stop && Date.now() < deadline) {
-      await sleep(r.int(300, 2500));
-      if (state.stop || Date.now() >= deadline) break;
-      await kill('random');
-      if (r.next() < quietProb && Date.now() + 12000 < deadline) {
-        // Nobody comes back for a while: only the durable alarm can wake the agent.
-        stats.quietPeriods++;
-        state.away = true;
-        log('quiet period: no client, no request for 11 s');
-        await sleep(11000);
-        state.away = false;
-      }
+  const isChunkOf = (f, id) => f?.type === 'cf_agent_use_chat_response' && f.id === id && !f.done && !f.replay && !f.error
+    && typeof f.body === 'string' && f.body.startsWith('{');
+  const chunksSince = (frames, from, id) => {
+    let n = 0;
+    for (let i = from; i < frames.length; i++) if (isChunkOf(frames[i], id)) n++;
+    return n;
+  };
+  const doneSince = (frames, from, id) => {
+    for (let i = from; i < frames.length; i++) {
+      const f = frames[i];
+      if (f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done === true) return true;
     }
-  })();
+    return false;
+  };
+
+  // ---- the killer ---------------------------------------------------------------------------
+  async function kill(why) {
+    stats.targetedKills++;
+    try {
+      await w.restart();
+      stats.kills++;
+      note(`killed (${why})`);
+    } catch (err) {
+      note(`restart failed: ${err.message}`);
+    }
+    state.tab?.ws.terminate();
+    state.tab = null;
+  }
+
+  /** The user after a kill: back now, late, after a quiet period, or in a hurry. */
+  async function comeBack(s) {
+    const back = s.back ?? { mode: 'now' };
+    if (back.mode === 'late') await sleep(back.ms);
+    if (back.mode === 'quiet') {
+      // Nobody comes back for a while: only the durable alarm can wake the agent.
+      stats.quietPeriods++;
+      note('quiet period: no client, no request for 11 s');
+      await sleep(11000);
+    }
+    state.rush = back.mode === 'rush';
+    state.recut = s.recut?.n ?? null;
+  }
 
   // ---- driver helpers -----------------------------------------------------------------------
-  async function untilReachable() {
-    while (state.away || state.killing) await sleep(50);
-  }
-
+  /** The open tab, or a new one that, like the stock client, acknowledges a stream offered on connect. */
   async function ensureTab() {
     for (;;) {
-      await untilReachable();
       if (state.tab?.isOpen) return state.tab;
       try {
         const c = await connect(w.url, AGENT, ROOM);
         c.ws.on('message', () => noteFrame(c.frames.at(-1)));
         for (const f of c.frames) noteFrame(f);
+        await c.waitFor('cf_agent_identity', 5000);
+        const offer = c.frames.find((f) => f.type === 'cf_agent_stream_resuming' && !f.probeId);
+        if (offer) {
+          c.send({ type: 'cf_agent_stream_resume_ack', id: offer.id });
+          note(`connected: offered ${offer.id}${c.frames.some((f) => f.type === 'cf_agent_chat_recovering' && f.recovering) ? ' during a recovery' : ''}`);
+        }
         state.tab = c;
         return c;
       } catch {
+        state.tab = null;
         await sleep(100);
       }
     }
@@ -192,7 +224,6 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
 
   async function transcript() {
     for (;;) {
-      await untilReachable();
       try {
         const ms = await getMessages(w.url, AGENT, ROOM);
         noteTranscript(ms);
@@ -236,6 +267,15 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     return false;
   }
 
+  /** A user in a hurry: one probe; whatever is offered is followed, but nobody waits for it. */
+  async function glance(c) {
+    const probeId = newId('p');
+    c.send({ type: 'cf_agent_stream_resume_request', probeId });
+    const answer = await waitFrame(c, (f) => f.probeId === probeId, 5000);
+    note(`probe: ${answer.type}${answer.reason ? ` (${answer.reason})` : ''}${answer.id ? ` ${answer.id}` : ''}`);
+    if (answer.type === 'cf_agent_stream_resuming') c.send({ type: 'cf_agent_stream_resume_ack', id: answer.id });
+  }
+
   /** Answer every call that waits for a person in the transcript; returns how many. */
   function answerPeople(c, messages) {
     let n = 0;
@@ -258,19 +298,6 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     return n;
   }
 
-  let turnNo = 0;
-  function nextText() {
-    const n = ++turnNo;
-    const kind = r.pick([[4, 'text'], [2, 'server-tool'], [2, 'client-tool'], [2, 'approval'], [1, 'stall']]);
-    switch (kind) {
-      case 'text': return { kind, text: `tell me about topic ${n} [tokens:${r.int(10, 80)}] [delay:${r.int(5, 30)}]` };
-      case 'server-tool': return { kind, text: `what is the weather in City${n} [delay:${r.int(20, 80)}]` };
-      case 'client-tool': return { kind, text: `what's my timezone (${n})? [delay:${r.int(10, 40)}]` };
-      case 'approval': return { kind, text: `please delete file${n}.txt [delay:${r.int(10, 40)}]` };
-      default: return { kind, text: `hello number ${n} [stall-once:${r.int(200, 1500)}]` };
-    }
-  }
-
   function send(c, history, { kind, text }) {
     const requestId = newId('r');
     const msg = userMessage(newId('u'), text);
@@ -284,64 +311,143 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     turnIds.set(requestId, trailing);
     stats.turnsSent++;
     c.send(chatRequest(requestId, [...history, msg], { clientTools: [TIMEZONE_TOOL] }));
+    note(`sent ${requestId} (${msg.id}, ${kind})`);
     return { requestId, msg };
   }
 
-  /** One round: settle the agent, answer people, send a new turn and follow it. */
-  async function round() {
-    const c = await ensureTab();
-    await untilIdle(c);
-    let messages = await transcript();
-    if (answerPeople(c, messages) > 0) {
-      maybeKillSoon(0.25, 120, 'right after a person answered');
-      await sleep(r.int(0, 200));
-      await untilIdle(c);
-      messages = await transcript();
+  async function waitDone(c, requestId, from) {
+    const done = await observe(c, (frames) => (doneSince(frames, from, requestId) ? true : undefined), 30000);
+    if (done) return;
+    if (!c.isOpen) {
+      stats.cutWhileWaiting++;
+      throw new Interrupted('socket closed');
     }
-    const first = send(c, messages, nextText());
-    maybeKillSoon(0.15, 400, 'right after a submit');
-    if (r.next() < 0.2) {
-      // A second message while the first one streams (queued behind it).
-      await sleep(r.int(50, 600));
-      if (!c.isOpen) throw new Interrupted('socket closed');
-      stats.overlapping++;
-      const pending = [...messages, first.msg];
-      const second = send(c, pending, { kind: 'text', text: `and also topic ${++turnNo} [tokens:${r.int(5, 30)}] [delay:10]` });
-      maybeKillSoon(0.4, 300, 'while a message waits behind a streaming turn');
-      await waitDone(c, first.requestId);
-      await waitDone(c, second.requestId);
-    } else {
-      await waitDone(c, first.requestId);
-    }
+    stats.hungRequests++;
+    note(`request ${requestId}: no terminal frame in 30 s while the socket stayed open`);
   }
 
-  async function waitDone(c, requestId) {
-    try {
-      await waitFrame(c, (f) => f.type === 'cf_agent_use_chat_response' && f.id === requestId && f.done === true, 30000);
-    } catch (err) {
-      if (err instanceof Interrupted) {
-        stats.cutWhileWaiting++;
-        throw err;
+  /** After coming back: kill again once a recovery turn streamed `n` chunks live. */
+  async function recut(c, n) {
+    const from = c.mark();
+    const hit = await observe(c, (frames) => {
+      const counts = new Map();
+      for (let i = from; i < frames.length; i++) {
+        const f = frames[i];
+        if (f?.type !== 'cf_agent_use_chat_response' || !f.continuation) continue;
+        if (f.done) counts.set(f.id, -Infinity);
+        else if (isChunkOf(f, f.id)) counts.set(f.id, (counts.get(f.id) ?? 0) + 1);
+        if ((counts.get(f.id) ?? 0) >= n) return true;
       }
-      stats.hungRequests++;
-      log(`request ${requestId}: no terminal frame in 30 s while the socket stayed open`);
+      return undefined;
+    }, 5000);
+    if (hit) await kill(`a recovery streamed ${n} chunks`);
+    return Boolean(hit);
+  }
+
+  /** One step of the schedule. */
+  async function runStep(s) {
+    let c = await ensureTab();
+    if (state.recut !== null) {
+      const n = state.recut;
+      state.recut = null;
+      if (await recut(c, n)) c = await ensureTab();
     }
+    const rush = state.rush;
+    state.rush = false;
+    let messages;
+    if (rush) {
+      await glance(c);
+      messages = await transcript();
+    } else {
+      await untilIdle(c);
+      messages = await transcript();
+      const from = c.mark();
+      if (answerPeople(c, messages) > 0) {
+        note('answered a person');
+        if (s.cut?.at === 'answered') {
+          const applied = await observe(c, (frames) => (frames.slice(from).some((f) => f.type === 'cf_agent_message_updated') ? true : undefined), 3000);
+          if (applied) {
+            await kill('right after a person answered');
+            await comeBack(s);
+            return;
+          }
+        }
+        await untilIdle(c);
+        messages = await transcript();
+      }
+    }
+    const from = c.mark();
+    const first = send(c, messages, s.turn);
+    let second = null;
+    let chunksAtSecond = 0;
+    if (s.overlap) {
+      // A second message while the first one streams (queued behind it).
+      const n = s.overlap.afterChunks;
+      const ready = await observe(c, (frames) => (chunksSince(frames, from, first.requestId) >= n || doneSince(frames, from, first.requestId) ? true : undefined), 30000);
+      if (!ready || !c.isOpen) throw new Interrupted('socket closed');
+      stats.overlapping++;
+      chunksAtSecond = chunksSince(c.frames, from, first.requestId);
+      second = send(c, [...messages, first.msg], { kind: 'text', text: s.overlap.text });
+    }
+    const at = s.cut?.at;
+    if (at === 'behind') {
+      const recovering = c.frames.findLast((f) => f.type === 'cf_agent_chat_recovering');
+      if (recovering?.recovering) {
+        // The message waits behind a recovery: kill the recovery under it.
+        const ours = new Set([first.requestId, second?.requestId]);
+        const hit = await observe(c, (frames) => {
+          let n = 0;
+          for (let i = from; i < frames.length; i++) {
+            const f = frames[i];
+            if (f?.type === 'cf_agent_chat_recovering' && !f.recovering) return false;
+            if (isChunkOf(f, f?.id) && !ours.has(f.id)) n++;
+          }
+          return n >= s.cut.n ? true : undefined;
+        }, 30000);
+        if (hit) {
+          await kill(`a recovery with ${first.requestId} waiting behind it`);
+          await comeBack(s);
+          return;
+        }
+        if (!c.isOpen) throw new Interrupted('socket closed');
+      }
+      note(`no kill: no recovery ran under ${first.requestId}`);
+    }
+    if (at === 'start' || at === 'chunk' || (at === 'queued' && second)) {
+      const target = at === 'start' ? 1 : at === 'chunk' ? s.cut.n : chunksAtSecond + s.cut.n;
+      const hit = await observe(c, (frames) => {
+        if (doneSince(frames, from, first.requestId)) return false;
+        return chunksSince(frames, from, first.requestId) >= target ? true : undefined;
+      }, 30000);
+      if (hit) {
+        await kill(at === 'queued' ? `while ${second.requestId} waits, chunk ${target} of ${first.requestId}` : `chunk ${target} of ${first.requestId}`);
+        await comeBack(s);
+        return;
+      }
+      if (!c.isOpen) throw new Interrupted('socket closed');
+      note(`no kill: ${first.requestId} ended before chunk ${target}`);
+    }
+    await waitDone(c, first.requestId, from);
+    if (second) await waitDone(c, second.requestId, from);
   }
 
   // ---- the driver ---------------------------------------------------------------------------
-  while (Date.now() < deadline) {
+  for (const s of schedule) {
+    if (Date.now() >= deadline) break;
+    events = [];
+    trace.push({ step: s.step, events });
+    stats.stepsRun++;
+    log(`step ${s.step}: ${JSON.stringify(s)}`);
     try {
-      await round();
+      await runStep(s);
     } catch (err) {
-      if (!(err instanceof Interrupted)) log(`round: ${err.message.split('\n')[0]}`);
+      if (!(err instanceof Interrupted)) note(`step: ${err.message.split('\n')[0]}`);
       // The runtime was killed under us (or a wait timed out): start over with a fresh tab.
       if (state.tab && !state.tab.isOpen) state.tab = null;
-      if (r.next() < 0.3) await sleep(r.int(0, 1500)); // sometimes the user comes back late
     }
   }
-  state.stop = true;
-  await killer;
-  await killing;
+  events = [];
+  trace.push({ step: 'settle', events });
 
   // ---- settle -------------------------------------------------------------------------------
   const settleStart = Date.now();
@@ -366,7 +472,7 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
       prev = snapshot;
       await sleep(1000);
     } catch (err) {
-      log(`settle: ${err.message.split('\n')[0]}`);
+      note(`settle: ${err.message.split('\n')[0]}`);
       state.tab = null;
       await sleep(200);
     }
@@ -386,18 +492,21 @@ export async function runChaos({ seconds = 60, seed = Date.now() % 1e9, quietPro
     }
     await c.close();
   } catch (err) {
-    log(`final probe: ${err.message.split('\n')[0]}`);
+    note(`final probe: ${err.message.split('\n')[0]}`);
   }
   state.tab?.ws.terminate();
 
   const report = analyse(final, { sent, failedIds, answered, answerOf, turnIds });
   Object.assign(report, stats, {
     seed,
-    seconds,
+    steps,
     settled,
+    elapsedMs: Date.now() - started,
     settleMs: Date.now() - settleStart,
     messages: final.length,
     modelRequests: model.requests.length,
+    schedule,
+    trace,
   });
   report.ok = report.lost === 0 && report.duplicated === 0 && report.stuck === 0 && report.misplaced === 0 && settled;
   if (!report.ok) report.transcript = final.map((m) => summarize(m));
@@ -527,23 +636,25 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   };
   const verbose = args.includes('--verbose');
   const json = args.includes('--json');
-  const seconds = Number(opt('seconds', '60'));
-  const seed = Number(opt('seed', String(Date.now() % 1e9)));
+  const steps = Number(opt('steps', '30'));
+  const seconds = opt('seconds', undefined) === undefined ? undefined : Number(opt('seconds'));
+  const seed = Number(opt('seed', '1'));
   const quietProb = Number(opt('quiet-prob', '0.05'));
   const buildDir = opt('build-dir', undefined);
   const t0 = Date.now();
   const log = (msg) => { if (verbose) console.error(`[chaos +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); };
-  // A hard bound on the whole run (chaos time + settle + slack).
+  // A hard bound on the whole run (the steps, or the seconds bound, + settle + slack).
+  const boundS = Math.min(seconds ?? Infinity, steps * 20) + 150;
   const guard = setTimeout(() => {
-    console.error(`chaos: did not finish within ${seconds + 120} s`);
+    console.error(`chaos: did not finish within ${boundS} s`);
     process.exit(2);
-  }, (seconds + 120) * 1000);
+  }, boundS * 1000);
   guard.unref();
-  const report = await runChaos({ seconds, seed, quietProb, buildDir, log });
+  const report = await runChaos({ steps, seconds, seed, quietProb, buildDir, log });
   if (json) {
     console.log(JSON.stringify(report));
   } else {
-    console.log(`chaos: ${seconds}s seed=${report.seed} kills=${report.kills} (targeted ${report.targetedKills}, turns cut while followed ${report.cutWhileWaiting}) quiet=${report.quietPeriods} turns=${report.turnsSent} `
+    console.log(`chaos: seed=${report.seed} steps=${report.stepsRun}/${report.steps} (${(report.elapsedMs / 1000).toFixed(0)} s) kills=${report.kills} (targeted ${report.targetedKills}, turns cut while followed ${report.cutWhileWaiting}) quiet=${report.quietPeriods} turns=${report.turnsSent} `
       + `(overlapping ${report.overlapping}) human answers=${report.humanAnswers} messages=${report.messages} model requests=${report.modelRequests}`);
     console.log(`lost=${report.lost} duplicated=${report.duplicated} stuck=${report.stuck} misplaced=${report.misplaced}`
       + ` | failed-with-message=${report.failedWithMessage} parked=${report.parked} uncontinued-tool-results=${report.uncontinuedToolResults}`

@@ -3,8 +3,9 @@
 // (agents/react), rendered by React 19's react-dom/client in Node (see
 // tests/support/agent-chat-node.mjs), against the real built worker. Covers a plain turn seen by
 // two tabs, the client-tool round trip (onToolCall + addToolOutput → automatic continuation), the
-// approval round trip (addToolApprovalResponse), stop(), clearHistory(), a reload, and a tab that
-// opens while a reply is streaming.
+// approval round trip (addToolApprovalResponse), stop(), clearHistory(), a reload, a tab that
+// opens while a reply is streaming, and tabs that reconnect while a reply cut by a restart of the
+// runtime is being recovered (one assistant message at every render, its text ending complete).
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -249,5 +250,46 @@ for (const hook of ['think', 'agents']) describe(`with ${hook === 'think' ? '@cl
     assert.equal(textOfMessages(b.chat.messages), full, 'no duplicated text');
     assert.deepEqual(b.chat.messages.map((m) => m.role), ['user', 'assistant']);
     assert.deepEqual(normalize(b.chat.messages), await getMessages(w.url, AGENT, room));
+  });
+
+  test('the runtime restarts mid-reply: a tab reconnecting by itself and a tab opened during the recovery each show one assistant message, ending complete', async (t) => {
+    const w = await workerFor(t);
+    const room = 'rc-restart';
+    const a = await mount(t, w, room);
+    const full = Array.from({ length: 120 }, (_, i) => `w${i + 1}`).join(' ');
+    const shown = new Set(); // every assistant text a tab rendered
+    const problems = [];
+    const sample = (name) => (c) => {
+      const assistants = c.messages.filter((m) => m.role === 'assistant');
+      if (assistants.length > 1) problems.push(`${name} rendered ${assistants.length} assistant messages: ${JSON.stringify(assistants.map((m) => m.id))}`);
+      const text = lastText(c);
+      if (text) shown.add(text);
+    };
+    a.chat.sendMessage({ text: 'a long one [tokens:120] [delay:40]' });
+    await a.waitFor((c) => { sample('a')(c); return lastText(c).includes('w30 '); });
+    await w.restart(); // the socket drops; the hook reconnects on its own
+    // A page opened now wakes the agent, whose recovery then runs while this tab follows it.
+    const b = await mount(t, w, room);
+    assert.ok(b.frames.some((f) => f.type === 'cf_agent_chat_recovering' && f.recovering === true), 'b joined during the recovery');
+    const offer = b.frames.find((f) => f.type === 'cf_agent_stream_resuming');
+    assert.ok(offer, 'b is offered a stream');
+    let recovering = false;
+    const end = (name, tab) => tab.waitFor((c) => {
+      sample(name)(c);
+      recovering ||= c.isRecovering === true;
+      return c.status === 'ready' && !c.isServerStreaming && !c.isRecovering && textOfMessages(c.messages) === full;
+    }, 30000);
+    await Promise.all([end('a', a), end('b', b)]);
+    await a.settled();
+    await b.settled();
+    assert.deepEqual(problems, [], 'one assistant message for one answer, at every render');
+    assert.ok(recovering, 'the recovery was shown while it ran');
+    assert.ok(b.sent.some((f) => f.type === 'cf_agent_stream_resume_ack' && f.id === offer.id), 'b followed the cut stream');
+    for (const text of shown) assert.ok(full.startsWith(text), `a rendered text is not a prefix of the answer: ${JSON.stringify(text)}`);
+    const server = await getMessages(w.url, AGENT, room);
+    for (const tab of [a, b]) {
+      assert.equal(textOfMessages(tab.chat.messages), full, 'the answer once');
+      assert.deepEqual(normalize(tab.chat.messages), server);
+    }
   });
 });

@@ -167,7 +167,15 @@ test('a turn cut before its first token is retried as a fresh turn with a new as
   const done = await b.waitFor(isDone(retry), TURN_MS);
   assert.ok(!done.error, JSON.stringify(done));
   assert.deepEqual(done.messageIds, [uid], 'the retry reports the interrupted turn');
+  // Offered the cut stream, the tab gets the retry's own frames after (or, when the retry was
+  // quicker than the ACK, before) that stream's end.
+  b.cursor = 0;
   await b.waitFor((f) => f.type === 'cf_agent_chat_recovering' && f.recovering === false, TURN_MS);
+  const retried = b.frames.find((f) => isResponse()(f) && f.done && f.id !== id);
+  assert.ok(retried, 'the retry ends in the tab');
+  assert.ok(!retried.error, JSON.stringify(retried));
+  assert.deepEqual(retried.messageIds, [uid], 'the retry reports the interrupted turn');
+  assert.ok(b.frames.filter(isResponse(retried.id)).every((f) => !f.continuation), 'a retry is not a continuation');
   if (retry !== id) {
     assert.ok(b.frames.filter(isResponse(retry)).every((f) => !f.continuation), 'a retry is not a continuation');
   }

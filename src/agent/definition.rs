@@ -1,6 +1,6 @@
 //! What a user of the crate writes: an agent definition (prompt, model
-//! settings, typed server tools, concurrency, per-turn hook) with defaults
-//! read from the worker's vars and secrets.
+//! settings, typed server tools, concurrency, turn and tool hooks) with
+//! defaults read from the worker's vars and secrets.
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -12,10 +12,15 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use futures::future::LocalBoxFuture;
+
 use crate::core::{
-    ApprovalRule, Concurrency, ContextPolicy, CoreConfig, CoreSettings, Limits, RetryPolicy,
+    ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreConfig, CoreSettings,
+    ErrorDisposition, Hooks, Limits, RetryPolicy, ToolCall, ToolCallDecision, ToolOutcome,
     ToolSpec, TurnConfig, TurnContext,
 };
+
+pub use super::tool_context::ToolContext;
 
 use super::access::{require_token, Refusal, RequestInfo};
 use crate::model::openai::OpenAiCompatible;
@@ -28,7 +33,7 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 #[derive(Clone)]
 pub struct ServerTool {
     pub spec: ToolSpec,
-    run: Rc<dyn Fn(Value) -> ToolFuture>,
+    run: Rc<dyn Fn(Value, ToolContext) -> ToolFuture>,
 }
 
 impl ServerTool {
@@ -41,17 +46,32 @@ impl ServerTool {
         F: Fn(I) -> Fut + 'static,
         Fut: Future<Output = Result<O, String>> + 'static,
     {
+        ServerTool::with_context(name, description, move |input: I, _ctx: ToolContext| {
+            run(input)
+        })
+    }
+
+    /// Like [`ServerTool::new`], and `run` also gets the run's
+    /// [`ToolContext`]: its tool call id, an abort signal that fires when the
+    /// turn is cancelled, the turn's recent messages and the agent's env.
+    pub fn with_context<I, O, F, Fut>(name: &str, description: &str, run: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + 'static,
+        O: Serialize + 'static,
+        F: Fn(I, ToolContext) -> Fut + 'static,
+        Fut: Future<Output = Result<O, String>> + 'static,
+    {
         let run = Rc::new(run);
         let tool_name = name.to_string();
         ServerTool {
             spec: ToolSpec::new(name, description, input_schema::<I>()),
-            run: Rc::new(move |input: Value| -> ToolFuture {
+            run: Rc::new(move |input: Value, ctx: ToolContext| -> ToolFuture {
                 let run = run.clone();
                 let tool_name = tool_name.clone();
                 Box::pin(async move {
                     let input: I = serde_json::from_value(input)
                         .map_err(|e| format!("Invalid input for tool '{tool_name}': {e}"))?;
-                    let output = run(input).await?;
+                    let output = run(input, ctx).await?;
                     serde_json::to_value(output).map_err(|e| {
                         format!("Tool '{tool_name}' returned unserializable output: {e}")
                     })
@@ -86,8 +106,20 @@ impl ServerTool {
         self
     }
 
+    /// Offered only in turns whose `before_turn` adds it (`TurnConfig::add_tools`).
+    pub fn on_request(mut self) -> Self {
+        self.spec = self.spec.on_request();
+        self
+    }
+
+    /// Runs the tool outside an agent (no env, a signal that never fires).
     pub fn call(&self, input: Value) -> ToolFuture {
-        (self.run)(input)
+        (self.run)(input, ToolContext::default())
+    }
+
+    /// Runs the tool with its context.
+    pub fn call_with(&self, input: Value, ctx: ToolContext) -> ToolFuture {
+        (self.run)(input, ctx)
     }
 }
 
@@ -245,6 +277,9 @@ fn log_warning(text: &str) {
 }
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
+/// Every method has a default. The agent runs on one thread, so the futures
+/// of its `async fn`s need not be `Send`.
+#[allow(async_fn_in_trait)]
 pub trait AgentDefinition: 'static {
     /// Settings from the worker's vars and secrets.
     fn settings(&self, vars: &Vars) -> AgentSettings {
@@ -265,13 +300,67 @@ pub trait AgentDefinition: 'static {
         require_token(request, settings.auth_token.as_deref())
     }
 
-    /// Adjusts one turn (system prompt, step limit) from its context.
-    fn before_turn(&self, _ctx: &TurnContext<'_>) -> TurnConfig {
+    /// Chooses one turn's settings from its context (trigger, custom body,
+    /// client tools, recent messages): system prompt, step limit, model,
+    /// sampling, extra headers, the tools offered and the tool choice.
+    /// Awaited before the turn's first model call; a turn cancelled
+    /// meanwhile never calls the model, and a turn recovered after an
+    /// eviction is prepared again.
+    async fn before_turn(&self, _ctx: TurnContext) -> TurnConfig {
         TurnConfig::default()
+    }
+
+    /// Called once a turn ended and its answer is stored: its outcome, the
+    /// ids of the messages it answered and of its answer, its request id.
+    async fn on_chat_response(&self, _response: ChatResponse) {}
+
+    /// Called for a turn that is about to fail. `Retry` sends the failed
+    /// model call again (when `error.retryable`: it streamed nothing and the
+    /// step's model-retry budget is left); `Fail` (the default) ends the turn.
+    fn on_chat_error(&self, _error: &ChatError) -> ErrorDisposition {
+        ErrorDisposition::Fail
+    }
+
+    /// Decides a tool call before it runs (a server tool) or is sent to the
+    /// tab or parent agent (a client tool): allow it, block it with text the
+    /// model reads as its result, change its input, or give its result.
+    fn before_tool_call(&self, _call: &ToolCall) -> ToolCallDecision {
+        ToolCallDecision::Allow
+    }
+
+    /// Sees every tool result (a server tool's run, a tab's or a parent's
+    /// answer) before it is stored and the model reads it; may rewrite it.
+    fn after_tool_call(&self, _call: &ToolCall, result: ToolOutcome) -> ToolOutcome {
+        result
     }
 }
 
-/// Builds the core's configuration for one agent instance.
+/// The awaited hooks of a definition, type-erased for the host.
+#[derive(Clone)]
+pub struct AsyncHooks {
+    pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
+    pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
+}
+
+impl AsyncHooks {
+    pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
+        let (prepare, respond) = (definition.clone(), definition.clone());
+        AsyncHooks {
+            before_turn: Rc::new(move |ctx| {
+                let definition = prepare.clone();
+                Box::pin(async move { definition.before_turn(ctx).await })
+            }),
+            on_chat_response: Rc::new(move |response| {
+                let definition = respond.clone();
+                Box::pin(async move { definition.on_chat_response(response).await })
+            }),
+        }
+    }
+}
+
+/// Builds the core's configuration for one agent instance: each turn is
+/// prepared by the host (`before_turn` is awaited there); the inline hooks
+/// go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
     settings: &AgentSettings,
@@ -283,10 +372,15 @@ pub fn core_config<D: AgentDefinition>(
     config.system_prompt = definition.system_prompt();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.core.clone();
-    let hook_owner = definition.clone();
-    config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
-        hook_owner.before_turn(ctx)
-    }));
+    config.prepare_turn = true;
+    let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    config.hooks = Hooks {
+        on_chat_error: Some(Rc::new(move |error: &ChatError| errors.on_chat_error(error))),
+        before_tool_call: Some(Rc::new(move |call: &ToolCall| before.before_tool_call(call))),
+        after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
+            after.after_tool_call(call, result)
+        })),
+    };
     config
 }
 

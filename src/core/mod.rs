@@ -20,9 +20,11 @@ pub mod context_window;
 mod continuation;
 mod cut_stream;
 pub mod effects;
+pub mod hooks;
 pub mod ids;
 pub mod limits;
 mod model_call;
+mod prepare;
 pub mod persisted;
 pub mod queue;
 mod recovery;
@@ -46,7 +48,10 @@ use crate::protocol::{
 
 pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
-    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger,
+    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
+};
+pub use hooks::{
+    ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
@@ -161,6 +166,7 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
         }
         self.write_down_queue();
     }

@@ -28,7 +28,9 @@ pub enum Provider {
     WorkersAi(workers_ai::WorkersAi),
 }
 
-pub use request::{ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolDefinition};
+pub use request::{
+    ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
+};
 
 /// What the provider stream says, in provider-neutral terms.
 ///

@@ -134,6 +134,18 @@ impl Core {
         }
     }
 
+    /// What a server tool's context carries: the last messages of the
+    /// conversation, then the answer being written.
+    pub fn turn_messages(&self) -> Vec<crate::protocol::UIMessage> {
+        let mut messages: Vec<_> = self.transcript.iter().cloned().collect();
+        if let Some(active) = &self.active {
+            messages.retain(|m| m.id != active.message.id);
+            messages.push(active.message.clone());
+        }
+        let keep = super::config::TURN_CONTEXT_MESSAGES;
+        messages.split_off(messages.len().saturating_sub(keep))
+    }
+
     /// `before_tool_call` for one call (`Allow` without a hook).
     pub(super) fn decide_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
         match &self.config.hooks.before_tool_call {

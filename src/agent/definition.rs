@@ -375,8 +375,12 @@ pub fn core_config<D: AgentDefinition>(
     config.prepare_turn = true;
     let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
     config.hooks = Hooks {
-        on_chat_error: Some(Rc::new(move |error: &ChatError| errors.on_chat_error(error))),
-        before_tool_call: Some(Rc::new(move |call: &ToolCall| before.before_tool_call(call))),
+        on_chat_error: Some(Rc::new(move |error: &ChatError| {
+            errors.on_chat_error(error)
+        })),
+        before_tool_call: Some(Rc::new(move |call: &ToolCall| {
+            before.before_tool_call(call)
+        })),
         after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
             after.after_tool_call(call, result)
         })),

@@ -26,8 +26,8 @@ use crate::store::SqlStore;
 
 use super::access::{Refusal, RequestInfo};
 use super::definition::{core_config, AgentDefinition, AsyncHooks, ServerTool, Vars};
-use super::tool_context::{AbortController as ToolAbort, ToolContext};
 use super::ids::RandomIds;
+use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
 #[derive(Debug, Serialize, Deserialize)]

@@ -333,7 +333,10 @@ impl TurnSettings {
     /// Whether the turn offers the tool `name`; `on_request` tools only when added.
     pub fn offers(&self, name: &str, on_request: bool) -> bool {
         let added = self.add_tools.iter().any(|n| n == name);
-        let listed = self.tools.as_ref().is_none_or(|names| names.iter().any(|n| n == name));
+        let listed = self
+            .tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name));
         (added || (listed && !on_request)) && !self.remove_tools.iter().any(|n| n == name)
     }
 }

@@ -24,8 +24,8 @@ pub mod hooks;
 pub mod ids;
 pub mod limits;
 mod model_call;
-mod prepare;
 pub mod persisted;
+mod prepare;
 pub mod queue;
 mod recovery;
 mod resume;
@@ -50,11 +50,11 @@ pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
+pub use context_window::ContextPolicy;
+pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use hooks::{
     ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
 };
-pub use context_window::ContextPolicy;
-pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
 pub use persisted::{

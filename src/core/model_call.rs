@@ -10,9 +10,9 @@ use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
+use super::config::TurnTrigger;
 use super::context::{model_messages, turn_tools};
 use super::context_window;
-use super::config::TurnTrigger;
 use super::effects::{CallId, Timer};
 use super::hooks::{ChatError, ErrorDisposition};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
@@ -327,7 +327,8 @@ impl Core {
                 let call = call.id;
                 self.enter_waiting_to_retry(request, self.now + wait);
                 if in_flight {
-                    self.effects.push(super::effects::Effect::AbortModel { call });
+                    self.effects
+                        .push(super::effects::Effect::AbortModel { call });
                 }
             }
             _ => self.end_turn(Outcome::Error, Some(text)),
@@ -392,9 +393,7 @@ impl Core {
                 let request = current.request.clone();
                 self.enter_waiting_to_retry(request, self.now + delay);
             }
-            None => {
-                self.fail_model_call(failure.text, failure.transient, failure.retry_after_ms)
-            }
+            None => self.fail_model_call(failure.text, failure.transient, failure.retry_after_ms),
         }
     }
 }

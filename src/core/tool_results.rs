@@ -52,11 +52,18 @@ impl Core {
         let part = self
             .active
             .as_ref()
-            .and_then(|a| a.message.tool_parts().find(|t| t.tool_call_id == result.tool_call_id))
+            .and_then(|a| {
+                a.message
+                    .tool_parts()
+                    .find(|t| t.tool_call_id == result.tool_call_id)
+            })
             .or_else(|| {
                 self.transcript
                     .owner_of(&result.tool_call_id)
-                    .and_then(|m| m.tool_parts().find(|t| t.tool_call_id == result.tool_call_id))
+                    .and_then(|m| {
+                        m.tool_parts()
+                            .find(|t| t.tool_call_id == result.tool_call_id)
+                    })
             });
         let (name, input) = part
             .map(|t| (t.tool_name.clone(), t.input.clone().unwrap_or_default()))

@@ -163,6 +163,7 @@ impl Core {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             input: input.clone(),
+            provider_executed: (is_client && settled.is_some()).then_some(true),
         });
         if let Some(result) = settled {
             let hooked = ToolCall { input, ..hooked };
@@ -257,7 +258,11 @@ impl Core {
         let input = self
             .active
             .as_ref()
-            .and_then(|a| a.message.tool_parts().find(|t| t.tool_call_id == tool_call_id))
+            .and_then(|a| {
+                a.message
+                    .tool_parts()
+                    .find(|t| t.tool_call_id == tool_call_id)
+            })
             .and_then(|t| t.input.clone())
             .unwrap_or_default();
         let hooked = self.hook_call(tool_call_id, &run.tool_name, input, run.remote.is_some());

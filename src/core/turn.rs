@@ -15,8 +15,8 @@ use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 use super::accumulator::{close_dangling_text, has_content};
 use super::chunk_log::ChunkLog;
 use super::config::TurnSettings;
-use super::hooks::ChatResponse;
 use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
+use super::hooks::ChatResponse;
 use super::ids::IdKind;
 use super::persisted::StreamRecord;
 use super::queue::QueuedTurn;
@@ -340,9 +340,9 @@ impl Core {
                 self.begin_step();
                 return;
             }
-            TurnPhase::Preparing(_)
-            | TurnPhase::CallingModel(_)
-            | TurnPhase::WaitingToRetry(_) => return,
+            TurnPhase::Preparing(_) | TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => {
+                return
+            }
             TurnPhase::RunningTools(end) => (
                 end.finish_reason,
                 end.called_tools

@@ -46,6 +46,7 @@ use crate::protocol::{
     parse_client_frame, server, ClientFrame, ClientToolSchema, FrameError, UIMessage,
 };
 
+pub use crate::model::ToolChoice;
 pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,

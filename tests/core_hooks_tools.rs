@@ -186,3 +186,27 @@ fn cancelling_a_turn_fires_its_running_tools_abort_signal() {
         "aborted"
     );
 }
+
+#[test]
+fn a_run_past_its_deadline_has_its_abort_signal_fired() {
+    let mut sim = Sim::with(|c| c.tool_timeout_ms = 2_000);
+    sim.connect("a");
+    sim.script(Reply::tool_call(
+        "c1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"tempC": 3})).after(60_000),
+    )
+    .script(Reply::text("too slow"));
+    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+    sim.run_until_idle();
+    let run = sim.tools.runs_of("get_weather")[0].call;
+    assert_eq!(sim.aborted_tools, vec![run]);
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+        "completed"
+    );
+}

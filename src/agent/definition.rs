@@ -524,4 +524,51 @@ mod tests {
             Limits::default().model_stall_timeout_ms
         );
     }
+
+    struct Hooked;
+
+    impl AgentDefinition for Hooked {
+        async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+            TurnConfig {
+                model: Some(format!("for-{}", ctx.request_id)),
+                ..TurnConfig::default()
+            }
+        }
+
+        fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+            ToolCallDecision::Block(format!("no {}", call.tool_name))
+        }
+    }
+
+    #[test]
+    fn the_definitions_hooks_reach_the_core_and_the_host() {
+        let definition = Rc::new(Hooked);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "hooked");
+        assert!(config.prepare_turn, "each turn is prepared by the host");
+        let call = ToolCall {
+            request_id: "r1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "refund".into(),
+            input: Value::Null,
+            client: true,
+        };
+        let decide = config.hooks.before_tool_call.clone();
+        assert_eq!(
+            decide.map(|hook| hook(&call)),
+            Some(ToolCallDecision::Block("no refund".into()))
+        );
+        let context = TurnContext {
+            request_id: "r9".into(),
+            trigger: crate::core::TurnTrigger::Submit,
+            continuation: false,
+            from_parent: false,
+            messages: Vec::new(),
+            client_tools: Vec::new(),
+            body: Default::default(),
+        };
+        let hooks = AsyncHooks::of(&definition);
+        let chosen = futures::executor::block_on((hooks.before_turn)(context));
+        assert_eq!(chosen.model.as_deref(), Some("for-r9"));
+    }
 }

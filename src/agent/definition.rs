@@ -16,8 +16,8 @@ use futures::future::LocalBoxFuture;
 
 use crate::core::{
     ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreConfig, CoreSettings,
-    ErrorDisposition, Hooks, Limits, RetryPolicy, ToolCall, ToolCallDecision, ToolOutcome,
-    ToolSpec, TurnConfig, TurnContext,
+    ErrorDisposition, Hooks, Limits, LogLevel, RetryPolicy, ToolCall, ToolCallDecision,
+    ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
 
 pub use super::tool_context::ToolContext;
@@ -200,7 +200,7 @@ impl DerefMut for AgentSettings {
 
 impl AgentSettings {
     /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`,
-    /// `AUTH_TOKEN`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`.
+    /// `AUTH_TOKEN`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`, `LOG_LEVEL`.
     pub fn from_vars(vars: &Vars) -> AgentSettings {
         let concurrency = vars
             .get("MESSAGE_CONCURRENCY")
@@ -213,6 +213,15 @@ impl AgentSettings {
                     Concurrency::Queue
                 }
             });
+        let log_level = vars.get("LOG_LEVEL").map(|v| match LogLevel::parse(&v) {
+            Some(level) => level,
+            None => {
+                log_warning(&format!(
+                    "LOG_LEVEL `{v}` is not understood (error, warn, info or debug); using info"
+                ));
+                LogLevel::Info
+            }
+        });
         let defaults = CoreSettings::default();
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
@@ -246,6 +255,7 @@ impl AgentSettings {
                     max_bytes: vars.parsed_or("MODEL_CONTEXT_BYTES", defaults.context.max_bytes),
                 },
                 tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
+                log_level: log_level.unwrap_or(defaults.log_level),
                 ..defaults
             },
         }
@@ -270,10 +280,7 @@ impl AgentSettings {
 }
 
 fn log_warning(text: &str) {
-    #[cfg(target_arch = "wasm32")]
-    worker::console_warn!("{text}");
-    #[cfg(not(target_arch = "wasm32"))]
-    eprintln!("{text}");
+    crate::log::write(crate::log::LogLevel::Warn, text);
 }
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
@@ -508,6 +515,18 @@ mod tests {
                 "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY)."
             ))
         );
+    }
+
+    #[test]
+    fn log_level_is_read_and_an_unknown_one_keeps_info() {
+        let read = |value: &'static str| {
+            let lookup = move |name: &str| (name == "LOG_LEVEL").then(|| value.to_string());
+            AgentSettings::from_vars(&Vars(&lookup)).log_level
+        };
+        assert_eq!(read("warn"), LogLevel::Warn);
+        assert_eq!(read("Debug"), LogLevel::Debug);
+        assert_eq!(read("loud"), LogLevel::Info);
+        assert_eq!(read(""), LogLevel::Info);
     }
 
     #[test]

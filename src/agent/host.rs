@@ -97,6 +97,7 @@ impl AgentHost {
         let channel_secret =
             lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
+        crate::log::set_threshold(settings.log_level);
         let tools = definition.tools();
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
@@ -309,6 +310,7 @@ impl AgentHost {
         let effects = {
             let mut core = self.core.borrow_mut();
             core.handle(event, now_ms());
+            self.write_log(&mut core);
             core.take_effects()
         };
         self.execute(effects);
@@ -320,10 +322,33 @@ impl AgentHost {
         let effects = {
             let mut core = self.core.borrow_mut();
             core.handle_timeout(now_ms());
+            self.write_log(&mut core);
             core.take_effects()
         };
         self.execute(effects);
         self.schedule_timers();
+    }
+
+    /// Writes the core's log events, one line each, after the agent's prefix.
+    fn write_log(&self, core: &mut Core) {
+        let events = core.take_log();
+        if events.is_empty() {
+            return;
+        }
+        let prefix = crate::log::agent_prefix(&core.config().agent, &core.config().name);
+        for event in events {
+            crate::log::write(event.level(), &format!("{prefix} {event}"));
+        }
+    }
+
+    /// One line of the host's own, after the agent's prefix.
+    fn log_line(&self, level: crate::log::LogLevel, text: &str) {
+        if !level.shown_at(crate::log::threshold()) {
+            return;
+        }
+        let core = self.core.borrow();
+        let prefix = crate::log::agent_prefix(&core.config().agent, &core.config().name);
+        crate::log::write(level, &format!("{prefix} {text}"));
     }
 
     /// Keeps the wake-up and the durable alarm in step with the core's timers.
@@ -447,7 +472,10 @@ impl AgentHost {
     /// stored; the records that came before it, the chunk log included, are
     /// still there for a recovery). Every tab and channel is told.
     fn write_failed(&self, error: &str) {
-        worker::console_error!("storage write failed: {error}");
+        self.log_line(
+            crate::log::LogLevel::Error,
+            &format!("storage write failed: {error}"),
+        );
         let frame = server::chat_error(&format!(
             "The agent could not save its state ({error}); the last answer may be incomplete."
         ));
@@ -482,7 +510,10 @@ impl AgentHost {
         let offset = at_ms.saturating_sub(now_ms()).max(1) as i64;
         spawn_local(async move {
             if let Err(e) = storage.set_alarm(offset).await {
-                worker::console_error!("could not set the alarm: {e}");
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("could not set the alarm: {e}"),
+                );
             }
         });
     }

@@ -44,7 +44,10 @@ macro_rules! chat_agent {
                 let host = $crate::agent::host::AgentHost::new(state, env, definition, $agent)
                     .map_err(|e| e.to_string());
                 if let Err(e) = &host {
-                    ::worker::console_error!("agent failed to start: {e}");
+                    $crate::log::write(
+                        $crate::log::LogLevel::Error,
+                        &::std::format!("agent failed to start: {e}"),
+                    );
                 }
                 Self { host }
             }

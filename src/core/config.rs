@@ -365,6 +365,8 @@ pub struct CoreSettings {
     /// Deadline of a server tool run (or of a parent's client tool run), in
     /// ms; a tool's own `ToolSpec::timeout_ms` wins. 0: no deadline.
     pub tool_timeout_ms: u64,
+    /// Which log events the core keeps for the host (`LOG_LEVEL`, see `log.rs`).
+    pub log_level: super::log::LogLevel,
 }
 
 /// Default deadline of one tool run: five minutes.
@@ -383,6 +385,7 @@ impl Default for CoreSettings {
             model_retry: RetryPolicy::default(),
             context: Default::default(),
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
+            log_level: Default::default(),
         }
     }
 }

@@ -41,8 +41,13 @@ pub fn estimated_bytes(messages: &[ModelMessage]) -> usize {
 
 /// Keeps what fits in `max_bytes` (0 keeps everything); see the module header.
 pub fn fit(messages: Vec<ModelMessage>, max_bytes: usize) -> Vec<ModelMessage> {
+    fit_counted(messages, max_bytes).0
+}
+
+/// [`fit`], and how many messages it left out.
+pub fn fit_counted(messages: Vec<ModelMessage>, max_bytes: usize) -> (Vec<ModelMessage>, usize) {
     if max_bytes == 0 || estimated_bytes(&messages) <= max_bytes {
-        return messages;
+        return (messages, 0);
     }
     let system_len = usize::from(matches!(
         messages.first(),
@@ -66,11 +71,11 @@ pub fn fit(messages: Vec<ModelMessage>, max_bytes: usize) -> Vec<ModelMessage> {
         first += 1;
     }
     let Some(start) = groups.get(first).map(|g| g.start) else {
-        return messages;
+        return (messages, 0);
     };
     let omitted = start - system_len;
     if omitted == 0 {
-        return messages;
+        return (messages, 0);
     }
     let mut kept = Vec::with_capacity(messages.len() - omitted + 1);
     let mut all = messages.into_iter();
@@ -79,7 +84,7 @@ pub fn fit(messages: Vec<ModelMessage>, max_bytes: usize) -> Vec<ModelMessage> {
         content: omitted_note(omitted),
     });
     kept.extend(all.skip(omitted));
-    kept
+    (kept, omitted)
 }
 
 /// A message with the tool results that answer it.

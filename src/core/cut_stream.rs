@@ -11,6 +11,7 @@ use crate::protocol::{server, Outcome};
 
 use super::config::TurnTrigger;
 use super::ids::IdKind;
+use super::log::RecoveryStep;
 use super::persisted::ConfigKey;
 use super::queue::QueuedTurn;
 use super::recovery::{repair_dead_server_calls, EXHAUSTED_TEXT};
@@ -37,7 +38,14 @@ impl Core {
         // The stream produced something: that is progress.
         budget.attempts += 1;
         budget.last_progress_at = self.now;
-        if budget.attempts > self.config.recovery.max_attempts {
+        let exhausted = budget.attempts > self.config.recovery.max_attempts;
+        let step = match (exhausted, budget.attempts) {
+            (true, _) => RecoveryStep::Exhausted,
+            (false, 1) => RecoveryStep::Begun,
+            (false, _) => RecoveryStep::Continued,
+        };
+        self.log_recovery(step, "cut-stream", &root, budget.attempts);
+        if exhausted {
             // Held again only so that ending the chain deletes its row.
             self.recovery_budget = was_recovery.then_some(budget);
             self.end_turn(Outcome::Error, Some(EXHAUSTED_TEXT.to_string()));

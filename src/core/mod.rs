@@ -23,6 +23,7 @@ pub mod effects;
 pub mod hooks;
 pub mod ids;
 pub mod limits;
+pub mod log;
 mod model_call;
 pub mod persisted;
 mod prepare;
@@ -58,6 +59,7 @@ pub use hooks::{
 };
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
+pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
 pub use persisted::{
     ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
     TerminalError,
@@ -97,6 +99,8 @@ pub struct Core {
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
+    /// Log events for the host (see `log.rs`).
+    log: Vec<log::LogEvent>,
 }
 
 impl Core {
@@ -134,6 +138,7 @@ impl Core {
             next_call: 1,
             timers: TimerTable::default(),
             effects: Vec::new(),
+            log: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@ use super::context::{model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
 use super::hooks::{ChatError, ErrorDisposition};
+use super::log::{LogEvent, LogLevel};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
 
@@ -31,6 +32,16 @@ impl Core {
         self.emit(UIMessageChunk::StartStep);
         let budget = self.config.context.max_bytes;
         if let Some(request) = self.step_request(budget) {
+            if self.logs(LogLevel::Debug) {
+                if let Some(active) = self.active.as_ref() {
+                    let event = LogEvent::StepStarted {
+                        request_id: active.turn.request_id.clone(),
+                        step: active.steps,
+                        context_bytes: context_window::estimated_bytes(&request.messages),
+                    };
+                    self.log(event);
+                }
+            }
             self.enter_calling_model(StepRequest {
                 request,
                 retries: 0,
@@ -41,8 +52,24 @@ impl Core {
 
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
-    /// `context_budget` bytes (see `context_window.rs`; 0: no bound).
-    fn step_request(&self, context_budget: usize) -> Option<ModelRequest> {
+    /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
+    /// window that leaves messages out is logged.
+    fn step_request(&mut self, context_budget: usize) -> Option<ModelRequest> {
+        let (request, omitted) = self.build_step_request(context_budget)?;
+        if omitted > 0 {
+            let request_id = self.active.as_ref()?.turn.request_id.clone();
+            self.log(LogEvent::ContextTrimmed {
+                request_id,
+                omitted,
+                kept_bytes: context_window::estimated_bytes(&request.messages),
+                budget: context_budget,
+            });
+        }
+        Some(request)
+    }
+
+    /// The step's request and how many messages its window left out.
+    fn build_step_request(&self, context_budget: usize) -> Option<(ModelRequest, usize)> {
         let active = self.active.as_ref()?;
         let mut context: Vec<&UIMessage> = self
             .transcript
@@ -57,15 +84,17 @@ impl Core {
         let client_tools = self.active_client_tools();
         let mut tools = turn_tools(&self.config.tools, client_tools);
         tools.retain(|t| turn.offers(&t.name, self.on_request_only(&t.name, client_tools)));
-        Some(ModelRequest {
+        let (messages, omitted) = context_window::fit_counted(messages, context_budget);
+        let request = ModelRequest {
             settings: turn.model.clone(),
-            messages: context_window::fit(messages, context_budget),
+            messages,
             tool_choice: (!tools.is_empty())
                 .then(|| turn.tool_choice.clone())
                 .flatten(),
             tools,
             headers: turn.headers.clone(),
-        })
+        };
+        Some((request, omitted))
     }
 
     /// A server tool offered only when a turn adds it (a client tool of the
@@ -82,11 +111,20 @@ impl Core {
     /// The provider refused the request as too long for the model: the step
     /// is asked again once, with half the context the refused request held.
     /// Returns false when that was tried already (the turn then fails).
-    fn retry_with_less_context(&mut self, refused: &StepRequest) -> bool {
+    fn retry_with_less_context(&mut self, refused: &StepRequest, reason: &str) -> bool {
         let sent = context_window::estimated_bytes(&refused.request.messages);
         let budget = sent / 2;
         if refused.narrowed || budget == 0 {
             return false;
+        }
+        if let Some(active) = self.active.as_ref() {
+            let event = LogEvent::ContextOverflow {
+                request_id: active.turn.request_id.clone(),
+                sent_bytes: sent,
+                budget,
+                reason: reason.to_string(),
+            };
+            self.log(event);
         }
         let Some(request) = self.step_request(budget) else {
             return false;
@@ -325,6 +363,12 @@ impl Core {
             (ErrorDisposition::Retry { after_ms }, Some(backoff)) => {
                 let wait = after_ms.clamp(backoff, backoff.max(crate::model::MAX_RETRY_AFTER_MS));
                 let call = call.id;
+                self.log(LogEvent::ModelRetry {
+                    request_id: error.request_id.clone(),
+                    attempt: request.retries + 1,
+                    delay_ms: wait,
+                    reason: text,
+                });
                 self.enter_waiting_to_retry(request, self.now + wait);
                 if in_flight {
                     self.effects
@@ -377,7 +421,7 @@ impl Core {
         };
         if failure.context_overflow && !current.streamed {
             let refused = current.request.clone();
-            if self.retry_with_less_context(&refused) {
+            if self.retry_with_less_context(&refused, &failure.text) {
                 return;
             }
             let text = format!("{CONTEXT_TOO_LONG} ({})", failure.text);
@@ -391,6 +435,15 @@ impl Core {
         match delay {
             Some(delay) => {
                 let request = current.request.clone();
+                if let Some(active) = self.active.as_ref() {
+                    let event = LogEvent::ModelRetry {
+                        request_id: active.turn.request_id.clone(),
+                        attempt: request.retries + 1,
+                        delay_ms: delay,
+                        reason: failure.text.clone(),
+                    };
+                    self.log(event);
+                }
                 self.enter_waiting_to_retry(request, self.now + delay);
             }
             None => self.fail_model_call(failure.text, failure.transient, failure.retry_after_ms),

@@ -11,6 +11,7 @@ use super::accumulator::{apply_chunk, close_dangling_text, has_content};
 use super::config::TurnTrigger;
 use super::effects::{StoreOp, Timer};
 use super::ids::IdKind;
+use super::log::{LogEvent, RecoveryStep};
 use super::persisted::{ConfigKey, OpenStream, RecoveryBudget};
 use super::queue::QueuedTurn;
 use super::transcript::INTERRUPTED_TOOL_ERROR;
@@ -61,6 +62,9 @@ impl Core {
         let plan = self.plan(&open, partial.as_ref());
         match plan {
             Plan::Park | Plan::Skip => {
+                if plan == Plan::Park {
+                    self.log_recovery(RecoveryStep::Parked, "eviction", &root, 0);
+                }
                 // A recovery turn cut again ends its chain here: tabs told
                 // by the previous instance that it began are told it ended.
                 if open.record.recovery_root.is_some() {
@@ -84,6 +88,12 @@ impl Core {
         // The recovery turn shows the model every settled result (an exhausted
         // chain runs nothing more): a continuation owed for them would answer again.
         self.drop_continuation();
+        let step = match (exhausted, budget.attempts) {
+            (true, _) => RecoveryStep::Exhausted,
+            (false, 1) => RecoveryStep::Begun,
+            (false, _) => RecoveryStep::Continued,
+        };
+        self.log_recovery(step, "eviction", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
             self.recovery_budget = Some(budget);
@@ -243,6 +253,22 @@ impl Core {
         self.orphan = None;
         self.recovering = Some(root.to_string());
         self.finish_recovery();
+    }
+
+    pub(super) fn log_recovery(
+        &mut self,
+        step: RecoveryStep,
+        cause: &'static str,
+        root: &str,
+        attempt: u32,
+    ) {
+        self.log(LogEvent::Recovery {
+            step,
+            cause,
+            root: root.to_string(),
+            attempt,
+            max_attempts: self.config.recovery.max_attempts,
+        });
     }
 
     /// A recovery chain ended (completed, failed or exhausted).

@@ -66,6 +66,10 @@ impl Core {
     /// Refuses a frame: on its request id (the tab's stream ends with the
     /// error) or, without one, with a `cf_agent_chat_error` frame. Nothing is stored.
     pub(crate) fn reject(&mut self, conn: ConnId, id: Option<String>, error: &str) {
+        self.log(super::log::LogEvent::FrameRefused {
+            conn: conn.clone(),
+            reason: error.to_string(),
+        });
         let frame = match id {
             // An over-long id is not echoed (the refusal would amplify it).
             Some(id) if !id.is_empty() && id.len() <= crate::protocol::client::MAX_ID_BYTES => {

@@ -18,6 +18,7 @@ use super::config::TurnSettings;
 use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
 use super::hooks::ChatResponse;
 use super::ids::IdKind;
+use super::log::{trigger_label, LogEvent, TurnEnd};
 use super::persisted::StreamRecord;
 use super::queue::QueuedTurn;
 use super::Core;
@@ -121,6 +122,8 @@ pub(super) struct ActiveTurn {
     pub log: ChunkLog,
     /// Bytes of text, reasoning and tool arguments the model streamed in this turn.
     pub(super) model_bytes: usize,
+    /// When the turn started (for its log line).
+    pub(super) started_at: u64,
 }
 
 impl ActiveTurn {
@@ -200,6 +203,12 @@ impl Core {
         self.set_timer(Timer::Heartbeat, heartbeat_at);
         self.orphan = None;
         let request_id = turn.request_id.clone();
+        self.log(LogEvent::TurnStarted {
+            request_id: request_id.clone(),
+            trigger: trigger_label(&turn),
+            queued: self.queue.len(),
+            waited_ms: self.now.saturating_sub(turn.submitted_at),
+        });
         self.active = Some(ActiveTurn {
             turn,
             message,
@@ -214,6 +223,7 @@ impl Core {
             open: OpenParts::default(),
             log: ChunkLog::default(),
             model_bytes: 0,
+            started_at: self.now,
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -381,7 +391,22 @@ impl Core {
         outcome: Outcome,
         error: Option<String>,
     ) -> Option<QueuedTurn> {
+        let waits_on_person = matches!(
+            self.active.as_ref().map(|a| &a.phase),
+            Some(TurnPhase::RunningTools(StepEnd {
+                waits_on_person: true,
+                ..
+            }))
+        );
         let mut active = self.take_active()?;
+        let end = match outcome {
+            Outcome::Completed if waits_on_person => TurnEnd::WaitingForPerson,
+            Outcome::Completed | Outcome::Skipped => TurnEnd::Completed,
+            Outcome::Aborted => TurnEnd::Aborted,
+            Outcome::Error => TurnEnd::Failed,
+            Outcome::Recovering => TurnEnd::Recovering,
+        };
+        self.log_turn_ended(&active, end, error.clone());
         let request_id = active.turn.request_id.clone();
         let continuation = active.continuation();
         let message_ids = active.turn.message_ids.clone();
@@ -431,6 +456,7 @@ impl Core {
         let Some(active) = self.take_active() else {
             return;
         };
+        self.log_turn_ended(&active, TurnEnd::Aborted, Some("history cleared".into()));
         let continuation = active.continuation();
         let message_ids = (!continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();
@@ -487,6 +513,17 @@ impl Core {
         self.forget_stream_approvals();
         self.conns.clear_pending_resume();
         Some(active)
+    }
+
+    fn log_turn_ended(&mut self, active: &ActiveTurn, end: TurnEnd, reason: Option<String>) {
+        self.log(LogEvent::TurnEnded {
+            request_id: active.turn.request_id.clone(),
+            end,
+            steps: active.steps,
+            duration_ms: self.now.saturating_sub(active.started_at),
+            model_bytes: active.model_bytes,
+            reason,
+        });
     }
 
     fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {

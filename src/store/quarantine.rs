@@ -45,9 +45,12 @@ fn keep(
             SqlStorageValue::from(count),
         ],
     )?;
-    worker::console_error!(
-        "storage: quarantined unreadable {source} row {key:?} ({} bytes): {reason}",
-        value.len()
+    crate::log::write(
+        crate::log::LogLevel::Error,
+        &format!(
+            "storage: quarantined unreadable {source} row {key:?} ({} bytes): {reason}",
+            value.len()
+        ),
     );
     Ok(())
 }

@@ -63,8 +63,11 @@ pub fn version(sql: &SqlStorage) -> worker::Result<usize> {
 pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()> {
     let from = version(sql)?;
     if from > SCHEMA_VERSION {
-        worker::console_error!(
-            "storage: schema version {from} is newer than this release's {SCHEMA_VERSION}"
+        crate::log::write(
+            crate::log::LogLevel::Error,
+            &format!(
+                "storage: schema version {from} is newer than this release's {SCHEMA_VERSION}"
+            ),
         );
         return Ok(());
     }
@@ -84,7 +87,10 @@ pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()
         )?;
         Ok(())
     })?;
-    worker::console_log!("storage: schema migrated from version {from} to {SCHEMA_VERSION}");
+    crate::log::write(
+        crate::log::LogLevel::Info,
+        &format!("storage: schema migrated from version {from} to {SCHEMA_VERSION}"),
+    );
     Ok(())
 }
 

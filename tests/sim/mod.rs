@@ -22,8 +22,8 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, StoredState,
-    Timer, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
+    StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -110,6 +110,8 @@ pub struct Sim {
     pub aborted_tools: Vec<CallId>,
     /// Frames sent to a connection that is not open.
     pub misdelivered: Vec<(String, Value)>,
+    /// The core's log events, in order (what the host writes as lines).
+    pub log: Vec<LogEvent>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -180,6 +182,7 @@ impl Sim {
             responses: Vec::new(),
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
+            log: Vec::new(),
         }
     }
 
@@ -438,6 +441,7 @@ impl Sim {
     }
 
     fn apply_effects(&mut self) {
+        self.log.extend(self.core.take_log());
         for effect in self.core.take_effects() {
             self.apply(effect);
         }

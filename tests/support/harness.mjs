@@ -23,6 +23,7 @@ export const DEFAULT_BINDINGS = {
   OPENAI_API_KEY: 'test-key',
   MODEL: 'scripted-model',
   MESSAGE_CONCURRENCY: 'queue',
+  LOG_LEVEL: 'info',
 };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */

@@ -1,0 +1,72 @@
+// The log a turn leaves in the runtime's console (what `wrangler tail` and the `wrangler dev`
+// console show), read from workerd's structured log output through Miniflare: a turn that is
+// retried once writes its start, the retry and its end, one line each; `LOG_LEVEL=warn` keeps
+// only the retry; a refused frame is one warning.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chatRequest, userMessage, isDone } from '../support/harness.mjs';
+import { workerFor, rid, tab } from '../support/e2e.mjs';
+
+const TURN_MS = 20000;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A worker whose console lines are collected in `.logs` ({level, message}). */
+async function loggedWorker(t, bindings = {}) {
+  const logs = [];
+  const w = await workerFor(t, {
+    bindings,
+    miniflare: { handleStructuredLogs: (log) => logs.push(log) },
+  });
+  w.logs = logs;
+  return w;
+}
+
+/** The agent's lines about `id` (written after the frames that end the turn: wait a little). */
+async function linesAbout(w, text) {
+  await sleep(200);
+  return w.logs.filter((l) => l.message.includes(text));
+}
+
+async function retriedTurn(w, room) {
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'flaky provider [http-once:503]')]));
+  const done = await a.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  return id;
+}
+
+test('a retried turn writes its start, the retry and its end, one line each', async (t) => {
+  const w = await loggedWorker(t);
+  const room = 'room-logs';
+  const id = await retriedTurn(w, room);
+  const lines = await linesAbout(w, `request=${id}`);
+  const messages = lines.map((l) => l.message);
+  assert.equal(lines.length, 3, messages.join('\n'));
+  const prefix = `[chat-agent ${room}] `;
+  assert.ok(messages.every((m) => m.startsWith(prefix)), messages.join('\n'));
+  assert.match(messages[0], /turn started request=\S+ trigger=submit queued=0/);
+  assert.match(messages[1], /model retry request=\S+ attempt=1 delay_ms=1000 reason="[^"]*503/);
+  assert.equal(lines[1].level, 'warn');
+  assert.match(messages[2], /turn ended request=\S+ outcome=completed steps=1 ms=\d+ streamed_bytes=\d+ tokens~\d+$/);
+});
+
+test('LOG_LEVEL=warn keeps the retry and drops the start and end lines', async (t) => {
+  const w = await loggedWorker(t, { LOG_LEVEL: 'warn' });
+  const id = await retriedTurn(w, 'room-logs-warn');
+  const lines = await linesAbout(w, `request=${id}`);
+  assert.deepEqual(lines.map((l) => l.level), ['warn'], lines.map((l) => l.message).join('\n'));
+  assert.match(lines[0].message, /model retry/);
+});
+
+test('a refused frame is one warning naming the connection and the reason', async (t) => {
+  const w = await loggedWorker(t);
+  const pk = `pk-${rid()}`;
+  const a = await tab(w, 'room-logs-refused', { pk });
+  a.send('{"type":"cf_agent_use_chat_request","id":"x","init":{"method":"POST","body":"{not json"}}');
+  await a.waitFor((f) => f.error === true || f.type === 'cf_agent_chat_error');
+  const lines = await linesAbout(w, `frame refused conn=${pk}`);
+  assert.equal(lines.length, 1, w.logs.map((l) => l.message).join('\n'));
+  assert.equal(lines[0].level, 'warn');
+});

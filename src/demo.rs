@@ -55,6 +55,96 @@ impl AgentDefinition for DemoAgent {
             .needs_approval(ApprovalRule::Always),
         ]
     }
+
+    /// The demo's own routes (after the token check): `POST …/submit`
+    /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
+    /// submission), `GET …/submissions/<id>` reads its status,
+    /// `POST …/submissions/<id>/cancel` cancels it and `POST …/schedule`
+    /// `{"inMs"}` schedules a check-in (see `on_alarm`).
+    #[cfg(target_arch = "wasm32")]
+    async fn on_request(
+        &self,
+        req: worker::Request,
+        agent: crate::agent::AgentHandle,
+    ) -> worker::Result<Option<worker::Response>> {
+        routes::serve(req, agent).await
+    }
+
+    /// The scheduled check-in: the agent submits a message of its own.
+    #[cfg(target_arch = "wasm32")]
+    async fn on_alarm(&self, agent: crate::agent::AgentHandle) {
+        let message = crate::protocol::UIMessage::user_text("", "scheduled check-in");
+        if let Err(e) = agent.submit_messages(vec![message], Default::default()) {
+            crate::log::write(
+                crate::log::LogLevel::Warn,
+                &format!("the scheduled check-in was refused: {e}"),
+            );
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod routes {
+    use serde::Deserialize;
+    use worker::{Method, Request, Response};
+
+    use crate::agent::{AgentHandle, SubmitOptions};
+    use crate::protocol::UIMessage;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Schedule {
+        in_ms: u64,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Submit {
+        text: String,
+        idempotency_key: Option<String>,
+    }
+
+    pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Option<Response>> {
+        let path = req.path();
+        let post = req.method() == Method::Post;
+        if post && path.ends_with("/submit") {
+            let submit: Submit = match req.json().await {
+                Ok(submit) => submit,
+                Err(e) => return Response::error(format!("bad submit body: {e}"), 400).map(Some),
+            };
+            let options = SubmitOptions {
+                idempotency_key: submit.idempotency_key,
+                ..Default::default()
+            };
+            // An empty id: the agent gives the message one.
+            let message = UIMessage::user_text("", submit.text);
+            return match agent.submit_messages(vec![message], options) {
+                Ok(submission) => Ok(Some(Response::from_json(&submission)?.with_status(202))),
+                Err(e) => Response::error(e.to_string(), 400).map(Some),
+            };
+        }
+        if post && path.ends_with("/schedule") {
+            let schedule: Schedule = match req.json().await {
+                Ok(schedule) => schedule,
+                Err(e) => return Response::error(format!("bad schedule body: {e}"), 400).map(Some),
+            };
+            let at = agent.now_ms().saturating_add(schedule.in_ms);
+            agent.schedule_alarm(Some(at));
+            return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
+        }
+        let Some((_, rest)) = path.split_once("/submissions/") else {
+            return Ok(None);
+        };
+        let found = match rest.strip_suffix("/cancel") {
+            Some(id) if post => agent.cancel_submission(id),
+            Some(_) => return Ok(None),
+            None => agent.submission_status(rest),
+        };
+        match found {
+            Some(submission) => Response::from_json(&submission).map(Some),
+            None => Response::error("unknown submission", 404).map(Some),
+        }
+    }
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]
@@ -79,6 +169,14 @@ mod coordinator {
 
     pub struct CoordinatorAgent {
         env: Rc<worker::Env>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    pub struct SubmitToInput {
+        /// Name of the ChatAgent to hand the message to.
+        pub agent: String,
+        /// The user message it should answer on its own.
+        pub text: String,
     }
 
     #[derive(Deserialize, JsonSchema)]
@@ -145,38 +243,59 @@ mod coordinator {
 
         fn tools(&self) -> Vec<ServerTool> {
             let env = self.env.clone();
-            vec![ServerTool::new(
-                "delegate",
-                "Hand a task to another agent and get its answer.",
-                move |input: DelegateInput| {
-                    let env = env.clone();
+            let submit_env = self.env.clone();
+            let submit_to = ServerTool::new(
+                "submit_to",
+                "Hand a message to another agent to answer on its own; returns its submission.",
+                move |input: SubmitToInput| {
+                    let env = submit_env.clone();
                     async move {
-                        // Fails fast, as a tool error the model reads, without quoting a bad name.
-                        crate::routing::check_agent_name(&input.agent)
-                            .map_err(|e| format!("cannot delegate: {e}"))?;
-                        let mut result = FinalText::default();
-                        let options = ChatOptions {
-                            client_tools: parent_tools(),
-                            on_client_tool_call: Some(Rc::new(run_parent_tool)),
-                            ..ChatOptions::default()
-                        };
-                        chat(
-                            &env,
-                            "ChatAgent",
-                            &input.agent,
-                            input.task,
-                            &mut result,
-                            options,
-                        )
-                        .await
-                        .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
-                        match result.error {
-                            Some(error) => Err(format!("agent '{}' failed: {error}", input.agent)),
-                            None => Ok(json!({"text": result.text})),
-                        }
+                        let stub = crate::agent::AgentStub::new(&env, "ChatAgent", &input.agent)
+                            .map_err(|e| format!("cannot submit: {e}"))?;
+                        let message = crate::protocol::UIMessage::user_text("", input.text);
+                        stub.submit_messages(vec![message], Default::default())
+                            .await
+                            .map_err(|e| format!("submitting to '{}' failed: {e}", input.agent))
                     }
                 },
-            )]
+            );
+            vec![
+                submit_to,
+                ServerTool::new(
+                    "delegate",
+                    "Hand a task to another agent and get its answer.",
+                    move |input: DelegateInput| {
+                        let env = env.clone();
+                        async move {
+                            // Fails fast, as a tool error the model reads, without quoting a bad name.
+                            crate::routing::check_agent_name(&input.agent)
+                                .map_err(|e| format!("cannot delegate: {e}"))?;
+                            let mut result = FinalText::default();
+                            let options = ChatOptions {
+                                client_tools: parent_tools(),
+                                on_client_tool_call: Some(Rc::new(run_parent_tool)),
+                                ..ChatOptions::default()
+                            };
+                            chat(
+                                &env,
+                                "ChatAgent",
+                                &input.agent,
+                                input.task,
+                                &mut result,
+                                options,
+                            )
+                            .await
+                            .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
+                            match result.error {
+                                Some(error) => {
+                                    Err(format!("agent '{}' failed: {error}", input.agent))
+                                }
+                                None => Ok(json!({"text": result.text})),
+                            }
+                        }
+                    },
+                ),
+            ]
         }
     }
 

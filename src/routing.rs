@@ -35,9 +35,20 @@ pub fn check_agent_name(name: &str) -> Result<(), String> {
 /// internal endpoint: the worker refuses it from outside).
 pub const CHANNEL_PATH: &str = "/__chat-channel";
 
-/// Whether a request path is a parent agent's channel.
+/// Path suffix of another agent's calls into this one (`agent::remote`:
+/// submissions, saved messages, continuations), an internal endpoint too.
+pub const API_PATH: &str = "/__chat-api";
+
+/// Whether a request path is internal: a parent agent's channel or another
+/// agent's API call (both carry the deployment's credential; the worker
+/// refuses them from outside).
 pub fn is_channel_path(path: &str) -> bool {
-    path.ends_with(CHANNEL_PATH)
+    path.ends_with(CHANNEL_PATH) || path.ends_with(API_PATH)
+}
+
+/// The URL another agent calls for agent `binding`/`name`'s API.
+pub fn api_url(binding: &str, name: &str) -> String {
+    format!("https://agent/agents/{}/{name}{API_PATH}", kebab(binding))
 }
 
 /// The URL a parent agent opens to the channel of child `binding`/`name`

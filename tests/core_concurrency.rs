@@ -82,7 +82,8 @@ fn queue_runs_every_overlapping_submit_in_arrival_order() {
         assert_eq!(
             last,
             ModelMessage::User {
-                content: format!("m{}", i + 1)
+                content: format!("m{}", i + 1),
+                files: Vec::new(),
             },
             "turn {}",
             i + 1

@@ -18,7 +18,7 @@ fn prepared_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
         c.prepare_turn = true;
         c.tools
-            .push(ToolSpec::new("admin_reset", "Resets", json!({"type": "object"})).on_request());
+            .push(ToolSpec::new("admin_reset", "Resets", json!({"type": "object"})).opt_in());
         adjust(c);
     });
     sim.connect("a");
@@ -72,7 +72,7 @@ fn the_turn_waits_for_its_preparation_and_uses_what_it_chose() {
 }
 
 #[test]
-fn an_on_request_tool_is_offered_only_when_a_turn_adds_it() {
+fn an_opt_in_tool_is_offered_only_when_a_turn_adds_it() {
     let mut sim = prepared_sim(|_| {});
     sim.script(Reply::tool_call("x1", "admin_reset", json!({})))
         .script(Reply::text("ok"));

@@ -145,6 +145,7 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         model_call_timeout_ms: 60_000,
         max_model_stream_bytes: 64 * 1024,
         max_tool_calls_per_step: 4,
+        max_file_part_bytes: 2 * 1024,
     };
     config
 }
@@ -324,6 +325,7 @@ impl Sim {
             }
             Effect::Store(op) => self.store.apply(&op),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
+            Effect::AuthorAlarm => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
             Effect::RunTool {
                 call, tool_call_id, ..

@@ -107,8 +107,8 @@ impl ServerTool {
     }
 
     /// Offered only in turns whose `before_turn` adds it (`TurnConfig::add_tools`).
-    pub fn on_request(mut self) -> Self {
-        self.spec = self.spec.on_request();
+    pub fn opt_in(mut self) -> Self {
+        self.spec = self.spec.opt_in();
         self
     }
 
@@ -299,6 +299,26 @@ pub trait AgentDefinition: 'static {
 
     fn tools(&self) -> Vec<ServerTool> {
         Vec::new()
+    }
+
+    /// A request to the agent's Durable Object that is neither a tab's
+    /// socket nor `…/get-messages` (it passed `authorize`): the author's
+    /// own routes, which reach the agent through `agent` (submit messages,
+    /// read a submission's status, …). `Ok(None)`: not one of them (404).
+    #[cfg(target_arch = "wasm32")]
+    fn on_request(
+        &self,
+        _req: worker::Request,
+        _agent: super::handle::AgentHandle,
+    ) -> impl Future<Output = worker::Result<Option<worker::Response>>> {
+        async { Ok(None) }
+    }
+
+    /// The alarm scheduled with `AgentHandle::schedule_alarm` is due (run
+    /// once; schedule the next one from here to repeat).
+    #[cfg(target_arch = "wasm32")]
+    fn on_alarm(&self, _agent: super::handle::AgentHandle) -> impl Future<Output = ()> {
+        async {}
     }
 
     /// Decides whether a request may open a socket or read the transcript.

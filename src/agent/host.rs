@@ -40,9 +40,20 @@ struct Attachment {
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
+type ResponseFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = worker::Result<Option<Response>>>>>;
+/// The definition's `on_request` (the author's own routes).
+type RequestHook = Box<dyn Fn(Request, super::handle::AgentHandle) -> ResponseFuture>;
+/// The definition's `on_alarm` (the alarm the author scheduled).
+type AlarmHook = Box<
+    dyn Fn(super::handle::AgentHandle) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+>;
+
 pub struct AgentHost {
     state: State,
     authorize: Authorizer,
+    on_request: RequestHook,
+    on_author_alarm: AlarmHook,
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
@@ -106,9 +117,21 @@ impl AgentHost {
         let core = Core::new(config, stored, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
+        let routes = definition.clone();
+        let on_request: RequestHook = Box::new(move |req, agent| {
+            let routes = routes.clone();
+            Box::pin(async move { routes.on_request(req, agent).await })
+        });
+        let alarms = definition.clone();
+        let on_author_alarm: AlarmHook = Box::new(move |agent| {
+            let alarms = alarms.clone();
+            Box::pin(async move { alarms.on_alarm(agent).await })
+        });
         let host = Rc::new(AgentHost {
             state,
             authorize,
+            on_request,
+            on_author_alarm,
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
@@ -154,8 +177,9 @@ impl AgentHost {
         if let Some(name) = crate::routing::instance_name(path) {
             self.remember_name(&name);
         }
-        let channel = crate::routing::is_channel_path(path);
-        if channel {
+        let internal = crate::routing::is_channel_path(path);
+        let channel = path.ends_with(crate::routing::CHANNEL_PATH);
+        if internal {
             // Checked here, not only by a router: a parent's channel carries
             // the deployment's credential (see channel_auth.rs).
             let presented = req
@@ -176,13 +200,20 @@ impl AgentHost {
         if self.debug_memory && path.ends_with("/__debug/memory") {
             return Response::from_json(&self.debug_memory());
         }
+        if internal && !channel {
+            return super::remote::serve(self, req).await;
+        }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
             return Response::from_json(&messages);
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if !upgrade.eq_ignore_ascii_case("websocket") {
-            return Response::error("Not implemented", 404);
+            let agent = super::handle::AgentHandle::new(self.clone());
+            return match (self.on_request)(req, agent).await? {
+                Some(response) => Ok(response),
+                None => Response::error("Not implemented", 404),
+            };
         }
         let pk = url
             .query_pairs()
@@ -262,6 +293,23 @@ impl AgentHost {
             tools: Vec::new(),
             executor: false,
         });
+    }
+
+    /// Runs `f` on the core at the current time and carries out what it
+    /// asked for (the agent's own code calling in, see `handle.rs`).
+    pub(crate) fn with_core<R>(self: &Rc<Self>, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+        let (result, effects) = {
+            let mut core = self.core.borrow_mut();
+            let result = f(&mut core, now_ms());
+            (result, core.take_effects())
+        };
+        self.execute(effects);
+        self.schedule_timers();
+        result
+    }
+
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
     }
 
     /// Forgets the history; every tab is told to clear.
@@ -397,6 +445,10 @@ impl AgentHost {
                 Effect::CallModel { call, request } => {
                     let host = self.clone();
                     spawn_local(async move { host.run_model(call, request).await });
+                }
+                Effect::AuthorAlarm => {
+                    let run = (self.on_author_alarm)(super::handle::AgentHandle::new(self.clone()));
+                    spawn_local(run);
                 }
                 Effect::AbortModel { call } => {
                     if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {

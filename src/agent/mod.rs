@@ -8,15 +8,23 @@ mod binding_model;
 pub mod channel_auth;
 pub mod definition;
 #[cfg(target_arch = "wasm32")]
+pub mod handle;
+#[cfg(target_arch = "wasm32")]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
 pub mod ids;
+#[cfg(target_arch = "wasm32")]
+pub mod remote;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
 pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
 pub use definition::{AgentDefinition, AgentSettings, AsyncHooks, ServerTool, Vars};
+#[cfg(target_arch = "wasm32")]
+pub use handle::{AgentHandle, Submission, SubmitOptions};
+#[cfg(target_arch = "wasm32")]
+pub use remote::AgentStub;
 pub use tool_context::{AbortSignal, AgentEnv, ToolContext};
 
 /// Declares a Durable Object class `$class` that runs the agent built by

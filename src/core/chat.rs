@@ -124,7 +124,11 @@ impl Core {
     pub(super) fn pump(&mut self) {
         while self.active.is_none() {
             match self.queue.decide_front(self.config.concurrency, self.now) {
-                FrontDecision::Run(turn) => self.start_turn(turn),
+                FrontDecision::Run(turn) => {
+                    let (id, root) = (turn.request_id.clone(), turn.recovery_root.clone());
+                    self.start_turn(turn);
+                    self.submission_started(&id, root.as_deref());
+                }
                 FrontDecision::Skip(turn) => self.skip_turn(turn),
                 FrontDecision::WaitUntil(at) => {
                     self.set_timer(Timer::Debounce, at);
@@ -189,6 +193,7 @@ impl Core {
         // With nothing running, the front turn is waiting out its debounce
         // window: only its requester is told it was skipped.
         let front_waits = self.active.is_none();
+        self.cancel_live_submissions();
         for (index, turn) in self.queue.invalidate_all().into_iter().enumerate() {
             let to = match (&turn.requester, index == 0 && front_waits) {
                 (Some(requester), true) => vec![requester.clone()],
@@ -208,6 +213,7 @@ impl Core {
         self.terminal_error = None;
         self.orphan = None;
         self.store(StoreOp::ClearAll);
+        self.keep_author_alarm();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

@@ -56,7 +56,7 @@ pub struct ToolSpec {
     /// reads (`None`: the settings' `tool_timeout_ms`).
     pub timeout_ms: Option<u64>,
     /// Offered only in turns whose `before_turn` adds it (`TurnConfig::add_tools`).
-    pub on_request: bool,
+    pub opt_in: bool,
 }
 
 impl ToolSpec {
@@ -68,13 +68,13 @@ impl ToolSpec {
             approval: ApprovalRule::Never,
             overridable: None,
             timeout_ms: None,
-            on_request: false,
+            opt_in: false,
         }
     }
 
     /// Offered only in turns whose `before_turn` adds it by name.
-    pub fn on_request(mut self) -> Self {
-        self.on_request = true;
+    pub fn opt_in(mut self) -> Self {
+        self.opt_in = true;
         self
     }
 
@@ -287,7 +287,7 @@ pub struct TurnConfig {
     pub headers: Vec<(String, String)>,
     /// Offer only the tools with these names (server and client tools) this turn.
     pub tools: Option<Vec<String>>,
-    /// Also offer these tools this turn: server tools marked `on_request()`,
+    /// Also offer these tools this turn: server tools marked `opt_in()`,
     /// which no turn offers unless it adds them.
     pub add_tools: Vec<String>,
     /// Offer none of these tools this turn.
@@ -330,14 +330,14 @@ impl TurnSettings {
         }
     }
 
-    /// Whether the turn offers the tool `name`; `on_request` tools only when added.
-    pub fn offers(&self, name: &str, on_request: bool) -> bool {
+    /// Whether the turn offers the tool `name`; `opt_in` tools only when added.
+    pub fn offers(&self, name: &str, opt_in: bool) -> bool {
         let added = self.add_tools.iter().any(|n| n == name);
         let listed = self
             .tools
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name));
-        (added || (listed && !on_request)) && !self.remove_tools.iter().any(|n| n == name)
+        (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
     }
 }
 

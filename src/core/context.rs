@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::model::{ModelMessage, ModelToolCall, ToolDefinition};
+use crate::model::{ModelFile, ModelMessage, ModelToolCall, ToolDefinition};
 use crate::protocol::{ClientToolSchema, Part, Role, ToolState, UIMessage};
 
 use super::config::ToolSpec;
@@ -24,6 +24,7 @@ pub fn model_messages(system: &str, messages: &[&UIMessage]) -> Vec<ModelMessage
         match message.role {
             Role::User => out.push(ModelMessage::User {
                 content: message.text(),
+                files: user_files(message),
             }),
             Role::System => out.push(ModelMessage::System {
                 content: message.text(),
@@ -35,9 +36,32 @@ pub fn model_messages(system: &str, messages: &[&UIMessage]) -> Vec<ModelMessage
     {
         out.push(ModelMessage::User {
             content: CONTINUE_INSTRUCTION.to_string(),
+            files: Vec::new(),
         });
     }
     out
+}
+
+/// The `file` parts of a user message (`{type:"file", mediaType, url,
+/// filename?}`); a part without a string `url` and `mediaType` is left out.
+fn user_files(message: &UIMessage) -> Vec<ModelFile> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Other(map) if map.get("type").and_then(Value::as_str) == Some("file") => {
+                Some(ModelFile {
+                    media_type: map.get("mediaType")?.as_str()?.to_string(),
+                    url: map.get("url")?.as_str()?.to_string(),
+                    filename: map
+                        .get("filename")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// One assistant message may hold several steps; each becomes an assistant
@@ -177,7 +201,8 @@ mod tests {
         assert_eq!(
             msgs.last(),
             Some(&ModelMessage::User {
-                content: CONTINUE_INSTRUCTION.into()
+                content: CONTINUE_INSTRUCTION.into(),
+                files: Vec::new(),
             })
         );
     }

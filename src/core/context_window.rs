@@ -112,7 +112,10 @@ fn message_bytes(message: &ModelMessage) -> usize {
     const OVERHEAD: usize = 16;
     OVERHEAD
         + match message {
-            ModelMessage::System { content } | ModelMessage::User { content } => content.len(),
+            ModelMessage::System { content } => content.len(),
+            ModelMessage::User { content, files } => {
+                content.len() + files.iter().map(|f| f.url.len()).sum::<usize>()
+            }
             ModelMessage::Assistant {
                 content,
                 tool_calls,
@@ -138,6 +141,7 @@ mod tests {
     fn user(text: &str) -> ModelMessage {
         ModelMessage::User {
             content: text.into(),
+            files: Vec::new(),
         }
     }
 

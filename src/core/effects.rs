@@ -13,7 +13,7 @@ use crate::protocol::UIMessage;
 
 use super::config::{TurnConfig, TurnContext};
 use super::hooks::ChatResponse;
-use super::persisted::{ConfigKey, StreamRecord};
+use super::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 
 /// A connection id: the `_pk` the client chose (kept in the socket attachment).
 pub type ConnId = Rc<str>;
@@ -79,6 +79,25 @@ pub enum Event {
         turn: CallId,
         config: TurnConfig,
     },
+    /// The agent's own `submit_messages()` (see `submissions.rs`;
+    /// `Core::submit` does the same and returns the submission).
+    Submit(super::submissions::SubmitRequest),
+    /// The agent's own `cancel_submission(id)`.
+    CancelSubmission {
+        id: String,
+    },
+    /// The agent's own `save_messages()`: stored and broadcast, no model turn.
+    SaveMessages {
+        messages: Vec<UIMessage>,
+    },
+    /// The agent's own `continue_last_turn()`: a continuation of the last
+    /// assistant message, as the protocol's automatic continuation runs.
+    ContinueLastTurn,
+    /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
+    /// (`None` cancels); one alarm at a time, a later call replaces it.
+    ScheduleAlarm {
+        at_ms: Option<u64>,
+    },
 }
 
 /// The closed set of timers the core arms (in its own table, see `timers.rs`).
@@ -93,8 +112,12 @@ pub enum Timer {
     /// Buffered stream chunks are written to the chunk log.
     FlushChunks,
     /// Keeps a running turn's durable alarm ahead, so an evicted turn is
-    /// woken and recovered without any client.
+    /// woken and recovered without any client. `Event::Timer(Heartbeat)` is
+    /// what a host sends whenever the durable alarm fires.
     Heartbeat,
+    /// The alarm the agent's own code scheduled (`author_alarm.rs`); durable,
+    /// fired when the durable alarm finds it due.
+    AuthorAlarm,
     /// Checks that the running model stream is still producing events.
     ModelStall,
     /// A model call that failed transiently is tried again.
@@ -110,7 +133,7 @@ pub enum Timer {
 impl Timer {
     /// Must survive the isolate (mapped onto the durable alarm).
     pub fn is_durable(self) -> bool {
-        self == Timer::Heartbeat
+        matches!(self, Timer::Heartbeat | Timer::AuthorAlarm)
     }
 }
 
@@ -136,6 +159,9 @@ pub enum Effect {
         tool_name: String,
         input: Value,
     },
+    /// The alarm the agent's own code scheduled is due: run its `on_alarm`
+    /// (once; its stored row is already gone).
+    AuthorAlarm,
     /// Ask the parent agent on channel `conn` to run one of this turn's client
     /// tools; its answer comes back as `Event::ToolDone`.
     CallRemoteTool {
@@ -189,5 +215,11 @@ pub enum StoreOp {
     },
     DeleteConfig {
         key: ConfigKey,
+    },
+    /// Insert or replace a submission's row (`chat_submissions`).
+    PutSubmission(SubmissionRecord),
+    /// Forget a finished submission (the oldest beyond the kept number).
+    DeleteSubmission {
+        id: String,
     },
 }

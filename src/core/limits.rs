@@ -48,6 +48,10 @@ pub struct Limits {
     /// Tool calls of one model step that are run (or routed); the calls
     /// past it are input errors the model reads (0: no limit).
     pub max_tool_calls_per_step: usize,
+    /// The `url` of one `file` part in a message (a `data:` URL holds the
+    /// file, base64-encoded), in bytes. It is sent to the model with every
+    /// request that includes its message.
+    pub max_file_part_bytes: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +69,7 @@ impl Default for Limits {
             model_call_timeout_ms: 600_000,
             max_model_stream_bytes: 1_950_000,
             max_tool_calls_per_step: 32,
+            max_file_part_bytes: 1024 * 1024,
         }
     }
 }
@@ -112,6 +117,23 @@ impl Limits {
                 m.parts.len(),
                 self.max_parts
             ));
+        }
+        for m in messages {
+            let too_large = m.parts.iter().find_map(|part| match part {
+                crate::protocol::Part::Other(map)
+                    if map.get("type").and_then(serde_json::Value::as_str) == Some("file") =>
+                {
+                    let bytes = map.get("url").and_then(serde_json::Value::as_str)?.len();
+                    (bytes > self.max_file_part_bytes).then_some(bytes)
+                }
+                _ => None,
+            });
+            if let Some(bytes) = too_large {
+                return Err(format!(
+                    "a file in message {} is too large: {bytes} bytes (limit {})",
+                    m.id, self.max_file_part_bytes
+                ));
+            }
         }
         Ok(())
     }

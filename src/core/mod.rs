@@ -10,6 +10,7 @@
 //! eviction carries on.
 
 pub mod accumulator;
+mod author_alarm;
 pub mod channel;
 mod chat;
 mod chunk_log;
@@ -31,6 +32,7 @@ pub mod queue;
 mod recovery;
 mod resume;
 pub mod row_limits;
+pub mod submissions;
 mod terminal;
 pub mod timers;
 mod tool_results;
@@ -62,8 +64,9 @@ pub use limits::Limits;
 pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
 pub use persisted::{
     ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
-    TerminalError,
+    SubmissionRecord, SubmissionStatus, TerminalError,
 };
+pub use submissions::{SubmitError, SubmitRequest};
 pub use transcript::Entry;
 
 use connections::Connections;
@@ -96,6 +99,8 @@ pub struct Core {
     stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
+    /// Submissions of the agent's own code, oldest first.
+    submissions: submissions::Submissions,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -117,6 +122,10 @@ impl Core {
             .then(|| PendingContinuation::restored(ids.new_id(IdKind::Request)));
         let mut queue = TurnQueue::default();
         queue.restore(stored.queue);
+        let mut timers = TimerTable::default();
+        if let Some(at) = stored.author_alarm {
+            timers.set(Timer::AuthorAlarm, at);
+        }
         Core {
             config,
             ids,
@@ -135,8 +144,9 @@ impl Core {
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
             finished: Default::default(),
+            submissions: submissions::Submissions::restore(stored.submissions),
             next_call: 1,
-            timers: TimerTable::default(),
+            timers,
             effects: Vec::new(),
             log: Vec::new(),
         }
@@ -161,10 +171,16 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => {
-                self.timers.clear(timer);
+                // The author's alarm is disarmed when it fires (if it is due).
+                if timer != Timer::AuthorAlarm {
+                    self.timers.clear(timer);
+                }
                 self.on_timer(timer);
             }
-            Event::Woke => self.on_woke(),
+            Event::Woke => {
+                self.on_woke();
+                self.settle_orphaned_submissions();
+            }
             Event::ProgrammaticChat {
                 conn,
                 message,
@@ -173,6 +189,19 @@ impl Core {
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
+            Event::Submit(request) => {
+                let _ = self.on_submit(request);
+            }
+            Event::CancelSubmission { id } => {
+                self.cancel_submission(&id);
+            }
+            Event::SaveMessages { messages } => {
+                let _ = self.save_messages(messages);
+            }
+            Event::ContinueLastTurn => {
+                let _ = self.on_continue_last_turn();
+            }
+            Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
         }
         self.write_down_queue();
     }
@@ -295,7 +324,10 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
-            Timer::Heartbeat => self.on_heartbeat(),
+            Timer::Heartbeat | Timer::AuthorAlarm => {
+                self.on_heartbeat();
+                self.fire_author_alarm();
+            }
             Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
                 self.on_model_timer(timer)
             }

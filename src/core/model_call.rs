@@ -83,7 +83,7 @@ impl Core {
         let messages = model_messages(&turn.system, &context);
         let client_tools = self.active_client_tools();
         let mut tools = turn_tools(&self.config.tools, client_tools);
-        tools.retain(|t| turn.offers(&t.name, self.on_request_only(&t.name, client_tools)));
+        tools.retain(|t| turn.offers(&t.name, self.opt_in_only(&t.name, client_tools)));
         let (messages, omitted) = context_window::fit_counted(messages, context_budget);
         let request = ModelRequest {
             settings: turn.model.clone(),
@@ -99,12 +99,12 @@ impl Core {
 
     /// A server tool offered only when a turn adds it (a client tool of the
     /// same name that replaces it is offered as usual).
-    pub(super) fn on_request_only(
+    pub(super) fn opt_in_only(
         &self,
         name: &str,
         client_tools: &[crate::protocol::ClientToolSchema],
     ) -> bool {
-        self.config.tool(name).is_some_and(|t| t.on_request)
+        self.config.tool(name).is_some_and(|t| t.opt_in)
             && !self.config.routes_to_client(name, client_tools)
     }
 

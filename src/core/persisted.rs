@@ -31,6 +31,8 @@ pub enum ConfigKey {
     /// Approvals given for calls in the answer still streaming (no chunk
     /// records them), until that answer is stored.
     StreamApprovals,
+    /// When the alarm the agent's own code scheduled is due.
+    AuthorAlarm,
 }
 
 impl ConfigKey {
@@ -44,6 +46,7 @@ impl ConfigKey {
             ConfigKey::Continuation => "continuation",
             ConfigKey::Queue => "queue",
             ConfigKey::StreamApprovals => "stream_approvals",
+            ConfigKey::AuthorAlarm => "author_alarm",
         }
     }
 }
@@ -94,6 +97,13 @@ pub struct RecoveryBudget {
     pub last_progress_at: u64,
 }
 
+/// The `AuthorAlarm` row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorAlarmRow {
+    pub at: u64,
+}
+
 /// The `Continuation` row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +131,58 @@ struct CombinedRecoveryRow {
     continuation_owed: bool,
 }
 
+/// Where a submission (the agent's own `submit_messages`) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubmissionStatus {
+    /// Accepted, waiting in the turn queue.
+    Queued,
+    /// Its turn streams (or a recovery turn continues it after an eviction).
+    Running,
+    /// Its turn ended and the answer is stored.
+    Completed,
+    /// Its turn failed (`error` says why).
+    Failed,
+    /// Cancelled before or while it ran (`cancel_submission`, or a clear).
+    Cancelled,
+    /// Message concurrency skipped its turn: a later submit answers its
+    /// messages (`latest`, `merge`, `debounce`), or, with `drop`, nothing
+    /// of it was stored.
+    Skipped,
+}
+
+impl SubmissionStatus {
+    /// Nothing more will happen to it.
+    pub fn is_final(self) -> bool {
+        !matches!(self, SubmissionStatus::Queued | SubmissionStatus::Running)
+    }
+}
+
+/// A `chat_submissions` row: one submission and where it stands. Its id is
+/// the request id of its turn (the id tabs see in the turn's frames).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionRecord {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    pub status: SubmissionStatus,
+    /// Ids of the submitted messages, as stored.
+    pub message_ids: Vec<String>,
+    /// The answer's message id, once its turn started (kept when it completes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The request id of the turn now running for it (a recovery turn's
+    /// after an eviction), when that is not `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_request_id: Option<String>,
+    pub submitted_at: u64,
+    #[serde(default)]
+    pub updated_at: u64,
+}
+
 /// Everything the core needs from storage to start (or restart).
 #[derive(Debug, Clone, Default)]
 pub struct StoredState {
@@ -136,6 +198,10 @@ pub struct StoredState {
     /// Turns accepted but not started, in their order.
     pub queue: Vec<DurableTurn>,
     pub stream_approvals: Option<StreamApprovals>,
+    /// Submissions, oldest first (`chat_submissions`).
+    pub submissions: Vec<SubmissionRecord>,
+    /// When the alarm the agent's own code scheduled is due.
+    pub author_alarm: Option<u64>,
 }
 
 impl StoredState {
@@ -164,6 +230,8 @@ impl StoredState {
         self.continuation_owed |= continuation.is_some_and(|c| c.owed);
         self.queue = parsed(row(ConfigKey::Queue)?).unwrap_or_default();
         self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
+        let alarm: Option<AuthorAlarmRow> = parsed(row(ConfigKey::AuthorAlarm)?);
+        self.author_alarm = alarm.map(|a| a.at);
         Ok(())
     }
 }
@@ -191,6 +259,15 @@ impl StoredState {
     pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
         let message = serde_json::from_str::<UIMessage>(body)?;
         self.messages.push(Entry { seq, message });
+        Ok(())
+    }
+}
+
+impl StoredState {
+    /// Adds one `chat_submissions` row; rows come in `submitted_at` order.
+    /// An unreadable row is skipped; the error says why.
+    pub fn push_submission_row(&mut self, record: &str) -> Result<(), serde_json::Error> {
+        self.submissions.push(serde_json::from_str(record)?);
         Ok(())
     }
 }

@@ -176,6 +176,11 @@ impl TurnQueue {
         self.items.iter().any(|t| t.request_id == request_id)
     }
 
+    /// The first waiting turn `pred` picks.
+    pub fn find(&self, pred: impl Fn(&QueuedTurn) -> bool) -> Option<&QueuedTurn> {
+        self.items.iter().find(|t| pred(t))
+    }
+
     pub fn remove(&mut self, request_id: &str) -> Option<QueuedTurn> {
         let index = self.items.iter().position(|t| t.request_id == request_id)?;
         self.dirty = true;

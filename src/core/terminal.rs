@@ -29,6 +29,7 @@ impl Core {
         }
         .to_json();
         self.send_to(to, frame);
+        self.submission_ended(id, outcome);
     }
 
     /// The error of a failed turn, sent before its `done` frame.
@@ -48,6 +49,7 @@ impl Core {
         }
         .to_json();
         self.send_to(to, frame);
+        self.submission_error(id, text);
     }
 
     /// A turn that can run no more (its recovery budget is spent): the error
@@ -61,6 +63,8 @@ impl Core {
         continuation: bool,
     ) {
         self.send_to(to, failed_frame(id, text, message_ids, continuation));
+        self.submission_error(id, text);
+        self.submission_ended(id, Outcome::Error);
     }
 
     /// Refuses a frame: on its request id (the tab's stream ends with the

@@ -130,11 +130,11 @@ impl Core {
         let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         // `before_turn` may have offered only some tools this turn.
-        let on_request = self.on_request_only(&call.name, self.active_client_tools());
+        let opt_in = self.opt_in_only(&call.name, self.active_client_tools());
         let offered = self
             .active
             .as_ref()
-            .is_none_or(|a| a.settings.offers(&call.name, on_request));
+            .is_none_or(|a| a.settings.offers(&call.name, opt_in));
         let error = match (&parsed, offered && (is_client || spec.is_some())) {
             (_, false) => Some(format!(
                 "Model tried to call unavailable tool '{}'.",

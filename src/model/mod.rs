@@ -11,6 +11,7 @@
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
 mod failure;
+pub mod files;
 pub mod openai;
 mod provider;
 mod request;
@@ -29,7 +30,7 @@ pub enum Provider {
 }
 
 pub use request::{
-    ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
+    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
 };
 
 /// What the provider stream says, in provider-neutral terms.

@@ -42,6 +42,7 @@ impl ModelRequest {
             },
             messages: vec![ModelMessage::User {
                 content: text.to_string(),
+                files: Vec::new(),
             }],
             ..ModelRequest::default()
         }
@@ -65,6 +66,8 @@ pub enum ModelMessage {
     },
     User {
         content: String,
+        /// Files the user attached (AI SDK `file` parts), after the text.
+        files: Vec<ModelFile>,
     },
     Assistant {
         content: Option<String>,
@@ -74,6 +77,15 @@ pub enum ModelMessage {
         tool_call_id: String,
         content: String,
     },
+}
+
+/// A file a user attached to a message (an AI SDK `file` part): `url` is a
+/// `data:` URL holding the bytes or a link (`https:`) to them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelFile {
+    pub media_type: String,
+    pub url: String,
+    pub filename: Option<String>,
 }
 
 /// A tool call the assistant made earlier in the conversation.

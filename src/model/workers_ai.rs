@@ -54,12 +54,19 @@ impl WorkersAi {
         }
     }
 
-    /// The `run` input for `request`.
+    /// The `run` input for `request`. Files in user messages become text
+    /// notes (see `model::files`).
     pub fn input(request: &ModelRequest) -> String {
         let mut input = Map::new();
         input.insert(
             "messages".into(),
-            Value::Array(request.messages.iter().map(message_json).collect()),
+            Value::Array(
+                request
+                    .messages
+                    .iter()
+                    .map(text_only_message_json)
+                    .collect(),
+            ),
         );
         // The binding has no `tool_choice`: `none` offers no tools and a
         // named tool is offered alone.
@@ -276,3 +283,14 @@ impl ResponseDecoder for WorkersAiDecoder {
 
 #[cfg(test)]
 mod tests;
+
+/// A message as the binding takes it: a user message's files as text notes.
+fn text_only_message_json(message: &super::ModelMessage) -> Value {
+    match message {
+        super::ModelMessage::User { content, files } if !files.is_empty() => json!({
+            "role": "user",
+            "content": super::files::text_with_notes(content, files),
+        }),
+        other => message_json(other),
+    }
+}

@@ -44,6 +44,12 @@ struct StreamRow {
 }
 
 #[derive(Deserialize)]
+struct SubmissionRow {
+    id: String,
+    record: String,
+}
+
+#[derive(Deserialize)]
 struct ChunkRow {
     first_seq: f64,
     bodies: String,
@@ -85,6 +91,18 @@ impl SqlStore {
             }
         }
         state.read_config(|key| self.config_value(key))?;
+        let submissions: Vec<SubmissionRow> = self
+            .sql
+            .exec(
+                "SELECT id, record FROM chat_submissions ORDER BY submitted_at",
+                None,
+            )?
+            .to_array()?;
+        for row in submissions {
+            if let Err(e) = state.push_submission_row(&row.record) {
+                quarantine::submission(&self.sql, &row.id, &row.record, &e.to_string())?;
+            }
+        }
         let streams: Vec<StreamRow> = self
             .sql
             .exec("SELECT request_id, record FROM chat_streams", None)?
@@ -233,6 +251,18 @@ impl SqlStore {
                         SqlStorageValue::from(count),
                     ],
                 )?;
+            }
+            StoreOp::PutSubmission(record) => {
+                let json = serde_json::to_string(record)
+                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                write(
+                    sql,
+                    "INSERT OR REPLACE INTO chat_submissions (id, submitted_at, record) VALUES (?, ?, ?)",
+                    vec![text(&record.id), SqlStorageValue::from(record.submitted_at as i64), text(&json)],
+                )?;
+            }
+            StoreOp::DeleteSubmission { id } => {
+                sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![text(id)])?;
             }
             StoreOp::DeleteConfig { key } => {
                 sql.exec(

@@ -80,3 +80,10 @@ pub fn stream(sql: &SqlStorage, request_id: &str, record: &str) -> worker::Resul
     )?;
     Ok(())
 }
+
+/// An unreadable submission row.
+pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<()> {
+    keep(sql, "chat_submissions", id, record, reason)?;
+    sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![id.into()])?;
+    Ok(())
+}

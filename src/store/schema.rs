@@ -32,6 +32,11 @@ const MIGRATIONS: &[&[&str]] = &[
     &[
         "CREATE TABLE chat_quarantine (id INTEGER PRIMARY KEY, source TEXT NOT NULL, key TEXT NOT NULL, reason TEXT NOT NULL, at INTEGER NOT NULL, value TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)",
     ],
+    // 4: submissions of the agent's own code and where each stands (see
+    // core::submissions); one row each, never split.
+    &[
+        "CREATE TABLE chat_submissions (id TEXT PRIMARY KEY, submitted_at INTEGER NOT NULL, record TEXT NOT NULL)",
+    ],
 ];
 
 /// The version this build writes.

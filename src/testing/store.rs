@@ -61,6 +61,8 @@ pub struct MemStore {
     chunks: BTreeMap<(String, u64), ChunkRow>,
     /// `chat_config` by key.
     config: BTreeMap<&'static str, String>,
+    /// `chat_submissions` by id: (submitted_at, record JSON).
+    submissions: BTreeMap<String, (u64, String)>,
     next_rowid: u64,
     /// Every write is refused while set (failure injection for tests).
     pub fail_writes: bool,
@@ -84,6 +86,7 @@ impl MemStore {
             streams: BTreeMap::new(),
             chunks: BTreeMap::new(),
             config: BTreeMap::new(),
+            submissions: BTreeMap::new(),
             next_rowid: 0,
             fail_writes: false,
             largest_piece: 0,
@@ -151,6 +154,12 @@ impl MemStore {
                 )
             }
             StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
+            StoreOp::PutSubmission(record) => {
+                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+                // A submission row is one row, never split (its key and ids are bounded).
+                check_row(&[&record.id, &json])?;
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         for piece in pieces(&value) {
@@ -197,6 +206,14 @@ impl MemStore {
             }
             StoreOp::PutConfig { key, value } => {
                 self.config.insert(key.as_str(), value.clone());
+            }
+            StoreOp::PutSubmission(record) => {
+                let json = serde_json::to_string(record).expect("a submission serializes");
+                self.submissions
+                    .insert(record.id.clone(), (record.submitted_at, json));
+            }
+            StoreOp::DeleteSubmission { id } => {
+                self.submissions.remove(id);
             }
             StoreOp::DeleteConfig { key } => {
                 self.config.remove(key.as_str());
@@ -280,6 +297,12 @@ impl MemStore {
         }
         let config = |key: ConfigKey| Ok::<_, ()>(self.config(key).map(str::to_string));
         let _ = state.read_config(config);
+        // `chat_submissions` ORDER BY submitted_at (a clear keeps them).
+        let mut submissions: Vec<&(u64, String)> = self.submissions.values().collect();
+        submissions.sort_by_key(|(at, _)| *at);
+        for (_, record) in submissions {
+            let _ = state.push_submission_row(record);
+        }
         for (_, row) in self.ordered_streams() {
             let Some(mut open) = OpenStream::from_record_row(&row.record) else {
                 continue;

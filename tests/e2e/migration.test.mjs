@@ -55,7 +55,8 @@ test('a transcript stored by release 312ec6c reads back unchanged and the conver
   const body = w.model.requests.at(-1);
   assert.ok(body.messages.some((m) => m.role === 'tool' && String(m.content).includes('Paris')), 'the stored tool result reached the model');
 
-  // The database now carries this release's schema version, and a restart migrates nothing again.
+  // The database now carries this release's schema version (4: chat_submissions), and a restart
+  // migrates nothing again.
   const versionOf = async () => {
     const files = await sqliteFiles(w.persistDir);
     return files.map((f) => {
@@ -65,7 +66,7 @@ test('a transcript stored by release 312ec6c reads back unchanged and the conver
   };
   // Only the objects that woke were migrated: this one, and the cut stream's (its durable alarm
   // was due); the two others wait for their own wake.
-  assert.deepEqual(await versionOf(), [0, 0, 3, 3]);
+  assert.deepEqual(await versionOf(), [0, 0, 4, 4]);
   await w.restart();
   assert.deepEqual(await getMessages(w.url, AGENT, room), messages, 'unchanged by a second wake');
 });

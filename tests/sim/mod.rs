@@ -112,6 +112,8 @@ pub struct Sim {
     pub misdelivered: Vec<(String, Value)>,
     /// The core's log events, in order (what the host writes as lines).
     pub log: Vec<LogEvent>,
+    /// When the agent's own alarm ran (`Effect::AuthorAlarm`), in order.
+    pub author_alarms: Vec<u64>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -183,6 +185,7 @@ impl Sim {
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
             log: Vec::new(),
+            author_alarms: Vec::new(),
         }
     }
 
@@ -434,6 +437,14 @@ impl Sim {
 
     // ---- the host loop ----
 
+    /// Calls the core directly at the current virtual time (e.g. `Core::submit`,
+    /// which returns what it did) and carries out what it asked for.
+    pub fn call<R>(&mut self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+        let result = f(&mut self.core, self.now);
+        self.apply_effects();
+        result
+    }
+
     /// Any core event at the current virtual time (e.g. a programmatic turn).
     pub fn handle(&mut self, event: Event) {
         self.core.handle(event, self.now);
@@ -535,6 +546,7 @@ impl Sim {
                     End::Stall => {}
                 }
             }
+            Effect::AuthorAlarm => self.author_alarms.push(self.now),
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);

@@ -153,7 +153,7 @@ pub struct ModelCall {
 pub fn content(message: &ModelMessage) -> Option<&str> {
     match message {
         ModelMessage::System { content }
-        | ModelMessage::User { content }
+        | ModelMessage::User { content, .. }
         | ModelMessage::Tool { content, .. } => Some(content),
         ModelMessage::Assistant { content, .. } => content.as_deref(),
     }
@@ -184,7 +184,7 @@ impl ModelCall {
         self.messages()
             .iter()
             .filter_map(|m| match m {
-                ModelMessage::User { content } => Some(content.clone()),
+                ModelMessage::User { content, .. } => Some(content.clone()),
                 _ => None,
             })
             .collect()

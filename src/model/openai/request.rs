@@ -55,7 +55,12 @@ fn tool_choice_json(choice: &ToolChoice) -> Value {
 pub(crate) fn message_json(message: &ModelMessage) -> Value {
     match message {
         ModelMessage::System { content } => json!({ "role": "system", "content": content }),
-        ModelMessage::User { content } => json!({ "role": "user", "content": content }),
+        ModelMessage::User { content, files } if files.is_empty() => {
+            json!({ "role": "user", "content": content })
+        }
+        ModelMessage::User { content, files } => {
+            json!({ "role": "user", "content": crate::model::files::openai_content(content, files) })
+        }
         ModelMessage::Assistant {
             content,
             tool_calls,
@@ -129,6 +134,7 @@ mod tests {
             },
             ModelMessage::User {
                 content: question.into(),
+                files: Vec::new(),
             },
             ModelMessage::Assistant {
                 content: None,
@@ -198,6 +204,7 @@ mod tests {
         };
         let messages = vec![ModelMessage::User {
             content: "hi".into(),
+            files: Vec::new(),
         }];
         let expected = json!({
             "model": "m",
@@ -240,6 +247,7 @@ mod tests {
         let settings = ModelSettings::default();
         let messages = vec![ModelMessage::User {
             content: "say \"hi\"\n🌍".into(),
+            files: Vec::new(),
         }];
         let body = parsed(&body_of(&settings, &messages, &[]));
         assert_eq!(body["messages"][0]["content"], json!("say \"hi\"\n🌍"));

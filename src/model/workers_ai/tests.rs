@@ -24,6 +24,7 @@ fn the_input_keeps_tool_schemas_as_plain_json_and_streams() {
         },
         messages: vec![ModelMessage::User {
             content: "weather?".into(),
+            files: Vec::new(),
         }],
         tools: vec![ToolDefinition {
             name: "get_weather".into(),

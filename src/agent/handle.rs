@@ -1,0 +1,115 @@
+//! What the agent's own code holds to hand work to its agent: `AgentHandle`,
+//! given to `AgentDefinition::on_request` (a route of the author's on the
+//! Durable Object). It submits messages durably (`submit_messages`, with an
+//! idempotency key; `submission_status`, `cancel_submission`), stores
+//! messages without a turn (`save_messages`) and continues the last answer
+//! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
+//! also schedules the agent's own alarm (`schedule_alarm`), which runs the
+//! definition's `on_alarm` with a handle of its own. The
+//! host's internals stay private: a handle only calls the core's entry points.
+
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use crate::core::{SubmissionRecord, SubmitError, SubmitRequest};
+use crate::protocol::UIMessage;
+
+use super::host::AgentHost;
+
+/// A submission and where it stands (serialises as the status routes send
+/// it: `{"id", "status", "messageIds", "answerMessageId", "error", …}`).
+pub type Submission = SubmissionRecord;
+
+/// Options of [`AgentHandle::submit_messages`].
+#[derive(Debug, Clone, Default)]
+pub struct SubmitOptions {
+    /// A second submit with the same key returns the first submission
+    /// (kept across restarts, for the last 256 submissions); at most 256 bytes.
+    pub idempotency_key: Option<String>,
+    /// The custom body `before_turn` sees (`TurnContext::body`), as a
+    /// tab's request body.
+    pub body: Option<Map<String, Value>>,
+}
+
+/// The agent as its own code reaches it (see the module header).
+#[derive(Clone)]
+pub struct AgentHandle {
+    host: Rc<AgentHost>,
+}
+
+impl AgentHandle {
+    pub(crate) fn new(host: Rc<AgentHost>) -> AgentHandle {
+        AgentHandle { host }
+    }
+
+    /// Stores `messages` (user messages), queues their turn and returns at
+    /// once: the turn runs in the turn queue under the agent's message
+    /// concurrency and streams to every tab; it survives an eviction.
+    pub fn submit_messages(
+        &self,
+        messages: Vec<UIMessage>,
+        options: SubmitOptions,
+    ) -> Result<Submission, SubmitError> {
+        let request = SubmitRequest {
+            messages,
+            idempotency_key: options.idempotency_key,
+            body: options.body,
+        };
+        self.host.with_core(|core, now| core.submit(request, now))
+    }
+
+    /// Where submission `id` stands (`None`: unknown, or long forgotten).
+    pub fn submission_status(&self, id: &str) -> Option<Submission> {
+        self.host.with_core(|core, _| core.submission(id).cloned())
+    }
+
+    /// Cancels submission `id`: a queued one never runs, a running one ends
+    /// `aborted` (what streamed is kept, as with a tab's stop). A finished
+    /// one is returned as it is.
+    pub fn cancel_submission(&self, id: &str) -> Option<Submission> {
+        self.host.with_core(|core, now| core.cancel(id, now))
+    }
+
+    /// Appends `messages` to the transcript (a message whose id is stored
+    /// replaces it) and shows them to every tab, without a model turn.
+    pub fn save_messages(&self, messages: Vec<UIMessage>) -> Result<Vec<String>, SubmitError> {
+        self.host.with_core(|core, now| core.save(messages, now))
+    }
+
+    /// Runs a model turn that continues the last assistant message (the
+    /// protocol's continuation), after whatever runs now. Returns the
+    /// continuation's request id.
+    pub fn continue_last_turn(&self) -> Result<String, SubmitError> {
+        self.host.with_core(|core, now| core.continue_last(now))
+    }
+
+    /// Runs the definition's `on_alarm` at `at_ms` (ms since the epoch),
+    /// replacing an alarm already scheduled; `None` cancels it. Stored, so
+    /// it fires after an eviction too (once: an alarm whose `on_alarm` is
+    /// cut by an eviction is not run again).
+    pub fn schedule_alarm(&self, at_ms: Option<u64>) {
+        self.host
+            .with_core(|core, now| core.schedule_alarm(at_ms, now));
+    }
+
+    /// When the scheduled alarm is due, if one is.
+    pub fn scheduled_alarm(&self) -> Option<u64> {
+        self.host.with_core(|core, _| core.scheduled_alarm())
+    }
+
+    /// Milliseconds since the epoch (the clock `schedule_alarm` uses).
+    pub fn now_ms(&self) -> u64 {
+        js_sys::Date::now() as u64
+    }
+
+    /// The stored conversation.
+    pub fn messages(&self) -> Vec<UIMessage> {
+        self.host.with_core(|core, _| core.messages())
+    }
+
+    /// The worker's environment (bindings, vars, secrets).
+    pub fn env(&self) -> &worker::Env {
+        self.host.env()
+    }
+}

@@ -1,0 +1,160 @@
+//! Files a user attached to a message (AI SDK `file` parts), as each
+//! provider takes them. OpenAI-compatible Chat Completions: the message's
+//! content becomes an array of parts — the text, then per file an
+//! `image_url` part for an image (`data:` or `https:` URL), a `file` part
+//! (`filename`, `file_data`) for any other file held in a `data:` URL, and a
+//! text note naming the file and its link for any other file given by link
+//! (Chat Completions takes no file by URL). Workers AI's binding is given
+//! text only: each file becomes such a note (its models' multimodal inputs
+//! differ by model and are not sent).
+
+use serde_json::{json, Value};
+
+use super::ModelFile;
+
+/// The OpenAI-compatible `content` array of a user message with files.
+pub fn openai_content(text: &str, files: &[ModelFile]) -> Value {
+    let mut parts = Vec::with_capacity(files.len() + 1);
+    if !text.is_empty() {
+        parts.push(json!({"type": "text", "text": text}));
+    }
+    for file in files {
+        let data = file.url.starts_with("data:");
+        let linked = file.url.starts_with("https:") || file.url.starts_with("http:");
+        let part = if file.media_type.starts_with("image/") && (data || linked) {
+            json!({"type": "image_url", "image_url": {"url": file.url}})
+        } else if data {
+            json!({"type": "file", "file": {"filename": name_of(file), "file_data": file.url}})
+        } else {
+            json!({"type": "text", "text": note(file)})
+        };
+        parts.push(part);
+    }
+    Value::Array(parts)
+}
+
+/// The text of a user message with files, for a provider given text only:
+/// the text, then one note per file.
+pub fn text_with_notes(text: &str, files: &[ModelFile]) -> String {
+    let mut out = text.to_string();
+    for file in files {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&note(file));
+    }
+    out
+}
+
+/// A line naming an attached file: its link when it has one (never the
+/// bytes of a `data:` URL).
+fn note(file: &ModelFile) -> String {
+    match file.url.starts_with("data:") {
+        true => format!(
+            "[Attached file {} ({}), not shown]",
+            name_of(file),
+            file.media_type
+        ),
+        false => format!(
+            "[Attached file {} ({}): {}]",
+            name_of(file),
+            file.media_type,
+            file.url
+        ),
+    }
+}
+
+fn name_of(file: &ModelFile) -> &str {
+    file.filename
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelMessage, ModelRequest};
+
+    const PNG: &str = "data:image/png;base64,iVBORw0KGgo=";
+    const PDF: &str = "data:application/pdf;base64,JVBERi0xLjQK";
+
+    fn file(media_type: &str, url: &str, filename: Option<&str>) -> ModelFile {
+        ModelFile {
+            media_type: media_type.into(),
+            url: url.into(),
+            filename: filename.map(str::to_string),
+        }
+    }
+
+    fn request_with(files: Vec<ModelFile>) -> ModelRequest {
+        let mut request = ModelRequest::user_text("gpt-4o-mini", "what is in these?");
+        request.messages = vec![ModelMessage::User {
+            content: "what is in these?".into(),
+            files,
+        }];
+        request
+    }
+
+    #[test]
+    fn openai_request_body_carries_images_files_and_links_byte_exact() {
+        let request = request_with(vec![
+            file("image/png", PNG, Some("dot.png")),
+            file("image/jpeg", "https://example.com/cat.jpg", None),
+            file("application/pdf", PDF, Some("report.pdf")),
+            file(
+                "application/zip",
+                "https://example.com/a.zip",
+                Some("a.zip"),
+            ),
+        ]);
+        let body = crate::model::openai::request_body(&request);
+        let expected = concat!(
+            r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":["#,
+            r#"{"type":"text","text":"what is in these?"},"#,
+            r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},"#,
+            r#"{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}},"#,
+            r#"{"type":"file","file":{"filename":"report.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQK"}},"#,
+            r#"{"type":"text","text":"[Attached file a.zip (application/zip): https://example.com/a.zip]"}"#,
+            r#"]}],"stream":true,"stream_options":{"include_usage":true}}"#,
+        );
+        assert_eq!(body, expected);
+    }
+
+    #[test]
+    fn a_user_message_without_files_keeps_its_plain_string_content() {
+        let body = crate::model::openai::request_body(&request_with(Vec::new()));
+        assert!(
+            body.contains(r#"{"role":"user","content":"what is in these?"}"#),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn a_file_with_no_text_is_sent_alone_and_an_unnamed_file_is_called_file() {
+        let content = openai_content(
+            "",
+            &[file("text/plain", "data:text/plain;base64,aGk=", None)],
+        );
+        assert_eq!(
+            content.to_string(),
+            r#"[{"type":"file","file":{"filename":"file","file_data":"data:text/plain;base64,aGk="}}]"#
+        );
+    }
+
+    #[test]
+    fn workers_ai_gets_text_notes_and_never_the_bytes() {
+        let request = request_with(vec![
+            file("image/png", PNG, Some("dot.png")),
+            file("application/zip", "https://example.com/a.zip", None),
+        ]);
+        let input = crate::model::workers_ai::WorkersAi::input(&request);
+        let expected = concat!(
+            r#"{"messages":[{"role":"user","content":"what is in these?\n"#,
+            r#"[Attached file dot.png (image/png), not shown]\n"#,
+            r#"[Attached file file (application/zip): https://example.com/a.zip]"}],"stream":true}"#,
+        );
+        assert_eq!(input, expected);
+        assert!(!input.contains("iVBOR"));
+    }
+}

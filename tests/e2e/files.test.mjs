@@ -1,0 +1,56 @@
+// End-to-end: files in user messages. The stock `useAgentChat` sends an image as a `file` part
+// (`sendMessage({text, files})`), the agent stores it as sent and the scripted model server
+// receives it as an OpenAI `image_url` content part after the text; a file over the size limit
+// is refused with an error on its request and the stored transcript is unchanged.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chatRequest, getMessages, isDone } from '../support/harness.mjs';
+import { workerFor, tab, rid } from '../support/e2e.mjs';
+import { mountAgentChat } from '../support/agent-chat-node.mjs';
+
+const AGENT = 'ChatAgent';
+const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+test('an image the stock client attaches reaches the model as an image_url part', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'files-image';
+  const chat = await mountAgentChat({ url: w.url, name: room, hook: 'agents' });
+  t.after(() => chat.unmount());
+  await chat.chat.sendMessage({
+    text: 'what is in this picture?',
+    files: [{ type: 'file', mediaType: 'image/png', url: PNG, filename: 'dot.png' }],
+  });
+  await chat.waitFor((c) => c.status === 'ready' && c.messages.at(-1)?.role === 'assistant', 20000);
+  const request = w.model.requests.at(-1);
+  const user = request.messages.filter((m) => m.role === 'user').at(-1);
+  assert.deepEqual(user.content, [
+    { type: 'text', text: 'what is in this picture?' },
+    { type: 'image_url', image_url: { url: PNG } },
+  ]);
+  const stored = await getMessages(w.url, AGENT, room);
+  const file = stored[0].parts.find((p) => p.type === 'file');
+  assert.deepEqual(file, { type: 'file', mediaType: 'image/png', url: PNG, filename: 'dot.png' }, 'stored as sent');
+});
+
+test('a file over the size limit is refused on its request and nothing stored changes', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'files-too-large';
+  const a = await tab(w, room);
+  const r1 = rid();
+  a.send(chatRequest(r1, [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hello' }] }]));
+  assert.equal((await a.waitFor(isDone(r1), 20000)).outcome, 'completed');
+  const before = await getMessages(w.url, AGENT, room);
+  const big = `data:application/pdf;base64,${'A'.repeat(1024 * 1024)}`;
+  const r2 = rid();
+  a.send(chatRequest(r2, [{ id: 'u2', role: 'user', parts: [
+    { type: 'text', text: 'read this' },
+    { type: 'file', mediaType: 'application/pdf', url: big, filename: 'big.pdf' },
+  ] }]));
+  const refusal = await a.waitFor(isDone(r2), 20000);
+  assert.equal(refusal.error, true);
+  assert.match(refusal.body, /a file in message u2 is too large: 1048604 bytes \(limit 1048576\)/);
+  assert.deepEqual(await getMessages(w.url, AGENT, room), before, 'nothing stored changed');
+  assert.equal(a.isOpen, true, 'the socket stays open');
+  await a.close();
+});

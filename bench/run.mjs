@@ -28,6 +28,7 @@ import WebSocket from 'ws';
 import { COMPATIBILITY_DATE, chatRequest, connect, isDone, kebab, userMessage } from '../tests/support/harness.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import { freePort, inspect } from './inspector.mjs';
+import { historyRows, historyTargets, phaseHistoryMemory, phaseHistoryTurns } from './history.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const THINK_DIR = join(ROOT, 'bench', 'think-worker');
@@ -53,7 +54,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,memory] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,memory,history] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -63,10 +64,10 @@ function parseArgs(argv) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
     return n;
   };
-  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases'];
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
-  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'memory'];
+  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'memory', 'history'];
   const phases = new Set((values.phases ?? allPhases.join(',')).split(',').map((p) => p.trim()).filter(Boolean));
   for (const p of phases) if (!allPhases.includes(p)) throw new Error(`unknown phase ${p} (${allPhases.join(', ')})`);
   return {
@@ -83,6 +84,8 @@ function parseArgs(argv) {
     agents: int('agents', quick ? 10 : 100),
     history: int('history', 50),
     connects: int('connects', quick ? 10 : 30),
+    historyReps: reps,
+    historyAgents: int('history-agents', quick ? 2 : 4),
     json: values.json ?? null,
   };
 }
@@ -680,6 +683,7 @@ async function main() {
       cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
+      histShortTurn: [], histLongTurn: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
     });
     const results = { ours: newResults(), think: newResults(), floor: newResults() };
     const loads = [];
@@ -708,6 +712,11 @@ async function main() {
     await runPhase('sqlite', `sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, pair, () => phaseSqlite(pair, opts, results, uniq));
     await runPhase('fanout', `fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, pair, () => phaseFanout(pair, opts, results, uniq));
     await runPhase('connect', `connect (fresh agent ×${opts.connects})`, pair, () => phaseConnect(pair, opts, results, uniq));
+    const kit = {
+      openTab, settle, orderFor, drop, freePort, inspect, liveHeapMiB, startInstance, specs,
+      modelUrl: model.url, persistDir: (name) => join(work, name),
+    };
+    await runPhase('history', `history turns and connects (×${opts.historyReps})`, pair, () => phaseHistoryTurns(kit, pair, opts, results, uniq, log));
 
     for (const inst of pair) await inst.close();
 
@@ -748,6 +757,7 @@ async function main() {
       }
     });
     memTabs.forEach(drop);
+    await runPhase('history', `history memory (${opts.historyAgents} agents per size)`, [], () => phaseHistoryMemory(kit, opts, results, uniq, log));
 
     // Sizes.
     const wasmBytes = readFileSync(ours.wasm);
@@ -785,6 +795,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     [`  isolate's live heap per agent (heap snapshot, KiB)`, o.liveHeapPerAgentKiB, t.liveHeapPerAgentKiB],
     [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect],
     [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen],
+    ...historyRows(o, t),
     [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
     [`worker code size gzip (KiB)`, [sizes.oursWasmGzKiB], [sizes.thinkBundleGzKiB]],
   ];
@@ -805,6 +816,12 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push(line(head));
   out.push(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|')}|`);
   for (const r of table) out.push(line(r));
+  const targets = historyTargets(o, t, median);
+  if (targets.length) {
+    out.push('');
+    out.push(`history targets (medians of this run; the long agent stores ${o.historyStored ?? '-'} messages here, ${t.historyStored ?? '-'} in Think):`);
+    out.push(...targets);
+  }
   const f = results.floor;
   if (f.memPerAgentMiB.length) {
     const floorRatio = median(f.memPerAgentMiB) / median(t.memPerAgentMiB);

@@ -200,7 +200,7 @@ fn each_ended_turn_reports_its_request_messages_and_stored_answer() {
     assert_eq!(response.message_ids, vec!["u1".to_string()]);
     assert_eq!(response.answer_id.as_deref(), stored[1]["id"].as_str());
     assert!(
-        sim.store.stored_state().messages.len() == 2,
+        sim.store.transcript().len() == 2,
         "reported after the answer is stored"
     );
 }

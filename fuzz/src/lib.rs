@@ -19,6 +19,7 @@
 //! appended without gaps or overlaps and only to open streams (the last three
 //! checked by the store); every frame sent is JSON with a string `type`.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -76,6 +77,7 @@ pub fn frame_parser(data: &[u8]) {
     let mut core = new_core(
         config(Concurrency::Queue),
         StoredState::default(),
+        &Rc::new(RefCell::new(MemStore::new())),
         SharedIds::default(),
         0,
     );
@@ -150,8 +152,14 @@ fn config(concurrency: Concurrency) -> CoreConfig {
     config
 }
 
-fn new_core(config: CoreConfig, stored: StoredState, ids: SharedIds, now: u64) -> Core {
-    Core::new(config, stored, Box::new(ids), now)
+fn new_core(
+    config: CoreConfig,
+    stored: StoredState,
+    store: &Rc<RefCell<MemStore>>,
+    ids: SharedIds,
+    now: u64,
+) -> Core {
+    Core::new(config, stored, store.clone(), Box::new(ids), now)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,7 +197,7 @@ struct Sim {
     config: CoreConfig,
     core: Core,
     ids: SharedIds,
-    store: MemStore,
+    store: Rc<RefCell<MemStore>>,
     now: u64,
     tabs: BTreeSet<ConnId>,
     channels: BTreeSet<ConnId>,
@@ -231,11 +239,18 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
     };
     let config = config(concurrency);
     let ids = SharedIds::default();
+    let store = Rc::new(RefCell::new(MemStore::new()));
     let mut sim = Sim {
-        core: new_core(config.clone(), StoredState::default(), ids.clone(), 0),
+        core: new_core(
+            config.clone(),
+            StoredState::default(),
+            &store,
+            ids.clone(),
+            0,
+        ),
         config,
         ids,
-        store: MemStore::new(),
+        store,
         now: 0,
         tabs: BTreeSet::new(),
         channels: BTreeSet::new(),
@@ -323,7 +338,7 @@ impl Sim {
                 let value = check_frame(&frame);
                 self.harvest(&value);
             }
-            Effect::Store(op) => self.store.apply(&op),
+            Effect::Store(op) => self.store.borrow_mut().apply(&op),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
             Effect::AuthorAlarm => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
@@ -395,7 +410,13 @@ impl Sim {
         if !transcript {
             return;
         }
-        let stored = self.store.message_bodies();
+        let stored: Vec<String> = self
+            .store
+            .borrow()
+            .message_bodies()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let held: Vec<String> = messages
             .iter()
             .map(|m| serde_json::to_string(m).expect("serializes"))
@@ -466,14 +487,16 @@ impl Sim {
     /// lost; sockets survive (hibernation) and are adopted; the alarm stays.
     fn evict(&mut self) {
         self.check(true);
-        let open = self.store.open_stream_ids().len();
+        let open = self.store.borrow().open_stream_ids().len();
         self.note(|| format!("evict:open_streams={}", open.min(2)));
         self.model_calls.clear();
         self.tool_runs.clear();
         self.alarm_asked = None;
+        let stored = self.store.borrow().stored_state();
         self.core = new_core(
             self.config.clone(),
-            self.store.stored_state(),
+            stored,
+            &self.store,
             self.ids.clone(),
             self.now,
         );

@@ -360,6 +360,15 @@ pub trait AgentDefinition: 'static {
     fn after_tool_call(&self, _call: &ToolCall, result: ToolOutcome) -> ToolOutcome {
         result
     }
+
+    /// Compaction: a hook that makes a summary standing in for the messages
+    /// the context policy leaves out, from the previous summary (if any) and
+    /// the messages left out since. The summary is stored and reused by
+    /// every later model request until more must be left out. `None` (the
+    /// default): older messages are left out without a summary.
+    fn compaction(&self) -> Option<crate::core::compaction::Compact> {
+        None
+    }
 }
 
 /// The awaited hooks of a definition, type-erased for the host.
@@ -412,6 +421,7 @@ pub fn core_config<D: AgentDefinition>(
             after.after_tool_call(call, result)
         })),
     };
+    config.compact = definition.compaction();
     config
 }
 

@@ -78,6 +78,8 @@ pub struct AgentHost {
     alarm_asked: std::cell::Cell<Option<u64>>,
     /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
     debug_memory: bool,
+    /// `DEBUG_TOOLS=1`: test-only tool and route (see `debug_tools.rs`).
+    debug_tools: bool,
     /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
     /// (see `channel_auth.rs`).
     channel_secret: Option<String>,
@@ -105,16 +107,21 @@ impl AgentHost {
                 .ok()
         };
         let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
+        let debug_tools = lookup(super::debug_tools::DEBUG_TOOLS_VAR).as_deref() == Some("1");
         let channel_secret =
             lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
         crate::log::set_threshold(settings.log_level);
-        let tools = definition.tools();
+        let mut tools = definition.tools();
+        if debug_tools {
+            tools.extend(super::debug_tools::tools());
+        }
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
         let config = core_config(&definition, &settings, &tools, &name, agent);
-        let core = Core::new(config, stored, Box::new(RandomIds), now_ms());
+        let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
+        let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let routes = definition.clone();
@@ -152,6 +159,7 @@ impl AgentHost {
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
             debug_memory,
+            debug_tools,
             channel_secret,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -203,6 +211,10 @@ impl AgentHost {
         if internal && !channel {
             return super::remote::serve(self, req).await;
         }
+        if self.debug_tools && path.ends_with(super::debug_tools::FAIL_NEXT_MESSAGE_WRITE) {
+            self.store.fail_next_message_write();
+            return Response::ok("armed");
+        }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
             return Response::from_json(&messages);
@@ -253,7 +265,7 @@ impl AgentHost {
         serde_json::json!({
             "wasmMemoryBytes": bytes,
             "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
-            "messages": core.messages().len(),
+            "windowMessages": core.window_len(),
             "sockets": self.sockets.borrow().len(),
             "pendingTimers": usize::from(self.wake.borrow().is_some()),
             "sqliteDatabaseBytes": self.store.database_size(),
@@ -427,8 +439,13 @@ impl AgentHost {
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
         let mut effects = effects.into_iter().peekable();
+        // Frames queued after a failed batch announce what was not stored:
+        // held back up to the next write; the core is told afterwards.
+        let mut failed: Option<(Vec<_>, String)> = None;
+        let mut hold_frames = false;
         while let Some(effect) = effects.next() {
             match effect {
+                Effect::Send { .. } if hold_frames => {}
                 Effect::Send { to, frame } => self.send_frame(&to, &frame),
                 Effect::Store(op) => {
                     // A run of writes commits together or not at all.
@@ -438,8 +455,17 @@ impl AgentHost {
                             ops.push(op);
                         }
                     }
-                    if let Err(e) = self.store.apply_all(ops) {
-                        self.write_failed(&e.to_string());
+                    hold_frames = false;
+                    if let Err((ops, e)) = self.store.apply_all(ops) {
+                        self.log_line(
+                            crate::log::LogLevel::Error,
+                            &format!("storage write failed: {e}"),
+                        );
+                        hold_frames = true;
+                        match failed.as_mut() {
+                            Some((all, _)) => all.extend(ops),
+                            None => failed = Some((ops, e.to_string())),
+                        }
                     }
                 }
                 Effect::CallModel { call, request } => {
@@ -518,22 +544,8 @@ impl AgentHost {
                 }
             }
         }
-    }
-
-    /// A batch of writes was refused and rolled back (nothing of it is
-    /// stored; the records that came before it, the chunk log included, are
-    /// still there for a recovery). Every tab and channel is told.
-    fn write_failed(&self, error: &str) {
-        self.log_line(
-            crate::log::LogLevel::Error,
-            &format!("storage write failed: {error}"),
-        );
-        let frame = server::chat_error(&format!(
-            "The agent could not save its state ({error}); the last answer may be incomplete."
-        ));
-        let sockets = self.sockets.borrow();
-        for ws in sockets.values() {
-            let _ = ws.send_with_str(&frame);
+        if let Some((ops, error)) = failed {
+            self.dispatch(Event::StoreWriteFailed { ops, error });
         }
     }
 

@@ -23,7 +23,7 @@ impl Core {
                 // stored partial (as the reference does), which replaces any
                 // longer partial it kept from before the eviction; the
                 // continuation it is offered then appends to the right text.
-                let frame = server::chat_messages(&self.transcript.messages(), true);
+                let frame = self.transcript_frame(true);
                 self.send_to(vec![conn.clone()], frame);
             }
             self.tell_recovering(&conn);
@@ -34,7 +34,7 @@ impl Core {
                 }
                 self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
             }
-            let frame = server::chat_messages(&self.transcript.messages(), true);
+            let frame = self.transcript_frame(true);
             self.send_to(vec![conn.clone()], frame);
             self.tell_recovering(&conn);
         }
@@ -70,7 +70,7 @@ impl Core {
             && self.config.concurrency == Concurrency::Drop
         {
             let message_ids = super::transcript::trailing_user_ids(request.messages.iter());
-            let snapshot = server::chat_messages(&self.transcript.messages(), false);
+            let snapshot = self.transcript_frame(false);
             self.send_to(vec![conn.clone()], snapshot);
             self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
             return;
@@ -208,6 +208,8 @@ impl Core {
         let parked = self.conns.take_parked();
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
+        self.summary = None;
+        self.compaction_declined = false;
         self.client_tools.clear();
         self.body.clear();
         self.terminal_error = None;
@@ -263,8 +265,8 @@ impl Core {
         // message is never overwritten: the new one gets an id of its own.
         let taken = self
             .transcript
-            .iter()
-            .any(|m| m.id == message.id && m.role != crate::protocol::Role::User);
+            .get(&message.id)
+            .is_some_and(|m| m.role != crate::protocol::Role::User);
         if taken {
             message.id = self.new_id(super::ids::IdKind::Message);
         }

@@ -264,7 +264,8 @@ pub struct TurnContext {
     pub continuation: bool,
     /// The turn was asked for by a parent agent (a sub-agent turn).
     pub from_parent: bool,
-    /// The last [`TURN_CONTEXT_MESSAGES`] messages of the conversation, oldest first.
+    /// The newest messages of the conversation (at most
+    /// [`TURN_CONTEXT_MESSAGES`] of the window the agent keeps in memory), oldest first.
     pub messages: Vec<UIMessage>,
     pub client_tools: Vec<ClientToolSchema>,
     /// The custom body of the request (or the last one a tab sent).
@@ -407,6 +408,8 @@ pub struct CoreConfig {
     pub prepare_turn: bool,
     /// The author's hooks on failed turns and on tool calls (see `hooks.rs`).
     pub hooks: super::hooks::Hooks,
+    /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
+    pub compact: Option<super::compaction::Compact>,
     pub settings: CoreSettings,
 }
 
@@ -420,6 +423,7 @@ impl CoreConfig {
             before_turn: None,
             prepare_turn: false,
             hooks: Default::default(),
+            compact: None,
             settings: CoreSettings::default(),
         }
     }

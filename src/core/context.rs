@@ -21,17 +21,29 @@ pub fn model_messages(system: &str, messages: &[&UIMessage]) -> Vec<ModelMessage
         });
     }
     for message in messages {
-        match message.role {
-            Role::User => out.push(ModelMessage::User {
-                content: message.text(),
-                files: user_files(message),
-            }),
-            Role::System => out.push(ModelMessage::System {
-                content: message.text(),
-            }),
-            Role::Assistant => push_assistant(&mut out, message),
-        }
+        push_model_messages(&mut out, message);
     }
+    finish_model_messages(&mut out);
+    out
+}
+
+/// What one message becomes for the model (an assistant message: a message
+/// per step, each followed by its tool results).
+pub fn push_model_messages(out: &mut Vec<ModelMessage>, message: &UIMessage) {
+    match message.role {
+        Role::User => out.push(ModelMessage::User {
+            content: message.text(),
+            files: user_files(message),
+        }),
+        Role::System => out.push(ModelMessage::System {
+            content: message.text(),
+        }),
+        Role::Assistant => push_assistant(out, message),
+    }
+}
+
+/// A conversation that ends with the model's own answer asks it to go on.
+pub fn finish_model_messages(out: &mut Vec<ModelMessage>) {
     if matches!(out.last(), Some(ModelMessage::Assistant { tool_calls, .. }) if tool_calls.is_empty())
     {
         out.push(ModelMessage::User {
@@ -39,7 +51,6 @@ pub fn model_messages(system: &str, messages: &[&UIMessage]) -> Vec<ModelMessage
             files: Vec::new(),
         });
     }
-    out
 }
 
 /// The `file` parts of a user message (`{type:"file", mediaType, url,

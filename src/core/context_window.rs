@@ -41,13 +41,19 @@ pub fn estimated_bytes(messages: &[ModelMessage]) -> usize {
 
 /// Keeps what fits in `max_bytes` (0 keeps everything); see the module header.
 pub fn fit(messages: Vec<ModelMessage>, max_bytes: usize) -> Vec<ModelMessage> {
-    fit_counted(messages, max_bytes).0
+    fit_after(messages, max_bytes, 0).0
 }
 
-/// [`fit`], and how many messages it left out.
-pub fn fit_counted(messages: Vec<ModelMessage>, max_bytes: usize) -> (Vec<ModelMessage>, usize) {
+/// Like `fit`, for messages that follow `earlier` older ones already left
+/// out (never read from the store): the note counts those too. Also returns
+/// how many messages are left out in all (`earlier` included).
+pub fn fit_after(
+    messages: Vec<ModelMessage>,
+    max_bytes: usize,
+    earlier: usize,
+) -> (Vec<ModelMessage>, usize) {
     if max_bytes == 0 || estimated_bytes(&messages) <= max_bytes {
-        return (messages, 0);
+        return (with_note(messages, earlier), earlier);
     }
     let system_len = usize::from(matches!(
         messages.first(),
@@ -71,20 +77,38 @@ pub fn fit_counted(messages: Vec<ModelMessage>, max_bytes: usize) -> (Vec<ModelM
         first += 1;
     }
     let Some(start) = groups.get(first).map(|g| g.start) else {
-        return (messages, 0);
+        return (with_note(messages, earlier), earlier);
     };
     let omitted = start - system_len;
     if omitted == 0 {
-        return (messages, 0);
+        return (with_note(messages, earlier), earlier);
     }
     let mut kept = Vec::with_capacity(messages.len() - omitted + 1);
     let mut all = messages.into_iter();
     kept.extend(all.by_ref().take(system_len));
     kept.push(ModelMessage::System {
-        content: omitted_note(omitted),
+        content: omitted_note(omitted + earlier),
     });
     kept.extend(all.skip(omitted));
-    (kept, omitted)
+    (kept, omitted + earlier)
+}
+
+/// `messages` behind a note that `earlier` messages are left out (none: as they are).
+fn with_note(mut messages: Vec<ModelMessage>, earlier: usize) -> Vec<ModelMessage> {
+    if earlier == 0 {
+        return messages;
+    }
+    let at = usize::from(matches!(
+        messages.first(),
+        Some(ModelMessage::System { .. })
+    ));
+    messages.insert(
+        at,
+        ModelMessage::System {
+            content: omitted_note(earlier),
+        },
+    );
+    messages
 }
 
 /// A message with the tool results that answer it.

@@ -98,6 +98,13 @@ pub enum Event {
     ScheduleAlarm {
         at_ms: Option<u64>,
     },
+    /// A run of `Store` effects could not be committed and was rolled back
+    /// whole (`ops`, in order); the host held back the frames queued after
+    /// it up to the next write.
+    StoreWriteFailed {
+        ops: Vec<StoreOp>,
+        error: String,
+    },
 }
 
 /// The closed set of timers the core arms (in its own table, see `timers.rs`).

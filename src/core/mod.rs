@@ -14,6 +14,7 @@ mod author_alarm;
 pub mod channel;
 mod chat;
 mod chunk_log;
+pub mod compaction;
 pub mod config;
 pub mod connections;
 pub mod context;
@@ -21,6 +22,7 @@ pub mod context_window;
 mod continuation;
 mod cut_stream;
 pub mod effects;
+pub mod history;
 pub mod hooks;
 pub mod ids;
 pub mod limits;
@@ -32,6 +34,7 @@ pub mod queue;
 mod recovery;
 mod resume;
 pub mod row_limits;
+pub mod shape;
 pub mod submissions;
 mod terminal;
 pub mod timers;
@@ -39,6 +42,7 @@ mod tool_results;
 mod tools;
 pub mod transcript;
 mod turn;
+pub mod write_failure;
 
 use std::rc::Rc;
 
@@ -56,6 +60,7 @@ pub use config::{
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
+pub use history::History;
 pub use hooks::{
     ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
 };
@@ -101,6 +106,11 @@ pub struct Core {
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     /// Submissions of the agent's own code, oldest first.
     submissions: submissions::Submissions,
+    /// The compaction summary in use, and whether the hook declined to make one.
+    summary: Option<compaction::Summary>,
+    compaction_declined: bool,
+    /// The last turn closed, until a write fails or another closes.
+    last_closed: Option<write_failure::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -112,6 +122,7 @@ impl Core {
     pub fn new(
         config: CoreConfig,
         stored: StoredState,
+        history: Rc<dyn History>,
         ids: Box<dyn IdSource>,
         now_ms: u64,
     ) -> Core {
@@ -130,7 +141,7 @@ impl Core {
             config,
             ids,
             now: now_ms,
-            transcript: Transcript::from_entries(stored.messages),
+            transcript: Transcript::load(history),
             conns: Connections::default(),
             queue,
             active: None,
@@ -143,8 +154,11 @@ impl Core {
             recovering: None,
             recovery_budget: stored.recovery,
             stream_approvals: stored.stream_approvals,
+            summary: stored.summary,
+            compaction_declined: false,
             finished: Default::default(),
             submissions: submissions::Submissions::restore(stored.submissions),
+            last_closed: None,
             next_call: 1,
             timers,
             effects: Vec::new(),
@@ -154,6 +168,7 @@ impl Core {
 
     pub fn handle(&mut self, event: Event, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         match event {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
@@ -202,6 +217,7 @@ impl Core {
                 let _ = self.on_continue_last_turn();
             }
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
+            Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }
         self.write_down_queue();
     }
@@ -224,6 +240,7 @@ impl Core {
     /// Fires every in-isolate timer due at `now_ms`, earliest first.
     pub fn handle_timeout(&mut self, now_ms: u64) {
         self.now = self.now.max(now_ms);
+        self.trim_window();
         while let Some(timer) = self.timers.pop_expired(self.now) {
             self.on_timer(timer);
             self.write_down_queue();
@@ -252,8 +269,26 @@ impl Core {
         std::mem::take(&mut self.effects)
     }
 
+    /// The whole conversation, oldest first (older messages are read from
+    /// the store: what `get-messages` answers).
     pub fn messages(&self) -> Vec<UIMessage> {
         self.transcript.messages()
+    }
+
+    /// How many messages the core keeps in memory (the recent window).
+    pub fn window_len(&self) -> usize {
+        self.transcript.window_len()
+    }
+
+    /// Forgets the oldest messages of the in-memory window (see
+    /// `Transcript::trim`). Only between events whose writes the host has
+    /// carried out (effects taken), so older messages read from the store
+    /// are current.
+    fn trim_window(&mut self) {
+        if self.effects.is_empty() {
+            let keep_from = self.active.as_ref().map(|a| a.seq);
+            self.transcript.trim(keep_from);
+        }
     }
 
     pub fn config(&self) -> &CoreConfig {
@@ -376,16 +411,29 @@ impl Core {
     }
 
     fn broadcast_transcript(&mut self, except: Option<&str>) {
-        let frame = server::chat_messages(&self.transcript.messages(), false);
         let to = match except {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),
         };
+        if to.is_empty() {
+            return;
+        }
+        let frame = self.transcript_frame(false);
         self.send_to(to, frame);
     }
 
+    /// The transcript frame: the whole conversation up to
+    /// `history::SNAPSHOT_BYTES` of messages, else the newest that fit.
+    fn transcript_frame(&self, connect: bool) -> String {
+        let messages = self.transcript.snapshot(history::SNAPSHOT_BYTES);
+        server::chat_messages_json(&messages, connect)
+    }
+
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {
-        let value = serde_json::to_string(value).unwrap_or_default();
+        let value = match key.is_versioned() {
+            true => shape::encode(value),
+            false => serde_json::to_string(value).unwrap_or_default(),
+        };
         self.store(StoreOp::PutConfig { key, value });
     }
 }

@@ -6,18 +6,21 @@
 //! may send it again within the same budget, or the turn ends). Phase
 //! changes go through the transitions in `turn.rs`.
 
-use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelRequest};
-use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
+use crate::protocol::{Outcome, Role, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
 use super::config::TurnTrigger;
-use super::context::{model_messages, turn_tools};
+use super::context::{finish_model_messages, model_messages, push_model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
 use super::hooks::{ChatError, ErrorDisposition};
 use super::log::{LogEvent, LogLevel};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
+
+/// Older messages read per query for the model context.
+const CONTEXT_PAGE: usize = 256;
 
 /// A turn whose request the model refused as too long, even with half of it left out.
 pub const CONTEXT_TOO_LONG: &str =
@@ -55,7 +58,8 @@ impl Core {
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
     /// window that leaves messages out is logged.
     fn step_request(&mut self, context_budget: usize) -> Option<ModelRequest> {
-        let (request, omitted) = self.build_step_request(context_budget)?;
+        let compacted = self.compacted_step_context(context_budget);
+        let (request, omitted) = self.build_step_request(context_budget, compacted)?;
         if omitted > 0 {
             let request_id = self.active.as_ref()?.turn.request_id.clone();
             self.log(LogEvent::ContextTrimmed {
@@ -68,8 +72,13 @@ impl Core {
         Some(request)
     }
 
-    /// The step's request and how many messages its window left out.
-    fn build_step_request(&self, context_budget: usize) -> Option<(ModelRequest, usize)> {
+    /// The step's request and how many messages its window left out
+    /// (`compacted`: the messages with a summary, when the agent compacts).
+    fn build_step_request(
+        &self,
+        context_budget: usize,
+        compacted: Option<Vec<ModelMessage>>,
+    ) -> Option<(ModelRequest, usize)> {
         let active = self.active.as_ref()?;
         let mut context: Vec<&UIMessage> = self
             .transcript
@@ -80,11 +89,23 @@ impl Core {
             context.push(&active.message);
         }
         let turn = &active.settings;
-        let messages = model_messages(&turn.system, &context);
+        let (messages, earlier) = match compacted {
+            Some(messages) => (messages, 0),
+            None => {
+                let (older, earlier) = self.older_context(&context, context_budget);
+                let mut messages = model_messages(&turn.system, &[]);
+                messages.extend(older);
+                for message in &context {
+                    push_model_messages(&mut messages, message);
+                }
+                finish_model_messages(&mut messages);
+                (messages, earlier)
+            }
+        };
         let client_tools = self.active_client_tools();
         let mut tools = turn_tools(&self.config.tools, client_tools);
         tools.retain(|t| turn.offers(&t.name, self.opt_in_only(&t.name, client_tools)));
-        let (messages, omitted) = context_window::fit_counted(messages, context_budget);
+        let (messages, omitted) = context_window::fit_after(messages, context_budget, earlier);
         let request = ModelRequest {
             settings: turn.model.clone(),
             messages,
@@ -106,6 +127,70 @@ impl Core {
     ) -> bool {
         self.config.tool(name).is_some_and(|t| t.opt_in)
             && !self.config.routes_to_client(name, client_tools)
+    }
+
+    /// The step's messages with a summary in place of what does not fit
+    /// (see `compaction.rs`), when the agent compacts.
+    fn compacted_step_context(&mut self, budget: usize) -> Option<Vec<crate::model::ModelMessage>> {
+        self.config.compact.as_ref()?;
+        let active = self.active.as_ref()?;
+        let mut recent: Vec<(u64, UIMessage)> = self
+            .transcript
+            .entries_before(active.seq)
+            .filter(|(_, m)| m.id != active.message.id)
+            .map(|(seq, m)| (seq, m.clone()))
+            .collect();
+        if has_content(&active.message) {
+            recent.push((active.seq, active.message.clone()));
+        }
+        let system = active.settings.system.clone();
+        self.compacted_context(&system, &recent, budget)
+    }
+
+    /// What the model context holds of the messages older than the
+    /// in-memory window, converted as they are read (newest first, until
+    /// they exceed `budget`; all when 0), oldest first and starting at a user
+    /// message, with how many older messages were not read.
+    fn older_context(&self, recent: &[&UIMessage], budget: usize) -> (Vec<ModelMessage>, usize) {
+        if !self.transcript.has_older() {
+            return (Vec::new(), 0);
+        }
+        let history = self.transcript.history();
+        let mut used = context_window::estimated_bytes(&model_messages("", recent));
+        // Per message read: whether it is a user message, and what it becomes.
+        let mut groups: Vec<(bool, Vec<ModelMessage>)> = Vec::new();
+        let mut before = self.transcript.window_start();
+        let mut exhausted = false;
+        while budget == 0 || used <= budget {
+            let page = history.page_before(before, CONTEXT_PAGE);
+            let full = page.len() == CONTEXT_PAGE;
+            for entry in page {
+                before = entry.seq;
+                let mut converted = Vec::new();
+                push_model_messages(&mut converted, &entry.message);
+                used += context_window::estimated_bytes(&converted);
+                groups.push((entry.message.role == Role::User, converted));
+                if budget != 0 && used > budget {
+                    break;
+                }
+            }
+            if !full {
+                exhausted = true;
+                break;
+            }
+        }
+        groups.reverse();
+        let mut earlier = 0;
+        if !exhausted {
+            // Cut short: start at a user message, as a window does.
+            let lead = groups
+                .iter()
+                .position(|(user, _)| *user)
+                .unwrap_or(groups.len());
+            groups.drain(..lead);
+            earlier = history.count_before(before) + lead;
+        }
+        (groups.into_iter().flat_map(|(_, m)| m).collect(), earlier)
     }
 
     /// The provider refused the request as too long for the model: the step
@@ -463,7 +548,7 @@ impl Core {
                     || a.model_call()
                         .is_some_and(|c| c.calls.values().any(|s| s.id == candidate))
             });
-            in_turn || self.transcript.owner_of(candidate).is_some()
+            in_turn || self.transcript.has_tool_call(candidate)
         };
         if !taken(&id) {
             return id;

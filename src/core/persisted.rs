@@ -3,16 +3,17 @@
 //! and `StoredState`, what a starting core reads back. Rows written by older
 //! releases are read here too (a bare recovery budget; an owed continuation
 //! recorded inside the recovery row), so the rest of the core sees one shape.
-//! The rules for decoding stored rows (and skipping unreadable ones) live
-//! here too, shared by every store.
+//! The rules for decoding stored rows live here too, shared by every store:
+//! the stream record and the turn-state config rows carry a shape version
+//! (`shape.rs`), and a row that does not decode is reported back with the
+//! reason so the store moves it to its quarantine.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::protocol::{ClientToolSchema, UIMessage};
+use crate::protocol::ClientToolSchema;
 
 use super::queue::DurableTurn;
-use super::transcript::Entry;
 
 /// Names of the config rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +34,35 @@ pub enum ConfigKey {
     StreamApprovals,
     /// When the alarm the agent's own code scheduled is due.
     AuthorAlarm,
+    /// The compaction summary (`compaction.rs`).
+    Summary,
 }
 
 impl ConfigKey {
+    /// Every key, in the order `read_config` reads them.
+    pub const ALL: [ConfigKey; 10] = [
+        ConfigKey::ClientTools,
+        ConfigKey::CustomBody,
+        ConfigKey::TerminalError,
+        ConfigKey::InstanceName,
+        ConfigKey::Recovery,
+        ConfigKey::Continuation,
+        ConfigKey::Queue,
+        ConfigKey::StreamApprovals,
+        ConfigKey::AuthorAlarm,
+        ConfigKey::Summary,
+    ];
+
+    /// The row is one of the core's own shapes, stored with a shape version
+    /// (the client tools and the custom body keep the client's JSON; the
+    /// instance name is plain text).
+    pub fn is_versioned(self) -> bool {
+        !matches!(
+            self,
+            ConfigKey::ClientTools | ConfigKey::CustomBody | ConfigKey::InstanceName
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ConfigKey::ClientTools => "last_client_tools",
@@ -47,6 +74,7 @@ impl ConfigKey {
             ConfigKey::Queue => "queue",
             ConfigKey::StreamApprovals => "stream_approvals",
             ConfigKey::AuthorAlarm => "author_alarm",
+            ConfigKey::Summary => "summary",
         }
     }
 }
@@ -63,6 +91,22 @@ pub struct StreamRecord {
     /// The first interrupted request of a recovery chain, when this is a recovery turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_root: Option<String>,
+}
+
+impl StreamRecord {
+    /// The stored row: the record with its shape version.
+    pub fn to_row(&self) -> String {
+        super::shape::encode(self)
+    }
+}
+
+/// A stored row that no longer decodes, with the reason; the store moves it
+/// to its quarantine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    pub key: ConfigKey,
+    pub value: String,
+    pub reason: String,
 }
 
 /// A stream left open by an instance that died mid-turn.
@@ -186,7 +230,6 @@ pub struct SubmissionRecord {
 /// Everything the core needs from storage to start (or restart).
 #[derive(Debug, Clone, Default)]
 pub struct StoredState {
-    pub messages: Vec<Entry>,
     pub client_tools: Vec<ClientToolSchema>,
     pub body: Map<String, Value>,
     pub terminal_error: Option<TerminalError>,
@@ -202,66 +245,80 @@ pub struct StoredState {
     pub submissions: Vec<SubmissionRecord>,
     /// When the alarm the agent's own code scheduled is due.
     pub author_alarm: Option<u64>,
+    /// The compaction summary in use.
+    pub summary: Option<super::compaction::Summary>,
 }
 
 impl StoredState {
     /// Fills the config-backed fields from `row(key)`, the stored text of
-    /// each [`ConfigKey`]. Values that no longer parse are dropped (a
-    /// missing config is the same as a fresh agent's), never fatal.
+    /// each [`ConfigKey`]. A row that no longer decodes leaves its field as a
+    /// fresh agent's and is returned with the reason (never fatal).
     pub fn read_config<E>(
         &mut self,
         mut row: impl FnMut(ConfigKey) -> Result<Option<String>, E>,
-    ) -> Result<(), E> {
-        if let Some(tools) = row(ConfigKey::ClientTools)? {
-            self.client_tools = serde_json::from_str(&tools).unwrap_or_default();
-        }
-        if let Some(body) = row(ConfigKey::CustomBody)? {
-            if let Ok(Value::Object(map)) = serde_json::from_str(&body) {
-                self.body = map;
+    ) -> Result<Vec<Unreadable>, E> {
+        let mut unreadable = Vec::new();
+        for key in ConfigKey::ALL {
+            let Some(value) = row(key)? else {
+                continue;
+            };
+            if let Err(reason) = self.read_config_row(key, &value) {
+                unreadable.push(Unreadable { key, value, reason });
             }
         }
-        self.terminal_error = parsed(row(ConfigKey::TerminalError)?);
-        if let Some(text) = row(ConfigKey::Recovery)? {
-            let (budget, owed) = read_recovery_row(&text);
-            self.recovery = budget;
-            self.continuation_owed |= owed;
+        Ok(unreadable)
+    }
+
+    fn read_config_row(&mut self, key: ConfigKey, text: &str) -> Result<(), String> {
+        use super::shape::decode;
+        let plain = |text: &str| serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
+        match key {
+            ConfigKey::ClientTools => {
+                self.client_tools = serde_json::from_str(text).map_err(|e| e.to_string())?
+            }
+            ConfigKey::CustomBody => match plain(text)? {
+                Value::Object(map) => self.body = map,
+                _ => return Err("the custom body is not a JSON object".into()),
+            },
+            ConfigKey::InstanceName => {}
+            ConfigKey::TerminalError => self.terminal_error = Some(decode(text)?),
+            ConfigKey::Recovery => {
+                let (budget, owed) = read_recovery_row(text)?;
+                self.recovery = budget;
+                self.continuation_owed |= owed;
+            }
+            ConfigKey::Continuation => {
+                let row: ContinuationRow = decode(text)?;
+                self.continuation_owed |= row.owed;
+            }
+            ConfigKey::Queue => self.queue = decode(text)?,
+            ConfigKey::StreamApprovals => self.stream_approvals = Some(decode(text)?),
+            ConfigKey::AuthorAlarm => {
+                let row: AuthorAlarmRow = decode(text)?;
+                self.author_alarm = Some(row.at);
+            }
+            ConfigKey::Summary => self.summary = Some(decode(text)?),
         }
-        let continuation: Option<ContinuationRow> = parsed(row(ConfigKey::Continuation)?);
-        self.continuation_owed |= continuation.is_some_and(|c| c.owed);
-        self.queue = parsed(row(ConfigKey::Queue)?).unwrap_or_default();
-        self.stream_approvals = parsed(row(ConfigKey::StreamApprovals)?);
-        let alarm: Option<AuthorAlarmRow> = parsed(row(ConfigKey::AuthorAlarm)?);
-        self.author_alarm = alarm.map(|a| a.at);
         Ok(())
     }
 }
 
-fn parsed<T: for<'de> Deserialize<'de>>(text: Option<String>) -> Option<T> {
-    text.and_then(|text| serde_json::from_str(&text).ok())
-}
-
 /// A bare budget, or the combined row of older releases.
-fn read_recovery_row(text: &str) -> (Option<RecoveryBudget>, bool) {
-    if let Ok(budget) = serde_json::from_str::<RecoveryBudget>(text) {
-        return (Some(budget), false);
+fn read_recovery_row(text: &str) -> Result<(Option<RecoveryBudget>, bool), String> {
+    let refused = match super::shape::decode::<RecoveryBudget>(text) {
+        Ok(budget) => return Ok((Some(budget), false)),
+        Err(refused) => refused,
+    };
+    if refused.contains("newer than this release") {
+        return Err(refused);
     }
-    let row: CombinedRecoveryRow = serde_json::from_str(text).unwrap_or_default();
-    (row.budget, row.continuation_owed)
+    let row: CombinedRecoveryRow = serde_json::from_str(text).map_err(|_| refused)?;
+    Ok((row.budget, row.continuation_owed))
 }
 
 // ---- reading rows back: the decoding and skipping rules every store shares
 // (the SQLite one and the in-memory one of the tests), so a restart reads back
 // exactly the same state whichever store kept it. ----
-
-impl StoredState {
-    /// Adds one transcript row; rows come in `seq` order. An unreadable body
-    /// is skipped; the error says why (for the host's log).
-    pub fn push_message_row(&mut self, seq: u64, body: &str) -> Result<(), serde_json::Error> {
-        let message = serde_json::from_str::<UIMessage>(body)?;
-        self.messages.push(Entry { seq, message });
-        Ok(())
-    }
-}
 
 impl StoredState {
     /// Adds one `chat_submissions` row; rows come in `submitted_at` order.
@@ -273,21 +330,23 @@ impl StoredState {
 }
 
 impl OpenStream {
-    /// An open stream from its stored record, with no chunks yet; `None` (the
-    /// stream is skipped) when the record no longer parses.
-    pub fn from_record_row(record: &str) -> Option<OpenStream> {
-        let record = serde_json::from_str::<StreamRecord>(record).ok()?;
-        Some(OpenStream {
+    /// An open stream from its stored record (any shape up to this
+    /// release's), with no chunks yet; the error says why the record cannot
+    /// be read (the store quarantines it and settles the stream).
+    pub fn from_record_row(record: &str) -> Result<OpenStream, String> {
+        let record = super::shape::decode::<StreamRecord>(record)?;
+        Ok(OpenStream {
             record,
             chunks: Vec::new(),
         })
     }
 
     /// Adds one chunk-log row (a JSON array of chunk bodies); rows come in
-    /// `first_seq` order. An unreadable row adds nothing.
-    pub fn push_chunk_row(&mut self, bodies: &str) {
-        self.chunks
-            .extend(serde_json::from_str::<Vec<String>>(bodies).unwrap_or_default());
+    /// `first_seq` order. An unreadable row adds nothing and says why.
+    pub fn push_chunk_row(&mut self, bodies: &str) -> Result<(), String> {
+        let bodies = serde_json::from_str::<Vec<String>>(bodies).map_err(|e| e.to_string())?;
+        self.chunks.extend(bodies);
+        Ok(())
     }
 }
 

@@ -172,6 +172,11 @@ impl TurnQueue {
         self.items.front()
     }
 
+    /// The waiting turns, front first.
+    pub fn iter(&self) -> impl Iterator<Item = &QueuedTurn> {
+        self.items.iter()
+    }
+
     pub fn contains(&self, request_id: &str) -> bool {
         self.items.iter().any(|t| t.request_id == request_id)
     }

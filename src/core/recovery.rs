@@ -127,7 +127,6 @@ impl Core {
         let mut message = self
             .transcript
             .get(&open.record.message_id)
-            .cloned()
             .unwrap_or_else(|| UIMessage::assistant(open.record.message_id.clone()));
         for body in &open.chunks {
             if let Ok(chunk) = serde_json::from_str::<UIMessageChunk>(body) {

@@ -49,24 +49,27 @@ impl Core {
         if self.config.hooks.after_tool_call.is_none() {
             return (result.output.clone(), result.error_text.clone());
         }
-        let part = self
+        let id = &result.tool_call_id;
+        let describe = |t: &crate::protocol::ToolPart| {
+            (t.tool_name.clone(), t.input.clone().unwrap_or_default())
+        };
+        let (name, input) = self
             .active
             .as_ref()
             .and_then(|a| {
                 a.message
                     .tool_parts()
-                    .find(|t| t.tool_call_id == result.tool_call_id)
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe)
             })
             .or_else(|| {
-                self.transcript
-                    .owner_of(&result.tool_call_id)
-                    .and_then(|m| {
-                        m.tool_parts()
-                            .find(|t| t.tool_call_id == result.tool_call_id)
-                    })
-            });
-        let (name, input) = part
-            .map(|t| (t.tool_name.clone(), t.input.clone().unwrap_or_default()))
+                let owner = self.transcript.owner_of(id)?;
+                let found = owner
+                    .tool_parts()
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe);
+                found
+            })
             .unwrap_or_default();
         let call = self.hook_call(&result.tool_call_id, &name, input, true);
         match self.rewrite_tool_result(&call, outcome) {
@@ -88,10 +91,11 @@ impl Core {
                     && self.waits_for_browser(tool, self.active_client_tools());
             }
         }
-        self.transcript
-            .owner_of(tool_call_id)
-            .and_then(|m| m.tool_parts().find(|t| t.tool_call_id == tool_call_id))
-            .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+        self.transcript.owner_of(tool_call_id).is_some_and(|m| {
+            m.tool_parts()
+                .find(|t| t.tool_call_id == tool_call_id)
+                .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+        })
     }
 
     /// A part waiting for its input's result whose tool is a client tool: one

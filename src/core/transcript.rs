@@ -3,12 +3,14 @@
 //! and the repair of unanswered tool calls before the model is called.
 
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use serde_json::{json, Value};
 
 use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
 
 use super::accumulator::settle_output;
+use super::history::{self, History, PAGE, WINDOW_MESSAGES};
 
 pub const INTERRUPTED_TOOL_ERROR: &str =
     "The tool call was interrupted before a result was recorded.";
@@ -21,16 +23,30 @@ pub struct Entry {
     pub message: UIMessage,
 }
 
-#[derive(Debug, Default, Clone)]
+/// The conversation as the core sees it: the newest messages in memory (the
+/// window, a contiguous run up to the newest stored message), older ones
+/// read through `history` when asked for. A message older than the window
+/// is loaded into it (with everything after it) before it is changed, so the
+/// store never holds an older message with a write still pending.
+#[derive(Clone)]
 pub struct Transcript {
-    /// In `seq` order.
+    /// In `seq` order: every stored message from the window's start on.
     entries: Vec<Entry>,
-    /// The `seq` of each message id: finding a message costs a hash and a
-    /// binary search, not a walk of the whole history.
+    /// The `seq` of each message id in the window: finding a message costs
+    /// a hash and a binary search, not a walk of the whole history.
     seq_by_id: HashMap<String, u64>,
     next_seq: u64,
     /// Places kept for the answers of accepted requests, by request id.
     reserved: BTreeMap<String, u64>,
+    history: Rc<dyn History>,
+    /// The store may hold messages placed before the window.
+    older: bool,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Transcript::load(history::none())
+    }
 }
 
 /// What reconciling a client transcript changed.
@@ -45,41 +61,132 @@ pub struct Reconciled {
 }
 
 impl Transcript {
-    pub fn from_entries(mut entries: Vec<Entry>) -> Self {
-        entries.sort_by_key(|e| e.seq);
-        let next_seq = entries.last().map_or(0, |e| e.seq + 1);
-        let seq_by_id = entries
-            .iter()
-            .map(|e: &Entry| (e.message.id.clone(), e.seq))
-            .collect();
-        Transcript {
-            entries,
-            seq_by_id,
+    /// The window of a core starting on `history`: its newest messages
+    /// (back to the newest assistant message, within a few pages).
+    pub fn load(history: Rc<dyn History>) -> Self {
+        let mut page = history.page_before(u64::MAX, WINDOW_MESSAGES);
+        let older = page.len() == WINDOW_MESSAGES;
+        page.reverse();
+        let next_seq = page.last().map_or(0, |e| e.seq + 1);
+        let mut transcript = Transcript {
+            seq_by_id: page.iter().map(|e| (e.message.id.clone(), e.seq)).collect(),
+            entries: page,
             next_seq,
             reserved: BTreeMap::new(),
+            history,
+            older,
+        };
+        let mut pages = 0;
+        while transcript.older && transcript.last_assistant().is_none() && pages < 4 {
+            transcript.load_page();
+            pages += 1;
+        }
+        transcript
+    }
+
+    #[cfg(test)]
+    pub fn from_entries(mut entries: Vec<Entry>) -> Self {
+        entries.sort_by_key(|e| e.seq);
+        Transcript {
+            next_seq: entries.last().map_or(0, |e| e.seq + 1),
+            seq_by_id: entries
+                .iter()
+                .map(|e: &Entry| (e.message.id.clone(), e.seq))
+                .collect(),
+            entries,
+            ..Transcript::default()
         }
     }
 
-    pub fn messages(&self) -> Vec<UIMessage> {
-        self.entries.iter().map(|e| e.message.clone()).collect()
+    /// Loads one page of older messages in front of the window.
+    fn load_page(&mut self) {
+        if !self.older {
+            return;
+        }
+        let before = self.entries.first().map_or(u64::MAX, |e| e.seq);
+        let page = self.history.page_before(before, PAGE);
+        if page.len() < PAGE {
+            self.older = false;
+        }
+        let mut entries: Vec<Entry> = page.into_iter().rev().collect();
+        for entry in &entries {
+            self.seq_by_id.insert(entry.message.id.clone(), entry.seq);
+        }
+        entries.append(&mut self.entries);
+        self.entries = entries;
     }
 
+    /// Widens the window back to `seq` (before that message is changed).
+    fn extend_to(&mut self, seq: u64) {
+        while self.older && self.entries.first().is_none_or(|e| e.seq > seq) {
+            self.load_page();
+        }
+    }
+
+    /// Forgets the oldest messages of the window once it holds twice the
+    /// window's size, keeping the newest user and assistant messages and
+    /// everything from `keep_from` (a running turn's place) and the
+    /// reserved places on. The window starts at a user message where one is
+    /// near. Only call it when every write is applied (reads see them).
+    pub fn trim(&mut self, keep_from: Option<u64>) {
+        if self.entries.len() <= 2 * WINDOW_MESSAGES {
+            return;
+        }
+        let mut cut = self.entries.len() - WINDOW_MESSAGES;
+        for role in [Role::User, Role::Assistant] {
+            if let Some(i) = self.entries.iter().rposition(|e| e.message.role == role) {
+                cut = cut.min(i);
+            }
+        }
+        let oldest_kept = self.reserved.values().copied().chain(keep_from).min();
+        if let Some(seq) = oldest_kept {
+            cut = cut.min(self.entries.partition_point(|e| e.seq < seq));
+        }
+        if let Some(user) = self.entries[..=cut.min(self.entries.len() - 1)]
+            .iter()
+            .rposition(|e| e.message.role == Role::User)
+        {
+            cut = user;
+        }
+        if cut == 0 {
+            return;
+        }
+        for entry in self.entries.drain(..cut) {
+            self.seq_by_id.remove(&entry.message.id);
+        }
+        self.older = true;
+    }
+
+    /// The messages in memory, oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &UIMessage> {
         self.entries.iter().map(|e| &e.message)
     }
 
-    pub fn len(&self) -> usize {
+    /// How many messages are in memory.
+    pub fn window_len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+    /// The store may hold messages placed before the window.
+    pub fn has_older(&self) -> bool {
+        self.older
+    }
+
+    /// The place of the window's oldest message (older ones are read
+    /// through the history).
+    pub fn window_start(&self) -> u64 {
+        self.entries.first().map_or(self.next_seq, |e| e.seq)
+    }
+
+    pub fn history(&self) -> &Rc<dyn History> {
+        &self.history
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
         self.seq_by_id.clear();
         self.reserved.clear();
+        self.older = false;
     }
 
     pub fn last(&self) -> Option<&UIMessage> {
@@ -99,13 +206,43 @@ impl Transcript {
         }
     }
 
-    pub fn get(&self, id: &str) -> Option<&UIMessage> {
-        self.position(id).map(|i| &self.entries[i].message)
+    /// The message's place in the window, loading it (and what follows)
+    /// from the store when it is older.
+    fn locate(&mut self, id: &str) -> Option<usize> {
+        if let Some(i) = self.position(id) {
+            return Some(i);
+        }
+        if !self.older {
+            return None;
+        }
+        let stored = self.history.find(id)?;
+        if stored.seq >= self.window_start() {
+            return None;
+        }
+        self.extend_to(stored.seq);
+        self.position(id)
+    }
+
+    /// A stored message, from the window or the store.
+    pub fn get(&self, id: &str) -> Option<UIMessage> {
+        self.find(id).map(|e| e.message)
+    }
+
+    fn find(&self, id: &str) -> Option<Entry> {
+        if let Some(i) = self.position(id) {
+            return Some(self.entries[i].clone());
+        }
+        if !self.older {
+            return None;
+        }
+        self.history
+            .find(id)
+            .filter(|e| e.seq < self.window_start())
     }
 
     /// Appends a new message or replaces the one with the same id in place.
     pub fn upsert(&mut self, message: UIMessage) -> Entry {
-        if let Some(i) = self.position(&message.id) {
+        if let Some(i) = self.locate(&message.id) {
             self.entries[i].message = message;
             return self.entries[i].clone();
         }
@@ -138,15 +275,17 @@ impl Transcript {
             seq
         });
         self.reserved.retain(|_, s| *s > seq);
+        self.extend_to(seq);
         seq
     }
 
     /// Like `upsert`, but a new message takes the reserved `seq`, in order.
     pub fn insert_at(&mut self, seq: u64, message: UIMessage) -> Entry {
-        if let Some(i) = self.position(&message.id) {
+        if let Some(i) = self.locate(&message.id) {
             self.entries[i].message = message;
             return self.entries[i].clone();
         }
+        self.extend_to(seq);
         let entry = Entry { seq, message };
         let at = self.entries.partition_point(|e| e.seq < seq);
         self.seq_by_id.insert(entry.message.id.clone(), seq);
@@ -156,11 +295,12 @@ impl Transcript {
     }
 
     pub fn seq_of(&self, id: &str) -> Option<u64> {
-        self.position(id).map(|i| self.entries[i].seq)
+        self.find(id).map(|e| e.seq)
     }
 
     /// No message holds `seq`.
-    pub fn is_free(&self, seq: u64) -> bool {
+    pub fn is_free(&mut self, seq: u64) -> bool {
+        self.extend_to(seq);
         self.entries.binary_search_by_key(&seq, |e| e.seq).is_err()
     }
 
@@ -169,7 +309,8 @@ impl Transcript {
         self.entries.last().is_some_and(|e| e.seq > seq)
     }
 
-    /// The messages placed before `seq`: what the turn that reserved it answers.
+    /// The messages of the window placed before `seq`: what the turn that
+    /// reserved it answers (older ones: `history`).
     pub fn before(&self, seq: u64) -> impl Iterator<Item = &UIMessage> {
         self.entries
             .iter()
@@ -177,18 +318,28 @@ impl Transcript {
             .map(|e| &e.message)
     }
 
+    /// Like `before`, with each message's place.
+    pub fn entries_before(&self, seq: u64) -> impl Iterator<Item = (u64, &UIMessage)> {
+        self.entries
+            .iter()
+            .take_while(move |e| e.seq < seq)
+            .map(|e| (e.seq, &e.message))
+    }
+
     /// Merges a client-posted transcript: new user messages are appended (marked
     /// `channel:"web"`), edited user messages are updated by id, and assistant or
     /// system messages the server never produced are ignored (the server owns
     /// model output). With `regenerate`, stored messages after the last posted
-    /// message are removed so the new answer replaces them.
+    /// message are removed so the new answer replaces them. Costs a lookup per
+    /// posted message (older ones are only loaded when they change).
     pub fn reconcile(&mut self, incoming: &[UIMessage], regenerate: bool) -> Reconciled {
         let mut out = Reconciled {
             message_ids: trailing_user_ids(incoming.iter()),
             ..Default::default()
         };
         if regenerate {
-            if let Some(last_known) = incoming.iter().rev().find_map(|m| self.position(&m.id)) {
+            let anchor = incoming.iter().rev().find_map(|m| self.locate(&m.id));
+            if let Some(last_known) = anchor {
                 for entry in self.entries.drain(last_known + 1..) {
                     self.seq_by_id.remove(&entry.message.id);
                     out.removed.push(entry.message.id);
@@ -200,13 +351,21 @@ impl Transcript {
                 continue;
             }
             let sanitized = sanitize_user_message(message);
-            match self.position(&message.id) {
-                Some(i) if self.entries[i].message.role != Role::User => {}
-                Some(i) if self.entries[i].message.parts == sanitized.parts => {}
+            match self.find_ref(&message.id) {
+                Some(stored) if stored.role != Role::User => {}
+                Some(stored) if stored.parts == sanitized.parts => {}
                 _ => out.written.push(self.upsert(sanitized)),
             }
         }
         out
+    }
+
+    /// Like `find`, borrowing a message of the window.
+    fn find_ref(&self, id: &str) -> Option<std::borrow::Cow<'_, UIMessage>> {
+        if let Some(i) = self.position(id) {
+            return Some(std::borrow::Cow::Borrowed(&self.entries[i].message));
+        }
+        self.find(id).map(|e| std::borrow::Cow::Owned(e.message))
     }
 
     /// Calls of the latest answer a person approved that have not run yet.
@@ -221,20 +380,50 @@ impl Transcript {
             .unwrap_or_default()
     }
 
-    /// The newest assistant message holding `tool_call_id`. Only assistants
-    /// make tool calls: a tool part a client wrote into a user message is
-    /// never the target of a result or an approval.
-    pub fn owner_of(&self, tool_call_id: &str) -> Option<&UIMessage> {
-        self.iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant && m.has_tool_call(tool_call_id))
+    /// Whether an assistant message holds `tool_call_id` (the window, then
+    /// the store's tool call index). Only assistants make tool calls: a tool
+    /// part a client wrote into a user message is never the target of a
+    /// result or an approval.
+    pub fn has_tool_call(&self, tool_call_id: &str) -> bool {
+        self.owner_of(tool_call_id).is_some()
     }
 
-    pub fn owner_of_mut(&mut self, tool_call_id: &str) -> Option<&mut Entry> {
-        self.entries
-            .iter_mut()
+    /// The newest assistant message holding `tool_call_id` (the window, then
+    /// the store's tool call index).
+    pub fn owner_of(&self, tool_call_id: &str) -> Option<UIMessage> {
+        let in_window = self
+            .iter()
             .rev()
-            .find(|e| e.message.role == Role::Assistant && e.message.has_tool_call(tool_call_id))
+            .find(|m| m.role == Role::Assistant && m.has_tool_call(tool_call_id));
+        match in_window {
+            Some(message) => Some(message.clone()),
+            None if self.older => self
+                .history
+                .tool_call_owner(tool_call_id)
+                .filter(|e| e.seq < self.window_start())
+                .map(|e| e.message),
+            None => None,
+        }
+    }
+
+    /// The newest assistant message holding `tool_call_id`, loaded into the
+    /// window when it is older (it is about to change).
+    pub fn owner_of_mut(&mut self, tool_call_id: &str) -> Option<&mut Entry> {
+        let in_window = self.entries.iter().rposition(|e| {
+            e.message.role == Role::Assistant && e.message.has_tool_call(tool_call_id)
+        });
+        let index = match in_window {
+            Some(i) => i,
+            None if self.older => {
+                let owner = self.history.tool_call_owner(tool_call_id)?;
+                if owner.seq >= self.window_start() {
+                    return None;
+                }
+                self.locate(&owner.message.id)?
+            }
+            None => return None,
+        };
+        self.entries.get_mut(index)
     }
 
     /// Rewrites every tool part that can no longer get a result, except the
@@ -359,146 +548,9 @@ pub fn is_mid_batch(message: &UIMessage) -> bool {
     settled && waiting
 }
 
+#[path = "transcript_reads.rs"]
+mod reads;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::UIMessage;
-
-    fn assistant_with(tools: &[(&str, ToolState)]) -> UIMessage {
-        let mut m = UIMessage::assistant("a1");
-        for (id, state) in tools {
-            m.parts.push(Part::Tool(ToolPart::new(id, "t", *state)));
-        }
-        m
-    }
-
-    #[test]
-    fn messages_are_found_by_id_after_inserts_in_the_middle_and_a_regenerate() {
-        let mut t = Transcript::default();
-        t.reserve_for("r1");
-        t.reconcile(&[UIMessage::user_text("u1", "one")], false);
-        t.reconcile(&[UIMessage::user_text("u2", "two")], false);
-        let seq = t.take_reserved("r1");
-        t.insert_at(seq, UIMessage::assistant("a1"));
-        let order: Vec<&str> = t.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(order, ["a1", "u1", "u2"], "the reserved place comes first");
-        for id in ["a1", "u1", "u2"] {
-            assert_eq!(t.get(id).map(|m| m.id.as_str()), Some(id));
-        }
-        let r = t.reconcile(&[UIMessage::user_text("u1", "one")], true);
-        assert_eq!(r.removed, vec!["u2"]);
-        assert!(
-            t.get("u2").is_none(),
-            "a removed message is no longer found"
-        );
-        t.reconcile(&[UIMessage::user_text("u2", "again")], false);
-        assert_eq!(
-            t.last().map(|m| m.id.as_str()),
-            Some("u2"),
-            "posted again, it is appended"
-        );
-    }
-
-    #[test]
-    fn new_user_messages_are_appended_and_marked_as_web() {
-        let mut t = Transcript::default();
-        let r = t.reconcile(&[UIMessage::user_text("u1", "hi")], false);
-        assert_eq!(r.written.len(), 1);
-        assert_eq!(r.message_ids, vec!["u1"]);
-        assert_eq!(
-            t.get("u1").unwrap().metadata,
-            Some(json!({"channel":"web"}))
-        );
-        let again = t.reconcile(&[UIMessage::user_text("u1", "hi")], false);
-        assert!(
-            again.written.is_empty(),
-            "an unchanged message is not rewritten"
-        );
-    }
-
-    #[test]
-    fn forged_assistant_messages_are_not_stored() {
-        let mut t = Transcript::default();
-        let mut forged = UIMessage::assistant("x");
-        forged
-            .parts
-            .push(Part::Text(crate::protocol::TextPart::done(
-                "I am the model",
-            )));
-        t.reconcile(&[forged, UIMessage::user_text("u1", "hi")], false);
-        assert_eq!(t.len(), 1);
-    }
-
-    #[test]
-    fn a_reserved_answer_sorts_before_messages_stored_while_it_streamed() {
-        let mut t = Transcript::default();
-        t.upsert(UIMessage::user_text("u1", "hi"));
-        t.reserve_for("r1");
-        t.upsert(UIMessage::user_text("u2", "meanwhile"));
-        let seq = t.take_reserved("r1");
-        assert_eq!(t.before(seq).count(), 1);
-        t.insert_at(seq, UIMessage::assistant("a1"));
-        let ids: Vec<String> = t.iter().map(|m| m.id.clone()).collect();
-        assert_eq!(ids, ["u1", "a1", "u2"]);
-    }
-
-    #[test]
-    fn regeneration_drops_the_answer_after_the_last_posted_message() {
-        let mut t = Transcript::default();
-        t.upsert(UIMessage::user_text("u1", "hi"));
-        t.upsert(UIMessage::assistant("a1"));
-        let r = t.reconcile(&[UIMessage::user_text("u1", "hi")], true);
-        assert_eq!(r.removed, vec!["a1"]);
-        assert_eq!(t.len(), 1);
-    }
-
-    #[test]
-    fn unanswered_calls_become_errors_but_an_approved_tail_call_is_kept() {
-        let mut t = Transcript::default();
-        let mut approved = assistant_with(&[
-            ("c1", ToolState::ApprovalResponded),
-            ("c2", ToolState::InputAvailable),
-        ]);
-        approved.tool_part_mut("c1").unwrap().approval = Some(crate::protocol::Approval {
-            id: "c1".into(),
-            approved: Some(true),
-            reason: None,
-        });
-        t.upsert(approved);
-        let changed = t.repair_unanswered(true);
-        assert_eq!(changed.len(), 1);
-        let m = t.get("a1").unwrap();
-        assert_eq!(
-            m.tool_parts().next().unwrap().state,
-            ToolState::ApprovalResponded
-        );
-        let c2 = m.tool_parts().nth(1).unwrap();
-        assert_eq!(c2.state, ToolState::OutputError);
-        assert_eq!(c2.error_text.as_deref(), Some(INTERRUPTED_TOOL_ERROR));
-    }
-
-    #[test]
-    fn mid_batch_means_some_settled_and_some_waiting() {
-        assert!(is_mid_batch(&assistant_with(&[
-            ("a", ToolState::OutputAvailable),
-            ("b", ToolState::InputAvailable)
-        ])));
-        assert!(!is_mid_batch(&assistant_with(&[
-            ("a", ToolState::InputAvailable),
-            ("b", ToolState::InputAvailable)
-        ])));
-        assert!(!is_mid_batch(&assistant_with(&[
-            ("a", ToolState::OutputAvailable),
-            ("b", ToolState::OutputError)
-        ])));
-    }
-
-    #[test]
-    fn approval_only_lands_on_a_part_that_asked() {
-        let mut asked = ToolPart::new("c", "delete_file", ToolState::ApprovalRequested);
-        assert!(apply_approval(&mut asked, false));
-        assert_eq!(asked.state, ToolState::OutputDenied);
-        let mut client_call = ToolPart::new("c", "getUserTimezone", ToolState::InputAvailable);
-        assert!(!apply_approval(&mut client_call, true));
-    }
-}
+#[path = "transcript_tests.rs"]
+mod tests;

@@ -183,8 +183,7 @@ impl Core {
         let resumed = turn
             .resume_message
             .as_deref()
-            .and_then(|id| self.transcript.get(id))
-            .cloned();
+            .and_then(|id| self.transcript.get(id));
         let message = match resumed {
             Some(message) => message,
             None => UIMessage::assistant(self.new_id(IdKind::Message)),
@@ -432,6 +431,11 @@ impl Core {
             self.broadcast_transcript(None);
         }
         self.remember_finished(&request_id, &message_ids);
+        self.last_closed = Some(super::write_failure::ClosedTurn {
+            request_id: request_id.clone(),
+            message_ids: message_ids.clone(),
+            continuation,
+        });
         let to = self.conns.chat();
         self.send_terminal(to, &request_id, outcome, Some(&message_ids), continuation);
         let response = ChatResponse {

@@ -58,6 +58,26 @@ impl<'a> ResponseFrame<'a> {
     }
 }
 
+/// `chat_messages` for messages already serialized (each one JSON object).
+pub fn chat_messages_json(messages: &[String], connect: bool) -> String {
+    let mut frame = String::with_capacity(64 + messages.iter().map(|m| m.len() + 1).sum::<usize>());
+    frame.push_str("{\"type\":\"");
+    frame.push_str(types::CHAT_MESSAGES);
+    frame.push_str("\",\"messages\":[");
+    for (i, message) in messages.iter().enumerate() {
+        if i > 0 {
+            frame.push(',');
+        }
+        frame.push_str(message);
+    }
+    frame.push(']');
+    if connect {
+        frame.push_str(",\"connect\":true");
+    }
+    frame.push('}');
+    frame
+}
+
 pub fn chat_messages(messages: &[UIMessage], connect: bool) -> String {
     #[derive(Serialize)]
     struct Frame<'a> {
@@ -180,5 +200,24 @@ mod tests {
             v,
             json!({"type":"cf_agent_stream_resume_none","reason":"idle","probeId":"p1"})
         );
+    }
+
+    #[test]
+    fn a_transcript_frame_of_serialized_messages_is_the_same_frame() {
+        let messages = vec![
+            UIMessage::user_text("u1", "hi \"there\""),
+            UIMessage::assistant("a1"),
+        ];
+        let json: Vec<String> = messages
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect();
+        for connect in [false, true] {
+            assert_eq!(
+                chat_messages_json(&json, connect),
+                chat_messages(&messages, connect)
+            );
+        }
+        assert_eq!(chat_messages_json(&[], false), chat_messages(&[], false));
     }
 }

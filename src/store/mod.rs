@@ -4,10 +4,12 @@
 //! batch at a time inside one transaction (all of it is written or none);
 //! values over production's row limit are split (`pieces`), the schema is
 //! versioned and migrated on open (`schema`), and rows that no longer parse
-//! are moved aside (`quarantine`).
+//! are moved aside (`quarantine`). The core reads older messages through
+//! `reads` (its `History`); a load reads no messages.
 
 mod pieces;
 mod quarantine;
+mod reads;
 pub mod schema;
 
 use serde::Deserialize;
@@ -21,14 +23,8 @@ use pieces::{write, Kind};
 pub struct SqlStore {
     sql: SqlStorage,
     storage: std::rc::Rc<worker::Storage>,
-}
-
-#[derive(Deserialize)]
-struct MessageRow {
-    id: String,
-    seq: f64,
-    body: String,
-    pieces: f64,
+    /// Test only (`DEBUG_TOOLS=1`): the next message write is refused.
+    fail_next_message: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -68,29 +64,22 @@ impl SqlStore {
         Ok(SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
+            fail_next_message: Default::default(),
         })
     }
 
-    /// Everything the core needs to start. A row that fails to parse is
-    /// moved to the quarantine table (and reported once) rather than failing
-    /// the whole agent; a stream whose record fails to parse is settled (its
-    /// chunk log removed).
+    /// Everything the core needs to start but the messages (it reads those
+    /// through `History`). A row that fails to parse is moved to the
+    /// quarantine table (and reported once) rather than failing the whole
+    /// agent; a stream whose record fails to parse is settled (its chunk
+    /// log removed).
     pub fn load(&self) -> worker::Result<StoredState> {
         let mut state = StoredState::default();
-        let rows: Vec<MessageRow> = self
-            .sql
-            .exec(
-                "SELECT id, seq, body, pieces FROM chat_messages ORDER BY seq",
-                None,
-            )?
-            .to_array()?;
-        for row in rows {
-            let body = pieces::get(&self.sql, Kind::Message, &row.id, 0, row.body, row.pieces)?;
-            if let Err(e) = state.push_message_row(row.seq as u64, &body) {
-                quarantine::message(&self.sql, &row.id, &body, &e.to_string())?;
-            }
+        for bad in state.read_config(|key| self.config_value(key))? {
+            self.moved(move |sql| {
+                quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
+            })?;
         }
-        state.read_config(|key| self.config_value(key))?;
         let submissions: Vec<SubmissionRow> = self
             .sql
             .exec(
@@ -100,7 +89,8 @@ impl SqlStore {
             .to_array()?;
         for row in submissions {
             if let Err(e) = state.push_submission_row(&row.record) {
-                quarantine::submission(&self.sql, &row.id, &row.record, &e.to_string())?;
+                let reason = e.to_string();
+                self.moved(move |sql| quarantine::submission(sql, &row.id, &row.record, &reason))?;
             }
         }
         let streams: Vec<StreamRow> = self
@@ -108,9 +98,13 @@ impl SqlStore {
             .exec("SELECT request_id, record FROM chat_streams", None)?
             .to_array()?;
         for row in streams {
-            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
-                quarantine::stream(&self.sql, &row.request_id, &row.record)?;
-                continue;
+            let mut open = match OpenStream::from_record_row(&row.record) {
+                Ok(open) => open,
+                Err(reason) => {
+                    let (id, record) = (row.request_id.clone(), row.record.clone());
+                    self.moved(move |sql| quarantine::stream(sql, &id, &record, &reason))?;
+                    continue;
+                }
             };
             let chunk_rows: Vec<ChunkRow> = self
                 .sql
@@ -129,11 +123,32 @@ impl SqlStore {
                     chunk.bodies,
                     chunk.pieces,
                 )?;
-                open.push_chunk_row(&bodies);
+                if let Err(reason) = open.push_chunk_row(&bodies) {
+                    let id = row.request_id.clone();
+                    self.moved(move |sql| {
+                        quarantine::chunks(sql, &id, first_seq, &bodies, &reason)
+                    })?;
+                }
             }
             state.open_streams.push(open);
         }
         Ok(state)
+    }
+
+    /// One move to the quarantine, as one transaction (a row is never both
+    /// in its table and quarantined, so it is reported once).
+    fn moved(
+        &self,
+        body: impl FnOnce(&SqlStorage) -> worker::Result<()> + 'static,
+    ) -> worker::Result<()> {
+        let sql = self.sql.clone();
+        schema::transaction(&self.storage, move || body(&sql))
+    }
+
+    /// Test only: the next `PutMessage` fails inside its transaction, so
+    /// the whole batch it belongs to is rolled back.
+    pub fn fail_next_message_write(&self) {
+        self.fail_next_message.set(true);
     }
 
     /// Bytes the database occupies (pages × page size); debug output only.
@@ -166,14 +181,20 @@ impl SqlStore {
 
     /// Applies a batch of writes as one transaction: when any of them fails,
     /// none is kept (a chunk log is never dropped without the message that
-    /// replaces it) and the error is returned.
-    pub fn apply_all(&self, ops: Vec<StoreOp>) -> worker::Result<()> {
+    /// replaces it) and the batch comes back with the error.
+    pub fn apply_all(&self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, worker::Error)> {
         let store = self.clone();
-        schema::transaction(&self.storage, move || {
-            for op in &ops {
+        let ops = std::rc::Rc::new(ops);
+        let batch = ops.clone();
+        let result = schema::transaction(&self.storage, move || {
+            for op in batch.iter() {
                 store.apply(op)?;
             }
             Ok(())
+        });
+        result.map_err(|e| {
+            let ops = std::rc::Rc::try_unwrap(ops).unwrap_or_else(|rc| (*rc).clone());
+            (ops, e)
         })
     }
 
@@ -181,6 +202,11 @@ impl SqlStore {
         let sql = &self.sql;
         match op {
             StoreOp::PutMessage { seq, message } => {
+                if self.fail_next_message.replace(false) {
+                    return Err(worker::Error::RustError(
+                        "message write refused (injected failure)".into(),
+                    ));
+                }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;
@@ -189,9 +215,24 @@ impl SqlStore {
                     "INSERT INTO chat_messages (id, seq, body, pieces) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body, pieces = excluded.pieces",
                     vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
+                sql.exec(
+                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                    vec![text(&message.id)],
+                )?;
+                for call in crate::core::history::indexed_tool_calls(message) {
+                    write(
+                        sql,
+                        "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) VALUES (?, ?)",
+                        vec![text(call), text(&message.id)],
+                    )?;
+                }
             }
             StoreOp::DeleteMessage { id } => {
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
+                sql.exec(
+                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                    vec![text(id)],
+                )?;
                 pieces::drop_pieces(sql, Kind::Message, id, None)?;
             }
             StoreOp::ClearAll => {
@@ -200,14 +241,14 @@ impl SqlStore {
                     "chat_streams",
                     "chat_stream_chunks",
                     "chat_config",
+                    "chat_tool_calls",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
                 sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record)
-                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                let json = record.to_row();
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_streams (request_id, record) VALUES (?, ?)",

@@ -1,8 +1,10 @@
 //! Rows that no longer parse are moved out of the way, never skipped on
 //! every wake: the quarantine table keeps the value (split like any other)
 //! and the reason, the row leaves its table, and the move is reported once
-//! (`console.error`, readable in `wrangler tail`). A stream record that
-//! cannot be read is settled: its chunk log is removed with it.
+//! (`console.error`, readable in `wrangler tail`). Every table's rows are
+//! covered: messages, stream records, chunk-log rows and config rows (a row
+//! of a newer shape version than this release reads included). A stream
+//! record that cannot be read is settled: its chunk log is removed with it.
 
 use worker::{SqlStorage, SqlStorageValue};
 
@@ -62,13 +64,38 @@ pub fn message(sql: &SqlStorage, id: &str, body: &str, reason: &str) -> worker::
     pieces::drop_pieces(sql, Kind::Message, id, None)
 }
 
+/// An unreadable config row.
+pub fn config(sql: &SqlStorage, key: &str, value: &str, reason: &str) -> worker::Result<()> {
+    keep(sql, "chat_config", key, value, reason)?;
+    sql.exec("DELETE FROM chat_config WHERE key = ?", vec![key.into()])?;
+    pieces::drop_pieces(sql, Kind::Config, key, None)
+}
+
+/// An unreadable chunk-log row (the rest of the log is still read).
+pub fn chunks(
+    sql: &SqlStorage,
+    request_id: &str,
+    first_seq: u64,
+    bodies: &str,
+    reason: &str,
+) -> worker::Result<()> {
+    let key = format!("{request_id}:{first_seq}");
+    keep(sql, "chat_stream_chunks", &key, bodies, reason)?;
+    sql.exec(
+        "DELETE FROM chat_stream_chunks WHERE request_id = ? AND first_seq = ?",
+        vec![request_id.into(), SqlStorageValue::from(first_seq as i64)],
+    )?;
+    pieces::drop_pieces(sql, Kind::Chunks, request_id, Some(first_seq))
+}
+
 /// An unreadable stream record: quarantined, and the stream settled.
-pub fn stream(sql: &SqlStorage, request_id: &str, record: &str) -> worker::Result<()> {
-    let reason = match serde_json::from_str::<crate::core::StreamRecord>(record) {
-        Err(e) => e.to_string(),
-        Ok(_) => "unreadable".to_string(),
-    };
-    keep(sql, "chat_streams", request_id, record, &reason)?;
+pub fn stream(
+    sql: &SqlStorage,
+    request_id: &str,
+    record: &str,
+    reason: &str,
+) -> worker::Result<()> {
+    keep(sql, "chat_streams", request_id, record, reason)?;
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ?",
         vec![request_id.into()],

@@ -37,6 +37,16 @@ const MIGRATIONS: &[&[&str]] = &[
     &[
         "CREATE TABLE chat_submissions (id TEXT PRIMARY KEY, submitted_at INTEGER NOT NULL, record TEXT NOT NULL)",
     ],
+    // 5: the tool call ids of each assistant message, so that finding the
+    // owner of a call (a result, an approval, a fresh id's uniqueness) is an
+    // index lookup, not a walk of the history. Filled from the stored
+    // messages (a message split over pieces is left out of the index: it is
+    // found again once rewritten).
+    &[
+        "CREATE TABLE chat_tool_calls (tool_call_id TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY (tool_call_id, message_id))",
+        "CREATE INDEX chat_tool_calls_by_message ON chat_tool_calls(message_id)",
+        "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) SELECT json_extract(p.value, '$.toolCallId'), m.id FROM (SELECT id, body FROM chat_messages WHERE pieces = 1 AND json_valid(body) AND json_extract(body, '$.role') = 'assistant' AND json_type(body, '$.parts') = 'array') AS m, json_each(m.body, '$.parts') AS p WHERE p.type = 'object' AND json_type(p.value, '$.toolCallId') = 'text'",
+    ],
 ];
 
 /// The version this build writes.

@@ -9,4 +9,4 @@ pub mod store;
 
 pub use ids::SharedIds;
 pub use rng::{seed_bytes, Rng};
-pub use store::MemStore;
+pub use store::{MemStore, QuarantinedRow};

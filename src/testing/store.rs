@@ -2,24 +2,38 @@
 //! the simulation and the fuzzer: it applies every `StoreOp` the way those
 //! SQL statements change their tables, keeps bodies as the same JSON text, and
 //! rebuilds the `StoredState` a restarted core starts from the way
-//! `SqlStore::load` reads it back (same order, same skipping rules).
+//! `SqlStore::load` reads it back (same order, same skipping rules). Shared
+//! as `Rc<RefCell<MemStore>>`, it is the core's `History` (`store/reads.rs`).
 //!
 //! It enforces production's row limit the way the SQLite store does
 //! (`core::row_limits`): every value is written as pieces of at most
 //! `PIECE_BYTES`, and a row over `MAX_ROW_BYTES` is refused, so a value the
 //! SQLite store could not keep cannot be kept here either. `fail_writes`
-//! makes every write fail, to test how a refused write is handled.
+//! makes every write fail and `fail_next_message_write` the next message
+//! write (as the SQLite store's test switch does), to test how a refused
+//! write is handled; `apply_all` applies a batch as one transaction (all of
+//! it or none), as the SQLite store does.
+//!
+//! `load` quarantines rows that no longer decode exactly as the SQLite
+//! store does (`quarantined` lists them; `corrupt` writes such a row).
 //!
 //! A checked store (the default) also panics when the core breaks an
 //! invariant the SQLite store relies on without enforcing it: two messages
 //! at one seq, chunks appended to a stream that is not open, a chunk log
 //! written with a gap or an overlap.
 
-use std::collections::BTreeMap;
+mod reads;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState, StreamRecord};
+use crate::core::{ConfigKey, OpenStream, StoreOp, StreamRecord};
 use crate::protocol::UIMessage;
+
+mod loading;
+
+pub use loading::QuarantinedRow;
 
 /// A `chat_messages` row (its id is the key it is kept under).
 #[derive(Debug, Clone)]
@@ -48,7 +62,7 @@ struct ChunkRow {
     len: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MemStore {
     checked: bool,
     /// `chat_messages` by id (the primary key).
@@ -66,8 +80,18 @@ pub struct MemStore {
     next_rowid: u64,
     /// Every write is refused while set (failure injection for tests).
     pub fail_writes: bool,
+    /// The next batch holding a message write is refused (then cleared).
+    pub fail_next_message_write: bool,
     /// The largest piece of any value written so far (bytes).
     largest_piece: usize,
+    /// `chat_tool_calls`: (tool call id, message id) of assistant messages.
+    tool_calls: BTreeSet<(String, String)>,
+    /// Rows the core has read through `History` so far (see `reads`).
+    rows_read: Cell<usize>,
+    /// `History` calls the core has made so far.
+    history_calls: Cell<usize>,
+    /// `chat_quarantine` (kept by a clear, as the SQLite store keeps it).
+    quarantine: Vec<QuarantinedRow>,
 }
 
 impl Default for MemStore {
@@ -89,7 +113,12 @@ impl MemStore {
             submissions: BTreeMap::new(),
             next_rowid: 0,
             fail_writes: false,
+            fail_next_message_write: false,
             largest_piece: 0,
+            tool_calls: BTreeSet::new(),
+            rows_read: Cell::new(0),
+            history_calls: Cell::new(0),
+            quarantine: Vec::new(),
         }
     }
 
@@ -118,55 +147,36 @@ impl MemStore {
     /// a row it writes would be over production's limit (checked per piece,
     /// with the row's other text columns, as the SQLite store writes it).
     pub fn try_apply(&mut self, op: &StoreOp) -> Result<(), String> {
+        self.apply_all(std::slice::from_ref(op))
+    }
+
+    /// Applies a batch as one transaction: when any write of it is refused,
+    /// nothing of it is kept and the refusal is returned. (Every refusal is
+    /// known before anything is written, so checking first is the rollback.)
+    pub fn apply_all(&mut self, ops: &[StoreOp]) -> Result<(), String> {
         if self.fail_writes {
             return Err("storage write failed (injected)".into());
         }
-        self.check_limits(op)?;
-        self.apply_unchecked(op);
+        let writes_message = ops
+            .iter()
+            .any(|op| matches!(op, StoreOp::PutMessage { .. }));
+        if writes_message && std::mem::take(&mut self.fail_next_message_write) {
+            return Err("message write refused (injected failure)".into());
+        }
+        let mut largest = 0;
+        for op in ops {
+            largest = largest.max(check_limits(op)?);
+        }
+        self.largest_piece = self.largest_piece.max(largest);
+        for op in ops {
+            self.apply_unchecked(op);
+        }
         Ok(())
     }
 
     /// The largest piece of any value written so far, in bytes.
     pub fn largest_piece(&self) -> usize {
         self.largest_piece
-    }
-
-    fn check_limits(&mut self, op: &StoreOp) -> Result<(), String> {
-        use crate::core::row_limits::{check_row, pieces};
-        let (key, value): (String, String) = match op {
-            StoreOp::PutMessage { message, .. } => (
-                message.id.clone(),
-                serde_json::to_string(message).map_err(|e| e.to_string())?,
-            ),
-            StoreOp::OpenStream(record) => {
-                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
-                // A stream record is one row, never split.
-                check_row(&[&record.request_id, &json])?;
-                return Ok(());
-            }
-            StoreOp::AppendChunks {
-                request_id, bodies, ..
-            } => {
-                let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
-                (
-                    request_id.clone(),
-                    serde_json::to_string(&bodies).map_err(|e| e.to_string())?,
-                )
-            }
-            StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
-            StoreOp::PutSubmission(record) => {
-                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
-                // A submission row is one row, never split (its key and ids are bounded).
-                check_row(&[&record.id, &json])?;
-                return Ok(());
-            }
-            _ => return Ok(()),
-        };
-        for piece in pieces(&value) {
-            check_row(&[&key, piece])?;
-            self.largest_piece = self.largest_piece.max(piece.len());
-        }
-        Ok(())
     }
 
     fn apply_unchecked(&mut self, op: &StoreOp) {
@@ -176,6 +186,7 @@ impl MemStore {
                 if let Some(row) = self.messages.remove(id) {
                     self.by_seq.remove(&(row.seq, row.rowid));
                 }
+                self.tool_calls.retain(|(_, owner)| owner != id);
             }
             StoreOp::ClearAll => {
                 self.messages.clear();
@@ -183,10 +194,11 @@ impl MemStore {
                 self.streams.clear();
                 self.chunks.clear();
                 self.config.clear();
+                self.tool_calls.clear();
             }
             StoreOp::OpenStream(record) => {
                 let rowid = self.rowid();
-                let record_json = serde_json::to_string(record).expect("a record serializes");
+                let record_json = record.to_row();
                 self.streams.insert(
                     record.request_id.clone(),
                     StreamRow {
@@ -242,6 +254,11 @@ impl MemStore {
             }
         }
         self.by_seq.insert((seq, rowid), message.id.clone());
+        self.tool_calls.retain(|(_, owner)| owner != &message.id);
+        for call in crate::core::history::indexed_tool_calls(message) {
+            self.tool_calls
+                .insert((call.to_string(), message.id.clone()));
+        }
         self.messages
             .insert(message.id.clone(), MessageRow { seq, rowid, body });
     }
@@ -285,35 +302,6 @@ impl MemStore {
         let mut rows: Vec<(&String, &StreamRow)> = self.streams.iter().collect();
         rows.sort_by_key(|(_, row)| row.rowid);
         rows
-    }
-
-    /// What a core restarted on this store starts from, read as
-    /// `SqlStore::load` reads it.
-    pub fn stored_state(&self) -> StoredState {
-        let mut state = StoredState::default();
-        for row in self.ordered_rows() {
-            // An unreadable row is skipped, as the SQLite store does.
-            let _ = state.push_message_row(row.seq, &row.body);
-        }
-        let config = |key: ConfigKey| Ok::<_, ()>(self.config(key).map(str::to_string));
-        let _ = state.read_config(config);
-        // `chat_submissions` ORDER BY submitted_at (a clear keeps them).
-        let mut submissions: Vec<&(u64, String)> = self.submissions.values().collect();
-        submissions.sort_by_key(|(at, _)| *at);
-        for (_, record) in submissions {
-            let _ = state.push_submission_row(record);
-        }
-        for (_, row) in self.ordered_streams() {
-            let Some(mut open) = OpenStream::from_record_row(&row.record) else {
-                continue;
-            };
-            let request_id = open.record.request_id.clone();
-            for (_, chunk_row) in self.rows_of(&request_id) {
-                open.push_chunk_row(&chunk_row.bodies);
-            }
-            state.open_streams.push(open);
-        }
-        state
     }
 
     // ---- reading what is stored ----
@@ -361,9 +349,9 @@ impl MemStore {
     /// The chunk log of an open stream as a load returns it; `None` when no
     /// stream of that request id is open.
     pub fn chunks(&self, request_id: &str) -> Option<Vec<String>> {
-        let mut open = OpenStream::from_record_row(&self.streams.get(request_id)?.record)?;
+        let mut open = OpenStream::from_record_row(&self.streams.get(request_id)?.record).ok()?;
         for (_, row) in self.rows_of(request_id) {
-            open.push_chunk_row(&row.bodies);
+            let _ = open.push_chunk_row(&row.bodies);
         }
         Some(open.chunks)
     }
@@ -388,6 +376,42 @@ impl MemStore {
     pub fn config_keys(&self) -> Vec<&'static str> {
         self.config.keys().copied().collect()
     }
+}
+
+/// Refuses `op` when a row it writes would be over production's limit
+/// (checked per piece, with the row's other text columns, as the SQLite store
+/// writes it); otherwise the size of its largest piece.
+fn check_limits(op: &StoreOp) -> Result<usize, String> {
+    use crate::core::row_limits::{check_row, pieces};
+    let (key, value): (String, String) = match op {
+        StoreOp::PutMessage { message, .. } => (
+            message.id.clone(),
+            serde_json::to_string(message).map_err(|e| e.to_string())?,
+        ),
+        StoreOp::OpenStream(record) => {
+            let json = record.to_row();
+            // A stream record is one row, never split.
+            check_row(&[&record.request_id, &json])?;
+            return Ok(json.len());
+        }
+        StoreOp::AppendChunks {
+            request_id, bodies, ..
+        } => {
+            let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
+            (
+                request_id.clone(),
+                serde_json::to_string(&bodies).map_err(|e| e.to_string())?,
+            )
+        }
+        StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
+        _ => return Ok(0),
+    };
+    let mut largest = 0;
+    for piece in pieces(&value) {
+        check_row(&[&key, piece])?;
+        largest = largest.max(piece.len());
+    }
+    Ok(largest)
 }
 
 #[cfg(test)]
@@ -421,9 +445,13 @@ mod tests {
     }
 
     fn loaded(store: &MemStore) -> Vec<(u64, String, String)> {
-        store
-            .stored_state()
-            .messages
+        // As the core reads them: newest first through `History`, reversed.
+        let shared = std::cell::RefCell::new(MemStore::unchecked());
+        shared.borrow_mut().messages = store.messages.clone();
+        shared.borrow_mut().by_seq = store.by_seq.clone();
+        let mut entries = crate::core::History::page_before(&shared, u64::MAX, usize::MAX);
+        entries.reverse();
+        entries
             .into_iter()
             .map(|e| (e.seq, e.message.id.clone(), e.message.text()))
             .collect()
@@ -639,7 +667,7 @@ mod tests {
         assert!(!store.has_chunk_rows());
         assert!(store.config_keys().is_empty());
         let state = store.stored_state();
-        assert!(state.messages.is_empty() && state.open_streams.is_empty());
+        assert!(loaded(&store).is_empty() && state.open_streams.is_empty());
         assert!(state.queue.is_empty());
         // Writes after a clear start from nothing.
         put(&mut store, 0, "b", "2");

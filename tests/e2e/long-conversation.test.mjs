@@ -106,3 +106,45 @@ test('a request the provider refuses as longer than its context is sent again wi
   assert.deepEqual(frames, [], 'no turn showed an error');
   await waitUntil(async () => (await getMessages(w.url, AGENT, room)).length === 40, { what: 'every answer stored' });
 });
+
+test('a conversation grown past 2,000 messages and 3 MB through tail requests keeps answering within the default context policy, sends bounded transcript frames, and survives a restart', async (t) => {
+  const w = await workerFor(t);
+  const room = 'long-3mb';
+  const a = await tab(w, room);
+  // Each tail request carries the nine user messages the server lacks (~16 KB): ten messages a turn.
+  const requests = 205;
+  const filler = 'z'.repeat(1_700);
+  for (let i = 0; i < requests; i++) {
+    const batch = Array.from({ length: 9 }, (_, j) => userMessage(rid('u'), `q${i}.${j} ${filler}`));
+    const { done } = await sendAndWait(a, rid(), batch);
+    assert.equal(done.outcome, 'completed', `request ${i}`);
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 10 * requests);
+  const storedBytes = JSON.stringify(stored).length;
+  assert.ok(stored.length > 2_000 && storedBytes > 3_000_000, `history ${stored.length} messages, ${storedBytes} B`);
+
+  const sizes = w.model.requests.map((body) => JSON.stringify(body.messages).length);
+  const largest = Math.max(...sizes);
+  t.diagnostic(`history ${storedBytes} B over ${stored.length} messages; largest model request ${largest} B of messages`);
+  assert.ok(largest < 400_000 * 1.5, `every model request stays near the default budget: ${largest}`);
+  const last = w.model.requests.at(-1).messages;
+  assert.match(last[1].content, /earlier messages of this conversation are not shown/);
+  assert.match(last.at(-1).content, new RegExp(`^q${requests - 1}\\.8 `), 'the newest question is always sent');
+
+  const transcriptFrames = a.frames.filter((f) => f.type === 'cf_agent_chat_messages');
+  const biggest = Math.max(...transcriptFrames.map((f) => JSON.stringify(f).length));
+  assert.ok(biggest < 1 << 20, `no transcript frame reaches 1 MiB: ${biggest}`);
+
+  await w.restart();
+  const b = await tab(w, room);
+  const snapshot = b.frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+  assert.ok(JSON.stringify(snapshot).length < 1 << 20, 'the connect snapshot stays under 1 MiB');
+  assert.deepEqual(snapshot.messages.map((m) => m.id), stored.slice(-snapshot.messages.length).map((m) => m.id),
+    'the connect snapshot is the newest messages, in order');
+  const { done } = await sendAndWait(b, rid(), [userMessage(rid('u'), 'still there?')]);
+  assert.equal(done.outcome, 'completed');
+  const afterRestart = await getMessages(w.url, AGENT, room);
+  assert.equal(afterRestart.length, stored.length + 2, 'nothing was lost in the restart');
+  assert.deepEqual(afterRestart.slice(0, stored.length).map((m) => m.id), stored.map((m) => m.id));
+});

@@ -66,7 +66,13 @@ test('a transcript stored by release 312ec6c reads back unchanged and the conver
   };
   // Only the objects that woke were migrated: this one, and the cut stream's (its durable alarm
   // was due); the two others wait for their own wake.
-  assert.deepEqual(await versionOf(), [0, 0, 4, 4]);
+  assert.deepEqual(await versionOf(), [0, 0, 5, 5]);
+  // Version 5 indexed the tool calls already stored (the transcript's weather call among them).
+  const indexed = (await sqliteFiles(w.persistDir))
+    .filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_tool_calls'").length > 0)
+    .flatMap((f) => querySqlite(f, 'SELECT tool_call_id FROM chat_tool_calls'));
+  const storedCalls = stored.flatMap((m) => m.parts.filter((p) => p.toolCallId).map((p) => p.toolCallId));
+  assert.ok(storedCalls.length > 0 && storedCalls.every((id) => indexed.some((r) => r.tool_call_id === id)), 'stored tool calls are indexed');
   await w.restart();
   assert.deepEqual(await getMessages(w.url, AGENT, room), messages, 'unchanged by a second wake');
 });

@@ -157,9 +157,11 @@ impl Sim {
 
     pub fn with_config(config: CoreConfig) -> Sim {
         let ids = SharedIds::default();
+        let store = SimStore::default();
         let core = Core::new(
             config.clone(),
             StoredState::default(),
+            store.history(),
             Box::new(ids.clone()),
             0,
         );
@@ -168,7 +170,7 @@ impl Sim {
             config,
             ids,
             now: 0,
-            store: SimStore::default(),
+            store,
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
             timers: BTreeMap::new(),
@@ -415,10 +417,11 @@ impl Sim {
         self.agenda.clear();
         self.timers.retain(|t, _| t.is_durable());
         self.alarm_asked = None;
-        let stored = self.store.stored_state();
+        let stored = self.store.load();
         self.core = Core::new(
             self.config.clone(),
             stored,
+            self.store.history(),
             Box::new(self.ids.clone()),
             self.now,
         );
@@ -451,12 +454,40 @@ impl Sim {
         self.apply_effects();
     }
 
+    /// Carries out the core's effects as the host does: a run of writes as
+    /// one transaction; when it fails, the frames queued after it (up to the
+    /// next write) are held back and the core is told.
     fn apply_effects(&mut self) {
         self.log.extend(self.core.take_log());
-        for effect in self.core.take_effects() {
-            self.apply(effect);
+        let mut effects = self.core.take_effects().into_iter().peekable();
+        let mut failed: Option<(Vec<_>, String)> = None;
+        let mut hold_frames = false;
+        while let Some(effect) = effects.next() {
+            match effect {
+                Effect::Send { .. } if hold_frames => {}
+                Effect::Store(op) => {
+                    let mut ops = vec![op];
+                    while let Some(Effect::Store(_)) = effects.peek() {
+                        if let Some(Effect::Store(op)) = effects.next() {
+                            ops.push(op);
+                        }
+                    }
+                    hold_frames = false;
+                    if let Err((ops, error)) = self.store.apply_batch(ops) {
+                        hold_frames = true;
+                        match failed.as_mut() {
+                            Some((all, _)) => all.extend(ops),
+                            None => failed = Some((ops, error)),
+                        }
+                    }
+                }
+                effect => self.apply(effect),
+            }
         }
         self.sync_timers();
+        if let Some((ops, error)) = failed {
+            self.handle(Event::StoreWriteFailed { ops, error });
+        }
     }
 
     /// Mirrors the core's timer table: in-isolate timers as the core has

@@ -4,7 +4,9 @@
 //! the shared store for its readers (`message_ids`, `open_stream_ids`,
 //! `chunks`, `config`, `stored_state`…).
 
+use std::cell::RefCell;
 use std::ops::Deref;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -14,6 +16,9 @@ use durable_chat::testing::MemStore;
 #[derive(Debug, Default)]
 pub struct SimStore {
     rows: MemStore,
+    /// The same rows, shared with the core as its `History` (kept in step
+    /// with `rows` by `apply`).
+    shared: Rc<RefCell<MemStore>>,
     /// Every write, in the order it was applied.
     pub ops: Vec<StoreOp>,
 }
@@ -29,7 +34,52 @@ impl Deref for SimStore {
 impl SimStore {
     pub fn apply(&mut self, op: StoreOp) {
         self.rows.apply(&op);
+        self.shared.borrow_mut().apply(&op);
         self.ops.push(op);
+    }
+
+    /// The store as the core reads it.
+    pub fn history(&self) -> Rc<dyn durable_chat::core::History> {
+        self.shared.clone()
+    }
+
+    /// Rows and calls the core has read through its `History` so far.
+    pub fn history_reads(&self) -> (usize, usize) {
+        let shared = self.shared.borrow();
+        (shared.rows_read(), shared.history_calls())
+    }
+
+    /// Applies a run of writes as one transaction, as the host does. Only an
+    /// injected failure may refuse it (the batch comes back); any other
+    /// refusal is a write the core must never issue.
+    pub fn apply_batch(&mut self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, String)> {
+        match self.rows.apply_all(&ops) {
+            Ok(()) => {
+                let mut shared = self.shared.borrow_mut();
+                for op in &ops {
+                    shared.apply(op);
+                }
+                self.ops.extend(ops);
+                Ok(())
+            }
+            Err(e) if e.contains("injected") => Err((ops, e)),
+            Err(e) => panic!("store write refused: {e}"),
+        }
+    }
+
+    /// Test switches of the store (failure injection); the core's `History`
+    /// view only ever receives what was committed.
+    pub fn rows_mut(&mut self) -> &mut MemStore {
+        &mut self.rows
+    }
+
+    /// `SqlStore::load` on a restart (unreadable rows quarantined); the
+    /// core's `History` view then reads exactly these rows (what tests
+    /// changed through `rows_mut` included).
+    pub fn load(&mut self) -> durable_chat::core::StoredState {
+        let state = self.rows.load();
+        *self.shared.borrow_mut() = self.rows.clone();
+        state
     }
 
     /// The stored transcript as JSON, in seq order.

@@ -3,11 +3,12 @@
 // completion), the admin endpoints GET /__requests and POST /__reset, and the CLI
 // `node tests/support/model-server.mjs [--port 8788] [--host 127.0.0.1]`.
 // The reply is a pure function of the request's messages and tools (see `planReply` for the
-// rules), except `[http-once:NNN]`: the first request whose last user message carries it is
-// answered with status NNN (and `retry-after-ms` when the message also has `[retry-after-ms:N]`),
-// later ones normally; it exercises a client's retries. `[truncate-once]` likewise cuts the first
-// reply to that message after two words (no finish, no [DONE]), as a dropped connection does. With `maxContextBytes`, a longer request
-// is refused as OpenAI refuses one longer than the model's context.
+// rules; a tool result over 64 KiB is echoed as `name=<N bytes>`), except `[http-once:NNN]`:
+// the first request whose last user message carries it is answered with status NNN (and
+// `retry-after-ms` when the message also has `[retry-after-ms:N]`), later ones normally; it
+// exercises a client's retries. `[truncate-once]` likewise cuts the first reply to that message
+// after two words (no finish, no [DONE]), as a dropped connection does. With `maxContextBytes`,
+// a longer request is refused as OpenAI refuses one longer than the model's context.
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
 // onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
 // when the client went away first); see `startModelServer` for the record's fields.
@@ -19,6 +20,9 @@ import { pathToFileURL } from 'node:url';
 // requests (or across servers started by the same process).
 let toolCallCounter = 0;
 let completionCounter = 0;
+
+// Tool results longer than this are echoed as their size only.
+const LARGE_RESULT_CHARS = 65536;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -163,7 +167,10 @@ function planFreshReply(body) {
     }
     const parts = messages.slice(start).map((m) => {
       const label = names.get(m.tool_call_id) || m.name || m.tool_call_id;
-      return `${label}=${contentText(m.content)}`;
+      const content = contentText(m.content);
+      // A large result is summarised by its size (the reply stays a short answer).
+      if (content.length > LARGE_RESULT_CHARS) return `${label}=<${Buffer.byteLength(content)} bytes>`;
+      return `${label}=${content}`;
     });
     return say(`Tool results: ${parts.join('; ')}`);
   }

@@ -1,5 +1,6 @@
 // Reads the SQLite files a Durable Object persist dir holds (Miniflare's `durableObjectsPersist`),
-// through the `sqlite3` command line tool, read-only. Owns: sqliteFiles, querySqlite,
+// through the `sqlite3` command line tool, read-only (`execSqlite` writes, for tests that
+// damage a stopped agent's database). Owns: sqliteFiles, querySqlite, execSqlite,
 // largestStoredValue.
 
 import { existsSync } from 'node:fs';
@@ -25,6 +26,11 @@ export async function sqliteFiles(persist) {
 export function querySqlite(file, sql) {
   const text = execFileSync('sqlite3', ['-readonly', '-json', file, sql], { maxBuffer: 64 * 1024 * 1024 }).toString();
   return text.trim() ? JSON.parse(text) : [];
+}
+
+/** Runs `sql` (statements that write) on database `file`; only while no runtime has it open. */
+export function execSqlite(file, sql) {
+  execFileSync('sqlite3', [file, sql]);
 }
 
 /**

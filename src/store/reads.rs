@@ -1,0 +1,183 @@
+//! The core's read-through view of the stored conversation (`core::History`):
+//! pages of older messages by `seq`, a message by id (the primary key), the
+//! owner of a tool call id (the `chat_tool_calls` index, kept in step with
+//! every message write) and counts. A row that no longer parses is
+//! quarantined as a load would, and left out.
+
+use serde::Deserialize;
+use worker::SqlStorageValue;
+
+use crate::core::{history, Entry, History};
+
+use super::pieces::{self, Kind};
+use super::{quarantine, SqlStore};
+
+#[derive(Deserialize)]
+struct MessageRow {
+    id: String,
+    seq: f64,
+    body: String,
+    pieces: f64,
+}
+
+#[derive(Deserialize)]
+struct CountRow {
+    n: f64,
+}
+
+/// `seq` as SQLite takes it (integers beyond ±2^53−1 are refused).
+fn seq_value(seq: u64) -> SqlStorageValue {
+    SqlStorageValue::from(seq.min(1 << 52) as i64)
+}
+
+impl SqlStore {
+    fn read_rows(&self, statement: &str, binds: Vec<SqlStorageValue>) -> Vec<Entry> {
+        let rows: Vec<MessageRow> = match self.sql.exec(statement, binds).and_then(|c| c.to_array())
+        {
+            Ok(rows) => rows,
+            Err(e) => {
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("storage: reading messages failed: {e}"),
+                );
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq = row.seq as u64;
+            let body = match pieces::get(&self.sql, Kind::Message, &row.id, 0, row.body, row.pieces)
+            {
+                Ok(body) => body,
+                Err(e) => {
+                    crate::log::write(
+                        crate::log::LogLevel::Error,
+                        &format!("storage: reading message {} failed: {e}", row.id),
+                    );
+                    continue;
+                }
+            };
+            match history::read_row(seq, &body) {
+                Ok(entry) => out.push(entry),
+                Err(e) => {
+                    if let Err(e) = quarantine::message(&self.sql, &row.id, &body, &e.to_string()) {
+                        crate::log::write(
+                            crate::log::LogLevel::Error,
+                            &format!("storage: quarantine of {} failed: {e}", row.id),
+                        );
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl SqlStore {
+    /// A page read as one JSON string built by SQLite (a row at a time
+    /// costs far more in crossing to JS and back). `None` when a row of the
+    /// page is split in pieces, is not JSON or is not a message: the caller
+    /// then reads row by row (and quarantines what cannot be read).
+    fn json_page_before(&self, before_seq: u64, limit: usize) -> Option<Vec<Entry>> {
+        #[derive(Deserialize)]
+        struct Page {
+            page: String,
+            plain: f64,
+            n: f64,
+        }
+        #[derive(Deserialize)]
+        struct Row {
+            seq: u64,
+            message: crate::protocol::UIMessage,
+        }
+        let rows: Vec<Page> = self
+            .sql
+            .exec(
+                "SELECT json_group_array(CASE WHEN pieces = 1 AND json_valid(body) THEN json_object('seq', seq, 'message', json(body)) END ORDER BY seq DESC) AS page, SUM(pieces = 1 AND json_valid(body)) AS plain, COUNT(*) AS n FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)",
+                vec![seq_value(before_seq), SqlStorageValue::from(limit as i64)],
+            )
+            .and_then(|c| c.to_array())
+            .ok()?;
+        let page = rows.into_iter().next()?;
+        if page.n == 0.0 {
+            return Some(Vec::new());
+        }
+        if page.plain != page.n {
+            return None;
+        }
+        let rows: Vec<Row> = serde_json::from_str(&page.page).ok()?;
+        Some(
+            rows.into_iter()
+                .map(|r| Entry {
+                    seq: r.seq,
+                    message: r.message,
+                })
+                .collect(),
+        )
+    }
+}
+
+impl History for SqlStore {
+    fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String {
+        #[derive(Deserialize)]
+        struct Joined {
+            bodies: Option<String>,
+        }
+        // One query, one string: the stored JSON of the newest messages
+        // whose bytes (plus a comma each) fit, oldest first. Rows split in
+        // pieces are over the row limit, far beyond any snapshot.
+        let rows: Vec<Joined> = self
+            .sql
+            .exec(
+                "SELECT group_concat(body, ',' ORDER BY seq) AS bodies FROM (SELECT seq, body, pieces, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1000000) WHERE running <= ? AND pieces = 1 AND json_valid(body)",
+                vec![seq_value(before_seq), SqlStorageValue::from(max_bytes as i64)],
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_else(|e| {
+                crate::log::write(crate::log::LogLevel::Error, &format!("storage: reading the newest messages failed: {e}"));
+                Vec::new()
+            });
+        rows.into_iter()
+            .next()
+            .and_then(|r| r.bodies)
+            .unwrap_or_default()
+    }
+
+    fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry> {
+        if let Some(page) = self.json_page_before(before_seq, limit) {
+            return page;
+        }
+        self.read_rows(
+            "SELECT id, seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+            vec![seq_value(before_seq), SqlStorageValue::from(limit as i64)],
+        )
+    }
+
+    fn find(&self, id: &str) -> Option<Entry> {
+        self.read_rows(
+            "SELECT id, seq, body, pieces FROM chat_messages WHERE id = ?",
+            vec![id.into()],
+        )
+        .pop()
+    }
+
+    fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {
+        self.read_rows(
+            "SELECT m.id AS id, m.seq AS seq, m.body AS body, m.pieces AS pieces FROM chat_tool_calls AS t JOIN chat_messages AS m ON m.id = t.message_id WHERE t.tool_call_id = ? ORDER BY m.seq DESC LIMIT 1",
+            vec![tool_call_id.into()],
+        )
+        .pop()
+    }
+
+    fn count_before(&self, seq: u64) -> usize {
+        self.sql
+            .exec(
+                "SELECT COUNT(*) AS n FROM chat_messages WHERE seq < ?",
+                vec![seq_value(seq)],
+            )
+            .and_then(|c| c.to_array::<CountRow>())
+            .ok()
+            .and_then(|rows| rows.first().map(|r| r.n as usize))
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,65 @@
+// End-to-end: rows that no longer decode on the real runtime. While the runtime is stopped, the
+// agent's SQLite file is damaged — a config row (the turn queue) that is not JSON, and the record
+// of a stream cut mid-answer replaced by one that cannot be read. After the restart the agent
+// answers, both rows are in `chat_quarantine` with the reason, and the unreadable stream is
+// settled: its record and its chunk rows are gone.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { workerFor, rid, chunkFrames, waitUntil, tab } from '../support/e2e.mjs';
+import { sqliteFiles, querySqlite, execSqlite } from '../support/sqlite-files.mjs';
+
+const AGENT = 'ChatAgent';
+const TURN_MS = 20000;
+
+/** The database file of the agent that has a stream open. */
+async function agentFile(persistDir) {
+  for (const file of await sqliteFiles(persistDir)) {
+    const named = querySqlite(file, "SELECT name FROM sqlite_master WHERE name = 'chat_streams'");
+    if (named.length && querySqlite(file, 'SELECT request_id FROM chat_streams').length) return file;
+  }
+  throw new Error('no agent database with an open stream');
+}
+
+test('a corrupt config row and an unreadable stream record written while stopped are quarantined and the agent answers', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-quarantine-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'q-corrupt';
+  const first = await workerFor(t, { persistDir: dir });
+  const a = await tab(first, room);
+  const cut = rid();
+  a.send(chatRequest(cut, [userMessage(rid('u'), '[tokens:60][delay:100] a long story')]));
+  await waitUntil(() => chunkFrames(a.frames, cut).length >= 5, { timeoutMs: TURN_MS, what: 'the answer streaming' });
+  await first.close(); // the runtime stops mid-answer: the stream stays open in the file
+
+  const file = await agentFile(dir);
+  assert.ok(querySqlite(file, `SELECT COUNT(*) AS n FROM chat_stream_chunks WHERE request_id = '${cut}'`)[0].n > 0);
+  execSqlite(file, "INSERT OR REPLACE INTO chat_config (key, value) VALUES ('queue', '{not json')");
+  execSqlite(file, `UPDATE chat_streams SET record = '{"v":1,"requestId":5}' WHERE request_id = '${cut}'`);
+
+  const w = await workerFor(t, { persistDir: dir });
+  const b = await tab(w, room);
+  const stored = await getMessages(w.url, AGENT, room);
+  const id = rid();
+  b.send(chatRequest(id, [...stored, userMessage(rid('u'), 'are you there?')]));
+  const done = await b.waitFor(isDone(id), TURN_MS);
+  assert.equal(done.outcome, 'completed');
+  const messages = await getMessages(w.url, AGENT, room);
+  assert.equal(messages.at(-1).parts.find((p) => p.type === 'text').text, 'You said: are you there?');
+
+  const rows = querySqlite(file, 'SELECT source, key, reason, value FROM chat_quarantine ORDER BY id');
+  assert.deepEqual(rows.map((r) => [r.source, r.key]), [['chat_config', 'queue'], ['chat_streams', cut]]);
+  assert.equal(rows[0].value, '{not json');
+  assert.ok(rows.every((r) => r.reason.length > 0), 'each with its reason');
+  assert.deepEqual(querySqlite(file, 'SELECT request_id FROM chat_streams'), [], 'the stream is settled');
+  assert.deepEqual(querySqlite(file, `SELECT first_seq FROM chat_stream_chunks WHERE request_id = '${cut}'`), [], 'its chunks are removed');
+
+  // Moved once: a second start finds nothing more to quarantine.
+  await w.restart();
+  await getMessages(w.url, AGENT, room);
+  assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 2);
+});

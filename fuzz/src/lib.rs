@@ -348,6 +348,8 @@ impl Sim {
             | Effect::CallRemoteTool {
                 call, tool_call_id, ..
             } => self.tool_runs.push((call, tool_call_id)),
+            // Hooks: this agent has none (no turn is prepared by a host).
+            Effect::PrepareTurn { .. } | Effect::TurnEnded(_) | Effect::AbortTools { .. } => {}
         }
     }
 

@@ -1,6 +1,6 @@
 //! What a user of the crate writes: an agent definition (prompt, model
-//! settings, typed server tools, concurrency, per-turn hook) with defaults
-//! read from the worker's vars and secrets.
+//! settings, typed server tools, concurrency, turn and tool hooks) with
+//! defaults read from the worker's vars and secrets.
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -12,10 +12,15 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use futures::future::LocalBoxFuture;
+
 use crate::core::{
-    ApprovalRule, Concurrency, ContextPolicy, CoreConfig, CoreSettings, Limits, LogLevel,
-    RetryPolicy, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreConfig, CoreSettings,
+    ErrorDisposition, Hooks, Limits, LogLevel, RetryPolicy, ToolCall, ToolCallDecision,
+    ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
+
+pub use super::tool_context::ToolContext;
 
 use super::access::{require_token, Refusal, RequestInfo};
 use crate::model::openai::OpenAiCompatible;
@@ -28,7 +33,7 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 #[derive(Clone)]
 pub struct ServerTool {
     pub spec: ToolSpec,
-    run: Rc<dyn Fn(Value) -> ToolFuture>,
+    run: Rc<dyn Fn(Value, ToolContext) -> ToolFuture>,
 }
 
 impl ServerTool {
@@ -41,17 +46,32 @@ impl ServerTool {
         F: Fn(I) -> Fut + 'static,
         Fut: Future<Output = Result<O, String>> + 'static,
     {
+        ServerTool::with_context(name, description, move |input: I, _ctx: ToolContext| {
+            run(input)
+        })
+    }
+
+    /// Like [`ServerTool::new`], and `run` also gets the run's
+    /// [`ToolContext`]: its tool call id, an abort signal that fires when the
+    /// turn is cancelled, the turn's recent messages and the agent's env.
+    pub fn with_context<I, O, F, Fut>(name: &str, description: &str, run: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + 'static,
+        O: Serialize + 'static,
+        F: Fn(I, ToolContext) -> Fut + 'static,
+        Fut: Future<Output = Result<O, String>> + 'static,
+    {
         let run = Rc::new(run);
         let tool_name = name.to_string();
         ServerTool {
             spec: ToolSpec::new(name, description, input_schema::<I>()),
-            run: Rc::new(move |input: Value| -> ToolFuture {
+            run: Rc::new(move |input: Value, ctx: ToolContext| -> ToolFuture {
                 let run = run.clone();
                 let tool_name = tool_name.clone();
                 Box::pin(async move {
                     let input: I = serde_json::from_value(input)
                         .map_err(|e| format!("Invalid input for tool '{tool_name}': {e}"))?;
-                    let output = run(input).await?;
+                    let output = run(input, ctx).await?;
                     serde_json::to_value(output).map_err(|e| {
                         format!("Tool '{tool_name}' returned unserializable output: {e}")
                     })
@@ -86,8 +106,20 @@ impl ServerTool {
         self
     }
 
+    /// Offered only in turns whose `before_turn` adds it (`TurnConfig::add_tools`).
+    pub fn opt_in(mut self) -> Self {
+        self.spec = self.spec.opt_in();
+        self
+    }
+
+    /// Runs the tool outside an agent (no env, a signal that never fires).
     pub fn call(&self, input: Value) -> ToolFuture {
-        (self.run)(input)
+        (self.run)(input, ToolContext::default())
+    }
+
+    /// Runs the tool with its context.
+    pub fn call_with(&self, input: Value, ctx: ToolContext) -> ToolFuture {
+        (self.run)(input, ctx)
     }
 }
 
@@ -252,6 +284,9 @@ fn log_warning(text: &str) {
 }
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
+/// Every method has a default. The agent runs on one thread, so the futures
+/// of its `async fn`s need not be `Send`.
+#[allow(async_fn_in_trait)]
 pub trait AgentDefinition: 'static {
     /// Settings from the worker's vars and secrets.
     fn settings(&self, vars: &Vars) -> AgentSettings {
@@ -292,9 +327,38 @@ pub trait AgentDefinition: 'static {
         require_token(request, settings.auth_token.as_deref())
     }
 
-    /// Adjusts one turn (system prompt, step limit) from its context.
-    fn before_turn(&self, _ctx: &TurnContext<'_>) -> TurnConfig {
+    /// Chooses one turn's settings from its context (trigger, custom body,
+    /// client tools, recent messages): system prompt, step limit, model,
+    /// sampling, extra headers, the tools offered and the tool choice.
+    /// Awaited before the turn's first model call; a turn cancelled
+    /// meanwhile never calls the model, and a turn recovered after an
+    /// eviction is prepared again.
+    async fn before_turn(&self, _ctx: TurnContext) -> TurnConfig {
         TurnConfig::default()
+    }
+
+    /// Called once a turn ended and its answer is stored: its outcome, the
+    /// ids of the messages it answered and of its answer, its request id.
+    async fn on_chat_response(&self, _response: ChatResponse) {}
+
+    /// Called for a turn that is about to fail. `Retry` sends the failed
+    /// model call again (when `error.retryable`: it streamed nothing and the
+    /// step's model-retry budget is left); `Fail` (the default) ends the turn.
+    fn on_chat_error(&self, _error: &ChatError) -> ErrorDisposition {
+        ErrorDisposition::Fail
+    }
+
+    /// Decides a tool call before it runs (a server tool) or is sent to the
+    /// tab or parent agent (a client tool): allow it, block it with text the
+    /// model reads as its result, change its input, or give its result.
+    fn before_tool_call(&self, _call: &ToolCall) -> ToolCallDecision {
+        ToolCallDecision::Allow
+    }
+
+    /// Sees every tool result (a server tool's run, a tab's or a parent's
+    /// answer) before it is stored and the model reads it; may rewrite it.
+    fn after_tool_call(&self, _call: &ToolCall, result: ToolOutcome) -> ToolOutcome {
+        result
     }
 
     /// Compaction: a hook that makes a summary standing in for the messages
@@ -307,7 +371,32 @@ pub trait AgentDefinition: 'static {
     }
 }
 
-/// Builds the core's configuration for one agent instance.
+/// The awaited hooks of a definition, type-erased for the host.
+#[derive(Clone)]
+pub struct AsyncHooks {
+    pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
+    pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
+}
+
+impl AsyncHooks {
+    pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
+        let (prepare, respond) = (definition.clone(), definition.clone());
+        AsyncHooks {
+            before_turn: Rc::new(move |ctx| {
+                let definition = prepare.clone();
+                Box::pin(async move { definition.before_turn(ctx).await })
+            }),
+            on_chat_response: Rc::new(move |response| {
+                let definition = respond.clone();
+                Box::pin(async move { definition.on_chat_response(response).await })
+            }),
+        }
+    }
+}
+
+/// Builds the core's configuration for one agent instance: each turn is
+/// prepared by the host (`before_turn` is awaited there); the inline hooks
+/// go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
     settings: &AgentSettings,
@@ -319,10 +408,19 @@ pub fn core_config<D: AgentDefinition>(
     config.system_prompt = definition.system_prompt();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.core.clone();
-    let hook_owner = definition.clone();
-    config.before_turn = Some(Rc::new(move |ctx: &TurnContext<'_>| {
-        hook_owner.before_turn(ctx)
-    }));
+    config.prepare_turn = true;
+    let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    config.hooks = Hooks {
+        on_chat_error: Some(Rc::new(move |error: &ChatError| {
+            errors.on_chat_error(error)
+        })),
+        before_tool_call: Some(Rc::new(move |call: &ToolCall| {
+            before.before_tool_call(call)
+        })),
+        after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
+            after.after_tool_call(call, result)
+        })),
+    };
     config.compact = definition.compaction();
     config
 }
@@ -474,5 +572,52 @@ mod tests {
             settings.limits.model_stall_timeout_ms,
             Limits::default().model_stall_timeout_ms
         );
+    }
+
+    struct Hooked;
+
+    impl AgentDefinition for Hooked {
+        async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+            TurnConfig {
+                model: Some(format!("for-{}", ctx.request_id)),
+                ..TurnConfig::default()
+            }
+        }
+
+        fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+            ToolCallDecision::Block(format!("no {}", call.tool_name))
+        }
+    }
+
+    #[test]
+    fn the_definitions_hooks_reach_the_core_and_the_host() {
+        let definition = Rc::new(Hooked);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "hooked");
+        assert!(config.prepare_turn, "each turn is prepared by the host");
+        let call = ToolCall {
+            request_id: "r1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "refund".into(),
+            input: Value::Null,
+            client: true,
+        };
+        let decide = config.hooks.before_tool_call.clone();
+        assert_eq!(
+            decide.map(|hook| hook(&call)),
+            Some(ToolCallDecision::Block("no refund".into()))
+        );
+        let context = TurnContext {
+            request_id: "r9".into(),
+            trigger: crate::core::TurnTrigger::Submit,
+            continuation: false,
+            from_parent: false,
+            messages: Vec::new(),
+            client_tools: Vec::new(),
+            body: Default::default(),
+        };
+        let hooks = AsyncHooks::of(&definition);
+        let chosen = futures::executor::block_on((hooks.before_turn)(context));
+        assert_eq!(chosen.model.as_deref(), Some("for-r9"));
     }
 }

@@ -25,8 +25,9 @@ use crate::protocol::server;
 use crate::store::SqlStore;
 
 use super::access::{Refusal, RequestInfo};
-use super::definition::{core_config, AgentDefinition, ServerTool, Vars};
+use super::definition::{core_config, AgentDefinition, AsyncHooks, ServerTool, Vars};
 use super::ids::RandomIds;
+use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
 #[derive(Debug, Serialize, Deserialize)]
@@ -60,6 +61,10 @@ pub struct AgentHost {
     /// The Worker's environment (a model binding such as `AI` is called through it).
     env: Env,
     tools: HashMap<String, ServerTool>,
+    /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
+    hooks: AsyncHooks,
+    /// Abort signals of the server tool runs in flight.
+    tool_runs: RefCell<HashMap<CallId, ToolAbort>>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
     /// The one pending in-isolate wake-up (when it is due, and the handle
@@ -147,6 +152,8 @@ impl AgentHost {
                 .into_iter()
                 .map(|t| (t.spec.name.clone(), t))
                 .collect(),
+            hooks: AsyncHooks::of(&definition),
+            tool_runs: RefCell::new(HashMap::new()),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
             wake: RefCell::new(None),
@@ -482,11 +489,20 @@ impl AgentHost {
                 } => {
                     let host = self.clone();
                     let tool = self.tools.get(&tool_name).cloned();
+                    let abort = ToolAbort::default();
+                    let ctx = ToolContext {
+                        tool_call_id: tool_call_id.clone(),
+                        abort: abort.signal(),
+                        messages: self.core.borrow().turn_messages(),
+                        env: Some(self.env.clone()),
+                    };
+                    self.tool_runs.borrow_mut().insert(call, abort);
                     spawn_local(async move {
                         let result = match tool {
-                            Some(tool) => tool.call(input).await,
+                            Some(tool) => tool.call_with(input, ctx).await,
                             None => Err(format!("Tool '{tool_name}' is not available.")),
                         };
+                        host.tool_runs.borrow_mut().remove(&call);
                         host.dispatch(Event::ToolDone {
                             call,
                             tool_call_id,
@@ -505,6 +521,26 @@ impl AgentHost {
                     if let Some(ws) = self.sockets.borrow().get(&conn) {
                         let _ = ws.send_with_str(&frame);
                     }
+                }
+                Effect::AbortTools { calls } => {
+                    for call in calls {
+                        let run = self.tool_runs.borrow_mut().remove(&call);
+                        if let Some(abort) = run {
+                            abort.abort();
+                        }
+                    }
+                }
+                Effect::PrepareTurn { turn, context } => {
+                    let host = self.clone();
+                    let before_turn = self.hooks.before_turn.clone();
+                    spawn_local(async move {
+                        let config = before_turn(context).await;
+                        host.dispatch(Event::TurnPrepared { turn, config });
+                    });
+                }
+                Effect::TurnEnded(response) => {
+                    let on_chat_response = self.hooks.on_chat_response.clone();
+                    spawn_local(on_chat_response(response));
                 }
             }
         }

@@ -18,13 +18,15 @@ pub mod ids;
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
+pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
-pub use definition::{AgentDefinition, AgentSettings, ServerTool, Vars};
+pub use definition::{AgentDefinition, AgentSettings, AsyncHooks, ServerTool, Vars};
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
+pub use tool_context::{AbortSignal, AgentEnv, ToolContext};
 
 /// Declares a Durable Object class `$class` that runs the agent built by
 /// `$make` (a closure from `&worker::Env` to an `AgentDefinition`).

@@ -44,16 +44,19 @@ pub fn apply_chunk(message: &mut UIMessage, chunk: &UIMessageChunk) -> bool {
             tool_call_id,
             tool_name,
             input,
+            provider_executed,
         } => match message.tool_part_mut(tool_call_id) {
             Some(part) => {
                 if part.state == ToolState::InputStreaming {
                     part.state = ToolState::InputAvailable;
                     part.input = Some(normalize_input(input));
+                    part.provider_executed = *provider_executed;
                 }
             }
             None => {
                 let mut part = ToolPart::new(tool_call_id, tool_name, ToolState::InputAvailable);
                 part.input = Some(normalize_input(input));
+                part.provider_executed = *provider_executed;
                 message.parts.push(Part::Tool(part));
             }
         },
@@ -259,6 +262,7 @@ mod tests {
                 tool_call_id: "c1".into(),
                 tool_name: "get_weather".into(),
                 input: json!("{\"city\":\"Paris\"}"),
+                provider_executed: None,
             },
             ToolOutputAvailable {
                 tool_call_id: "c1".into(),
@@ -283,6 +287,7 @@ mod tests {
                 tool_call_id: "c1".into(),
                 tool_name: "delete_file".into(),
                 input: json!({"path":"a"}),
+                provider_executed: None,
             },
             ToolApprovalRequest {
                 approval_id: "ap1".into(),

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::model::ModelSettings;
+use crate::model::{ModelSettings, ToolChoice};
 use crate::protocol::{ClientToolSchema, UIMessage};
 
 /// When a server tool must be approved by a person before it runs.
@@ -55,6 +55,8 @@ pub struct ToolSpec {
     /// A run still going after this long ends as a tool error the model
     /// reads (`None`: the settings' `tool_timeout_ms`).
     pub timeout_ms: Option<u64>,
+    /// Offered only in turns whose `before_turn` adds it (`TurnConfig::add_tools`).
+    pub opt_in: bool,
 }
 
 impl ToolSpec {
@@ -66,7 +68,14 @@ impl ToolSpec {
             approval: ApprovalRule::Never,
             overridable: None,
             timeout_ms: None,
+            opt_in: false,
         }
+    }
+
+    /// Offered only in turns whose `before_turn` adds it by name.
+    pub fn opt_in(mut self) -> Self {
+        self.opt_in = true;
+        self
     }
 
     pub fn needs_approval(mut self, rule: ApprovalRule) -> Self {
@@ -246,22 +255,28 @@ impl RetryPolicy {
     }
 }
 
-/// What `before_turn` sees.
-#[derive(Debug)]
-pub struct TurnContext<'a> {
-    pub request_id: &'a str,
+/// What `before_turn` sees: why the turn runs, the request's custom body,
+/// the client tools on offer and the most recent messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnContext {
+    pub request_id: String,
     pub trigger: TurnTrigger,
     pub continuation: bool,
-    /// The newest messages of the conversation, oldest first: the window
-    /// the agent keeps in memory (at least the newest user and assistant
-    /// messages; older ones stay in storage).
-    pub messages: &'a [&'a UIMessage],
-    pub client_tools: &'a [ClientToolSchema],
-    pub body: &'a Map<String, Value>,
+    /// The turn was asked for by a parent agent (a sub-agent turn).
+    pub from_parent: bool,
+    /// The newest messages of the conversation (at most
+    /// [`TURN_CONTEXT_MESSAGES`] of the window the agent keeps in memory), oldest first.
+    pub messages: Vec<UIMessage>,
+    pub client_tools: Vec<ClientToolSchema>,
+    /// The custom body of the request (or the last one a tab sent).
+    pub body: Map<String, Value>,
 }
 
+/// How many recent messages a [`TurnContext`] carries.
+pub const TURN_CONTEXT_MESSAGES: usize = 32;
+
 /// What `before_turn` may change for one turn (`None`: the agent's setting).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnConfig {
     pub system: Option<String>,
     pub max_steps: Option<u32>,
@@ -273,6 +288,13 @@ pub struct TurnConfig {
     pub headers: Vec<(String, String)>,
     /// Offer only the tools with these names (server and client tools) this turn.
     pub tools: Option<Vec<String>>,
+    /// Also offer these tools this turn: server tools marked `opt_in()`,
+    /// which no turn offers unless it adds them.
+    pub add_tools: Vec<String>,
+    /// Offer none of these tools this turn.
+    pub remove_tools: Vec<String>,
+    /// Whether the model may, must or must not call a tool (`None`: it decides).
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// A turn's settings: the agent's, with what `before_turn` changed.
@@ -283,9 +305,46 @@ pub struct TurnSettings {
     pub model: ModelSettings,
     pub headers: Vec<(String, String)>,
     pub tools: Option<Vec<String>>,
+    pub add_tools: Vec<String>,
+    pub remove_tools: Vec<String>,
+    pub tool_choice: Option<ToolChoice>,
 }
 
-pub type BeforeTurn = Rc<dyn Fn(&TurnContext<'_>) -> TurnConfig>;
+impl TurnSettings {
+    /// Applies what a `before_turn` hook chose.
+    pub fn apply(&mut self, config: TurnConfig) {
+        self.system = config.system.unwrap_or(std::mem::take(&mut self.system));
+        self.max_steps = config.max_steps.unwrap_or(self.max_steps).max(1);
+        if let Some(model) = config.model.filter(|m| !m.trim().is_empty()) {
+            self.model.model = model;
+        }
+        self.model.temperature = config.temperature.or(self.model.temperature);
+        self.model.max_tokens = config.max_tokens.or(self.model.max_tokens);
+        self.headers.extend(config.headers);
+        if config.tools.is_some() {
+            self.tools = config.tools;
+        }
+        self.add_tools.extend(config.add_tools);
+        self.remove_tools.extend(config.remove_tools);
+        if config.tool_choice.is_some() {
+            self.tool_choice = config.tool_choice;
+        }
+    }
+
+    /// Whether the turn offers the tool `name`; `opt_in` tools only when added.
+    pub fn offers(&self, name: &str, opt_in: bool) -> bool {
+        let added = self.add_tools.iter().any(|n| n == name);
+        let listed = self
+            .tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name));
+        (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
+    }
+}
+
+/// A synchronous `before_turn`, called by the core as the turn starts. A
+/// host whose hook awaits sets `CoreConfig::prepare_turn` instead.
+pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;
 
 /// How an agent's turns behave: the model, the step limit, message
 /// concurrency, chunk-log batching, continuation coalescing, recovery, limits
@@ -344,6 +403,11 @@ pub struct CoreConfig {
     pub system_prompt: String,
     pub tools: Vec<ToolSpec>,
     pub before_turn: Option<BeforeTurn>,
+    /// Each turn first asks the host (`Effect::PrepareTurn`) and waits for
+    /// `Event::TurnPrepared` before it calls the model.
+    pub prepare_turn: bool,
+    /// The author's hooks on failed turns and on tool calls (see `hooks.rs`).
+    pub hooks: super::hooks::Hooks,
     /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
     pub compact: Option<super::compaction::Compact>,
     pub settings: CoreSettings,
@@ -357,6 +421,8 @@ impl CoreConfig {
             system_prompt: String::new(),
             tools: Vec::new(),
             before_turn: None,
+            prepare_turn: false,
+            hooks: Default::default(),
             compact: None,
             settings: CoreSettings::default(),
         }

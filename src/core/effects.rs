@@ -11,6 +11,8 @@ use serde_json::Value;
 use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
+use super::config::{TurnConfig, TurnContext};
+use super::hooks::ChatResponse;
 use super::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 
 /// A connection id: the `_pk` the client chose (kept in the socket attachment).
@@ -72,6 +74,11 @@ pub enum Event {
     },
     /// The agent's own `clear_messages()`: like a tab's clear, told to every tab.
     ClearHistory,
+    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
+    TurnPrepared {
+        turn: CallId,
+        config: TurnConfig,
+    },
     /// The agent's own `submit_messages()` (see `submissions.rs`;
     /// `Core::submit` does the same and returns the submission).
     Submit(super::submissions::SubmitRequest),
@@ -170,6 +177,19 @@ pub enum Effect {
         tool_call_id: String,
         tool_name: String,
         input: Value,
+    },
+    /// Run the agent's `before_turn` for the turn starting and answer with
+    /// `Event::TurnPrepared { turn }`; the turn calls no model until then.
+    PrepareTurn {
+        turn: CallId,
+        context: TurnContext,
+    },
+    /// A turn ended (its answer stored first): the agent's `on_chat_response`.
+    TurnEnded(ChatResponse),
+    /// These server tool runs were given up (their turn was cancelled or
+    /// cleared, or their deadline passed): fire their abort signals.
+    AbortTools {
+        calls: Vec<CallId>,
     },
 }
 

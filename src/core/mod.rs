@@ -23,12 +23,14 @@ mod continuation;
 mod cut_stream;
 pub mod effects;
 pub mod history;
+pub mod hooks;
 pub mod ids;
 mod join_recovery;
 pub mod limits;
 pub mod log;
 mod model_call;
 pub mod persisted;
+mod prepare;
 pub mod queue;
 mod recovery;
 mod resume;
@@ -52,13 +54,17 @@ use crate::protocol::{
     parse_client_frame, server, ClientFrame, ClientToolSchema, FrameError, UIMessage,
 };
 
+pub use crate::model::ToolChoice;
 pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
-    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger,
+    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use history::History;
+pub use hooks::{
+    ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
+};
 pub use ids::{CountingIds, IdKind, IdSource};
 pub use limits::Limits;
 pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
@@ -204,6 +210,7 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
             Event::Submit(request) => {
                 let _ = self.on_submit(request);
             }

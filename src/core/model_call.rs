@@ -2,16 +2,19 @@
 //! of its stream turned into chunks (text, reasoning, tool calls), the stall
 //! check, and what a failed call does (retry after a backoff when transient
 //! and nothing was streamed yet; asked again once with less context when the
-//! provider says the request is too long; else end the turn). Phase
+//! provider says the request is too long; else the agent's `on_chat_error`
+//! may send it again within the same budget, or the turn ends). Phase
 //! changes go through the transitions in `turn.rs`.
 
 use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
 use crate::protocol::{Outcome, Role, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
+use super::config::TurnTrigger;
 use super::context::{finish_model_messages, model_messages, push_model_messages, turn_tools};
 use super::context_window;
 use super::effects::{CallId, Timer};
+use super::hooks::{ChatError, ErrorDisposition};
 use super::log::{LogEvent, LogLevel};
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
@@ -99,18 +102,31 @@ impl Core {
                 (messages, earlier)
             }
         };
-        let mut tools = turn_tools(&self.config.tools, self.active_client_tools());
-        if let Some(names) = &turn.tools {
-            tools.retain(|t| names.contains(&t.name));
-        }
+        let client_tools = self.active_client_tools();
+        let mut tools = turn_tools(&self.config.tools, client_tools);
+        tools.retain(|t| turn.offers(&t.name, self.opt_in_only(&t.name, client_tools)));
         let (messages, omitted) = context_window::fit_after(messages, context_budget, earlier);
         let request = ModelRequest {
             settings: turn.model.clone(),
             messages,
+            tool_choice: (!tools.is_empty())
+                .then(|| turn.tool_choice.clone())
+                .flatten(),
             tools,
             headers: turn.headers.clone(),
         };
         Some((request, omitted))
+    }
+
+    /// A server tool offered only when a turn adds it (a client tool of the
+    /// same name that replaces it is offered as usual).
+    pub(super) fn opt_in_only(
+        &self,
+        name: &str,
+        client_tools: &[crate::protocol::ClientToolSchema],
+    ) -> bool {
+        self.config.tool(name).is_some_and(|t| t.opt_in)
+            && !self.config.routes_to_client(name, client_tools)
     }
 
     /// The step's messages with a summary in place of what does not fit
@@ -379,7 +395,72 @@ impl Core {
     /// The model call ran past a bound: the turn ends with `text`.
     fn on_model_overrun(&mut self, text: String) {
         if self.active.as_ref().and_then(|a| a.model_call()).is_some() {
+            self.fail_model_call_in_flight(text, false, None, true);
+        }
+    }
+
+    /// The step's model call failed for good: the agent's `on_chat_error`
+    /// may send it again (when it streamed nothing and the step's retry
+    /// budget is left, after at least the policy's backoff); otherwise the
+    /// turn ends with `text`.
+    fn fail_model_call(&mut self, text: String, transient: bool, retry_after_ms: Option<u64>) {
+        self.fail_model_call_in_flight(text, transient, retry_after_ms, false);
+    }
+
+    /// As `fail_model_call`; `in_flight`: the call is still streaming (a
+    /// stall or an overrun) and is aborted when it is sent again.
+    fn fail_model_call_in_flight(
+        &mut self,
+        text: String,
+        transient: bool,
+        retry_after_ms: Option<u64>,
+        in_flight: bool,
+    ) {
+        let Some(call) = self.active.as_ref().and_then(|a| a.model_call()) else {
             self.end_turn(Outcome::Error, Some(text));
+            return;
+        };
+        let Some(hook) = self.config.hooks.on_chat_error.clone() else {
+            self.end_turn(Outcome::Error, Some(text));
+            return;
+        };
+        let request = call.request.clone();
+        let policy = self.config.model_retry;
+        let backoff = (!call.streamed)
+            .then(|| policy.delay(request.retries + 1, retry_after_ms))
+            .flatten();
+        let error = ChatError {
+            request_id: self
+                .active
+                .as_ref()
+                .map(|a| a.turn.request_id.clone())
+                .unwrap_or_default(),
+            trigger: self
+                .active
+                .as_ref()
+                .map_or(TurnTrigger::Submit, |a| a.turn.trigger),
+            error: text.clone(),
+            transient,
+            retryable: backoff.is_some(),
+            retries: request.retries,
+        };
+        match (hook(&error), backoff) {
+            (ErrorDisposition::Retry { after_ms }, Some(backoff)) => {
+                let wait = after_ms.clamp(backoff, backoff.max(crate::model::MAX_RETRY_AFTER_MS));
+                let call = call.id;
+                self.log(LogEvent::ModelRetry {
+                    request_id: error.request_id.clone(),
+                    attempt: request.retries + 1,
+                    delay_ms: wait,
+                    reason: text,
+                });
+                self.enter_waiting_to_retry(request, self.now + wait);
+                if in_flight {
+                    self.effects
+                        .push(super::effects::Effect::AbortModel { call });
+                }
+            }
+            _ => self.end_turn(Outcome::Error, Some(text)),
         }
     }
 
@@ -409,7 +490,7 @@ impl Core {
             "The model stream stalled: nothing arrived for {} s.",
             timeout as f64 / 1000.0
         );
-        self.end_turn(Outcome::Error, Some(text));
+        self.fail_model_call_in_flight(text, true, None, true);
     }
 
     /// A transient failure before the call streamed anything is retried after
@@ -429,7 +510,7 @@ impl Core {
                 return;
             }
             let text = format!("{CONTEXT_TOO_LONG} ({})", failure.text);
-            self.end_turn(Outcome::Error, Some(text));
+            self.fail_model_call(text, false, None);
             return;
         }
         let policy = self.config.model_retry;
@@ -450,7 +531,7 @@ impl Core {
                 }
                 self.enter_waiting_to_retry(request, self.now + delay);
             }
-            None => self.end_turn(Outcome::Error, Some(failure.text)),
+            None => self.fail_model_call(failure.text, failure.transient, failure.retry_after_ms),
         }
     }
 }

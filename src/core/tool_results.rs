@@ -1,6 +1,7 @@
 //! Tool results and approvals from clients: applied to the waiting tool part
 //! (in the streaming answer or in the stored message that owns it), told to
 //! every tab, and handed to `continuation.rs` when they ask to continue.
+//! A tab's result passes through `after_tool_call` first.
 //! A result settles only a call that was routed to a browser and waits for
 //! it; an approval only a call that asked for one. Approvals given while
 //! their answer still streams are written down on their own (no chunk
@@ -25,8 +26,9 @@ impl Core {
         if !self.awaits_browser_result(&result.tool_call_id) {
             return;
         }
+        let (output, error_text) = self.after_browser_result(&result);
         let applied = self.update_tool_part(&result.tool_call_id, |tool| {
-            apply_tool_result(tool, &result.output, result.error_text.as_deref())
+            apply_tool_result(tool, &output, error_text.as_deref())
         });
         if !applied {
             return;
@@ -36,6 +38,44 @@ impl Core {
             self.client_tools = tools;
         }
         self.after_human_answer(conn, result.auto_continue);
+    }
+
+    /// A tab's result as `after_tool_call` leaves it: the output, or error text.
+    fn after_browser_result(&self, result: &ToolResult) -> (serde_json::Value, Option<String>) {
+        let outcome = match &result.error_text {
+            Some(text) => Err(text.clone()),
+            None => Ok(result.output.clone()),
+        };
+        if self.config.hooks.after_tool_call.is_none() {
+            return (result.output.clone(), result.error_text.clone());
+        }
+        let id = &result.tool_call_id;
+        let describe = |t: &crate::protocol::ToolPart| {
+            (t.tool_name.clone(), t.input.clone().unwrap_or_default())
+        };
+        let (name, input) = self
+            .active
+            .as_ref()
+            .and_then(|a| {
+                a.message
+                    .tool_parts()
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe)
+            })
+            .or_else(|| {
+                let owner = self.transcript.owner_of(id)?;
+                let found = owner
+                    .tool_parts()
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe);
+                found
+            })
+            .unwrap_or_default();
+        let call = self.hook_call(&result.tool_call_id, &name, input, true);
+        match self.rewrite_tool_result(&call, outcome) {
+            Ok(output) => (output, None),
+            Err(text) => (serde_json::Value::Null, Some(text)),
+        }
     }
 
     /// Whether the call `tool_call_id` was routed to a browser and still

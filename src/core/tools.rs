@@ -1,7 +1,9 @@
 //! Where a turn's tool calls go: a server tool runs here, a client tool goes
 //! to the parent agent's executor or waits for a browser, a tool that needs
 //! approval waits for a person, an unknown tool or unreadable input is an
-//! input error the model reads. Also the approved calls a continuation runs
+//! input error the model reads; `before_tool_call` may block a call,
+//! change its input or settle it first, and `after_tool_call` sees every
+//! result of a run. Also the approved calls a continuation runs
 //! first, and tool runs ending (or lost with a parent's channel).
 
 use serde_json::Value;
@@ -10,6 +12,7 @@ use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
 use super::accumulator::normalize_input;
 use super::effects::{CallId, ConnId, Effect, Timer};
+use super::hooks::{ToolCall, ToolCallDecision, ToolOutcome};
 use super::ids::IdKind;
 use super::turn::{RunningTool, StepCall};
 use super::Core;
@@ -127,11 +130,11 @@ impl Core {
         let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         // `before_turn` may have offered only some tools this turn.
+        let opt_in = self.opt_in_only(&call.name, self.active_client_tools());
         let offered = self
             .active
             .as_ref()
-            .and_then(|a| a.settings.tools.as_ref())
-            .is_none_or(|names| names.contains(&call.name));
+            .is_none_or(|a| a.settings.offers(&call.name, opt_in));
         let error = match (&parsed, offered && (is_client || spec.is_some())) {
             (_, false) => Some(format!(
                 "Model tried to call unavailable tool '{}'.",
@@ -144,12 +147,30 @@ impl Core {
             self.refuse_tool_call(call, error_text);
             return;
         }
-        let input = normalize_input(&parsed.unwrap_or_default());
+        let mut input = normalize_input(&parsed.unwrap_or_default());
+        // `before_tool_call` decides before a tab (or a parent) sees the call.
+        let hooked = self.hook_call(&call.id, &call.name, input.clone(), is_client);
+        let settled = match self.decide_tool_call(&hooked) {
+            ToolCallDecision::Allow => None,
+            ToolCallDecision::Input(replaced) => {
+                input = replaced;
+                None
+            }
+            ToolCallDecision::Block(text) => Some(Err(text)),
+            ToolCallDecision::Result(output) => Some(Ok(output)),
+        };
         self.emit(UIMessageChunk::ToolInputAvailable {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             input: input.clone(),
+            provider_executed: (is_client && settled.is_some()).then_some(true),
         });
+        if let Some(result) = settled {
+            let hooked = ToolCall { input, ..hooked };
+            let result = self.rewrite_tool_result(&hooked, result);
+            self.emit(tool_output_chunk(call.id.clone(), result));
+            return;
+        }
         match spec {
             _ if is_client => match executor {
                 Some(conn) => self.run_tool(&call.id, &call.name, input, Some(conn)),
@@ -180,6 +201,9 @@ impl Core {
             return;
         };
         let ms = self.run_timeout(&tool_name, remote).unwrap_or_default();
+        if !remote {
+            self.effects.push(Effect::AbortTools { calls: vec![call] });
+        }
         let text = format!(
             "Tool '{tool_name}' did not finish within {} ms and was given up.",
             ms
@@ -227,19 +251,37 @@ impl Core {
         if active.running_tools.get(tool_call_id).map(|run| run.call) != Some(call) {
             return;
         }
-        active.running_tools.remove(tool_call_id);
+        let Some(run) = active.running_tools.remove(tool_call_id) else {
+            return;
+        };
         self.clear_timer(Timer::ToolDeadline(call));
-        let tool_call_id = tool_call_id.to_string();
-        self.emit(match result {
-            Ok(output) => UIMessageChunk::ToolOutputAvailable {
-                tool_call_id,
-                output,
-            },
-            Err(error_text) => UIMessageChunk::ToolOutputError {
-                tool_call_id,
-                error_text,
-            },
-        });
+        let input = self
+            .active
+            .as_ref()
+            .and_then(|a| {
+                a.message
+                    .tool_parts()
+                    .find(|t| t.tool_call_id == tool_call_id)
+            })
+            .and_then(|t| t.input.clone())
+            .unwrap_or_default();
+        let hooked = self.hook_call(tool_call_id, &run.tool_name, input, run.remote.is_some());
+        let result = self.rewrite_tool_result(&hooked, result);
+        self.emit(tool_output_chunk(tool_call_id.to_string(), result));
         self.maybe_finish_step();
+    }
+}
+
+/// The chunk that settles a call with `result`.
+fn tool_output_chunk(tool_call_id: String, result: ToolOutcome) -> UIMessageChunk {
+    match result {
+        Ok(output) => UIMessageChunk::ToolOutputAvailable {
+            tool_call_id,
+            output,
+        },
+        Err(error_text) => UIMessageChunk::ToolOutputError {
+            tool_call_id,
+            error_text,
+        },
     }
 }

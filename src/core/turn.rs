@@ -1,4 +1,5 @@
-//! The running turn: its phase (running approved calls, calling the model,
+//! The running turn: its phase (being prepared by the agent's `before_turn`,
+//! running approved calls, calling the model,
 //! waiting to retry, running the step's tools) with every transition between
 //! phases in this file, how a turn starts, how a step ends and whether
 //! another follows, and how the turn ends (stored, aborted or abandoned).
@@ -13,8 +14,9 @@ use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::{close_dangling_text, has_content};
 use super::chunk_log::ChunkLog;
-use super::config::{TurnContext, TurnSettings};
+use super::config::TurnSettings;
 use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
+use super::hooks::ChatResponse;
 use super::ids::IdKind;
 use super::log::{trigger_label, LogEvent, TurnEnd};
 use super::persisted::StreamRecord;
@@ -65,6 +67,9 @@ pub(super) struct StepEnd {
 /// What the running turn is doing. Each phase holds exactly what it needs.
 #[derive(Debug)]
 pub(super) enum TurnPhase {
+    /// The host runs the agent's `before_turn` (`Effect::PrepareTurn` with
+    /// this id); nothing else happens until `Event::TurnPrepared` answers.
+    Preparing(CallId),
     /// A continuation first runs the calls a person approved; the model
     /// speaks once they are done.
     RunningApprovedCalls,
@@ -171,6 +176,10 @@ impl Core {
             self.broadcast_transcript(None);
         }
         let settings = self.turn_settings(&turn);
+        let prepare = self.config.prepare_turn.then(|| {
+            let id = self.next_call_id();
+            (id, self.turn_context(&turn))
+        });
         let resumed = turn
             .resume_message
             .as_deref()
@@ -208,7 +217,10 @@ impl Core {
             seq,
             settings,
             steps: 0,
-            phase: TurnPhase::RunningApprovedCalls,
+            phase: match &prepare {
+                Some((id, _)) => TurnPhase::Preparing(*id),
+                None => TurnPhase::RunningApprovedCalls,
+            },
             running_tools: BTreeMap::new(),
             open: OpenParts::default(),
             log: ChunkLog::default(),
@@ -226,42 +238,37 @@ impl Core {
             message_id: (!continuation).then_some(message_id),
             message_metadata: None,
         });
-        if continuation && self.run_approved_calls() {
+        match prepare {
+            Some((turn, context)) => self.effects.push(Effect::PrepareTurn { turn, context }),
+            None => self.run_turn(),
+        }
+    }
+
+    /// The turn is prepared: a continuation first runs the calls a person
+    /// approved, then the model speaks.
+    pub(super) fn run_turn(&mut self) {
+        if self.active.as_ref().is_some_and(|a| a.continuation()) && self.run_approved_calls() {
             return;
         }
         self.begin_step();
     }
 
-    /// The agent's settings for this turn, with what `before_turn` changed.
+    /// The agent's settings for this turn, with what a synchronous
+    /// `before_turn` changed.
     fn turn_settings(&self, turn: &QueuedTurn) -> TurnSettings {
         let mut settings = TurnSettings {
             system: self.config.system_prompt.clone(),
-            max_steps: self.config.max_steps,
+            max_steps: self.config.max_steps.max(1),
             model: self.config.model.clone(),
             headers: Vec::new(),
             tools: None,
+            add_tools: Vec::new(),
+            remove_tools: Vec::new(),
+            tool_choice: None,
         };
         if let Some(hook) = self.config.before_turn.clone() {
-            let messages: Vec<&UIMessage> = self.transcript.iter().collect();
-            let config = hook(&TurnContext {
-                request_id: &turn.request_id,
-                trigger: turn.trigger,
-                continuation: turn.is_continuation(),
-                messages: &messages,
-                client_tools: &self.client_tools,
-                body: &self.body,
-            });
-            settings.system = config.system.unwrap_or(settings.system);
-            settings.max_steps = config.max_steps.unwrap_or(settings.max_steps);
-            if let Some(model) = config.model.filter(|m| !m.trim().is_empty()) {
-                settings.model.model = model;
-            }
-            settings.model.temperature = config.temperature.or(settings.model.temperature);
-            settings.model.max_tokens = config.max_tokens.or(settings.model.max_tokens);
-            settings.headers = config.headers;
-            settings.tools = config.tools;
+            settings.apply(hook(&self.turn_context(turn)));
         }
-        settings.max_steps = settings.max_steps.max(1);
         settings
     }
 
@@ -345,7 +352,9 @@ impl Core {
                 self.begin_step();
                 return;
             }
-            TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => return,
+            TurnPhase::Preparing(_) | TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => {
+                return
+            }
             TurnPhase::RunningTools(end) => (
                 end.finish_reason,
                 end.called_tools
@@ -432,10 +441,20 @@ impl Core {
         });
         let to = self.conns.chat();
         self.send_terminal(to, &request_id, outcome, Some(&message_ids), continuation);
+        let response = ChatResponse {
+            request_id: request_id.clone(),
+            trigger: active.turn.trigger,
+            continuation,
+            outcome,
+            message_ids: message_ids.clone(),
+            answer_id: persist.then(|| active.message.id.clone()),
+            error: error.clone(),
+        };
         if let Some(text) = error {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
+        self.effects.push(Effect::TurnEnded(response));
         Some(active.turn)
     }
 
@@ -455,6 +474,15 @@ impl Core {
             message_ids.as_deref(),
             continuation,
         );
+        self.effects.push(Effect::TurnEnded(ChatResponse {
+            request_id: active.turn.request_id.clone(),
+            trigger: active.turn.trigger,
+            continuation,
+            outcome: Outcome::Aborted,
+            message_ids: active.turn.message_ids.clone(),
+            answer_id: None,
+            error: None,
+        }));
     }
 
     /// Takes the active turn out, stopping what only it needed: its model
@@ -463,6 +491,15 @@ impl Core {
         let mut active = self.active.take()?;
         if let Some(call) = active.replace_phase(TurnPhase::RunningApprovedCalls) {
             self.effects.push(Effect::AbortModel { call });
+        }
+        let given_up: Vec<CallId> = active
+            .running_tools
+            .values()
+            .filter(|run| run.remote.is_none())
+            .map(|run| run.call)
+            .collect();
+        if !given_up.is_empty() {
+            self.effects.push(Effect::AbortTools { calls: given_up });
         }
         let deadlines = active
             .running_tools

@@ -30,7 +30,7 @@ pub enum Provider {
 }
 
 pub use request::{
-    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolDefinition,
+    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
 };
 
 /// What the provider stream says, in provider-neutral terms.

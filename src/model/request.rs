@@ -15,6 +15,21 @@ pub struct ModelRequest {
     /// Extra headers for a provider reached over HTTP, sent after the
     /// provider's own (so a header named here replaces the provider's).
     pub headers: Vec<(String, String)>,
+    /// Whether and which tool the model must call (`None`: the provider's default, `auto`).
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// Whether the model may, must or must not call a tool in its reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model answers in text only.
+    None,
+    /// The model calls at least one tool.
+    Required,
+    /// The model calls this tool.
+    Tool(String),
 }
 
 impl ModelRequest {

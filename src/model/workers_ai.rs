@@ -14,7 +14,7 @@ use super::openai::{message_json, tool_definition_json, CompletionDecoder};
 use super::sse::{SseEvent, SseParser};
 use super::{
     CallPlan, FinishReason, ModelError, ModelEvent, ModelFailure, ModelProvider, ModelRequest,
-    ResponseDecoder,
+    ResponseDecoder, ToolChoice,
 };
 
 /// A call through a binding of the Worker's environment.
@@ -68,11 +68,16 @@ impl WorkersAi {
                     .collect(),
             ),
         );
-        if !request.tools.is_empty() {
-            input.insert(
-                "tools".into(),
-                Value::Array(request.tools.iter().map(tool_definition_json).collect()),
-            );
+        // The binding has no `tool_choice`: `none` offers no tools and a
+        // named tool is offered alone.
+        let offered = request.tools.iter().filter(|t| match &request.tool_choice {
+            Some(ToolChoice::None) => false,
+            Some(ToolChoice::Tool(name)) => &t.name == name,
+            _ => true,
+        });
+        let tools: Vec<Value> = offered.map(tool_definition_json).collect();
+        if !tools.is_empty() {
+            input.insert("tools".into(), Value::Array(tools));
         }
         input.insert("stream".into(), json!(true));
         if let Some(temperature) = request.settings.temperature {

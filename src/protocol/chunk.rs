@@ -51,6 +51,10 @@ pub enum UIMessageChunk {
         tool_call_id: String,
         tool_name: String,
         input: Value,
+        /// Set on a client tool's call the agent settled itself
+        /// (`before_tool_call`): the client does not run it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
     },
     #[serde(rename_all = "camelCase")]
     ToolInputError {

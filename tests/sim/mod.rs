@@ -22,8 +22,8 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    ApprovalRule, CallId, ConnId, Core, CoreConfig, Effect, Event, LogEvent, StoredState, Timer,
-    ToolSpec,
+    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
+    StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -43,6 +43,10 @@ enum Work {
         tool_call_id: String,
         result: Result<Value, String>,
     },
+    Prepared {
+        turn: CallId,
+        config: TurnConfig,
+    },
 }
 
 impl Work {
@@ -51,8 +55,17 @@ impl Work {
             Work::Model { call, .. } | Work::ModelFailed { call, .. } | Work::Tool { call, .. } => {
                 *call
             }
+            Work::Prepared { turn, .. } => *turn,
         }
     }
+}
+
+/// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):
+/// answered `delay_ms` later with what `hook` returns.
+#[derive(Clone)]
+pub struct Preparer {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&TurnContext) -> TurnConfig>,
 }
 
 #[derive(Debug)]
@@ -87,6 +100,14 @@ pub struct Sim {
     order: u64,
     pub model: ScriptedModel,
     pub tools: ScriptedTools,
+    /// Answers `Effect::PrepareTurn` (default: at once, changing nothing).
+    pub preparer: Preparer,
+    /// Contexts of the turns the core asked to prepare.
+    pub prepared: Vec<TurnContext>,
+    /// What `Effect::TurnEnded` reported, in order.
+    pub responses: Vec<ChatResponse>,
+    /// Server tool runs whose abort signal fired.
+    pub aborted_tools: Vec<CallId>,
     /// Frames sent to a connection that is not open.
     pub misdelivered: Vec<(String, Value)>,
     /// The core's log events, in order (what the host writes as lines).
@@ -157,6 +178,13 @@ impl Sim {
             order: 0,
             model: ScriptedModel::default(),
             tools: ScriptedTools::default(),
+            preparer: Preparer {
+                delay_ms: 0,
+                hook: Rc::new(|_| TurnConfig::default()),
+            },
+            prepared: Vec::new(),
+            responses: Vec::new(),
+            aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
             log: Vec::new(),
             author_alarms: Vec::new(),
@@ -348,6 +376,7 @@ impl Sim {
                     tool_call_id,
                     result,
                 },
+                Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
             };
             self.handle(event);
         }
@@ -584,6 +613,17 @@ impl Sim {
                         result: reply.result,
                     },
                 );
+            }
+            Effect::PrepareTurn { turn, context } => {
+                let config = (self.preparer.hook)(&context);
+                self.prepared.push(context);
+                let at = self.now + self.preparer.delay_ms;
+                self.schedule(at, Work::Prepared { turn, config });
+            }
+            Effect::TurnEnded(response) => self.responses.push(response),
+            Effect::AbortTools { calls } => {
+                self.aborted_tools.extend(&calls);
+                self.agenda.retain(|s| !calls.contains(&s.work.call()));
             }
         }
     }

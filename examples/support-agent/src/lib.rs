@@ -1,13 +1,16 @@
 //! An example agent built on `durable-chat` used as a library (`default-features = false`): a
 //! support agent with a typed tool (`lookup_order`), a tool that needs the user's approval
-//! (`refund`), its Durable Object class `SupportAgentDO` and the worker's fetch entry. It is the
-//! README's "Writing your own agent", built and tested end to end.
+//! (`refund`), turn and tool hooks (a French prompt on request, refunds of `X-` orders blocked,
+//! each ended turn logged), its Durable Object class `SupportAgentDO` and the worker's fetch
+//! entry. It is the README's "Writing your own agent", built and tested end to end.
 
 #[cfg(target_arch = "wasm32")]
 mod worker_entry;
 
 use durable_chat::agent::{AgentDefinition, ServerTool};
-use durable_chat::core::ApprovalRule;
+#[cfg(target_arch = "wasm32")]
+use durable_chat::core::ChatResponse;
+use durable_chat::core::{ApprovalRule, ToolCall, ToolCallDecision, TurnConfig, TurnContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -39,6 +42,38 @@ impl AgentDefinition for SupportAgent {
             })
             .needs_approval(ApprovalRule::Always),
         ]
+    }
+
+    // A tab may ask for French answers with a custom body: `{ "locale": "fr" }`.
+    async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+        let french = ctx.body.get("locale").and_then(|l| l.as_str()) == Some("fr");
+        TurnConfig {
+            system: french.then(|| format!("{} Answer in French.", self.system_prompt())),
+            ..Default::default()
+        }
+    }
+
+    // Orders numbered `X-…` are refunded by a person: the model reads why, nobody is asked.
+    fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+        let order = call.input["order"].as_str().unwrap_or_default();
+        if call.tool_name == "refund" && order.starts_with("X-") {
+            return ToolCallDecision::Block(
+                "Refunds of X- orders are made by our staff: ask the customer to call us.".into(),
+            );
+        }
+        ToolCallDecision::Allow
+    }
+
+    // Each ended turn, once its answer is stored, goes to the Worker's log.
+    #[cfg(target_arch = "wasm32")]
+    async fn on_chat_response(&self, response: ChatResponse) {
+        let line = serde_json::json!({
+            "requestId": response.request_id,
+            "outcome": response.outcome,
+            "answerId": response.answer_id,
+            "messageIds": response.message_ids,
+        });
+        worker::console_log!("chat response {line}");
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::model::{ModelMessage, ModelRequest, ModelToolCall, ToolDefinition};
+use crate::model::{ModelMessage, ModelRequest, ModelToolCall, ToolChoice, ToolDefinition};
 
 /// The request body: `stream: true` with usage reporting, the conversation in
 /// Chat Completions shape, and `tools` (omitted when there are none).
@@ -14,6 +14,7 @@ pub fn request_body(request: &ModelRequest) -> String {
         messages,
         tools,
         headers: _,
+        tool_choice,
     } = request;
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
@@ -34,8 +35,21 @@ pub fn request_body(request: &ModelRequest) -> String {
             "tools".into(),
             Value::Array(tools.iter().map(tool_definition_json).collect()),
         );
+        if let Some(choice) = tool_choice {
+            body.insert("tool_choice".into(), tool_choice_json(choice));
+        }
     }
     Value::Object(body).to_string()
+}
+
+/// Chat Completions' `tool_choice`: `"auto"`, `"none"`, `"required"` or a named function.
+fn tool_choice_json(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    }
 }
 
 pub(crate) fn message_json(message: &ModelMessage) -> Value {
@@ -108,6 +122,7 @@ mod tests {
             messages: messages.to_vec(),
             tools: tools.to_vec(),
             headers: Vec::new(),
+            tool_choice: None,
         })
     }
 
@@ -267,6 +282,7 @@ mod tests {
                 }),
             }],
             headers: vec![("x-trace".into(), "1".into())],
+            tool_choice: None,
         };
         let expected = concat!(
             r#"{"model":"gpt-test","messages":[{"role":"system","content":"be brief"},"#,
@@ -290,5 +306,25 @@ mod tests {
             request_body(&ModelRequest::user_text("m", "hi")),
             r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}"#
         );
+    }
+
+    #[test]
+    fn tool_choice_is_sent_with_the_tools_in_chat_completions_form() {
+        let mut request = ModelRequest::user_text("m", "hi");
+        request.tools = vec![ToolDefinition {
+            name: "lookup".into(),
+            description: "Looks up".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        request.tool_choice = Some(ToolChoice::Tool("lookup".into()));
+        let body = parsed(&request_body(&request));
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "lookup"}})
+        );
+        request.tool_choice = Some(ToolChoice::Required);
+        assert_eq!(parsed(&request_body(&request))["tool_choice"], "required");
+        request.tools.clear();
+        assert!(parsed(&request_body(&request)).get("tool_choice").is_none());
     }
 }

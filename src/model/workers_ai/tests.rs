@@ -32,6 +32,7 @@ fn the_input_keeps_tool_schemas_as_plain_json_and_streams() {
             parameters: json!({"type":"object","properties":{"city":{"type":"string"}}}),
         }],
         headers: vec![],
+        tool_choice: None,
     };
     let CallPlan::Binding(call) = WorkersAi::new("AI", "x").plan(&request) else {
         panic!("a binding call");
@@ -138,4 +139,22 @@ fn each_call_mints_its_own_tool_call_ids() {
 fn capacity_errors_of_the_binding_are_transient() {
     assert!(binding_failure("3040: Capacity temporarily exceeded").transient);
     assert!(!binding_failure("5007: No such model").transient);
+}
+
+#[test]
+fn tool_choice_none_offers_no_tools_and_a_named_tool_is_offered_alone() {
+    let tool = |name: &str| ToolDefinition {
+        name: name.into(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+    };
+    let mut request = ModelRequest::user_text("@cf/m", "hi");
+    request.tools = vec![tool("a"), tool("b")];
+    request.tool_choice = Some(ToolChoice::Tool("b".into()));
+    let input: Value = serde_json::from_str(&WorkersAi::input(&request)).unwrap_or_default();
+    assert_eq!(input["tools"].as_array().map(Vec::len), Some(1));
+    assert_eq!(input["tools"][0]["function"]["name"], "b");
+    request.tool_choice = Some(ToolChoice::None);
+    let input: Value = serde_json::from_str(&WorkersAi::input(&request)).unwrap_or_default();
+    assert!(input.get("tools").is_none());
 }

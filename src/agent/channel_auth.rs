@@ -19,6 +19,27 @@ pub const CHANNEL_AUTH_HEADER: &str = "x-durable-chat-channel";
 /// The secret (var or secret) that, when set, is the channel credential.
 pub const CHANNEL_SECRET_VAR: &str = "CHANNEL_SECRET";
 
+/// The agent `name` of Durable Object binding `binding` (the name checked
+/// against the agent-name rule first): its stub, and the credential a caller
+/// inside the deployment presents to it.
+#[cfg(target_arch = "wasm32")]
+pub fn channel_target(
+    env: &worker::Env,
+    binding: &str,
+    name: &str,
+) -> worker::Result<(worker::Stub, String)> {
+    crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
+    let namespace = env.durable_object(binding)?;
+    let id = namespace.id_from_name(name)?;
+    let secret = env
+        .secret(CHANNEL_SECRET_VAR)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
+        .ok();
+    let credential = channel_credential(secret.as_deref(), &id.to_string());
+    Ok((id.get_stub()?, credential))
+}
+
 /// The credential a parent sends to the child whose Durable Object id is `child_id`.
 pub fn channel_credential(secret: Option<&str>, child_id: &str) -> String {
     match secret.filter(|s| !s.is_empty()) {

@@ -16,7 +16,7 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response};
 
 use crate::protocol::UIMessage;
 
-use super::channel_auth::{channel_credential, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
+use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
 use super::host::AgentHost;
 
@@ -140,18 +140,10 @@ impl AgentStub {
     /// The agent `name` of Durable Object binding `binding` (its class
     /// binding, e.g. `"SupportAgentDO"`); `name` follows the agent-name rule.
     pub fn new(env: &Env, binding: &str, name: &str) -> worker::Result<AgentStub> {
-        crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
-        let namespace = env.durable_object(binding)?;
-        let id = namespace.id_from_name(name)?;
-        let secret = env
-            .secret(CHANNEL_SECRET_VAR)
-            .map(|s| s.to_string())
-            .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
-            .ok()
-            .filter(|s| !s.is_empty());
+        let (stub, credential) = channel_target(env, binding, name)?;
         Ok(AgentStub {
-            credential: channel_credential(secret.as_deref(), &id.to_string()),
-            stub: id.get_stub()?,
+            credential,
+            stub,
             url: crate::routing::api_url(binding, name),
         })
     }

@@ -19,7 +19,7 @@ use crate::protocol::{ClientToolSchema, Outcome};
 
 pub use crate::protocol::channel::ChatMessage;
 
-use super::channel_auth::{channel_credential, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
+use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::definition::ToolFuture;
 
 /// A client tool call the child's model made, for the parent's executor.
@@ -84,16 +84,7 @@ pub async fn chat(
 ) -> worker::Result<()> {
     // The name goes into the channel's URL: one that could add a path
     // segment, a query or a fragment fails here, before anything is sent.
-    crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
-    let namespace = env.durable_object(binding)?;
-    let id = namespace.id_from_name(name)?;
-    let secret = env
-        .secret(CHANNEL_SECRET_VAR)
-        .map(|s| s.to_string())
-        .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
-        .ok();
-    let credential = channel_credential(secret.as_deref(), &id.to_string());
-    let stub = id.get_stub()?;
+    let (stub, credential) = channel_target(env, binding, name)?;
     let headers = Headers::new();
     headers.set("Upgrade", "websocket")?;
     headers.set(CHANNEL_AUTH_HEADER, &credential)?;

@@ -116,23 +116,26 @@ test('an approval left pending by release 312ec6c can be given after the upgrade
 });
 
 test('a stream cut under release 312ec6c is settled after the upgrade and the turns queued behind it are answered', async (t) => {
-  // What release 312ec6c itself does with this database: the cut answer keeps its partial text
-  // (a user message already follows it), and the queued turns run.
+  // The cut answer keeps its partial text, and each queued turn answers its own question in order
+  // (release 312ec6c itself lost the queued turns' places on a restart: its first queued turn ran
+  // with the later question in its context and the second was never answered).
   const w = await upgraded(t);
   const room = 'fx-stream';
   const { assistantId, userIds, tokens } = manifest.rooms[room];
   const messages = await waitUntil(async () => {
     const ms = await getMessages(w.url, AGENT, room);
-    return ms.length === 5 && ms.every((m) => m.parts.every((p) => p.state !== 'streaming')) ? ms : null;
+    return ms.length === 6 && ms.every((m) => m.parts.every((p) => p.state !== 'streaming')) ? ms : null;
   }, { timeoutMs: TURN_MS, intervalMs: 200, what: 'the cut answer settled and the queue answered' });
-  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'user', 'user', 'assistant']);
-  assert.deepEqual([messages[0].id, messages[2].id, messages[3].id], userIds, 'the queued messages kept their order');
+  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+  assert.deepEqual([messages[0].id, messages[2].id, messages[4].id], userIds, 'the queued messages kept their order');
   assert.equal(messages[1].id, assistantId, 'the cut answer kept its id');
   const partial = textParts(messages[1]).map((p) => p.text).join('');
   assert.ok(partial.length > 0 && words(tokens).startsWith(partial), `the partial answer is kept: ${partial}`);
-  assert.equal(textParts(messages[4]).map((p) => p.text).join(''), 'You said: third question');
-  assert.deepEqual(w.model.requests[0].messages.filter((m) => m.role === 'user').map((m) => m.content).slice(-2),
-    ['second question', 'third question'], 'the model saw both queued messages');
+  assert.equal(textParts(messages[3]).map((p) => p.text).join(''), 'You said: second question');
+  assert.equal(textParts(messages[5]).map((p) => p.text).join(''), 'You said: third question');
+  const lastUser = (r) => r.messages.filter((m) => m.role === 'user').map((m) => m.content).at(-1);
+  assert.deepEqual(w.model.requests.map(lastUser), ['second question', 'third question'],
+    'each queued turn saw its own question last');
   const c = await tab(w, room);
   const answer = await probeAnswer(c);
   assert.equal(answer.type, 'cf_agent_stream_resume_none', 'nothing left open');

@@ -39,11 +39,7 @@ impl Core {
         budget.attempts += 1;
         budget.last_progress_at = self.now;
         let exhausted = budget.attempts > self.config.recovery.max_attempts;
-        let step = match (exhausted, budget.attempts) {
-            (true, _) => RecoveryStep::Exhausted,
-            (false, 1) => RecoveryStep::Begun,
-            (false, _) => RecoveryStep::Continued,
-        };
+        let step = RecoveryStep::of_attempt(exhausted, budget.attempts);
         self.log_recovery(step, "cut-stream", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.

@@ -93,6 +93,17 @@ pub enum RecoveryStep {
     Exhausted,
 }
 
+impl RecoveryStep {
+    /// The step an attempt of a chain is: spent, its first, or a later one.
+    pub fn of_attempt(exhausted: bool, attempt: u32) -> RecoveryStep {
+        match (exhausted, attempt) {
+            (true, _) => RecoveryStep::Exhausted,
+            (false, 1) => RecoveryStep::Begun,
+            (false, _) => RecoveryStep::Continued,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LogEvent {
     TurnStarted {

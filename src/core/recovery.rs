@@ -88,11 +88,7 @@ impl Core {
         // The recovery turn shows the model every settled result (an exhausted
         // chain runs nothing more): a continuation owed for them would answer again.
         self.drop_continuation();
-        let step = match (exhausted, budget.attempts) {
-            (true, _) => RecoveryStep::Exhausted,
-            (false, 1) => RecoveryStep::Begun,
-            (false, _) => RecoveryStep::Continued,
-        };
+        let step = RecoveryStep::of_attempt(exhausted, budget.attempts);
         self.log_recovery(step, "eviction", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.

@@ -29,6 +29,17 @@ pub const PAGE: usize = 64;
 /// messages that fit. Well under the platform's 1 MiB WebSocket message limit.
 pub const SNAPSHOT_BYTES: usize = 256 * 1024;
 
+/// The shortest JSON a stored message has (every stored body is a
+/// `UIMessage` as serialized here: an id, a role and its parts): a
+/// transcript frame of `max_bytes` holds at most `max_bytes / (its length + 1)`
+/// messages, so a store need not look at more rows than that.
+pub const SHORTEST_MESSAGE_JSON: &str = r#"{"id":"","role":"user","parts":[]}"#;
+
+/// The most stored rows whose JSON (plus a comma each) can fit in `max_bytes`.
+pub fn most_rows_within(max_bytes: usize) -> usize {
+    max_bytes / (SHORTEST_MESSAGE_JSON.len() + 1) + 1
+}
+
 /// The stored conversation, read by the core. Every method reads what the
 /// host has applied so far.
 pub trait History {
@@ -96,4 +107,21 @@ pub fn indexed_tool_calls(message: &UIMessage) -> Vec<&str> {
         .tool_parts()
         .map(|t| t.tool_call_id.as_str())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_message_serializes_shorter_than_the_shortest_message_json() {
+        let empty = UIMessage {
+            id: String::new(),
+            role: crate::protocol::Role::User,
+            metadata: None,
+            parts: Vec::new(),
+        };
+        let json = serde_json::to_string(&empty).unwrap_or_default();
+        assert_eq!(json, SHORTEST_MESSAGE_JSON);
+    }
 }

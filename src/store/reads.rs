@@ -125,12 +125,17 @@ impl History for SqlStore {
         }
         // One query, one string: the stored JSON of the newest messages
         // whose bytes (plus a comma each) fit, oldest first. Rows split in
-        // pieces are over the row limit, far beyond any snapshot.
+        // pieces are over the row limit, far beyond any snapshot. Only the
+        // newest rows that could fit are scanned, however long the history.
         let rows: Vec<Joined> = self
             .sql
             .exec(
-                "SELECT group_concat(body, ',' ORDER BY seq) AS bodies FROM (SELECT seq, body, pieces, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1000000) WHERE running <= ? AND pieces = 1 AND json_valid(body)",
-                vec![seq_value(before_seq), SqlStorageValue::from(max_bytes as i64)],
+                "SELECT group_concat(body, ',' ORDER BY seq) AS bodies FROM (SELECT seq, body, pieces, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? AND pieces = 1 AND json_valid(body)",
+                vec![
+                    seq_value(before_seq),
+                    SqlStorageValue::from(history::most_rows_within(max_bytes) as i64),
+                    SqlStorageValue::from(max_bytes as i64),
+                ],
             )
             .and_then(|c| c.to_array())
             .unwrap_or_else(|e| {

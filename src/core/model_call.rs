@@ -15,7 +15,7 @@ use super::context::{finish_model_messages, model_messages, push_model_messages,
 use super::context_window;
 use super::effects::{CallId, Timer};
 use super::hooks::{ChatError, ErrorDisposition};
-use super::log::{LogEvent, LogLevel};
+use super::log::LogEvent;
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
 
@@ -33,34 +33,26 @@ impl Core {
         };
         active.steps += 1;
         self.emit(UIMessageChunk::StartStep);
-        let budget = self.config.context.max_bytes;
-        if let Some(request) = self.step_request(budget) {
-            if self.logs(LogLevel::Debug) {
-                if let Some(active) = self.active.as_ref() {
-                    let event = LogEvent::StepStarted {
-                        request_id: active.turn.request_id.clone(),
-                        step: active.steps,
-                        context_bytes: context_window::estimated_bytes(&request.messages),
-                    };
-                    self.log(event);
-                }
-            }
-            self.enter_calling_model(StepRequest {
-                request,
-                retries: 0,
-                narrowed: false,
-            });
-        }
+        self.enter_calling_model(StepRequest {
+            budget: self.config.context.max_bytes,
+            sent_bytes: 0,
+            retries: 0,
+            narrowed: false,
+        });
     }
 
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
-    /// window that leaves messages out is logged.
-    fn step_request(&mut self, context_budget: usize) -> Option<ModelRequest> {
+    /// window that leaves messages out is logged when `log_trim`.
+    pub(super) fn step_request(
+        &mut self,
+        context_budget: usize,
+        log_trim: bool,
+    ) -> Option<ModelRequest> {
         let compacted = self.compacted_step_context(context_budget);
         let (request, omitted) = self.build_step_request(context_budget, compacted)?;
-        if omitted > 0 {
+        if omitted > 0 && log_trim {
             let request_id = self.active.as_ref()?.turn.request_id.clone();
             self.log(LogEvent::ContextTrimmed {
                 request_id,
@@ -197,7 +189,7 @@ impl Core {
     /// is asked again once, with half the context the refused request held.
     /// Returns false when that was tried already (the turn then fails).
     fn retry_with_less_context(&mut self, refused: &StepRequest, reason: &str) -> bool {
-        let sent = context_window::estimated_bytes(&refused.request.messages);
+        let sent = refused.sent_bytes;
         let budget = sent / 2;
         if refused.narrowed || budget == 0 {
             return false;
@@ -211,15 +203,13 @@ impl Core {
             };
             self.log(event);
         }
-        let Some(request) = self.step_request(budget) else {
-            return false;
-        };
         self.enter_calling_model(StepRequest {
-            request,
+            budget,
+            sent_bytes: sent,
             retries: refused.retries,
             narrowed: true,
         });
-        true
+        self.active.as_ref().and_then(|a| a.model_call()).is_some()
     }
 
     /// The retry timer fired: send the step's request again on a new call.

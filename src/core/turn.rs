@@ -9,16 +9,17 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{FinishReason, ModelRequest};
+use crate::model::FinishReason;
 use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::{close_dangling_text, has_content};
 use super::chunk_log::ChunkLog;
 use super::config::TurnSettings;
+use super::context_window;
 use super::effects::{CallId, ConnId, Effect, StoreOp, Timer};
 use super::hooks::ChatResponse;
 use super::ids::IdKind;
-use super::log::{trigger_label, LogEvent, TurnEnd};
+use super::log::{trigger_label, LogEvent, LogLevel, TurnEnd};
 use super::persisted::StreamRecord;
 use super::queue::QueuedTurn;
 use super::Core;
@@ -31,11 +32,17 @@ pub(super) struct StepCall {
     pub(super) arguments: String,
 }
 
-/// A step's request to the model, kept to send again after a transient
-/// failure, and how many times it was sent again so far.
+/// How a step's request to the model is built, and how many times it was
+/// sent again so far. The request itself goes to the host and is not kept:
+/// a retry builds it again from the transcript (which a call that streamed
+/// nothing leaves as it was), so a long context is not held in memory for
+/// the length of the call.
 #[derive(Debug, Clone)]
 pub(super) struct StepRequest {
-    pub(super) request: ModelRequest,
+    /// The context budget the request is built within (bytes; 0: no bound).
+    pub(super) budget: usize,
+    /// The estimated size of the messages the last call sent.
+    pub(super) sent_bytes: usize,
     pub(super) retries: u32,
     /// The request was built again with less context after the provider
     /// refused it as too long (which happens at most once a step).
@@ -273,12 +280,27 @@ impl Core {
     }
 
     /// Phase transition: the step's model call starts (a step's first call or a retry).
-    pub(super) fn enter_calling_model(&mut self, request: StepRequest) {
+    pub(super) fn enter_calling_model(&mut self, mut request: StepRequest) {
+        let first_call = request.retries == 0 && !request.narrowed;
+        let Some(model_request) = self.step_request(request.budget, first_call || request.narrowed)
+        else {
+            return;
+        };
+        request.sent_bytes = context_window::estimated_bytes(&model_request.messages);
+        if first_call && self.logs(LogLevel::Debug) {
+            if let Some(active) = self.active.as_ref() {
+                let event = LogEvent::StepStarted {
+                    request_id: active.turn.request_id.clone(),
+                    step: active.steps,
+                    context_bytes: request.sent_bytes,
+                };
+                self.log(event);
+            }
+        }
         let id = self.next_call_id();
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let model_request = request.request.clone();
         active.phase = TurnPhase::CallingModel(ModelCall {
             id,
             request,

@@ -20,10 +20,18 @@ struct Calls {
 }
 
 fn compacting(budget: usize) -> (Sim, Rc<RefCell<Calls>>) {
+    compacting_within(
+        budget,
+        durable_chat::core::ContextPolicy::default().max_messages,
+    )
+}
+
+fn compacting_within(budget: usize, max_messages: usize) -> (Sim, Rc<RefCell<Calls>>) {
     let calls = Rc::new(RefCell::new(Calls::default()));
     let log = calls.clone();
     let sim = Sim::with(move |c| {
         c.context.max_bytes = budget;
+        c.context.max_messages = max_messages;
         c.compact = Some(Rc::new(move |input| {
             let mut log = log.borrow_mut();
             let ids: Vec<String> = input.dropped.iter().map(|m| m.id.clone()).collect();
@@ -148,4 +156,31 @@ fn without_a_summary_from_the_hook_messages_are_left_out_with_the_note() {
         |m| matches!(m, ModelMessage::System { content } if content.contains("earlier messages"))
     ));
     assert!(sim.store.config_json(ConfigKey::Summary).is_none());
+}
+
+#[test]
+fn many_short_messages_are_compacted_by_the_message_bound() {
+    let (mut sim, calls) = compacting_within(0, 30);
+    sim.connect("a");
+    let turns = 60;
+    for i in 0..turns {
+        turn(&mut sim, i);
+    }
+    let seen = calls.borrow().seen.clone();
+    assert!(
+        !seen.is_empty(),
+        "more messages than the bound were compacted"
+    );
+    assert!(
+        seen.len() * 5 <= turns,
+        "{} calls in {turns} turns",
+        seen.len()
+    );
+    let last = sim.last_request();
+    assert!(summary_in(last.messages()).is_some());
+    let questions = last.user_texts().len();
+    assert!(
+        questions <= 15,
+        "at most 30 messages after the summary: {questions} questions"
+    );
 }

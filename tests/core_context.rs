@@ -142,3 +142,98 @@ fn a_request_refused_again_fails_the_turn_with_a_readable_error() {
         "the question is kept, no empty answer"
     );
 }
+
+/// The questions of a request, in order.
+fn questions(request: &ModelCall) -> Vec<String> {
+    request
+        .user_texts()
+        .into_iter()
+        .filter(|t| t.starts_with("question "))
+        .collect()
+}
+
+#[test]
+fn a_conversation_of_many_short_messages_is_cut_to_the_newest_messages_of_the_policy() {
+    let mut sim = Sim::with(|c| c.context.max_messages = 40);
+    sim.connect("a");
+    grow(&mut sim, 100, 10);
+    let last = sim.last_request();
+    let sent = questions(last);
+    assert!(
+        sent.len() <= 20 && sent.len() > 10,
+        "at most 40 messages (20 questions, each with its answer): {}",
+        sent.len()
+    );
+    assert_eq!(
+        sent.last().map(|t| t.starts_with("question 99 ")),
+        Some(true)
+    );
+    assert!(matches!(last.messages()[2], ModelMessage::User { .. }));
+    let omitted = 200 - 2 * sent.len();
+    assert!(
+        content(&last.messages()[1])
+            .is_some_and(|t| t.contains(&format!("[{omitted} earlier messages"))),
+        "the note counts what is left out: {:?}",
+        content(&last.messages()[1])
+    );
+}
+
+#[test]
+fn the_cut_moves_in_steps_so_consecutive_requests_share_their_first_messages() {
+    let mut sim = Sim::with(|c| c.context.max_messages = 40);
+    sim.connect("a");
+    grow(&mut sim, 60, 10);
+    let mut firsts = Vec::new();
+    for i in 60..100 {
+        grow_one(&mut sim, i);
+        let first = questions(&sim.last_request()).first().cloned();
+        firsts.push(first.unwrap_or_default());
+    }
+    let moves = firsts.windows(2).filter(|w| w[0] != w[1]).count();
+    // 40 turns add 80 messages: the cut moves once per 16 of them, not every turn.
+    assert!(
+        (4..=6).contains(&moves),
+        "the window's first message changed {moves} times in 40 turns: {firsts:?}"
+    );
+}
+
+/// One more question/answer pair, number `i`.
+fn grow_one(sim: &mut Sim, i: usize) {
+    sim.script(Reply::text(&format!("answer {i}")));
+    let message = user(
+        &format!("u{i}"),
+        &format!("question {i} {}", "q".repeat(10)),
+    );
+    sim.send(
+        "a",
+        chat_request(&format!("r{i}"), std::slice::from_ref(&message)),
+    );
+    sim.run_until_idle();
+}
+
+#[test]
+fn the_message_bound_reads_no_further_back_than_it_reaches() {
+    let mut reads = Vec::new();
+    for turns in [150, 400] {
+        let mut sim = Sim::with(|c| {
+            c.context.max_messages = 40;
+            c.context.max_bytes = 0;
+        });
+        sim.connect("a");
+        grow(&mut sim, turns, 10);
+        sim.script(Reply::text("fine"));
+        let before = sim.store.history_reads().0;
+        // Accepting the request starts the turn's model call.
+        sim.send("a", chat_request("last", &[user("last", "and now?")]));
+        reads.push(sim.store.history_reads().0 - before);
+        let last = sim.last_request();
+        assert_eq!(
+            last.user_texts().last().map(String::as_str),
+            Some("and now?")
+        );
+        assert!(questions(last).len() < 20);
+        assert!(content(&last.messages()[1]).is_some_and(|t| t.contains("earlier messages")));
+    }
+    assert_eq!(reads[0], reads[1], "rows read for 300 and for 800 messages");
+    assert!(reads[0] <= 40, "no more rows than the bound: {}", reads[0]);
+}

@@ -253,6 +253,8 @@ impl AgentSettings {
                 },
                 context: ContextPolicy {
                     max_bytes: vars.parsed_or("MODEL_CONTEXT_BYTES", defaults.context.max_bytes),
+                    max_messages: vars
+                        .parsed_or("MODEL_CONTEXT_MESSAGES", defaults.context.max_messages),
                 },
                 tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
                 log_level: log_level.unwrap_or(defaults.log_level),

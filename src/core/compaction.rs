@@ -2,9 +2,10 @@
 //! context policy leaves out with a summary. The summary is stored (config
 //! row `summary`) with the place it covers up to, and reused by every step
 //! after it; it is made again only when the messages kept after it no longer
-//! fit the budget, and then the hook sees the previous summary and only the
-//! messages dropped since. A new cut keeps half the budget, so the hook runs
-//! about once per half a budget of new conversation, not every turn.
+//! fit the policy (bytes and messages), and then the hook sees the previous
+//! summary and only the messages dropped since. A new cut keeps half of
+//! each, so the hook runs about once per half a budget of new conversation,
+//! not every turn.
 
 use std::rc::Rc;
 
@@ -64,7 +65,8 @@ impl Core {
         budget: usize,
     ) -> Option<Vec<ModelMessage>> {
         let hook = self.config.compact.clone()?;
-        if budget == 0 || self.compaction_declined {
+        let max_messages = self.config.context.max_messages;
+        if (budget == 0 && max_messages == 0) || self.compaction_declined {
             return None;
         }
         let from = self.summary.as_ref().map_or(0, |s| s.through_seq);
@@ -103,7 +105,9 @@ impl Core {
         since.retain(|(seq, _)| *seq >= from);
         let sizes: Vec<usize> = since.iter().map(|(_, m)| bytes_of(m)).collect();
         let total: usize = sizes.iter().sum();
-        if system_bytes + summary_bytes + total <= budget {
+        let fits = (budget == 0 || system_bytes + summary_bytes + total <= budget)
+            && (max_messages == 0 || since.len() <= max_messages);
+        if fits {
             // The stored summary (if any) still covers what does not fit.
             let mut out = model_messages(system, &[]);
             if let Some(summary) = &self.summary {
@@ -113,12 +117,16 @@ impl Core {
             out.extend(model_messages("", &kept));
             return Some(out);
         }
-        // A new cut: the newest messages within half the budget, from a user
-        // message, never past the newest user message.
+        // A new cut: the newest messages within half the budget (bytes and
+        // messages), from a user message, never past the newest user message.
         let pinned = since.iter().rposition(|(_, m)| m.role == Role::User)?;
         let mut used: usize = sizes[pinned..].iter().sum();
         let mut cut = pinned;
-        while cut > 0 && used + sizes[cut - 1] <= budget / 2 {
+        let admits = |bytes: usize, messages: usize| {
+            (budget == 0 || bytes <= budget / 2)
+                && (max_messages == 0 || messages <= max_messages / 2)
+        };
+        while cut > 0 && admits(used + sizes[cut - 1], since.len() - (cut - 1)) {
             cut -= 1;
             used += sizes[cut];
         }

@@ -1,6 +1,7 @@
 //! The bounded model context: which part of a long conversation the model
 //! sees. Messages are kept newest first within a byte budget (an estimate of
-//! the prompt's size, about four bytes a token), a step's tool calls stay
+//! the prompt's size, about four bytes a token) and a number of messages
+//! (where a long history is cut: `context_cut.rs`), a step's tool calls stay
 //! with their results, and the system prompt and the newest user message
 //! (with everything after it) are always kept. A window that leaves messages
 //! out starts at a user message and says how many were left out.
@@ -13,16 +14,26 @@ pub struct ContextPolicy {
     /// Estimated prompt bytes (text, tool inputs and results) a request may
     /// carry; older messages beyond it are left out. 0: no bound.
     pub max_bytes: usize,
+    /// Conversation messages (as stored: a user message, an assistant answer
+    /// with all its steps) a request may carry; older ones are left out.
+    /// The newest user message and what follows it are always sent. 0: no bound.
+    pub max_messages: usize,
 }
 
 /// About 100k tokens: within every current large-context model, far beyond
 /// a short chat (which is never cut).
 pub const DEFAULT_CONTEXT_BYTES: usize = 400_000;
 
+/// About 100 exchanges: what a chat's next answer draws on, while the cost of
+/// a turn (reading, converting and sending its context) stays the same
+/// however long the conversation gets, even one of many short messages.
+pub const DEFAULT_CONTEXT_MESSAGES: usize = 200;
+
 impl Default for ContextPolicy {
     fn default() -> Self {
         ContextPolicy {
             max_bytes: DEFAULT_CONTEXT_BYTES,
+            max_messages: DEFAULT_CONTEXT_MESSAGES,
         }
     }
 }

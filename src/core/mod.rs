@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod config;
 pub mod connections;
 pub mod context;
+mod context_cut;
 pub mod context_window;
 mod continuation;
 mod cut_stream;

@@ -7,20 +7,18 @@
 //! changes go through the transitions in `turn.rs`.
 
 use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
-use crate::protocol::{Outcome, Role, UIMessage, UIMessageChunk};
+use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
 use super::config::TurnTrigger;
 use super::context::{finish_model_messages, model_messages, push_model_messages, turn_tools};
+use super::context_cut::ContextBounds;
 use super::context_window;
 use super::effects::{CallId, Timer};
 use super::hooks::{ChatError, ErrorDisposition};
 use super::log::LogEvent;
 use super::turn::{ModelCall, StepCall, StepRequest, TurnPhase};
 use super::Core;
-
-/// Older messages read per query for the model context.
-const CONTEXT_PAGE: usize = 256;
 
 /// A turn whose request the model refused as too long, even with half of it left out.
 pub const CONTEXT_TOO_LONG: &str =
@@ -84,14 +82,18 @@ impl Core {
         let (messages, earlier) = match compacted {
             Some(messages) => (messages, 0),
             None => {
-                let (older, earlier) = self.older_context(&context, context_budget);
+                let bounds = ContextBounds {
+                    bytes: context_budget,
+                    messages: self.config.context.max_messages,
+                };
+                let cut = self.cut_context(&turn.system, &context, bounds);
                 let mut messages = model_messages(&turn.system, &[]);
-                messages.extend(older);
-                for message in &context {
+                messages.extend(cut.older);
+                for message in &context[cut.recent_from..] {
                     push_model_messages(&mut messages, message);
                 }
                 finish_model_messages(&mut messages);
-                (messages, earlier)
+                (messages, cut.omitted)
             }
         };
         let client_tools = self.active_client_tools();
@@ -137,52 +139,6 @@ impl Core {
         }
         let system = active.settings.system.clone();
         self.compacted_context(&system, &recent, budget)
-    }
-
-    /// What the model context holds of the messages older than the
-    /// in-memory window, converted as they are read (newest first, until
-    /// they exceed `budget`; all when 0), oldest first and starting at a user
-    /// message, with how many older messages were not read.
-    fn older_context(&self, recent: &[&UIMessage], budget: usize) -> (Vec<ModelMessage>, usize) {
-        if !self.transcript.has_older() {
-            return (Vec::new(), 0);
-        }
-        let history = self.transcript.history();
-        let mut used = context_window::estimated_bytes(&model_messages("", recent));
-        // Per message read: whether it is a user message, and what it becomes.
-        let mut groups: Vec<(bool, Vec<ModelMessage>)> = Vec::new();
-        let mut before = self.transcript.window_start();
-        let mut exhausted = false;
-        while budget == 0 || used <= budget {
-            let page = history.page_before(before, CONTEXT_PAGE);
-            let full = page.len() == CONTEXT_PAGE;
-            for entry in page {
-                before = entry.seq;
-                let mut converted = Vec::new();
-                push_model_messages(&mut converted, &entry.message);
-                used += context_window::estimated_bytes(&converted);
-                groups.push((entry.message.role == Role::User, converted));
-                if budget != 0 && used > budget {
-                    break;
-                }
-            }
-            if !full {
-                exhausted = true;
-                break;
-            }
-        }
-        groups.reverse();
-        let mut earlier = 0;
-        if !exhausted {
-            // Cut short: start at a user message, as a window does.
-            let lead = groups
-                .iter()
-                .position(|(user, _)| *user)
-                .unwrap_or(groups.len());
-            groups.drain(..lead);
-            earlier = history.count_before(before) + lead;
-        }
-        (groups.into_iter().flat_map(|(_, m)| m).collect(), earlier)
     }
 
     /// The provider refused the request as too long for the model: the step

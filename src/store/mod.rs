@@ -11,6 +11,7 @@ mod pieces;
 mod quarantine;
 mod reads;
 pub mod schema;
+mod snapshot;
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
@@ -25,6 +26,8 @@ pub struct SqlStore {
     storage: std::rc::Rc<worker::Storage>,
     /// Test only (`DEBUG_TOOLS=1`): the next message write is refused.
     fail_next_message: std::rc::Rc<std::cell::Cell<bool>>,
+    /// Where the last transcript frame's older part started (`snapshot.rs`).
+    snapshot_cut: snapshot::CutMemo,
 }
 
 #[derive(Deserialize)]
@@ -65,6 +68,7 @@ impl SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
             fail_next_message: Default::default(),
+            snapshot_cut: Default::default(),
         })
     }
 
@@ -199,6 +203,7 @@ impl SqlStore {
     }
 
     pub fn apply(&self, op: &StoreOp) -> worker::Result<()> {
+        self.forget_snapshot_cut(op);
         let sql = &self.sql;
         match op {
             StoreOp::PutMessage { seq, message } => {

@@ -26,7 +26,7 @@ struct CountRow {
 }
 
 /// `seq` as SQLite takes it (integers beyond ±2^53−1 are refused).
-fn seq_value(seq: u64) -> SqlStorageValue {
+pub(super) fn seq_value(seq: u64) -> SqlStorageValue {
     SqlStorageValue::from(seq.min(1 << 52) as i64)
 }
 
@@ -74,14 +74,16 @@ impl SqlStore {
 }
 
 impl SqlStore {
-    /// A page read as one JSON string built by SQLite (a row at a time
-    /// costs far more in crossing to JS and back). `None` when a row of the
-    /// page is split in pieces, is not JSON or is not a message: the caller
-    /// then reads row by row (and quarantines what cannot be read).
+    /// A page read as one string joined by SQLite (a row at a time costs far
+    /// more in crossing to JS and back), parsed here once: SQLite only joins
+    /// the stored bodies, it does not parse them. `None` when a row of the
+    /// page is split in pieces or the page does not parse as messages (a row
+    /// that is not JSON, or not a message): the caller then reads row by row
+    /// (and quarantines what cannot be read).
     fn json_page_before(&self, before_seq: u64, limit: usize) -> Option<Vec<Entry>> {
         #[derive(Deserialize)]
         struct Page {
-            page: String,
+            page: Option<String>,
             plain: f64,
             n: f64,
         }
@@ -93,7 +95,7 @@ impl SqlStore {
         let rows: Vec<Page> = self
             .sql
             .exec(
-                "SELECT json_group_array(CASE WHEN pieces = 1 AND json_valid(body) THEN json_object('seq', seq, 'message', json(body)) END ORDER BY seq DESC) AS page, SUM(pieces = 1 AND json_valid(body)) AS plain, COUNT(*) AS n FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)",
+                "SELECT '[' || group_concat('{\"seq\":' || seq || ',\"message\":' || body || '}', ',' ORDER BY seq DESC) || ']' AS page, SUM(pieces = 1) AS plain, COUNT(*) AS n FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)",
                 vec![seq_value(before_seq), SqlStorageValue::from(limit as i64)],
             )
             .and_then(|c| c.to_array())
@@ -105,7 +107,10 @@ impl SqlStore {
         if page.plain != page.n {
             return None;
         }
-        let rows: Vec<Row> = serde_json::from_str(&page.page).ok()?;
+        let rows: Vec<Row> = serde_json::from_str(page.page.as_deref()?).ok()?;
+        if rows.len() as f64 != page.n {
+            return None;
+        }
         Some(
             rows.into_iter()
                 .map(|r| Entry {
@@ -119,33 +124,7 @@ impl SqlStore {
 
 impl History for SqlStore {
     fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String {
-        #[derive(Deserialize)]
-        struct Joined {
-            bodies: Option<String>,
-        }
-        // One query, one string: the stored JSON of the newest messages
-        // whose bytes (plus a comma each) fit, oldest first. Rows split in
-        // pieces are over the row limit, far beyond any snapshot. Only the
-        // newest rows that could fit are scanned, however long the history.
-        let rows: Vec<Joined> = self
-            .sql
-            .exec(
-                "SELECT group_concat(body, ',' ORDER BY seq) AS bodies FROM (SELECT seq, body, pieces, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, body, pieces FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? AND pieces = 1 AND json_valid(body)",
-                vec![
-                    seq_value(before_seq),
-                    SqlStorageValue::from(history::most_rows_within(max_bytes) as i64),
-                    SqlStorageValue::from(max_bytes as i64),
-                ],
-            )
-            .and_then(|c| c.to_array())
-            .unwrap_or_else(|e| {
-                crate::log::write(crate::log::LogLevel::Error, &format!("storage: reading the newest messages failed: {e}"));
-                Vec::new()
-            });
-        rows.into_iter()
-            .next()
-            .and_then(|r| r.bodies)
-            .unwrap_or_default()
+        self.snapshot_json(before_seq, max_bytes)
     }
 
     fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry> {

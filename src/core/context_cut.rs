@@ -1,0 +1,160 @@
+//! Where a step's model context starts in a long conversation: the newest
+//! messages that fit the context policy (estimated bytes and a number of
+//! messages), read back from the store past the in-memory window only as far
+//! as they fit. The newest user message and everything after it are always
+//! kept, a kept message keeps its tool calls with their results (a message is
+//! kept or left out whole), and the window starts at a user message.
+//!
+//! The cut moves in steps of `CUT_STEP` messages: the number left out is
+//! rounded up to a multiple of it. Between two steps every request of a
+//! conversation starts with the same messages, so a provider that caches a
+//! prompt by its prefix reuses it, where a cut that moved every turn would
+//! change the prefix on every turn.
+
+use crate::model::ModelMessage;
+use crate::protocol::{Role, UIMessage};
+
+use super::context::{model_messages, push_model_messages};
+use super::context_window::estimated_bytes;
+use super::Core;
+
+/// Older messages read per query for the model context (at most).
+const CONTEXT_PAGE: usize = 256;
+
+/// The cut moves by this many messages at a time.
+pub(super) const CUT_STEP: usize = 16;
+
+/// The bounds a step's context is cut to (0: no bound).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ContextBounds {
+    pub(super) bytes: usize,
+    pub(super) messages: usize,
+}
+
+impl ContextBounds {
+    fn admit(&self, bytes: usize, messages: usize) -> bool {
+        (self.bytes == 0 || bytes <= self.bytes)
+            && (self.messages == 0 || messages <= self.messages)
+    }
+}
+
+/// What a step's request carries of the conversation.
+pub(super) struct ContextCut {
+    /// The kept messages older than the in-memory window, converted, oldest first.
+    pub(super) older: Vec<ModelMessage>,
+    /// The first of the step's in-memory messages that is kept.
+    pub(super) recent_from: usize,
+    /// How many messages are left out.
+    pub(super) omitted: usize,
+}
+
+/// An older message read back: whether it is a user message, and what it becomes.
+struct Read {
+    user: bool,
+    converted: Vec<ModelMessage>,
+}
+
+impl Core {
+    /// The cut of a step's context: `recent` are the step's in-memory
+    /// messages (oldest first), sent after `system`.
+    pub(super) fn cut_context(
+        &self,
+        system: &str,
+        recent: &[&UIMessage],
+        bounds: ContextBounds,
+    ) -> ContextCut {
+        let bytes_of = |m: &UIMessage| estimated_bytes(&model_messages("", &[m]));
+        let pinned = recent
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(recent.len().saturating_sub(1));
+        let mut used = estimated_bytes(&model_messages(system, &[]))
+            + recent[pinned..].iter().map(|m| bytes_of(m)).sum::<usize>();
+        let mut count = recent.len() - pinned;
+        let mut recent_from = pinned;
+        let mut fits = true;
+        while recent_from > 0 {
+            let bytes = bytes_of(recent[recent_from - 1]);
+            if !bounds.admit(used + bytes, count + 1) {
+                fits = false;
+                break;
+            }
+            used += bytes;
+            count += 1;
+            recent_from -= 1;
+        }
+        // Newest first.
+        let mut older: Vec<Read> = Vec::new();
+        let has_older = self.transcript.has_older();
+        let mut exhausted = !has_older;
+        if fits && has_older {
+            let history = self.transcript.history();
+            let mut before = self.transcript.window_start();
+            'pages: loop {
+                let room = match bounds.messages {
+                    0 => CONTEXT_PAGE,
+                    max => max
+                        .saturating_sub(count)
+                        .saturating_add(1)
+                        .min(CONTEXT_PAGE),
+                };
+                let page = history.page_before(before, room);
+                let full = page.len() == room;
+                for entry in page {
+                    before = entry.seq;
+                    let mut converted = Vec::new();
+                    push_model_messages(&mut converted, &entry.message);
+                    let bytes = estimated_bytes(&converted);
+                    if !bounds.admit(used + bytes, count + 1) {
+                        fits = false;
+                        break 'pages;
+                    }
+                    used += bytes;
+                    count += 1;
+                    older.push(Read {
+                        user: entry.message.role == Role::User,
+                        converted,
+                    });
+                }
+                if !full {
+                    exhausted = true;
+                    break;
+                }
+            }
+        }
+        if fits && exhausted {
+            return ContextCut {
+                older: older.into_iter().rev().flat_map(|r| r.converted).collect(),
+                recent_from: 0,
+                omitted: 0,
+            };
+        }
+        // Cut: place the messages by their ordinal in the whole conversation.
+        let older_total = if has_older {
+            self.transcript
+                .history()
+                .count_before(self.transcript.window_start())
+                .max(older.len())
+        } else {
+            0
+        };
+        let first_kept = older_total - older.len() + recent_from;
+        let is_user = |ordinal: usize| match ordinal.checked_sub(older_total) {
+            Some(i) => recent.get(i).is_some_and(|m| m.role == Role::User),
+            None => older.get(older_total - 1 - ordinal).is_some_and(|r| r.user),
+        };
+        let last_start = older_total + pinned;
+        let mut omitted = first_kept.div_ceil(CUT_STEP) * CUT_STEP;
+        omitted = omitted.min(last_start);
+        while omitted < last_start && !is_user(omitted) {
+            omitted += 1;
+        }
+        let kept_older = older_total.saturating_sub(omitted).min(older.len());
+        older.truncate(kept_older);
+        ContextCut {
+            older: older.into_iter().rev().flat_map(|r| r.converted).collect(),
+            recent_from: omitted.saturating_sub(older_total).max(recent_from),
+            omitted,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The older part of a transcript frame (`History::newest_json_before`): the
+//! stored JSON of the newest messages before the core's window that fit a
+//! byte budget, joined by commas, read without parsing a row.
+//!
+//! Where that run of rows starts (its cut) is remembered between frames.
+//! Rows before the window do not change while the window stays where it is
+//! (the core loads a message into its window before it changes it), and the
+//! budget left beside the window only shrinks a little as the window grows,
+//! so the next frame moves the cut forward past a few rows instead of
+//! summing the sizes of every row again. A write to a message before the
+//! remembered window, a delete or a clear forgets the cut.
+
+use std::cell::Cell;
+
+use serde::Deserialize;
+use worker::SqlStorageValue;
+
+use crate::core::{history, StoreOp};
+
+use super::reads::seq_value;
+use super::SqlStore;
+
+/// Where the last frame's older part started.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct SnapshotCut {
+    /// The window's first place the part was read before.
+    before: u64,
+    /// The first place the part holds (`before` when it holds nothing).
+    from: u64,
+    /// The bytes of its rows, a comma each.
+    bytes: usize,
+    /// The bytes (and comma) of the row just before `from`; `None` when there is none.
+    next_older: Option<usize>,
+    /// Every row of the run was found to be JSON (checked once, when the cut
+    /// is found; moving it forward only leaves rows out).
+    all_json: bool,
+}
+
+pub(super) type CutMemo = std::rc::Rc<Cell<Option<SnapshotCut>>>;
+
+/// Rows looked at per query when moving a cut forward.
+const STEP_ROWS: i64 = 64;
+
+#[derive(Deserialize)]
+struct Sized {
+    seq: f64,
+    n: f64,
+}
+
+impl SqlStore {
+    /// The older part of a transcript frame; see the module header.
+    pub(super) fn snapshot_json(&self, before_seq: u64, max_bytes: usize) -> String {
+        let cut = self
+            .snapshot_cut
+            .get()
+            .filter(|c| c.before == before_seq)
+            .and_then(|c| self.narrowed(c, max_bytes))
+            .or_else(|| self.cut_for(before_seq, max_bytes));
+        let Some(mut cut) = cut.filter(|c| c.from < c.before) else {
+            self.snapshot_cut.set(cut);
+            return String::new();
+        };
+        let joined = self.joined(&mut cut);
+        self.snapshot_cut.set(Some(cut));
+        joined
+    }
+
+    /// Forgets the remembered cut when `op` may change a row it covers.
+    pub(super) fn forget_snapshot_cut(&self, op: &StoreOp) {
+        let Some(cut) = self.snapshot_cut.get() else {
+            return;
+        };
+        let touches = match op {
+            StoreOp::PutMessage { seq, .. } => *seq < cut.before,
+            StoreOp::DeleteMessage { .. } | StoreOp::ClearAll => true,
+            _ => false,
+        };
+        if touches {
+            self.snapshot_cut.set(None);
+        }
+    }
+
+    /// The remembered cut for a budget of `max_bytes`: as it is while it is
+    /// still the newest run that fits, moved forward when the budget shrank;
+    /// `None` when it grew enough for an older row (the cut is found again).
+    fn narrowed(&self, mut cut: SnapshotCut, max_bytes: usize) -> Option<SnapshotCut> {
+        if cut.bytes <= max_bytes {
+            let room_for_older = cut.next_older.is_some_and(|n| cut.bytes + n <= max_bytes);
+            return (!room_for_older).then_some(cut);
+        }
+        'rows: while cut.bytes > max_bytes {
+            let rows = self.sizes(
+                "SELECT seq, length(CAST(body AS BLOB)) + 1 AS n FROM chat_messages WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT ?",
+                vec![seq_value(cut.from), seq_value(cut.before), SqlStorageValue::from(STEP_ROWS)],
+            )?;
+            if rows.is_empty() {
+                cut.from = cut.before;
+                cut.bytes = 0;
+                break;
+            }
+            for row in &rows {
+                if cut.bytes <= max_bytes {
+                    cut.from = row.seq as u64;
+                    break 'rows;
+                }
+                // Left out: the run now starts past it.
+                cut.bytes = cut.bytes.saturating_sub(row.n as usize);
+                cut.next_older = Some(row.n as usize);
+                cut.from = row.seq as u64 + 1;
+            }
+        }
+        Some(cut)
+    }
+
+    /// The cut found from the newest row back: every row's size summed
+    /// (only the newest rows that could fit are looked at).
+    fn cut_for(&self, before_seq: u64, max_bytes: usize) -> Option<SnapshotCut> {
+        let fitting = self.sizes(
+            "SELECT seq, running AS n FROM (SELECT seq, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, body FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? ORDER BY seq LIMIT 1",
+            vec![
+                seq_value(before_seq),
+                SqlStorageValue::from(history::most_rows_within(max_bytes) as i64),
+                SqlStorageValue::from(max_bytes as i64),
+            ],
+        )?;
+        let (from, bytes) = match fitting.first() {
+            Some(row) => (row.seq as u64, row.n as usize),
+            None => (before_seq, 0),
+        };
+        let older = self.sizes(
+            "SELECT seq, length(CAST(body AS BLOB)) + 1 AS n FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+            vec![seq_value(from)],
+        )?;
+        Some(SnapshotCut {
+            before: before_seq,
+            from,
+            bytes,
+            next_older: older.first().map(|r| r.n as usize),
+            all_json: false,
+        })
+    }
+
+    fn sizes(&self, statement: &str, binds: Vec<SqlStorageValue>) -> Option<Vec<Sized>> {
+        match self.sql.exec(statement, binds).and_then(|c| c.to_array()) {
+            Ok(rows) => Some(rows),
+            Err(e) => {
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("storage: reading message sizes failed: {e}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The stored JSON of the cut's rows, oldest first, joined by commas.
+    /// Rows split in pieces are over the row limit, far beyond any frame,
+    /// and left out; so is a row that is not JSON (the run is checked as a
+    /// whole once per cut, and row by row only when that fails).
+    fn joined(&self, cut: &mut SnapshotCut) -> String {
+        let (from, before) = (cut.from, cut.before);
+        #[derive(Deserialize)]
+        struct Joined {
+            bodies: Option<String>,
+        }
+        let read = |statement: &str| -> String {
+            self.sql
+                .exec(statement, vec![seq_value(from), seq_value(before)])
+                .and_then(|c| c.to_array::<Joined>())
+                .unwrap_or_else(|e| {
+                    crate::log::write(
+                        crate::log::LogLevel::Error,
+                        &format!("storage: reading the newest messages failed: {e}"),
+                    );
+                    Vec::new()
+                })
+                .into_iter()
+                .next()
+                .and_then(|r| r.bodies)
+                .unwrap_or_default()
+        };
+        let joined = read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 ORDER BY seq)");
+        if cut.all_json || joined.is_empty() || history::is_json(&format!("[{joined}]")) {
+            cut.all_json = true;
+            return joined;
+        }
+        read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)")
+    }
+}

@@ -186,7 +186,7 @@ fn the_cut_moves_in_steps_so_consecutive_requests_share_their_first_messages() {
     let mut firsts = Vec::new();
     for i in 60..100 {
         grow_one(&mut sim, i);
-        let first = questions(&sim.last_request()).first().cloned();
+        let first = questions(sim.last_request()).first().cloned();
         firsts.push(first.unwrap_or_default());
     }
     let moves = firsts.windows(2).filter(|w| w[0] != w[1]).count();
@@ -214,7 +214,7 @@ fn grow_one(sim: &mut Sim, i: usize) {
 #[test]
 fn the_message_bound_reads_no_further_back_than_it_reaches() {
     let mut reads = Vec::new();
-    for turns in [150, 400] {
+    for turns in [120, 300] {
         let mut sim = Sim::with(|c| {
             c.context.max_messages = 40;
             c.context.max_bytes = 0;
@@ -234,6 +234,6 @@ fn the_message_bound_reads_no_further_back_than_it_reaches() {
         assert!(questions(last).len() < 20);
         assert!(content(&last.messages()[1]).is_some_and(|t| t.contains("earlier messages")));
     }
-    assert_eq!(reads[0], reads[1], "rows read for 300 and for 800 messages");
+    assert_eq!(reads[0], reads[1], "rows read for 240 and for 600 messages");
     assert!(reads[0] <= 40, "no more rows than the bound: {}", reads[0]);
 }

@@ -74,10 +74,11 @@ pub fn frame_parser(data: &[u8]) {
     let _ = parse_child_frame(&text);
     // The same frame through a fresh core with small limits, from a tab and
     // from a parent agent's channel.
+    let store = Rc::new(RefCell::new(MemStore::new()));
     let mut core = new_core(
         config(Concurrency::Queue),
         StoredState::default(),
-        &Rc::new(RefCell::new(MemStore::new())),
+        &store,
         SharedIds::default(),
         0,
     );
@@ -105,8 +106,14 @@ pub fn frame_parser(data: &[u8]) {
         2,
     );
     for effect in core.take_effects() {
-        if let Effect::Send { frame, .. } = effect {
-            check_frame(&frame);
+        match effect {
+            Effect::Send { frame, .. } => {
+                check_frame(&frame);
+            }
+            Effect::SendTranscript { frame, .. } => {
+                check_frame(&frame.read(&*store));
+            }
+            _ => {}
         }
     }
     assert_unique_ids(&core.messages());
@@ -336,6 +343,10 @@ impl Sim {
         match effect {
             Effect::Send { frame, .. } => {
                 let value = check_frame(&frame);
+                self.harvest(&value);
+            }
+            Effect::SendTranscript { frame, .. } => {
+                let value = check_frame(&frame.read(&*self.store));
                 self.harvest(&value);
             }
             Effect::Store(op) => self.store.borrow_mut().apply(&op),

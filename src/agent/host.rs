@@ -445,8 +445,9 @@ impl AgentHost {
         let mut hold_frames = false;
         while let Some(effect) = effects.next() {
             match effect {
-                Effect::Send { .. } if hold_frames => {}
+                Effect::Send { .. } | Effect::SendTranscript { .. } if hold_frames => {}
                 Effect::Send { to, frame } => self.send_frame(&to, &frame),
+                Effect::SendTranscript { to, frame } => self.send_transcript(&to, &frame),
                 Effect::Store(op) => {
                     // A run of writes commits together or not at all.
                     let mut ops = vec![op];
@@ -561,6 +562,36 @@ impl AgentHost {
             return;
         }
         let text = wasm_bindgen::JsValue::from_str(frame);
+        for conn in to {
+            if let Some(ws) = sockets.get(conn) {
+                let _ = send_js_string(ws.as_ref(), &text);
+            }
+        }
+    }
+
+    /// A transcript frame: its older part is read from SQLite as a JS string
+    /// and joined with the rest in JS, so a long history's frame is never
+    /// copied into (or out of) wasm memory.
+    fn send_transcript(
+        &self,
+        to: &[ConnId],
+        frame: &crate::core::transcript_frame::TranscriptFrame,
+    ) {
+        use wasm_bindgen::JsValue;
+        let older = frame
+            .older
+            .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes));
+        let Some(older) = older else {
+            return self.send_frame(to, &frame.with_older(""));
+        };
+        let mut text = js_sys::JsString::from(frame.head()).concat(&older);
+        if !frame.window.is_empty() {
+            text = text
+                .concat(&JsValue::from_str(","))
+                .concat(&JsValue::from_str(&frame.window));
+        }
+        let text: JsValue = text.concat(&JsValue::from_str(frame.tail())).into();
+        let sockets = self.sockets.borrow();
         for conn in to {
             if let Some(ws) = sockets.get(conn) {
                 let _ = send_js_string(ws.as_ref(), &text);

@@ -25,8 +25,7 @@ impl Core {
                 // stored partial (as the reference does), which replaces any
                 // longer partial it kept from before the eviction; the
                 // continuation it is offered then appends to the right text.
-                let frame = self.transcript_frame(true);
-                self.send_to(vec![conn.clone()], frame);
+                self.send_transcript(vec![conn.clone()], true);
             }
             self.tell_recovering(&conn);
         } else {
@@ -36,8 +35,7 @@ impl Core {
                 }
                 self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
             }
-            let frame = self.transcript_frame(true);
-            self.send_to(vec![conn.clone()], frame);
+            self.send_transcript(vec![conn.clone()], true);
             self.tell_recovering(&conn);
         }
         let identity = server::identity(&self.config.name, &self.config.agent);
@@ -72,8 +70,7 @@ impl Core {
             && self.config.concurrency == Concurrency::Drop
         {
             let message_ids = super::transcript::trailing_user_ids(request.messages.iter());
-            let snapshot = self.transcript_frame(false);
-            self.send_to(vec![conn.clone()], snapshot);
+            self.send_transcript(vec![conn.clone()], false);
             self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
             return;
         }

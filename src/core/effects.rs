@@ -151,6 +151,13 @@ pub enum Effect {
         to: Vec<ConnId>,
         frame: Rc<str>,
     },
+    /// Send a transcript frame to each listed connection, its older part
+    /// read from the store as it is sent (`TranscriptFrame::read`), after
+    /// the writes before it in the same run.
+    SendTranscript {
+        to: Vec<ConnId>,
+        frame: super::transcript_frame::TranscriptFrame,
+    },
     Store(StoreOp),
     /// Ask the model and feed its streamed reply back as `Event::Model`.
     CallModel {

@@ -43,6 +43,7 @@ pub mod timers;
 mod tool_results;
 mod tools;
 pub mod transcript;
+pub mod transcript_frame;
 mod turn;
 pub mod write_failure;
 
@@ -51,9 +52,7 @@ use std::rc::Rc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::protocol::{
-    parse_client_frame, server, ClientFrame, ClientToolSchema, FrameError, UIMessage,
-};
+use crate::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
 pub use config::{
@@ -426,15 +425,17 @@ impl Core {
         if to.is_empty() {
             return;
         }
-        let frame = self.transcript_frame(false);
-        self.send_to(to, frame);
+        self.send_transcript(to, false);
     }
 
-    /// The transcript frame: the whole conversation up to
+    /// The transcript frame to `to`: the whole conversation up to
     /// `history::SNAPSHOT_BYTES` of messages, else the newest that fit.
-    fn transcript_frame(&self, connect: bool) -> String {
-        let messages = self.transcript.snapshot(history::SNAPSHOT_BYTES);
-        server::chat_messages_json(&messages, connect)
+    fn send_transcript(&mut self, to: Vec<ConnId>, connect: bool) {
+        if to.is_empty() {
+            return;
+        }
+        let frame = self.transcript.snapshot(history::SNAPSHOT_BYTES, connect);
+        self.effects.push(Effect::SendTranscript { to, frame });
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {

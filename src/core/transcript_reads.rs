@@ -4,6 +4,7 @@
 use crate::protocol::UIMessage;
 
 use super::super::history::PAGE;
+use super::super::transcript_frame::{OlderPart, TranscriptFrame};
 use super::Transcript;
 
 impl Transcript {
@@ -29,32 +30,36 @@ impl Transcript {
         older
     }
 
-    /// The JSON of the newest messages that fit in `max_bytes` together,
-    /// oldest first: the whole conversation when it fits (what a transcript
-    /// frame carries; see `history::SNAPSHOT_BYTES`). Older messages are
-    /// sent as stored, not parsed again, in one piece of comma-joined JSON
-    /// objects (the frame joins every piece with commas).
-    pub fn snapshot(&self, max_bytes: usize) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+    /// A transcript frame of the newest messages that fit in `max_bytes`
+    /// together, oldest first: the whole conversation when it fits (see
+    /// `history::SNAPSHOT_BYTES`). The window's messages are serialized here;
+    /// the older part is named by place and budget, and read as stored (not
+    /// parsed again) when the frame is sent.
+    pub fn snapshot(&self, max_bytes: usize, connect: bool) -> TranscriptFrame {
+        let mut window: Vec<String> = Vec::new();
         let mut used = 0;
+        let mut older = None;
+        let mut fits = true;
         for message in self.iter().rev() {
             let json = serde_json::to_string(message).unwrap_or_default();
             used += json.len() + 1;
             if used > max_bytes {
-                out.reverse();
-                return out;
+                fits = false;
+                break;
             }
-            out.push(json);
+            window.push(json);
         }
-        if self.older && used < max_bytes {
-            let older = self
-                .history
-                .newest_json_before(self.window_start(), max_bytes - used);
-            if !older.is_empty() {
-                out.push(older);
-            }
+        if fits && self.older && used < max_bytes {
+            older = Some(OlderPart {
+                before_seq: self.window_start(),
+                max_bytes: max_bytes - used,
+            });
         }
-        out.reverse();
-        out
+        window.reverse();
+        TranscriptFrame {
+            connect,
+            older,
+            window: window.join(","),
+        }
     }
 }

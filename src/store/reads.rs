@@ -124,7 +124,9 @@ impl SqlStore {
 
 impl History for SqlStore {
     fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String {
-        self.snapshot_json(before_seq, max_bytes)
+        self.older_part_js(before_seq, max_bytes)
+            .map(String::from)
+            .unwrap_or_default()
     }
 
     fn page_before(&self, before_seq: u64, limit: usize) -> Vec<Entry> {

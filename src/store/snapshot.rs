@@ -1,6 +1,8 @@
-//! The older part of a transcript frame (`History::newest_json_before`): the
-//! stored JSON of the newest messages before the core's window that fit a
-//! byte budget, joined by commas, read without parsing a row.
+//! The older part of a transcript frame (`core::transcript_frame::OlderPart`):
+//! the stored JSON of the newest messages before the core's window that fit
+//! a byte budget, joined by commas by SQLite and kept as a JS string (the
+//! host puts it in the frame it sends without copying it into wasm memory),
+//! read without parsing a row.
 //!
 //! Where that run of rows starts (its cut) is remembered between frames.
 //! Rows before the window do not change while the window stays where it is
@@ -12,7 +14,9 @@
 
 use std::cell::Cell;
 
+use js_sys::JsString;
 use serde::Deserialize;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::SqlStorageValue;
 
 use crate::core::{history, StoreOp};
@@ -38,6 +42,13 @@ pub(super) struct SnapshotCut {
 
 pub(super) type CutMemo = std::rc::Rc<Cell<Option<SnapshotCut>>>;
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `JSON.parse` of a string already in JS (checked there, not copied in).
+    #[wasm_bindgen(catch, js_namespace = JSON, js_name = parse)]
+    fn parse_json(text: &JsString) -> Result<JsValue, JsValue>;
+}
+
 /// Rows looked at per query when moving a cut forward.
 const STEP_ROWS: i64 = 64;
 
@@ -48,8 +59,9 @@ struct Sized {
 }
 
 impl SqlStore {
-    /// The older part of a transcript frame; see the module header.
-    pub(super) fn snapshot_json(&self, before_seq: u64, max_bytes: usize) -> String {
+    /// The older part of a transcript frame, as a JS string; see the module
+    /// header. `None` when it holds no message.
+    pub fn older_part_js(&self, before_seq: u64, max_bytes: usize) -> Option<JsString> {
         let cut = self
             .snapshot_cut
             .get()
@@ -58,11 +70,11 @@ impl SqlStore {
             .or_else(|| self.cut_for(before_seq, max_bytes));
         let Some(mut cut) = cut.filter(|c| c.from < c.before) else {
             self.snapshot_cut.set(cut);
-            return String::new();
+            return None;
         };
         let joined = self.joined(&mut cut);
         self.snapshot_cut.set(Some(cut));
-        joined
+        joined.filter(|j| j.length() > 0)
     }
 
     /// Forgets the remembered cut when `op` may change a row it covers.
@@ -157,33 +169,44 @@ impl SqlStore {
     /// Rows split in pieces are over the row limit, far beyond any frame,
     /// and left out; so is a row that is not JSON (the run is checked as a
     /// whole once per cut, and row by row only when that fails).
-    fn joined(&self, cut: &mut SnapshotCut) -> String {
+    fn joined(&self, cut: &mut SnapshotCut) -> Option<JsString> {
         let (from, before) = (cut.from, cut.before);
-        #[derive(Deserialize)]
-        struct Joined {
-            bodies: Option<String>,
-        }
-        let read = |statement: &str| -> String {
-            self.sql
+        let read = |statement: &str| -> Option<JsString> {
+            let row = match self
+                .sql
                 .exec(statement, vec![seq_value(from), seq_value(before)])
-                .and_then(|c| c.to_array::<Joined>())
-                .unwrap_or_else(|e| {
+            {
+                Ok(mut cursor) => Iterator::next(&mut cursor)?,
+                Err(e) => Err(e),
+            };
+            let row = match row {
+                Ok(row) => row,
+                Err(e) => {
                     crate::log::write(
                         crate::log::LogLevel::Error,
                         &format!("storage: reading the newest messages failed: {e}"),
                     );
-                    Vec::new()
-                })
-                .into_iter()
-                .next()
-                .and_then(|r| r.bodies)
-                .unwrap_or_default()
+                    return None;
+                }
+            };
+            js_sys::Reflect::get(&row, &JsValue::from_str("bodies"))
+                .ok()?
+                .dyn_into::<JsString>()
+                .ok()
         };
         let joined = read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 ORDER BY seq)");
-        if cut.all_json || joined.is_empty() || history::is_json(&format!("[{joined}]")) {
-            cut.all_json = true;
-            return joined;
+        let whole_is_json = |joined: &JsString| {
+            let array = JsString::from("[")
+                .concat(joined)
+                .concat(&JsValue::from_str("]"));
+            parse_json(&array).is_ok()
+        };
+        match joined {
+            Some(joined) if cut.all_json || joined.length() == 0 || whole_is_json(&joined) => {
+                cut.all_json = true;
+                Some(joined)
+            }
+            _ => read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)"),
         }
-        read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)")
     }
 }

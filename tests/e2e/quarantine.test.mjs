@@ -63,3 +63,47 @@ test('a corrupt config row and an unreadable stream record written while stopped
   await getMessages(w.url, AGENT, room);
   assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 2);
 });
+
+test('a message row far back that is not JSON is left out of the transcript frames (which stay JSON) and quarantined when read', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-quarantine-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'q-old-row';
+  const first = await workerFor(t, { persistDir: dir });
+  const a = await tab(first, room);
+  // More than the in-memory window (64 messages): the oldest rows are read from SQLite.
+  for (let i = 0; i < 10; i++) {
+    const id = rid();
+    a.send(chatRequest(id, Array.from({ length: 9 }, (_, j) => userMessage(rid('u'), `q${i}.${j}`))));
+    assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  }
+  const before = await getMessages(first.url, AGENT, room);
+  assert.equal(before.length, 100);
+  await first.close();
+
+  let file;
+  for (const f of await sqliteFiles(dir)) {
+    if (querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_messages'").length) file = f;
+  }
+  const victim = before[3].id;
+  execSqlite(file, `UPDATE chat_messages SET body = '{"id":"${victim}", broken' WHERE id = '${victim}'`);
+
+  const w = await workerFor(t, { persistDir: dir });
+  const b = await tab(w, room);
+  const connectFrame = b.frames.find((f) => f.type === 'cf_agent_chat_messages');
+  const ids = connectFrame.messages.map((m) => m.id);
+  assert.equal(ids.length, 99, 'every other message is in the connect frame');
+  assert.ok(!ids.includes(victim));
+  assert.deepEqual(ids, before.map((m) => m.id).filter((id) => id !== victim), 'in order');
+
+  const id = rid();
+  const from = b.frames.length;
+  b.cursor = from;
+  b.send(chatRequest(id, [userMessage(rid('u'), 'still there?')]));
+  assert.equal((await b.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  const turnEnd = b.frames.slice(from).find((f) => f.type === 'cf_agent_chat_messages');
+  assert.equal(turnEnd.messages.length, 101, 'the turn-end frame too');
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 101, 'get-messages leaves it out');
+  const rows = querySqlite(file, 'SELECT source, key FROM chat_quarantine');
+  assert.deepEqual(rows.map((r) => [r.source, r.key]), [['chat_messages', victim]]);
+});

@@ -464,7 +464,7 @@ impl Sim {
         let mut hold_frames = false;
         while let Some(effect) = effects.next() {
             match effect {
-                Effect::Send { .. } if hold_frames => {}
+                Effect::Send { .. } | Effect::SendTranscript { .. } if hold_frames => {}
                 Effect::Store(op) => {
                     let mut ops = vec![op];
                     while let Some(Effect::Store(_)) = effects.peek() {
@@ -542,6 +542,13 @@ impl Sim {
                         _ => self.misdelivered.push((c.to_string(), value.clone())),
                     }
                 }
+            }
+            Effect::SendTranscript { to, frame } => {
+                let text = frame.read(&*self.store.history());
+                self.apply(Effect::Send {
+                    to,
+                    frame: Rc::from(text),
+                });
             }
             Effect::Store(op) => self.store.apply(op),
             Effect::CallModel { call, request } => {

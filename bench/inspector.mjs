@@ -59,13 +59,19 @@ export async function inspect(port) {
       const h = await send('Runtime.getHeapUsage');
       return h ? { used: h.usedSize / 1048576, total: h.totalSize / 1048576, raw: h } : null;
     },
-    /** Self size (bytes) and count of live JS heap objects per "type:name" (a heap snapshot). */
-    async objects() {
+    /** A heap snapshot, parsed (null when none came). */
+    async snapshot() {
       chunks = [];
       const done = await send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
       if (!done && !chunks.length) return null;
       const snap = JSON.parse(chunks.join(''));
       chunks = [];
+      return snap;
+    },
+    /** Self size (bytes) and count of live JS heap objects per "type:name" (a heap snapshot). */
+    async objects() {
+      const snap = await this.snapshot();
+      if (!snap) return null;
       const f = snap.snapshot.meta.node_fields;
       const types = snap.snapshot.meta.node_types[0];
       const [ti, ni, si] = ['type', 'name', 'self_size'].map((k) => f.indexOf(k));

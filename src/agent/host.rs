@@ -694,6 +694,7 @@ impl AgentHost {
             self.deliver(call, &mut events);
             decoded?;
             if decoder.is_finished() {
+                drain(body).await;
                 return Ok(());
             }
         }
@@ -707,6 +708,21 @@ impl AgentHost {
             self.dispatch(Event::Model { call, event });
         }
     }
+}
+
+/// How long a finished model stream may take to close before it is dropped.
+const DRAIN_MS: u64 = 5_000;
+
+/// Reads what is left of a model stream whose last event has arrived
+/// (usually nothing: the provider closes it right after), so that the stream
+/// ends by itself. A stream dropped before its end is cancelled, and the
+/// stream adapter keeps a callback for that cancel in the JS heap for good:
+/// one per model call, which a long-lived agent would pile up. A stream
+/// still open after `DRAIN_MS` is dropped anyway.
+async fn drain(mut body: ByteStream) {
+    let rest = Box::pin(async move { while body.next().await.is_some() {} });
+    let limit = Delay::from(Duration::from_millis(DRAIN_MS));
+    futures::future::select(rest, limit).await;
 }
 
 /// POSTs `http`: the body stream of a 2xx answer, or the provider's reading

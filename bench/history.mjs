@@ -9,7 +9,9 @@
 // - connect: a new tab to the long agent → ready (transcript frame, identity, resume answer).
 // - memory: the isolate's live heap per agent (V8 heap snapshot over the inspector, wasm linear
 //   memory included) with agents of 50 and of 4,000 messages, each size in a fresh process that
-//   never evicts, every agent keeping one tab open.
+//   never evicts, every agent keeping one tab open. The base is taken after a warm agent of the
+//   same size (grown the same way, then three turns), so what the isolate pays once for a
+//   workload (compiled wasm and JS code, the allocator's first growth) is not counted per agent.
 
 import { randomUUID } from 'node:crypto';
 import { chatRequest, getMessages, isDone, userMessage } from '../tests/support/harness.mjs';
@@ -99,7 +101,7 @@ export async function phaseHistoryMemory(kit, opts, results, uniq, log) {
       });
       try {
         const cdp = await kit.inspect(inspectorPort);
-        const warm = await kit.openTab(inst, `histwarm-${uniq}`);
+        const warm = await seed(kit, inst, `histwarm-${uniq}-${size}`, size);
         for (let i = 0; i < 3; i++) await tailTurn(warm, `[tokens:20] warm ${i}`);
         await kit.settle(inst, 3000);
         const base = await kit.liveHeapMiB(cdp);

@@ -659,8 +659,8 @@ impl AgentHost {
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
         let result = match provider {
-            Provider::OpenAiCompatible(p) => self.stream_model(p, call, &request, &signal).await,
-            Provider::WorkersAi(p) => self.stream_model(p, call, &request, &signal).await,
+            Provider::OpenAiCompatible(p) => self.stream_model(p, call, request, &signal).await,
+            Provider::WorkersAi(p) => self.stream_model(p, call, request, &signal).await,
         };
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
@@ -669,15 +669,19 @@ impl AgentHost {
     }
 
     /// Carries out the provider's plan for `request` and feeds the decoded
-    /// events to the core as they arrive.
+    /// events to the core as they arrive. The request is turned into its
+    /// plan (the HTTP body) and dropped before anything is awaited, so a long
+    /// context is not held in memory for the length of the call.
     async fn stream_model<P: ModelProvider>(
         self: &Rc<Self>,
         provider: &P,
         call: CallId,
-        request: &ModelRequest,
+        request: ModelRequest,
         signal: &AbortSignal,
     ) -> Result<(), ModelFailure> {
-        let mut body = match provider.plan(request) {
+        let plan = provider.plan(&request);
+        drop(request);
+        let mut body = match plan {
             CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
             CallPlan::Binding(binding) => {
                 super::binding_model::run_binding(&self.env, &binding).await?
@@ -742,6 +746,9 @@ async fn fetch_body<P: ModelProvider>(
         .with_body(Some(wasm_bindgen::JsValue::from_str(&http.body)));
     let request = Request::new_with_init(&http.url, &init)
         .map_err(|e| ModelFailure::permanent(format!("Model request could not be built: {e}")))?;
+    // The body is in JS now; its copy here is not held while the call runs.
+    drop(init);
+    drop(http);
     let mut response = Fetch::Request(request)
         .send_with_signal(signal)
         .await

@@ -137,7 +137,7 @@ export function historyRows(o, t) {
   ];
 }
 
-/** The targets, from the medians of this run. */
+/** The targets, from the medians of this run. */
 export function historyTargets(o, t, median) {
   const lines = [];
   const ratio = (a, b) => median(a) / median(b);

@@ -13,22 +13,23 @@ use sim::*;
 /// Grows a conversation of `turns` question/answer pairs from tab "a",
 /// each question about `size` bytes long.
 fn grow(sim: &mut Sim, turns: usize, size: usize) -> Vec<Value> {
-    let mut sent = Vec::new();
-    for i in 0..turns {
-        sim.script(Reply::text(&format!("answer {i}")));
-        let message = user(
-            &format!("u{i}"),
-            &format!("question {i} {}", "q".repeat(size)),
-        );
-        // A tail request: only the new message (the server keeps the history).
-        sim.send(
-            "a",
-            chat_request(&format!("r{i}"), std::slice::from_ref(&message)),
-        );
-        sim.run_until_idle();
-        sent.push(message);
-    }
-    sent
+    (0..turns).map(|i| grow_one(sim, i, size)).collect()
+}
+
+/// Question/answer pair number `i` (the question about `size` bytes long),
+/// sent as a tail request: only the new message (the server keeps the history).
+fn grow_one(sim: &mut Sim, i: usize, size: usize) -> Value {
+    sim.script(Reply::text(&format!("answer {i}")));
+    let message = user(
+        &format!("u{i}"),
+        &format!("question {i} {}", "q".repeat(size)),
+    );
+    sim.send(
+        "a",
+        chat_request(&format!("r{i}"), std::slice::from_ref(&message)),
+    );
+    sim.run_until_idle();
+    message
 }
 
 fn overflow() -> Reply {
@@ -185,7 +186,7 @@ fn the_cut_moves_in_steps_so_consecutive_requests_share_their_first_messages() {
     grow(&mut sim, 60, 10);
     let mut firsts = Vec::new();
     for i in 60..100 {
-        grow_one(&mut sim, i);
+        grow_one(&mut sim, i, 10);
         let first = questions(sim.last_request()).first().cloned();
         firsts.push(first.unwrap_or_default());
     }
@@ -195,20 +196,6 @@ fn the_cut_moves_in_steps_so_consecutive_requests_share_their_first_messages() {
         (4..=6).contains(&moves),
         "the window's first message changed {moves} times in 40 turns: {firsts:?}"
     );
-}
-
-/// One more question/answer pair, number `i`.
-fn grow_one(sim: &mut Sim, i: usize) {
-    sim.script(Reply::text(&format!("answer {i}")));
-    let message = user(
-        &format!("u{i}"),
-        &format!("question {i} {}", "q".repeat(10)),
-    );
-    sim.send(
-        "a",
-        chat_request(&format!("r{i}"), std::slice::from_ref(&message)),
-    );
-    sim.run_until_idle();
 }
 
 #[test]

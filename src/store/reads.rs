@@ -60,6 +60,8 @@ impl SqlStore {
             match history::read_row(seq, &body) {
                 Ok(entry) => out.push(entry),
                 Err(e) => {
+                    // The row leaves the table: a remembered frame cut may cover it.
+                    self.snapshot_cut.set(None);
                     if let Err(e) = quarantine::message(&self.sql, &row.id, &body, &e.to_string()) {
                         crate::log::write(
                             crate::log::LogLevel::Error,

@@ -135,6 +135,19 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   const transcriptFrames = a.frames.filter((f) => f.type === 'cf_agent_chat_messages');
   const biggest = Math.max(...transcriptFrames.map((f) => JSON.stringify(f).length));
   assert.ok(biggest < 1 << 20, `no transcript frame reaches 1 MiB: ${biggest}`);
+  // Exactly the newest messages whose JSON (a comma each) fits in 256 KiB: the place where the
+  // frame's older part starts is remembered and moved between frames, never off by a message.
+  const newestThatFit = (messages) => {
+    let used = 0;
+    let k = messages.length;
+    while (k > 0 && used + Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1 <= 256 * 1024) {
+      used += Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1;
+      k -= 1;
+    }
+    return messages.slice(k).map((m) => m.id);
+  };
+  assert.deepEqual(transcriptFrames.at(-1).messages.map((m) => m.id), newestThatFit(stored),
+    'the last turn-end frame holds the newest messages that fit');
 
   await w.restart();
   const b = await tab(w, room);
@@ -142,6 +155,7 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.ok(JSON.stringify(snapshot).length < 1 << 20, 'the connect snapshot stays under 1 MiB');
   assert.deepEqual(snapshot.messages.map((m) => m.id), stored.slice(-snapshot.messages.length).map((m) => m.id),
     'the connect snapshot is the newest messages, in order');
+  assert.deepEqual(snapshot.messages.map((m) => m.id), newestThatFit(stored), 'as many as fit');
   const { done } = await sendAndWait(b, rid(), [userMessage(rid('u'), 'still there?')]);
   assert.equal(done.outcome, 'completed');
   const afterRestart = await getMessages(w.url, AGENT, room);

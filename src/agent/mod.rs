@@ -4,7 +4,7 @@
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
-mod binding_model;
+pub(crate) mod binding_model;
 pub mod channel_auth;
 pub mod debug_tools;
 pub mod definition;

@@ -8,18 +8,15 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable};
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen_futures::spawn_local;
 use worker::{
-    AbortController, AbortSignal, ByteStream, Delay, Env, Fetch, Headers, Method, Request,
-    RequestInit, Response, State, WebSocket, WebSocketIncomingMessage, WebSocketPair,
+    AbortController, Delay, Env, Request, Response, State, WebSocket, WebSocketIncomingMessage,
+    WebSocketPair,
 };
 
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
-use crate::model::{
-    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, Provider, ResponseDecoder,
-};
+use crate::model::{ModelFailure, Provider};
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
@@ -28,6 +25,8 @@ use super::access::{Refusal, RequestInfo};
 use super::definition::{core_config, AgentDefinition, AsyncHooks, ServerTool, Vars};
 use super::ids::RandomIds;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
+
+mod model_stream;
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
 #[derive(Debug, Serialize, Deserialize)]
@@ -645,124 +644,6 @@ impl AgentHost {
             }
         });
     }
-
-    async fn run_model(self: Rc<Self>, call: CallId, request: ModelRequest) {
-        let provider = match &self.model_provider {
-            Ok(provider) => provider,
-            Err(failure) => {
-                let failure = failure.clone();
-                self.dispatch(Event::ModelFailed { call, failure });
-                return;
-            }
-        };
-        let controller = AbortController::default();
-        let signal = controller.signal();
-        self.model_calls.borrow_mut().insert(call, controller);
-        let result = match provider {
-            Provider::OpenAiCompatible(p) => self.stream_model(p, call, request, &signal).await,
-            Provider::WorkersAi(p) => self.stream_model(p, call, request, &signal).await,
-        };
-        self.model_calls.borrow_mut().remove(&call);
-        if let Err(failure) = result {
-            self.dispatch(Event::ModelFailed { call, failure });
-        }
-    }
-
-    /// Carries out the provider's plan for `request` and feeds the decoded
-    /// events to the core as they arrive. The request is turned into its
-    /// plan (the HTTP body) and dropped before anything is awaited, so a long
-    /// context is not held in memory for the length of the call.
-    async fn stream_model<P: ModelProvider>(
-        self: &Rc<Self>,
-        provider: &P,
-        call: CallId,
-        request: ModelRequest,
-        signal: &AbortSignal,
-    ) -> Result<(), ModelFailure> {
-        let plan = provider.plan(&request);
-        drop(request);
-        let mut body = match plan {
-            CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
-            CallPlan::Binding(binding) => {
-                super::binding_model::run_binding(&self.env, &binding).await?
-            }
-        };
-        let mut decoder = provider.decoder();
-        let mut events = Vec::new();
-        while let Some(chunk) = body.next().await {
-            let bytes =
-                chunk.map_err(|e| ModelFailure::cut_off(format!("Model stream failed: {e}")))?;
-            // Events decoded before a failure in the same read (text, then an error event)
-            // reach the core first, so the text streamed before the failure is kept.
-            let decoded = decoder.decode(&bytes, &mut events);
-            self.deliver(call, &mut events);
-            decoded?;
-            if decoder.is_finished() {
-                drain(body).await;
-                return Ok(());
-            }
-        }
-        let ended = decoder.end(&mut events);
-        self.deliver(call, &mut events);
-        ended
-    }
-
-    fn deliver(self: &Rc<Self>, call: CallId, events: &mut Vec<crate::model::ModelEvent>) {
-        for event in events.drain(..) {
-            self.dispatch(Event::Model { call, event });
-        }
-    }
-}
-
-/// How long a finished model stream may take to close before it is dropped.
-const DRAIN_MS: u64 = 5_000;
-
-/// Reads what is left of a model stream whose last event has arrived
-/// (usually nothing: the provider closes it right after), so that the stream
-/// ends by itself. A stream dropped before its end is cancelled, and the
-/// stream adapter keeps a callback for that cancel in the JS heap for good:
-/// one per model call, which a long-lived agent would pile up. A stream
-/// still open after `DRAIN_MS` is dropped anyway.
-async fn drain(mut body: ByteStream) {
-    let rest = Box::pin(async move { while body.next().await.is_some() {} });
-    let limit = Delay::from(Duration::from_millis(DRAIN_MS));
-    futures::future::select(rest, limit).await;
-}
-
-/// POSTs `http`: the body stream of a 2xx answer, or the provider's reading
-/// of any other.
-async fn fetch_body<P: ModelProvider>(
-    provider: &P,
-    http: HttpRequest,
-    signal: &AbortSignal,
-) -> Result<ByteStream, ModelFailure> {
-    let headers = Headers::new();
-    for (name, value) in &http.headers {
-        let _ = headers.set(name, value);
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(wasm_bindgen::JsValue::from_str(&http.body)));
-    let request = Request::new_with_init(&http.url, &init)
-        .map_err(|e| ModelFailure::permanent(format!("Model request could not be built: {e}")))?;
-    // The body is in JS now; its copy here is not held while the call runs.
-    drop(init);
-    drop(http);
-    let mut response = Fetch::Request(request)
-        .send_with_signal(signal)
-        .await
-        .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
-    let status = response.status_code();
-    if !(200..300).contains(&status) {
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
-        let header = |name: &str| headers.get(name).ok().flatten();
-        return Err(provider.http_failure(status, &text, &header));
-    }
-    response
-        .stream()
-        .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))
 }
 
 fn stored_name(store: &SqlStore) -> String {

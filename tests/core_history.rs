@@ -144,6 +144,29 @@ fn get_messages_returns_the_whole_history_and_a_snapshot_the_newest_that_fit() {
 }
 
 #[test]
+fn a_transcript_frame_always_holds_the_newest_exchange_whatever_its_size() {
+    let mut sim = seeded(50, 0, |_| {});
+    sim.connect("a");
+    let big = "x".repeat(SNAPSHOT_BYTES + 10_000);
+    sim.script(Reply::text(&big));
+    sim.send(
+        "a",
+        chat_request("r1", &[user("q-big", "a long answer, please")]),
+    );
+    sim.run_until_idle();
+    sim.connect("b");
+    let frames = of_type(sim.frames("b"), "cf_agent_chat_messages");
+    let ids = ids_of(frames.last().unwrap());
+    let all: Vec<String> = sim.core().messages().iter().map(|m| m.id.clone()).collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "the question and its answer, over the budget together: {ids:?}"
+    );
+    assert_eq!(ids, all[all.len() - 2..], "the newest exchange");
+}
+
+#[test]
 fn a_regenerate_anchored_far_back_drops_everything_after_its_anchor() {
     let mut sim = seeded(1_000, 0, |_| {});
     sim.connect("a");

@@ -26,7 +26,9 @@ pub const PAGE: usize = 64;
 
 /// The most message JSON a transcript frame (connect snapshot, turn-end
 /// broadcast) carries: the whole history up to this size, else the newest
-/// messages that fit. Well under the platform's 1 MiB WebSocket message limit.
+/// messages that fit (always with the newest user message and what follows
+/// it, whatever their size). Well under the platform's 1 MiB WebSocket
+/// message limit.
 pub const SNAPSHOT_BYTES: usize = 256 * 1024;
 
 /// The shortest JSON a stored message has (every stored body is a

@@ -1,7 +1,7 @@
 //! Read-through views of the whole conversation (window plus older messages
 //! read from the store): `get-messages` and the transcript frames.
 
-use crate::protocol::UIMessage;
+use crate::protocol::{Role, UIMessage};
 
 use super::super::history::PAGE;
 use super::super::transcript_frame::{OlderPart, TranscriptFrame};
@@ -32,18 +32,25 @@ impl Transcript {
 
     /// A transcript frame of the newest messages that fit in `max_bytes`
     /// together, oldest first: the whole conversation when it fits (see
-    /// `history::SNAPSHOT_BYTES`). The window's messages are serialized here;
-    /// the older part is named by place and budget, and read as stored (not
-    /// parsed again) when the frame is sent.
+    /// `history::SNAPSHOT_BYTES`). The newest user message and everything
+    /// after it (the exchange a tab is looking at) are always in it, whatever
+    /// their size. The window's messages are serialized here; the older part
+    /// is named by place and budget, and read as stored (not parsed again)
+    /// when the frame is sent.
     pub fn snapshot(&self, max_bytes: usize, connect: bool) -> TranscriptFrame {
         let mut window: Vec<String> = Vec::new();
         let mut used = 0;
         let mut older = None;
         let mut fits = true;
-        for message in self.iter().rev() {
+        let messages: Vec<&UIMessage> = self.iter().collect();
+        let pinned = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(usize::MAX);
+        for (index, message) in messages.into_iter().enumerate().rev() {
             let json = serde_json::to_string(message).unwrap_or_default();
             used += json.len() + 1;
-            if used > max_bytes {
+            if used > max_bytes && index < pinned {
                 fits = false;
                 break;
             }

@@ -26,6 +26,7 @@ use super::definition::{core_config, AgentDefinition, AsyncHooks, ServerTool, Va
 use super::ids::RandomIds;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod frames;
 mod model_stream;
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
@@ -549,55 +550,6 @@ impl AgentHost {
         }
     }
 
-    /// Sends one frame to each listed socket. The text crosses into JS once:
-    /// every socket gets the same JS string (a broadcast to N tabs would
-    /// otherwise decode the UTF-8 N times).
-    fn send_frame(&self, to: &[ConnId], frame: &str) {
-        let sockets = self.sockets.borrow();
-        if let [conn] = to {
-            if let Some(ws) = sockets.get(conn) {
-                let _ = ws.send_with_str(frame);
-            }
-            return;
-        }
-        let text = wasm_bindgen::JsValue::from_str(frame);
-        for conn in to {
-            if let Some(ws) = sockets.get(conn) {
-                let _ = send_js_string(ws.as_ref(), &text);
-            }
-        }
-    }
-
-    /// A transcript frame: its older part is read from SQLite as a JS string
-    /// and joined with the rest in JS, so a long history's frame is never
-    /// copied into (or out of) wasm memory.
-    fn send_transcript(
-        &self,
-        to: &[ConnId],
-        frame: &crate::core::transcript_frame::TranscriptFrame,
-    ) {
-        use wasm_bindgen::JsValue;
-        let older = frame
-            .older
-            .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes));
-        let Some(older) = older else {
-            return self.send_frame(to, &frame.with_older(""));
-        };
-        let mut text = js_sys::JsString::from(frame.head()).concat(&older);
-        if !frame.window.is_empty() {
-            text = text
-                .concat(&JsValue::from_str(","))
-                .concat(&JsValue::from_str(&frame.window));
-        }
-        let text: JsValue = text.concat(&JsValue::from_str(frame.tail())).into();
-        let sockets = self.sockets.borrow();
-        for conn in to {
-            if let Some(ws) = sockets.get(conn) {
-                let _ = send_js_string(ws.as_ref(), &text);
-            }
-        }
-    }
-
     /// The durable alarm outlives the isolate: a cut turn is woken by it.
     fn set_alarm(&self, at_ms: u64) {
         let storage = self.state.storage();
@@ -669,21 +621,4 @@ pub fn request_info(req: &Request) -> worker::Result<RequestInfo> {
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect(),
     })
-}
-
-#[wasm_bindgen::prelude::wasm_bindgen]
-extern "C" {
-    /// A WebSocket seen only through `send`, so a string already in JS can be sent.
-    type JsSocket;
-
-    #[wasm_bindgen(method, catch, js_name = send)]
-    fn send(this: &JsSocket, data: &wasm_bindgen::JsValue) -> Result<(), wasm_bindgen::JsValue>;
-}
-
-fn send_js_string(
-    socket: &worker::worker_sys::web_sys::WebSocket,
-    text: &wasm_bindgen::JsValue,
-) -> Result<(), wasm_bindgen::JsValue> {
-    use wasm_bindgen::JsCast;
-    socket.unchecked_ref::<JsSocket>().send(text)
 }

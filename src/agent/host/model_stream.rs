@@ -70,7 +70,11 @@ impl AgentHost {
             // reach the core first, so the text streamed before the failure is kept.
             let decoded = decoder.decode(&bytes, &mut events);
             self.deliver(call, &mut events);
-            decoded?;
+            if let Err(failure) = decoded {
+                // The failure reaches the core now; the rest is read aside.
+                wasm_bindgen_futures::spawn_local(drain(body));
+                return Err(failure);
+            }
             if decoder.is_finished() {
                 drain(body).await;
                 return Ok(());
@@ -91,8 +95,9 @@ impl AgentHost {
 /// How long a finished model stream may take to close before it is dropped.
 const DRAIN_MS: u64 = 5_000;
 
-/// Reads what is left of a model stream whose last event has arrived
-/// (usually nothing: the provider closes it right after), so that the stream
+/// Reads what is left of a model stream whose last event has arrived or
+/// that failed to decode (usually nothing: the provider closes it right
+/// after), so that the stream
 /// ends by itself. A stream dropped before its end is cancelled, and the
 /// stream adapter keeps a callback for that cancel in the JS heap for good:
 /// one per model call, which a long-lived agent would pile up. A stream

@@ -11,6 +11,7 @@
 
 pub mod accumulator;
 mod author_alarm;
+pub mod carry_out;
 pub mod channel;
 mod chat;
 mod chunk_log;

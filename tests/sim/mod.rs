@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
+use durable_chat::core::carry_out::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
     StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
@@ -454,38 +455,21 @@ impl Sim {
         self.apply_effects();
     }
 
-    /// Carries out the core's effects as the host does: a run of writes as
-    /// one transaction; when it fails, the frames queued after it (up to the
-    /// next write) are held back and the core is told.
+    /// Carries out the core's effects through the host's own `carry_out`: a
+    /// run of writes as one transaction; when it fails, the frames queued
+    /// after it (up to the next write) are held back and the core is told.
     fn apply_effects(&mut self) {
         self.log.extend(self.core.take_log());
-        let mut effects = self.core.take_effects().into_iter().peekable();
-        let mut failed: Option<(Vec<_>, String)> = None;
-        let mut hold_frames = false;
-        while let Some(effect) = effects.next() {
-            match effect {
-                Effect::Send { .. } | Effect::SendTranscript { .. } if hold_frames => {}
-                Effect::Store(op) => {
-                    let mut ops = vec![op];
-                    while let Some(Effect::Store(_)) = effects.peek() {
-                        if let Some(Effect::Store(op)) = effects.next() {
-                            ops.push(op);
-                        }
-                    }
-                    hold_frames = false;
-                    if let Err((ops, error)) = self.store.apply_batch(ops) {
-                        hold_frames = true;
-                        match failed.as_mut() {
-                            Some((all, _)) => all.extend(ops),
-                            None => failed = Some((ops, error)),
-                        }
-                    }
-                }
-                effect => self.apply(effect),
+        let effects = self.core.take_effects();
+        let refused = carry_out(effects, |step| match step {
+            Step::Write(ops) => self.store.apply_batch(ops),
+            Step::Do(effect) => {
+                self.apply(effect);
+                Ok(())
             }
-        }
+        });
         self.sync_timers();
-        if let Some((ops, error)) = failed {
+        if let Some((ops, error)) = refused {
             self.handle(Event::StoreWriteFailed { ops, error });
         }
     }

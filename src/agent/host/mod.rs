@@ -15,6 +15,7 @@ use worker::{
     WebSocketPair,
 };
 
+use crate::core::carry_out::{carry_out, Step};
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
 use crate::model::{ModelFailure, Provider};
 use crate::protocol::channel::rpc_tool_call;
@@ -438,115 +439,106 @@ impl AgentHost {
     }
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
-        let mut effects = effects.into_iter().peekable();
-        // Frames queued after a failed batch announce what was not stored:
-        // held back up to the next write; the core is told afterwards.
-        let mut failed: Option<(Vec<_>, String)> = None;
-        let mut hold_frames = false;
-        while let Some(effect) = effects.next() {
-            match effect {
-                Effect::Send { .. } | Effect::SendTranscript { .. } if hold_frames => {}
-                Effect::Send { to, frame } => self.send_frame(&to, &frame),
-                Effect::SendTranscript { to, frame } => self.send_transcript(&to, &frame),
-                Effect::Store(op) => {
-                    // A run of writes commits together or not at all.
-                    let mut ops = vec![op];
-                    while let Some(Effect::Store(_)) = effects.peek() {
-                        if let Some(Effect::Store(op)) = effects.next() {
-                            ops.push(op);
-                        }
-                    }
-                    hold_frames = false;
-                    if let Err((ops, e)) = self.store.apply_all(ops) {
-                        self.log_line(
-                            crate::log::LogLevel::Error,
-                            &format!("storage write failed: {e}"),
-                        );
-                        hold_frames = true;
-                        match failed.as_mut() {
-                            Some((all, _)) => all.extend(ops),
-                            None => failed = Some((ops, e.to_string())),
-                        }
-                    }
-                }
-                Effect::CallModel { call, request } => {
-                    let host = self.clone();
-                    spawn_local(async move { host.run_model(call, request).await });
-                }
-                Effect::AuthorAlarm => {
-                    let run = (self.on_author_alarm)(super::handle::AgentHandle::new(self.clone()));
-                    spawn_local(run);
-                }
-                Effect::AbortModel { call } => {
-                    if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
-                        controller.abort();
-                    }
-                }
-                Effect::RunTool {
-                    call,
-                    tool_call_id,
-                    tool_name,
-                    input,
-                } => {
-                    let host = self.clone();
-                    let tool = self.tools.get(&tool_name).cloned();
-                    let abort = ToolAbort::default();
-                    let ctx = ToolContext {
-                        tool_call_id: tool_call_id.clone(),
-                        abort: abort.signal(),
-                        messages: self.core.borrow().turn_messages(),
-                        env: Some(self.env.clone()),
-                    };
-                    self.tool_runs.borrow_mut().insert(call, abort);
-                    spawn_local(async move {
-                        let result = match tool {
-                            Some(tool) => tool.call_with(input, ctx).await,
-                            None => Err(format!("Tool '{tool_name}' is not available.")),
-                        };
-                        host.tool_runs.borrow_mut().remove(&call);
-                        host.dispatch(Event::ToolDone {
-                            call,
-                            tool_call_id,
-                            result,
-                        });
-                    });
-                }
-                Effect::CallRemoteTool {
-                    call,
-                    conn,
-                    tool_call_id,
-                    tool_name,
-                    input,
-                } => {
-                    let frame = rpc_tool_call(call, &tool_call_id, &tool_name, &input);
-                    if let Some(ws) = self.sockets.borrow().get(&conn) {
-                        let _ = ws.send_with_str(&frame);
-                    }
-                }
-                Effect::AbortTools { calls } => {
-                    for call in calls {
-                        let run = self.tool_runs.borrow_mut().remove(&call);
-                        if let Some(abort) = run {
-                            abort.abort();
-                        }
-                    }
-                }
-                Effect::PrepareTurn { turn, context } => {
-                    let host = self.clone();
-                    let before_turn = self.hooks.before_turn.clone();
-                    spawn_local(async move {
-                        let config = before_turn(context).await;
-                        host.dispatch(Event::TurnPrepared { turn, config });
-                    });
-                }
-                Effect::TurnEnded(response) => {
-                    let on_chat_response = self.hooks.on_chat_response.clone();
-                    spawn_local(on_chat_response(response));
+        let refused = carry_out(effects, |step| match step {
+            Step::Write(ops) => self.store.apply_all(ops).map_err(|(ops, e)| {
+                self.log_line(
+                    crate::log::LogLevel::Error,
+                    &format!("storage write failed: {e}"),
+                );
+                (ops, e.to_string())
+            }),
+            Step::Do(effect) => {
+                self.carry_out_one(effect);
+                Ok(())
+            }
+        });
+        if let Some((ops, error)) = refused {
+            self.dispatch(Event::StoreWriteFailed { ops, error });
+        }
+    }
+
+    /// Any effect but a write (see `core::carry_out`).
+    fn carry_out_one(self: &Rc<Self>, effect: Effect) {
+        match effect {
+            Effect::Send { to, frame } => self.send_frame(&to, &frame),
+            Effect::SendTranscript { to, frame } => self.send_transcript(&to, &frame),
+            // `carry_out` hands writes over as `Step::Write`; one arriving
+            // here all the same goes through it.
+            Effect::Store(op) => self.execute(vec![Effect::Store(op)]),
+            Effect::CallModel { call, request } => {
+                let host = self.clone();
+                spawn_local(async move { host.run_model(call, request).await });
+            }
+            Effect::AuthorAlarm => {
+                let run = (self.on_author_alarm)(super::handle::AgentHandle::new(self.clone()));
+                spawn_local(run);
+            }
+            Effect::AbortModel { call } => {
+                if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
+                    controller.abort();
                 }
             }
-        }
-        if let Some((ops, error)) = failed {
-            self.dispatch(Event::StoreWriteFailed { ops, error });
+            Effect::RunTool {
+                call,
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let host = self.clone();
+                let tool = self.tools.get(&tool_name).cloned();
+                let abort = ToolAbort::default();
+                let ctx = ToolContext {
+                    tool_call_id: tool_call_id.clone(),
+                    abort: abort.signal(),
+                    messages: self.core.borrow().turn_messages(),
+                    env: Some(self.env.clone()),
+                };
+                self.tool_runs.borrow_mut().insert(call, abort);
+                spawn_local(async move {
+                    let result = match tool {
+                        Some(tool) => tool.call_with(input, ctx).await,
+                        None => Err(format!("Tool '{tool_name}' is not available.")),
+                    };
+                    host.tool_runs.borrow_mut().remove(&call);
+                    host.dispatch(Event::ToolDone {
+                        call,
+                        tool_call_id,
+                        result,
+                    });
+                });
+            }
+            Effect::CallRemoteTool {
+                call,
+                conn,
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let frame = rpc_tool_call(call, &tool_call_id, &tool_name, &input);
+                if let Some(ws) = self.sockets.borrow().get(&conn) {
+                    let _ = ws.send_with_str(&frame);
+                }
+            }
+            Effect::AbortTools { calls } => {
+                for call in calls {
+                    let run = self.tool_runs.borrow_mut().remove(&call);
+                    if let Some(abort) = run {
+                        abort.abort();
+                    }
+                }
+            }
+            Effect::PrepareTurn { turn, context } => {
+                let host = self.clone();
+                let before_turn = self.hooks.before_turn.clone();
+                spawn_local(async move {
+                    let config = before_turn(context).await;
+                    host.dispatch(Event::TurnPrepared { turn, config });
+                });
+            }
+            Effect::TurnEnded(response) => {
+                let on_chat_response = self.hooks.on_chat_response.clone();
+                spawn_local(on_chat_response(response));
+            }
         }
     }
 

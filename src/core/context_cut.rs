@@ -40,10 +40,8 @@ impl ContextBounds {
 
 /// What a step's request carries of the conversation.
 pub(super) struct ContextCut {
-    /// The kept messages older than the in-memory window, converted, oldest first.
-    pub(super) older: Vec<ModelMessage>,
-    /// The first of the step's in-memory messages that is kept.
-    pub(super) recent_from: usize,
+    /// The kept messages, converted (each message once), oldest first.
+    pub(super) messages: Vec<ModelMessage>,
     /// How many messages are left out.
     pub(super) omitted: usize,
 }
@@ -63,18 +61,19 @@ impl Core {
         recent: &[&UIMessage],
         bounds: ContextBounds,
     ) -> ContextCut {
-        let bytes_of = |m: &UIMessage| estimated_bytes(&model_messages("", &[m]));
+        let converted: Vec<Vec<ModelMessage>> = recent.iter().map(|m| convert(m)).collect();
+        let bytes_of = |i: usize| estimated_bytes(&converted[i]);
         let pinned = recent
             .iter()
             .rposition(|m| m.role == Role::User)
             .unwrap_or(recent.len().saturating_sub(1));
         let mut used = estimated_bytes(&model_messages(system, &[]))
-            + recent[pinned..].iter().map(|m| bytes_of(m)).sum::<usize>();
+            + (pinned..recent.len()).map(bytes_of).sum::<usize>();
         let mut count = recent.len() - pinned;
         let mut recent_from = pinned;
         let mut fits = true;
         while recent_from > 0 {
-            let bytes = bytes_of(recent[recent_from - 1]);
+            let bytes = bytes_of(recent_from - 1);
             if !bounds.admit(used + bytes, count + 1) {
                 fits = false;
                 break;
@@ -102,8 +101,7 @@ impl Core {
                 let full = page.len() == room;
                 for entry in page {
                     before = entry.seq;
-                    let mut converted = Vec::new();
-                    push_model_messages(&mut converted, &entry.message);
+                    let converted = convert(&entry.message);
                     let bytes = estimated_bytes(&converted);
                     if !bounds.admit(used + bytes, count + 1) {
                         fits = false;
@@ -124,8 +122,7 @@ impl Core {
         }
         if fits && exhausted {
             return ContextCut {
-                older: older.into_iter().rev().flat_map(|r| r.converted).collect(),
-                recent_from: 0,
+                messages: kept(older, converted, 0),
                 omitted: 0,
             };
         }
@@ -151,10 +148,25 @@ impl Core {
         }
         let kept_older = older_total.saturating_sub(omitted).min(older.len());
         older.truncate(kept_older);
+        let recent_from = omitted.saturating_sub(older_total).max(recent_from);
         ContextCut {
-            older: older.into_iter().rev().flat_map(|r| r.converted).collect(),
-            recent_from: omitted.saturating_sub(older_total).max(recent_from),
+            messages: kept(older, converted, recent_from),
             omitted,
         }
     }
+}
+
+/// What one message becomes for the model.
+fn convert(message: &UIMessage) -> Vec<ModelMessage> {
+    let mut converted = Vec::new();
+    push_model_messages(&mut converted, message);
+    converted
+}
+
+/// The kept older messages (read newest first) and the in-memory ones from
+/// `recent_from` on, oldest first.
+fn kept(older: Vec<Read>, recent: Vec<Vec<ModelMessage>>, recent_from: usize) -> Vec<ModelMessage> {
+    let older = older.into_iter().rev().flat_map(|r| r.converted);
+    let recent = recent.into_iter().skip(recent_from).flatten();
+    older.chain(recent).collect()
 }

@@ -423,9 +423,6 @@ impl Core {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),
         };
-        if to.is_empty() {
-            return;
-        }
         self.send_transcript(to, false);
     }
 

@@ -11,7 +11,7 @@ use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use super::accumulator::has_content;
 use super::config::TurnTrigger;
-use super::context::{finish_model_messages, model_messages, push_model_messages, turn_tools};
+use super::context::{finish_model_messages, model_messages, turn_tools};
 use super::context_cut::ContextBounds;
 use super::context_window;
 use super::effects::{CallId, Timer};
@@ -88,10 +88,7 @@ impl Core {
                 };
                 let cut = self.cut_context(&turn.system, &context, bounds);
                 let mut messages = model_messages(&turn.system, &[]);
-                messages.extend(cut.older);
-                for message in &context[cut.recent_from..] {
-                    push_model_messages(&mut messages, message);
-                }
+                messages.extend(cut.messages);
                 finish_model_messages(&mut messages);
                 (messages, cut.omitted)
             }

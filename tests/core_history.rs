@@ -63,16 +63,26 @@ fn small_context(c: &mut durable_chat::core::CoreConfig) {
     c.context.max_bytes = 4_000;
 }
 
+/// `pairs` stored question/answer pairs (small context), a tab open and the
+/// next answer scripted.
+fn ready_for_a_tail_request(pairs: usize) -> Sim {
+    let mut sim = seeded(pairs, 0, small_context);
+    sim.connect("a");
+    sim.script(Reply::text("fine"));
+    sim
+}
+
+/// A tail request: only the new question.
+fn send_tail_request(sim: &mut Sim) {
+    sim.send("a", chat_request("r1", &[user("new", "and now?")]));
+}
+
 #[test]
 fn a_tail_request_reads_the_same_rows_whatever_the_history_length() {
     let mut reads = Vec::new();
     for pairs in [300, 3_000] {
-        let mut sim = seeded(pairs, 0, small_context);
-        sim.connect("a");
-        sim.script(Reply::text("fine"));
-        let read = rows_read(&mut sim, |sim| {
-            sim.send("a", chat_request("r1", &[user("new", "and now?")]));
-        });
+        let mut sim = ready_for_a_tail_request(pairs);
+        let read = rows_read(&mut sim, send_tail_request);
         sim.run_until_idle();
         assert_eq!(
             terminal(sim.frames("a"), "r1").unwrap()["outcome"],
@@ -95,11 +105,9 @@ fn a_tail_request_reads_the_same_rows_whatever_the_history_length() {
 fn a_whole_turn_costs_the_same_on_long_histories_beyond_the_snapshot_size() {
     let mut reads = Vec::new();
     for pairs in [3_000, 6_000] {
-        let mut sim = seeded(pairs, 0, small_context);
-        sim.connect("a");
-        sim.script(Reply::text("fine"));
+        let mut sim = ready_for_a_tail_request(pairs);
         let read = rows_read(&mut sim, |sim| {
-            sim.send("a", chat_request("r1", &[user("new", "and now?")]));
+            send_tail_request(sim);
             sim.run_until_idle();
         });
         reads.push(read);

@@ -162,20 +162,23 @@ fn a_tabs_result_passes_through_after_tool_call() {
     );
 }
 
-#[test]
-fn cancelling_a_turn_fires_its_running_tools_abort_signal() {
-    let mut sim = Sim::new();
-    sim.connect("a");
+/// Tab "a" asks about the weather; the model calls `get_weather`, whose run
+/// takes `ms`.
+fn ask_a_slow_weather_tool(sim: &mut Sim, ms: u64) {
     sim.script(Reply::tool_call(
         "c1",
         "get_weather",
         json!({"city": "Oslo"}),
     ))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(5_000),
-    );
+    .script_tool("get_weather", ToolReply::ok(json!({"tempC": 3})).after(ms));
     sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+}
+
+#[test]
+fn cancelling_a_turn_fires_its_running_tools_abort_signal() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    ask_a_slow_weather_tool(&mut sim, 5_000);
     sim.advance(1_000);
     let run = sim.tools.runs_of("get_weather")[0].call;
     assert!(sim.aborted_tools.is_empty());
@@ -191,17 +194,8 @@ fn cancelling_a_turn_fires_its_running_tools_abort_signal() {
 fn a_run_past_its_deadline_has_its_abort_signal_fired() {
     let mut sim = Sim::with(|c| c.tool_timeout_ms = 2_000);
     sim.connect("a");
-    sim.script(Reply::tool_call(
-        "c1",
-        "get_weather",
-        json!({"city": "Oslo"}),
-    ))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(60_000),
-    )
-    .script(Reply::text("too slow"));
-    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+    ask_a_slow_weather_tool(&mut sim, 60_000);
+    sim.script(Reply::text("too slow"));
     sim.run_until_idle();
     let run = sim.tools.runs_of("get_weather")[0].call;
     assert_eq!(sim.aborted_tools, vec![run]);

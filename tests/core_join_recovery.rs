@@ -13,6 +13,16 @@ use sim::*;
 const RECOVERING: &str = "cf_agent_chat_recovering";
 
 /// The text deltas `frames` carry for request `id`, in order.
+/// Tab "a" asks for a story; 400 ms into its 40-word answer the runtime is
+/// evicted, with the recovery's answer (`rest` words) scripted.
+fn story_cut_mid_answer(sim: &mut Sim, rest: usize) {
+    sim.script(Reply::words(40).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
+    sim.advance(400);
+    sim.script(Reply::words(rest).every(20));
+    sim.evict();
+}
+
 fn deltas(frames: &[Value], id: &str) -> String {
     responses(frames, id)
         .into_iter()
@@ -125,11 +135,7 @@ fn check_follow(sim: &Sim, cut: &str, recovery: &str, origin: &str) {
 #[test]
 fn a_tab_joining_a_recovery_after_an_eviction_follows_the_cut_stream_then_the_recovery() {
     let mut sim = two_tabs();
-    sim.script(Reply::words(40).every(20));
-    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
-    sim.advance(400);
-    sim.script(Reply::words(30).every(20));
-    sim.evict();
+    story_cut_mid_answer(&mut sim, 30);
     sim.advance(100);
     let (cut, recovery) = join_and_follow(&mut sim);
     assert_eq!(cut, "r1");
@@ -156,12 +162,8 @@ fn a_tab_joining_a_recovery_of_a_stream_cut_in_the_isolate_follows_the_cut_strea
 #[test]
 fn a_message_sent_while_a_recovery_runs_is_answered_after_the_recovered_answer() {
     let mut sim = two_tabs();
-    sim.script(Reply::words(40).every(20));
-    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
-    sim.advance(400);
-    sim.script(Reply::words(30).every(20))
-        .script(Reply::text("second answer"));
-    sim.evict();
+    story_cut_mid_answer(&mut sim, 30);
+    sim.script(Reply::text("second answer"));
     sim.advance(100);
     let (cut, _) = join_and_follow_and_send(&mut sim);
     let ids = json!(sim.transcript())
@@ -200,11 +202,7 @@ fn join_and_follow_and_send(sim: &mut Sim) -> (String, String) {
 #[test]
 fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_message_ids() {
     let mut sim = two_tabs();
-    sim.script(Reply::words(40).every(20));
-    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
-    sim.advance(400);
-    sim.script(Reply::words(5).every(20));
-    sim.evict();
+    story_cut_mid_answer(&mut sim, 5);
     sim.advance(10);
     sim.connect("c");
     let c = sim.take_frames("c");
@@ -227,11 +225,7 @@ fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_messag
 #[test]
 fn a_turn_queued_before_a_later_message_keeps_its_place_and_context_across_an_eviction() {
     let mut sim = two_tabs();
-    sim.script(Reply::words(40).every(20));
-    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
-    sim.advance(400);
-    sim.script(Reply::words(30).every(20));
-    sim.evict();
+    story_cut_mid_answer(&mut sim, 30);
     sim.advance(60);
     sim.connect("c");
     let c = sim.take_frames("c");

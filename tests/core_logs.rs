@@ -259,22 +259,7 @@ fn an_eviction_mid_answer_logs_the_recovery_begun_after_the_restart() {
 #[test]
 fn a_turn_cut_while_it_waits_for_a_person_is_parked_and_says_so() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_calls(&[
-        ("c1", "getLocation", json!({})),
-        ("s1", "get_weather", json!({"city": "Oslo"})),
-    ]))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(5_000),
-    );
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where am I and what is the weather?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
+    mixed_tools_turn(&mut sim);
     sim.advance(1_000);
     sim.log.clear();
     sim.evict();

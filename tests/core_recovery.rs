@@ -674,22 +674,7 @@ fn a_recovery_cut_again_while_it_waits_for_a_person_clears_the_recovering_flag()
 #[test]
 fn a_client_result_sent_while_a_sibling_server_tool_runs_survives_an_eviction() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_calls(&[
-        ("c1", "getLocation", json!({})),
-        ("s1", "get_weather", json!({"city": "Oslo"})),
-    ]))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(5_000),
-    );
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where am I and what is the weather?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
+    mixed_tools_turn(&mut sim);
     sim.advance(1_000);
     sim.send("a", tool_result("c1", json!({"city": "Paris"}), true));
     sim.advance(100);

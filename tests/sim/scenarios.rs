@@ -1,9 +1,10 @@
 //! Set-ups shared by the behaviour tests: two connected tabs, the client tool
-//! `getLocation`, a turn in which the model calls it, and one that asks for approval.
+//! `getLocation`, a turn in which the model calls it (alone, or beside a slow
+//! server tool), and one that asks for approval.
 
 use serde_json::{json, Value};
 
-use super::{chat_request, chat_request_with, user, Reply, Sim};
+use super::{chat_request, chat_request_with, user, Reply, Sim, ToolReply};
 
 /// Tabs `a` and `b` connected, their connect frames forgotten.
 pub fn two_tabs() -> Sim {
@@ -35,6 +36,27 @@ pub fn client_call_turn(sim: &mut Sim, request_id: &str, call_ids: &[&str]) {
         ),
     );
     sim.run_until_idle();
+}
+
+/// Sends a turn from tab `a` in which the model calls `getLocation` (`c1`,
+/// for the browser) and `get_weather` (`s1`, a server tool that takes 5 s).
+pub fn mixed_tools_turn(sim: &mut Sim) {
+    sim.script(Reply::tool_calls(&[
+        ("c1", "getLocation", json!({})),
+        ("s1", "get_weather", json!({"city": "Oslo"})),
+    ]))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"tempC": 3})).after(5_000),
+    );
+    sim.send(
+        "a",
+        chat_request_with(
+            "r1",
+            &[user("u1", "where am I and what is the weather?")],
+            json!({"clientTools": location_tool()}),
+        ),
+    );
 }
 
 /// A turn from tab `a` in which the model asks to delete a file (needs

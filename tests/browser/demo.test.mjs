@@ -7,47 +7,30 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from '../support/chromium.mjs';
 import { ROOT, getMessages, startWorker } from '../support/harness.mjs';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 // A zone unlike the machine's (UTC), so the answer can only come from the browser.
 const TIME_ZONE = 'Pacific/Auckland';
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 let worker;
+let browser;
 let context;
-let profileDir;
 /** Console errors and uncaught exceptions of every page, checked at the end. */
 const pageErrors = [];
 
 before(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run bash scripts/setup.sh --browser`);
   worker = await startWorker();
-  profileDir = await mkdtemp(join(tmpdir(), 'durable-chat-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    timezoneId: TIME_ZONE,
-    viewport: { width: 1100, height: 860 },
-    deviceScaleFactor: 1,
-  });
-  context.setDefaultTimeout(15_000);
+  browser = await launch({ timezoneId: TIME_ZONE, deviceScaleFactor: 1 });
+  ({ context } = browser);
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await worker?.close();
-  if (profileDir) await rm(profileDir, { recursive: true, force: true });
 });
 
 // ---- helpers ---------------------------------------------------------------------------------

@@ -8,41 +8,23 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from '../support/chromium.mjs';
 import { getMessages, startWorker } from '../support/harness.mjs';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-
 let worker;
+let browser;
 let context;
-let profileDir;
 const pageErrors = [];
 
 before(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run bash scripts/setup.sh --browser`);
   worker = await startWorker();
-  profileDir = await mkdtemp(join(tmpdir(), 'durable-chat-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1100, height: 860 },
-  });
-  context.setDefaultTimeout(15_000);
+  browser = await launch();
+  ({ context } = browser);
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await worker?.close();
-  if (profileDir) await rm(profileDir, { recursive: true, force: true });
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -6,44 +6,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
-import { COMPATIBILITY_DATE, ROOT, chatRequest, connect, getMessages, isDone, userMessage } from '../support/harness.mjs';
-import { startModelServer } from '../support/model-server.mjs';
+import { chatRequest, connect, getMessages, isDone, userMessage } from '../support/harness.mjs';
+import { EXAMPLE_AGENT, startExample } from '../support/example-agent.mjs';
 
-const BUILD = join(ROOT, 'examples', 'support-agent', 'build');
-const AGENT = 'SupportAgentDO';
-
-async function startExample(t) {
-  for (const f of ['index.js', 'index_bg.wasm']) {
-    assert.ok(existsSync(join(BUILD, f)), `${join(BUILD, f)} missing: run bash examples/support-agent/build.sh`);
-  }
-  const model = await startModelServer();
-  const dir = mkdtempSync(join(tmpdir(), 'support-agent-'));
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    modules: [
-      { type: 'ESModule', path: join(BUILD, 'index.js') },
-      { type: 'CompiledWasm', path: join(BUILD, 'index_bg.wasm') },
-    ],
-    modulesRoot: BUILD,
-    compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: { [AGENT]: { className: AGENT, useSQLite: true } },
-    resourcePersistencePath: dir,
-    cf: false,
-    host: '127.0.0.1',
-    port: 0,
-    bindings: { OPENAI_BASE_URL: model.url, MODEL: 'scripted-model' },
-  }));
-  const url = new URL(await mf.ready).origin;
-  t.after(async () => {
-    await mf.dispose().catch(() => {});
-    await model.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { url, model };
-}
+const AGENT = EXAMPLE_AGENT;
 
 const toolPart = (message, name) => message.parts.find((p) => p.type === `tool-${name}`);
 

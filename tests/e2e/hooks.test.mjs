@@ -6,49 +6,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
-import { COMPATIBILITY_DATE, ROOT, getMessages } from '../support/harness.mjs';
-import { startModelServer } from '../support/model-server.mjs';
+import { getMessages } from '../support/harness.mjs';
+import { EXAMPLE_AGENT, startExample } from '../support/example-agent.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
 import { waitUntil } from '../support/e2e.mjs';
 
-const BUILD = join(ROOT, 'examples', 'support-agent', 'build');
-const AGENT = 'SupportAgentDO';
+const AGENT = EXAMPLE_AGENT;
 const BLOCKED = 'Refunds of X- orders are made by our staff: ask the customer to call us.';
-
-async function startExample(t) {
-  for (const f of ['index.js', 'index_bg.wasm']) {
-    assert.ok(existsSync(join(BUILD, f)), `${join(BUILD, f)} missing: run bash examples/support-agent/build.sh`);
-  }
-  const model = await startModelServer();
-  const dir = mkdtempSync(join(tmpdir(), 'support-hooks-'));
-  const logs = [];
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    modules: [
-      { type: 'ESModule', path: join(BUILD, 'index.js') },
-      { type: 'CompiledWasm', path: join(BUILD, 'index_bg.wasm') },
-    ],
-    modulesRoot: BUILD,
-    compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: { [AGENT]: { className: AGENT, useSQLite: true } },
-    resourcePersistencePath: dir,
-    cf: false,
-    host: '127.0.0.1',
-    port: 0,
-    bindings: { OPENAI_BASE_URL: model.url, MODEL: 'scripted-model' },
-    handleStructuredLogs: (log) => logs.push(log.message),
-  }));
-  const url = new URL(await mf.ready).origin;
-  t.after(async () => {
-    await mf.dispose().catch(() => {});
-    await model.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { url, model, logs };
-}
 
 const textOf = (message) => message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
 

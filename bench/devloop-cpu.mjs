@@ -8,19 +8,15 @@
 //
 //   node bench/devloop-cpu.mjs [--tokens N] [--runs N]   (default 1000, 1; Node >= 22.12)
 
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, chatRequest, userMessage, isDone } from '../tests/support/harness.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
+import { sleep, startWrangler } from './wrangler-dev.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 const CLK_TCK = 100;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const argv = process.argv.slice(2);
 const arg = (name, def) => {
@@ -34,11 +30,6 @@ const WORKERS = {
   ours: { cwd: ROOT, config: join(ROOT, 'wrangler.toml'), binding: 'ChatAgent' },
   think: { cwd: join(ROOT, 'bench', 'think-worker'), config: join(ROOT, 'bench', 'think-worker', 'wrangler.toml'), binding: 'ThinkAgent' },
 };
-
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
 
 /** Every process: pid → {ppid, ticks, name}. */
 function processes() {
@@ -93,32 +84,6 @@ async function quiet(root, maxMs = 20000) {
   return last;
 }
 
-async function startWrangler(w, modelUrl) {
-  const port = await freePort();
-  const state = mkdtempSync(join(tmpdir(), 'devloop-cpu-'));
-  const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_LOG_PATH: join(state, 'logs') };
-  const child = spawn(process.execPath, [WRANGLER, 'dev', '--config', w.config, '--ip', '127.0.0.1', '--port', String(port), '--persist-to', join(state, 'do'), '--var', `OPENAI_BASE_URL:${modelUrl}`], {
-    cwd: w.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return {
-    pid: child.pid,
-    port,
-    url: `http://127.0.0.1:${port}`,
-    output: () => output,
-    alive: () => child.exitCode === null,
-    async stop() {
-      try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
-      await Promise.race([exited, sleep(10000)]);
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-      rmSync(state, { recursive: true, force: true });
-    },
-  };
-}
-
 async function agentTab(dev, w, room) {
   const deadline = Date.now() + 600000;
   for (;;) {
@@ -148,7 +113,7 @@ async function turn(c, text) {
 
 async function measure(key, model) {
   const w = WORKERS[key];
-  const dev = await startWrangler(w, model.url);
+  const dev = await startWrangler(w, ['--var', `OPENAI_BASE_URL:${model.url}`]);
   try {
     const c = await agentTab(dev, w, `cpu-${Date.now()}`);
     await turn(c, '[tokens:3] warm');

@@ -10,19 +10,16 @@
 //
 //   node bench/devloop.mjs [--reps N]        (default 3; run it with Node >= 22.12, as scripts do)
 
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from '../tests/support/harness.mjs';
+import { sleep, startWrangler } from './wrangler-dev.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 const START_TIMEOUT_MS = 600000;
 const RELOAD_TIMEOUT_MS = 300000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 
 const argv = process.argv.slice(2);
@@ -34,37 +31,6 @@ const WORKERS = {
   ours: { label: 'ours (Rust, wasm)', cwd: ROOT, config: join(ROOT, 'wrangler.toml'), binding: 'ChatAgent', edit: join(ROOT, 'src', 'demo.rs'), comment: '//' },
   think: { label: 'Think (TypeScript)', cwd: join(ROOT, 'bench', 'think-worker'), config: join(ROOT, 'bench', 'think-worker', 'wrangler.toml'), binding: 'ThinkAgent', edit: join(ROOT, 'bench', 'think-worker', 'src', 'index.ts'), comment: '//' },
 };
-
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-
-/** `wrangler dev` in its own process group; output collected; `reloads()` counts finished reloads. */
-async function startWrangler(w) {
-  const port = await freePort();
-  const state = mkdtempSync(join(tmpdir(), 'devloop-'));
-  const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_LOG_PATH: join(state, 'logs') };
-  const child = spawn(process.execPath, [WRANGLER, 'dev', '--config', w.config, '--ip', '127.0.0.1', '--port', String(port), '--persist-to', join(state, 'do')], {
-    cwd: w.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return {
-    url: `http://127.0.0.1:${port}`,
-    output: () => output,
-    alive: () => child.exitCode === null,
-    reloads: () => output.split('Local server updated and ready').length - 1,
-    async stop() {
-      try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
-      await Promise.race([exited, sleep(10000)]);
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-      rmSync(state, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Connect to a fresh agent until its first frame arrives; resolves with the time it arrived. */
 async function firstAgentFrame(dev, w, deadline) {

@@ -16,7 +16,7 @@ use crate::protocol::{Role, UIMessage};
 
 use super::context::model_messages;
 use super::context_window::estimated_bytes;
-use super::history::PAGE;
+use super::history::{newest_first, PAGE};
 use super::persisted::ConfigKey;
 use super::Core;
 
@@ -81,23 +81,10 @@ impl Core {
         let mut older: Vec<(u64, UIMessage)> = Vec::new();
         if self.transcript.has_older() && from < window_start {
             let history = self.transcript.history().clone();
-            let mut before = window_start;
-            loop {
-                let page = history.page_before(before, PAGE);
-                let full = page.len() == PAGE;
-                let mut reached = false;
-                for entry in page {
-                    before = entry.seq;
-                    if entry.seq < from {
-                        reached = true;
-                        break;
-                    }
-                    older.push((entry.seq, entry.message));
-                }
-                if reached || !full {
-                    break;
-                }
-            }
+            older = newest_first(&*history, window_start, PAGE)
+                .take_while(|entry| entry.seq >= from)
+                .map(|entry| (entry.seq, entry.message))
+                .collect();
             older.reverse();
         }
         since.extend(older);

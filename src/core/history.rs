@@ -62,6 +62,30 @@ pub trait History {
     fn count_before(&self, seq: u64) -> usize;
 }
 
+/// The stored messages placed before `before_seq`, newest first, read
+/// `page` at a time as the walk goes (stop early to read no further).
+pub fn newest_first(
+    history: &dyn History,
+    before_seq: u64,
+    page: usize,
+) -> impl Iterator<Item = Entry> + '_ {
+    let mut before = before_seq;
+    let mut read: std::vec::IntoIter<Entry> = Vec::new().into_iter();
+    let mut last_page = false;
+    std::iter::from_fn(move || loop {
+        if let Some(entry) = read.next() {
+            return Some(entry);
+        }
+        if last_page {
+            return None;
+        }
+        let rows = history.page_before(before, page);
+        last_page = rows.len() < page;
+        before = rows.last()?.seq;
+        read = rows.into_iter();
+    })
+}
+
 /// A store that holds nothing (a core started without one).
 #[derive(Debug, Default)]
 pub struct NoHistory;

@@ -3,7 +3,7 @@
 
 use crate::protocol::{Role, UIMessage};
 
-use super::super::history::PAGE;
+use super::super::history::{newest_first, PAGE};
 use super::super::transcript_frame::{OlderPart, TranscriptFrame};
 use super::Transcript;
 
@@ -12,18 +12,9 @@ impl Transcript {
     pub fn messages(&self) -> Vec<UIMessage> {
         let mut older = Vec::new();
         if self.older {
-            let mut before = self.window_start();
-            loop {
-                let page = self.history.page_before(before, PAGE);
-                let full = page.len() == PAGE;
-                if let Some(last) = page.last() {
-                    before = last.seq;
-                }
-                older.extend(page.into_iter().map(|e| e.message));
-                if !full {
-                    break;
-                }
-            }
+            older = newest_first(&*self.history, self.window_start(), PAGE)
+                .map(|e| e.message)
+                .collect();
             older.reverse();
         }
         older.extend(self.iter().cloned());

@@ -8,7 +8,7 @@ mod sim;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use durable_chat::core::context_window::estimated_bytes;
+use durable_chat::core::estimated_bytes;
 use durable_chat::core::ConfigKey;
 use durable_chat::model::ModelMessage;
 use sim::*;

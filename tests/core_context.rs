@@ -5,7 +5,7 @@
 
 mod sim;
 
-use durable_chat::core::context_window::estimated_bytes;
+use durable_chat::core::estimated_bytes;
 use durable_chat::model::{ModelFailure, ModelMessage};
 use serde_json::Value;
 use sim::*;

@@ -6,8 +6,8 @@
 
 mod sim;
 
-use durable_chat::core::context::CONTINUE_INSTRUCTION;
 use durable_chat::core::ConfigKey;
+use durable_chat::core::CONTINUE_INSTRUCTION;
 use serde_json::Value;
 use sim::*;
 

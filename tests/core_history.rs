@@ -6,8 +6,8 @@
 
 mod sim;
 
-use durable_chat::core::history::{SNAPSHOT_BYTES, WINDOW_MESSAGES};
 use durable_chat::core::StoreOp;
+use durable_chat::core::{SNAPSHOT_BYTES, WINDOW_MESSAGES};
 use durable_chat::model::ModelMessage;
 use durable_chat::protocol::{Part, TextPart, ToolPart, ToolState, UIMessage};
 use serde_json::json;

@@ -5,8 +5,8 @@
 
 mod sim;
 
-use durable_chat::core::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
 use durable_chat::core::StoreOp;
+use durable_chat::core::{MAX_ROW_BYTES, PIECE_BYTES};
 use durable_chat::protocol::UIMessage;
 use durable_chat::testing::MemStore;
 use serde_json::{json, Value};

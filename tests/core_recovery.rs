@@ -13,7 +13,7 @@ mod sim;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use durable_chat::core::context::CONTINUE_INSTRUCTION;
+use durable_chat::core::CONTINUE_INSTRUCTION;
 use durable_chat::core::{Concurrency, ConfigKey, StreamRecord, Timer};
 use durable_chat::testing::Rng;
 use serde_json::{json, Value};

@@ -403,7 +403,7 @@ fn continue_last_turn_continues_the_last_answer_and_needs_one() {
 #[test]
 fn submissions_kept_are_bounded_oldest_finished_first() {
     let mut sim = Sim::new();
-    let kept = durable_chat::core::submissions::KEPT_SUBMISSIONS;
+    let kept = durable_chat::core::KEPT_SUBMISSIONS;
     let mut first = None;
     for i in 0..=kept {
         sim.script(Reply::text("ok"));

@@ -26,7 +26,7 @@ use std::rc::Rc;
 use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
-use durable_chat::core::limits::leading_request_id;
+use durable_chat::core::leading_request_id;
 use durable_chat::core::{
     ApprovalRule, CallId, Concurrency, ConnId, Core, CoreConfig, Effect, Event, Limits,
     StoredState, Timer, ToolSpec,

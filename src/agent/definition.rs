@@ -368,7 +368,7 @@ pub trait AgentDefinition: 'static {
     /// the messages left out since. The summary is stored and reused by
     /// every later model request until more must be left out. `None` (the
     /// default): older messages are left out without a summary.
-    fn compaction(&self) -> Option<crate::core::compaction::Compact> {
+    fn compaction(&self) -> Option<crate::core::Compact> {
         None
     }
 }

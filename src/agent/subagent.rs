@@ -70,7 +70,7 @@ pub struct ChatOptions {
 }
 
 /// Default deadline of one `chat()`: five minutes, as a tool run's.
-pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::config::DEFAULT_TOOL_TIMEOUT_MS;
+pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::DEFAULT_TOOL_TIMEOUT_MS;
 
 /// Runs one turn of the child agent `binding`/`name` and returns when it
 /// ended. Plain text is sent as such: the child mints the message id.

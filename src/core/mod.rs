@@ -9,44 +9,18 @@
 //! effects that depend on them, so a core rebuilt from the store after an
 //! eviction carries on.
 
-pub mod accumulator;
-mod author_alarm;
-pub mod carry_out;
-pub mod channel;
-mod chat;
-mod chunk_log;
-pub mod compaction;
-pub mod config;
-pub mod connections;
-pub mod context;
-mod context_cut;
-pub mod context_window;
-mod continuation;
-mod cut_stream;
-pub mod effects;
-pub mod history;
-pub mod hooks;
-pub mod ids;
-mod join_recovery;
-pub mod limits;
-pub mod log;
-mod model_call;
-pub mod persisted;
-mod prepare;
-pub mod queue;
+// The layers, each importing only those below it (checked by
+// `scripts/check-layers.sh`): the vocabulary an author and a host speak, the
+// durable row shapes, the host contract, data structures that never name
+// `Core`, then the behaviours, one folder per concern.
+mod admit;
+pub mod contract;
+pub mod data;
+mod logging;
 mod recovery;
-mod resume;
-pub mod row_limits;
-pub mod shape;
-pub mod submissions;
-mod terminal;
-pub mod timers;
-mod tool_results;
-mod tools;
-pub mod transcript;
-pub mod transcript_frame;
+pub mod rows;
 mod turn;
-pub mod write_failure;
+pub mod vocab;
 
 use std::rc::Rc;
 
@@ -56,32 +30,45 @@ use serde_json::{Map, Value};
 use crate::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use config::{
-    ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
-    ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
-};
-pub use context_window::ContextPolicy;
-pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
-pub use history::History;
-pub use hooks::{
-    ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
-};
-pub use ids::{CountingIds, IdKind, IdSource};
-pub use limits::Limits;
-pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
-pub use persisted::{
-    ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
+pub use contract::carry_out::{carry_out, Step};
+pub use contract::effects::{Effect, Event, StoreOp, Timer};
+pub use contract::history::{History, NoHistory, SNAPSHOT_BYTES, WINDOW_MESSAGES};
+pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
+pub use contract::transcript_frame::TranscriptFrame;
+pub use data::context::CONTINUE_INSTRUCTION;
+pub use data::context_window::estimated_bytes;
+pub use rows::persisted::{
+    ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
     SubmissionRecord, SubmissionStatus, TerminalError,
 };
-pub use submissions::{SubmitError, SubmitRequest};
-pub use transcript::Entry;
+pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
+pub use vocab::config::{
+    Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
+    DEFAULT_TOOL_TIMEOUT_MS,
+};
+pub use vocab::context_policy::ContextPolicy;
+pub use vocab::hooks::{
+    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, ToolCall,
+    ToolCallDecision, ToolOutcome,
+};
+pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
+pub use vocab::limits::{leading_request_id, Limits};
+pub use vocab::log_level::LogLevel;
+pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
+pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
+pub use vocab::turn_config::{
+    TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
+};
 
-use connections::Connections;
-use continuation::PendingContinuation;
-use queue::TurnQueue;
-use timers::TimerTable;
-use transcript::Transcript;
-use turn::ActiveTurn;
+use admit::continuation::PendingContinuation;
+use contract::history;
+use data::connections::Connections;
+use data::queue::TurnQueue;
+use data::timers::TimerTable;
+use data::transcript::Transcript;
+use rows::shape;
+use turn::turn::ActiveTurn;
+use vocab::limits;
 
 pub struct Core {
     config: CoreConfig,
@@ -108,17 +95,17 @@ pub struct Core {
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     /// Submissions of the agent's own code, oldest first.
-    submissions: submissions::Submissions,
+    submissions: admit::submissions::Submissions,
     /// The compaction summary in use, and whether the hook declined to make one.
-    summary: Option<compaction::Summary>,
+    summary: Option<rows::persisted::Summary>,
     compaction_declined: bool,
     /// The last turn closed, until a write fails or another closes.
-    last_closed: Option<write_failure::ClosedTurn>,
+    last_closed: Option<recovery::write_failure::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
-    log: Vec<log::LogEvent>,
+    log: Vec<LogEvent>,
 }
 
 impl Core {
@@ -165,7 +152,7 @@ impl Core {
             summary: stored.summary,
             compaction_declined: false,
             finished: Default::default(),
-            submissions: submissions::Submissions::restore(stored.submissions),
+            submissions: admit::submissions::Submissions::restore(stored.submissions),
             last_closed: None,
             next_call: 1,
             timers,
@@ -212,18 +199,6 @@ impl Core {
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
-            Event::Submit(request) => {
-                let _ = self.on_submit(request);
-            }
-            Event::CancelSubmission { id } => {
-                self.cancel_submission(&id);
-            }
-            Event::SaveMessages { messages } => {
-                let _ = self.save_messages(messages);
-            }
-            Event::ContinueLastTurn => {
-                let _ = self.on_continue_last_turn();
-            }
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }

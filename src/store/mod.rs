@@ -224,7 +224,7 @@ impl SqlStore {
                     "DELETE FROM chat_tool_calls WHERE message_id = ?",
                     vec![text(&message.id)],
                 )?;
-                for call in crate::core::history::indexed_tool_calls(message) {
+                for call in crate::core::contract::history::indexed_tool_calls(message) {
                     write(
                         sql,
                         "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) VALUES (?, ?)",

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
-use crate::core::row_limits::{check_row, pieces};
+use crate::core::rows::row_limits::{check_row, pieces};
 
 /// Which table's value the pieces belong to.
 #[derive(Clone, Copy)]

@@ -7,7 +7,8 @@
 use serde::Deserialize;
 use worker::SqlStorageValue;
 
-use crate::core::{history, Entry, History};
+use crate::core::contract::history;
+use crate::core::{Entry, History};
 
 use super::pieces::{self, Kind};
 use super::{quarantine, SqlStore};

@@ -19,7 +19,8 @@ use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::SqlStorageValue;
 
-use crate::core::{history, StoreOp};
+use crate::core::contract::history;
+use crate::core::StoreOp;
 
 use super::reads::seq_value;
 use super::SqlStore;

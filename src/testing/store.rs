@@ -255,7 +255,7 @@ impl MemStore {
         }
         self.by_seq.insert((seq, rowid), message.id.clone());
         self.tool_calls.retain(|(_, owner)| owner != &message.id);
-        for call in crate::core::history::indexed_tool_calls(message) {
+        for call in crate::core::contract::history::indexed_tool_calls(message) {
             self.tool_calls
                 .insert((call.to_string(), message.id.clone()));
         }
@@ -382,7 +382,7 @@ impl MemStore {
 /// (checked per piece, with the row's other text columns, as the SQLite store
 /// writes it); otherwise the size of its largest piece.
 fn check_limits(op: &StoreOp) -> Result<usize, String> {
-    use crate::core::row_limits::{check_row, pieces};
+    use crate::core::rows::row_limits::{check_row, pieces};
     let (key, value): (String, String) = match op {
         StoreOp::PutMessage { message, .. } => (
             message.id.clone(),

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use durable_chat::core::carry_out::{carry_out, Step};
+use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
     StoredState, Timer, ToolSpec, TurnConfig, TurnContext,

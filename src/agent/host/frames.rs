@@ -5,8 +5,8 @@
 
 use wasm_bindgen::JsValue;
 
-use crate::core::transcript_frame::TranscriptFrame;
 use crate::core::ConnId;
+use crate::core::TranscriptFrame;
 
 use super::AgentHost;
 

@@ -15,7 +15,7 @@ use worker::{
     WebSocketPair,
 };
 
-use crate::core::carry_out::{carry_out, Step};
+use crate::core::{carry_out, Step};
 use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
 use crate::model::{ModelFailure, Provider};
 use crate::protocol::channel::rpc_tool_call;

@@ -3,7 +3,8 @@
 //! rules, and every row that no longer decodes moved to the quarantine with
 //! its reason (`load`); plus `corrupt`, which writes such a row for tests.
 
-use crate::core::{history, ConfigKey, OpenStream, StoredState};
+use crate::core::contract::history;
+use crate::core::{ConfigKey, OpenStream, StoredState};
 
 use super::MemStore;
 

@@ -5,7 +5,8 @@
 
 use std::cell::RefCell;
 
-use crate::core::{history, Entry, History};
+use crate::core::contract::history;
+use crate::core::{Entry, History};
 
 use super::MemStore;
 

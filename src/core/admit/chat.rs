@@ -1,0 +1,299 @@
+//! Chat requests, cancel and clear: what a submit persists and broadcasts,
+//! the message-concurrency decision, and the serial queue that starts turns.
+
+use crate::protocol::{server, ChatRequest, Outcome, Trigger};
+
+use crate::core::contract::effects::{StoreOp, Timer};
+use crate::core::data::queue::{FrontDecision, QueuedTurn};
+use crate::core::rows::persisted::ConfigKey;
+use crate::core::vocab::config::Concurrency;
+use crate::core::vocab::ids::ConnId;
+use crate::core::vocab::turn_config::TurnTrigger;
+use crate::core::Core;
+
+impl Core {
+    pub(in crate::core) fn on_connect(&mut self, conn: ConnId) {
+        self.conns.add(conn.clone());
+        if self.offer_cut_stream(&conn) {
+            // During a recovery: the cut stream, the transcript, the flag.
+        } else if let Some(id) = self.live_stream_id() {
+            // A stream is live (or cut and replayable): offer it instead of the transcript.
+            if let Some(state) = self.conns.state_mut(&conn) {
+                state.pending_resume = true;
+            }
+            self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+            if self.recovering.is_some() {
+                // During a recovery the tab also gets the transcript with the
+                // stored partial (as the reference does), which replaces any
+                // longer partial it kept from before the eviction; the
+                // continuation it is offered then appends to the right text.
+                self.send_transcript(vec![conn.clone()], true);
+            }
+            self.tell_recovering(&conn);
+        } else {
+            if let Some(id) = self.accepted_not_streaming() {
+                if let Some(state) = self.conns.state_mut(&conn) {
+                    state.parked = true;
+                }
+                self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
+            }
+            self.send_transcript(vec![conn.clone()], true);
+            self.tell_recovering(&conn);
+        }
+        let identity = server::identity(&self.config.name, &self.config.agent);
+        self.send_to(vec![conn.clone()], identity);
+        self.send_to(vec![conn], server::mcp_servers());
+    }
+
+    /// A tab that connects during a recovery learns of it (after the offer or transcript).
+    fn tell_recovering(&mut self, conn: &ConnId) {
+        if let Some(root) = &self.recovering {
+            let frame = server::chat_recovering(true, root);
+            self.send_to(vec![conn.clone()], frame);
+        }
+    }
+
+    pub(in crate::core) fn on_chat_request(
+        &mut self,
+        conn: ConnId,
+        id: String,
+        request: ChatRequest,
+    ) {
+        if self.queue.len() >= self.config.limits.max_pending_turns {
+            let error = format!(
+                "too many pending turns (limit {}); try again when the agent is less busy",
+                self.config.limits.max_pending_turns
+            );
+            self.reject(conn, Some(id), &error);
+            return;
+        }
+        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        let trigger = match request.trigger {
+            Trigger::Submit => TurnTrigger::Submit,
+            Trigger::Regenerate => TurnTrigger::Regenerate,
+        };
+        if overlapped
+            && trigger == TurnTrigger::Submit
+            && self.config.concurrency == Concurrency::Drop
+        {
+            let message_ids =
+                crate::core::data::transcript::trailing_user_ids(request.messages.iter());
+            self.send_transcript(vec![conn.clone()], false);
+            self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
+            return;
+        }
+        self.forget_terminal_error();
+        if let Some(tools) = request.client_tools {
+            if tools.is_empty() {
+                self.store(StoreOp::DeleteConfig {
+                    key: ConfigKey::ClientTools,
+                });
+            } else {
+                self.put_config(ConfigKey::ClientTools, &tools);
+            }
+            self.client_tools = tools;
+        }
+        self.body = request.body.clone();
+        if self.body.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::CustomBody,
+            });
+        } else {
+            let body = self.body.clone();
+            self.put_config(ConfigKey::CustomBody, &body);
+        }
+        let reconciled = self
+            .transcript
+            .reconcile(&request.messages, trigger == TurnTrigger::Regenerate);
+        for removed in &reconciled.removed {
+            self.store(StoreOp::DeleteMessage {
+                id: removed.clone(),
+            });
+        }
+        for entry in &reconciled.written {
+            self.put_entry(entry);
+        }
+        if !reconciled.written.is_empty() || !reconciled.removed.is_empty() {
+            self.broadcast_transcript(Some(&conn));
+        }
+        self.transcript.reserve_for(&id);
+        self.queue.push(QueuedTurn {
+            requester: Some(conn),
+            message_ids: reconciled.message_ids,
+            overlapped,
+            body: Some(request.body),
+            ..QueuedTurn::new(id, trigger, self.now, self.queue.generation)
+        });
+        self.pump();
+    }
+
+    /// Starts queued turns while nothing runs.
+    pub(in crate::core) fn pump(&mut self) {
+        while self.active.is_none() {
+            match self.queue.decide_front(self.config.concurrency, self.now) {
+                FrontDecision::Run(turn) => {
+                    let (id, root) = (turn.request_id.clone(), turn.recovery_root.clone());
+                    self.start_turn(turn);
+                    self.submission_started(&id, root.as_deref());
+                }
+                FrontDecision::Skip(turn) => self.skip_turn(turn),
+                FrontDecision::WaitUntil(at) => {
+                    self.set_timer(Timer::Debounce, at);
+                    return;
+                }
+                FrontDecision::Empty => break,
+            }
+        }
+        if self.active.is_none() && self.queue.is_empty() && self.continuation.is_none() {
+            // Nothing will stream for connections still parked on a turn.
+            let parked = self.conns.take_parked();
+            self.send_to(parked, server::stream_resume_none(None, None));
+        }
+    }
+
+    /// A superseded turn answers its requester; an invalidated one (clear) answers everyone.
+    fn skip_turn(&mut self, turn: QueuedTurn) {
+        let to = if turn.generation != self.queue.generation {
+            self.conns.chat()
+        } else {
+            turn.requester.iter().cloned().collect()
+        };
+        self.send_skipped(to, &turn);
+    }
+
+    fn send_skipped(&mut self, to: Vec<ConnId>, turn: &QueuedTurn) {
+        self.send_terminal(
+            to,
+            &turn.request_id,
+            Outcome::Skipped,
+            Some(&turn.message_ids),
+            turn.is_continuation(),
+        );
+    }
+
+    pub(in crate::core) fn on_cancel(&mut self, id: &str) {
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.turn.request_id == id)
+        {
+            self.end_turn(Outcome::Aborted, None);
+            return;
+        }
+        if let Some(turn) = self.queue.remove(id) {
+            let to = self.conns.chat();
+            self.send_terminal(
+                to,
+                &turn.request_id,
+                Outcome::Aborted,
+                Some(&turn.message_ids),
+                turn.is_continuation(),
+            );
+            self.pump();
+        } else if self.cancel_continuation(id) {
+            self.pump();
+        }
+    }
+
+    /// Clear: abort and forget everything; other tabs are told to clear.
+    pub(in crate::core) fn on_clear(&mut self, sender: Option<ConnId>) {
+        // With nothing running, the front turn is waiting out its debounce
+        // window: only its requester is told it was skipped.
+        let front_waits = self.active.is_none();
+        self.cancel_live_submissions();
+        for (index, turn) in self.queue.invalidate_all().into_iter().enumerate() {
+            let to = match (&turn.requester, index == 0 && front_waits) {
+                (Some(requester), true) => vec![requester.clone()],
+                _ => self.conns.chat(),
+            };
+            self.send_skipped(to, &turn);
+        }
+        self.drop_continuation();
+        if self.active.is_some() {
+            self.abandon_turn();
+        }
+        let parked = self.conns.take_parked();
+        self.send_to(parked, server::stream_resume_none(None, None));
+        self.transcript.clear();
+        self.summary = None;
+        self.compaction_declined = false;
+        self.client_tools.clear();
+        self.body.clear();
+        self.terminal_error = None;
+        self.orphan = None;
+        self.store(StoreOp::ClearAll);
+        self.keep_author_alarm();
+        let to = match &sender {
+            Some(conn) => self.conns.all_except(conn),
+            None => self.conns.all(),
+        };
+        self.send_to(to, server::chat_clear());
+    }
+
+    /// The id of a turn accepted but not yet streaming, if any. A continuation
+    /// still waiting for its batch is not one: only its owner is parked on it.
+    pub(in crate::core) fn accepted_not_streaming(&self) -> Option<String> {
+        self.queue.front().map(|t| t.request_id.clone())
+    }
+}
+
+impl Core {
+    /// A sub-agent turn asked for by a parent agent: the message is stored and
+    /// broadcast like a tab's, and the turn queues like any other.
+    pub(in crate::core) fn on_programmatic_chat(
+        &mut self,
+        conn: Option<ConnId>,
+        message: crate::protocol::UIMessage,
+        tools: Vec<crate::protocol::ClientToolSchema>,
+        executor: bool,
+    ) {
+        // The pending-turn limit of a tab's submit holds for programmatic
+        // turns too; a parent is told on its channel (its `chat()` fails).
+        if self.queue.len() >= self.config.limits.max_pending_turns {
+            if let Some(conn) = conn {
+                let error = format!(
+                    "too many pending turns (limit {}); try again when the agent is less busy",
+                    self.config.limits.max_pending_turns
+                );
+                self.reject(conn, None, &error);
+            }
+            return;
+        }
+        let request_id = self.new_id(crate::core::vocab::ids::IdKind::Request);
+        if let Some(conn) = &conn {
+            self.send_to(
+                vec![conn.clone()],
+                crate::protocol::channel::rpc_started(&request_id),
+            );
+        }
+        let mut message = message;
+        message.role = crate::protocol::Role::User;
+        // A user message may be edited by reusing its id; any other stored
+        // message is never overwritten: the new one gets an id of its own.
+        let taken = self
+            .transcript
+            .get(&message.id)
+            .is_some_and(|m| m.role != crate::protocol::Role::User);
+        if taken {
+            message.id = self.new_id(crate::core::vocab::ids::IdKind::Message);
+        }
+        let entry = self.transcript.upsert(message);
+        self.put_entry(&entry);
+        self.broadcast_transcript(None);
+        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        self.queue.push(QueuedTurn {
+            message_ids: vec![entry.message.id.clone()],
+            overlapped,
+            turn_tools: Some(tools),
+            executor: conn.clone().filter(|_| executor),
+            requester: conn,
+            ..QueuedTurn::new(
+                request_id,
+                TurnTrigger::Programmatic,
+                self.now,
+                self.queue.generation,
+            )
+        });
+        self.pump();
+    }
+}

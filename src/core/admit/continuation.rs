@@ -1,0 +1,113 @@
+//! Automatic continuation: once every result of a step is in (tool results
+//! and approvals that ask for it), exactly one turn continues the answer.
+//! Owns the owed continuation, its stored row (so it survives an eviction),
+//! its coalescing timer (re-armed by each result) and the barrier that waits
+//! while the latest answer is mid-batch or another turn streams.
+
+use crate::core::contract::effects::{StoreOp, Timer};
+use crate::core::data::queue::QueuedTurn;
+use crate::core::data::transcript::is_mid_batch;
+use crate::core::rows::persisted::{ConfigKey, ContinuationRow};
+use crate::core::vocab::ids::ConnId;
+use crate::core::vocab::ids::IdKind;
+use crate::core::vocab::turn_config::TurnTrigger;
+use crate::core::Core;
+
+/// An automatic continuation that has been asked for but not yet queued.
+#[derive(Debug, Clone)]
+pub(in crate::core) struct PendingContinuation {
+    pub(in crate::core) request_id: String,
+    /// The tab whose result asked for it (parked on its stream).
+    pub(in crate::core) owner: Option<ConnId>,
+}
+
+impl PendingContinuation {
+    /// A continuation found owed in the store at start: no tab owns it.
+    pub(in crate::core) fn restored(request_id: String) -> Self {
+        PendingContinuation {
+            request_id,
+            owner: None,
+        }
+    }
+}
+
+impl Core {
+    /// A person's answer asked for a continuation: owed from now on (and
+    /// written down), its owner parked on it, the coalescing window re-armed.
+    pub(in crate::core) fn request_continuation(&mut self, owner: ConnId) {
+        if self.continuation.is_none() {
+            let request_id = self.new_id(IdKind::Request);
+            self.continuation = Some(PendingContinuation {
+                request_id,
+                owner: Some(owner.clone()),
+            });
+            self.put_config(ConfigKey::Continuation, &ContinuationRow { owed: true });
+        }
+        if let Some(state) = self.conns.state_mut(&owner) {
+            state.parked = true;
+        }
+        self.arm_continuation();
+    }
+
+    /// Another answer arrived without asking: an owed continuation waits for it too.
+    pub(in crate::core) fn extend_continuation_window(&mut self) {
+        if self.continuation.is_some() {
+            self.arm_continuation();
+        }
+    }
+
+    fn arm_continuation(&mut self) {
+        let at = self.now + self.config.continuation_coalesce_ms;
+        self.set_timer(Timer::Continuation, at);
+    }
+
+    /// Queues the owed continuation once no turn streams and the batch is complete.
+    pub(in crate::core) fn try_start_continuation(&mut self) {
+        if self.continuation.is_none() || self.active.is_some() {
+            return;
+        }
+        if self.transcript.last_assistant().is_some_and(is_mid_batch) {
+            return;
+        }
+        let Some(pending) = self.drop_continuation() else {
+            return;
+        };
+        self.queue.push(QueuedTurn {
+            requester: pending.owner,
+            ..QueuedTurn::new(
+                pending.request_id,
+                TurnTrigger::AutoContinuation,
+                self.now,
+                self.queue.generation,
+            )
+        });
+        self.pump();
+    }
+
+    /// Cancels the owed continuation if it is request `id`. Returns whether it was.
+    pub(in crate::core) fn cancel_continuation(&mut self, id: &str) -> bool {
+        let owed = self.continuation.as_ref().map(|c| c.request_id.as_str());
+        if owed != Some(id) {
+            return false;
+        }
+        self.drop_continuation();
+        true
+    }
+
+    /// No continuation is owed any more (it was queued, cancelled, or a
+    /// recovery turn answers the results instead); its row and timer go.
+    pub(in crate::core) fn drop_continuation(&mut self) -> Option<PendingContinuation> {
+        let pending = self.continuation.take()?;
+        self.store(StoreOp::DeleteConfig {
+            key: ConfigKey::Continuation,
+        });
+        self.clear_timer(Timer::Continuation);
+        Some(pending)
+    }
+
+    /// After a turn: an owed continuation goes first, then the queue.
+    pub(in crate::core) fn after_turn(&mut self) {
+        self.try_start_continuation();
+        self.pump();
+    }
+}

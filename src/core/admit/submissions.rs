@@ -1,0 +1,444 @@
+//! Work the agent's own code hands to the agent (a route of the author's, a
+//! scheduled job, another agent): `submit` accepts user messages now and runs
+//! their turn in the turn queue like a tab's (same concurrency strategy, same
+//! frames to every tab), idempotent by a caller-chosen key; each submission's
+//! status is a stored row (`chat_submissions`) kept up to date as its turn
+//! starts, is recovered after an eviction and ends. Also `save_messages`
+//! (stored and broadcast, no model turn) and `continue_last_turn` (the
+//! protocol's continuation of the last answer, owed durably).
+
+use crate::protocol::{Outcome, Role, UIMessage};
+
+use crate::core::admit::continuation::PendingContinuation;
+use crate::core::contract::effects::StoreOp;
+use crate::core::data::queue::QueuedTurn;
+use crate::core::rows::persisted::{
+    ConfigKey, ContinuationRow, StoredState, SubmissionRecord, SubmissionStatus,
+};
+use crate::core::vocab::config::Concurrency;
+use crate::core::vocab::ids::IdKind;
+use crate::core::vocab::submit::{
+    SubmitError, SubmitRequest, KEPT_SUBMISSIONS, MAX_IDEMPOTENCY_KEY_BYTES,
+};
+use crate::core::vocab::turn_config::TurnTrigger;
+use crate::core::Core;
+
+/// Every submission the core still remembers, oldest first.
+#[derive(Debug, Default)]
+pub(in crate::core) struct Submissions {
+    records: Vec<SubmissionRecord>,
+}
+
+impl Submissions {
+    pub(in crate::core) fn restore(mut records: Vec<SubmissionRecord>) -> Submissions {
+        records.sort_by_key(|r| r.submitted_at);
+        Submissions { records }
+    }
+
+    fn get(&self, id: &str) -> Option<&SubmissionRecord> {
+        self.records.iter().find(|r| r.id == id)
+    }
+
+    fn by_key(&self, key: &str) -> Option<&SubmissionRecord> {
+        self.records
+            .iter()
+            .find(|r| r.idempotency_key.as_deref() == Some(key))
+    }
+
+    /// The unfinished submission whose turn is request `request_id`.
+    fn live_for_request(&mut self, request_id: &str) -> Option<&mut SubmissionRecord> {
+        self.records.iter_mut().find(|r| {
+            !r.status.is_final()
+                && (r.id == request_id || r.turn_request_id.as_deref() == Some(request_id))
+        })
+    }
+}
+
+impl StoredState {
+    /// The stored submission `id`, if any (tests and tools read rows back).
+    pub fn submission(&self, id: &str) -> Option<&SubmissionRecord> {
+        self.submissions.iter().find(|r| r.id == id)
+    }
+}
+
+impl Core {
+    /// Accepts a submission (see [`SubmitRequest`]) at `now_ms`: its
+    /// messages are stored and broadcast, its turn queued. Returns the
+    /// submission as it stands (a known idempotency key returns the
+    /// existing one and changes nothing).
+    pub fn submit(
+        &mut self,
+        request: SubmitRequest,
+        now_ms: u64,
+    ) -> Result<SubmissionRecord, SubmitError> {
+        self.now = self.now.max(now_ms);
+        let result = self.on_submit(request);
+        self.write_down_queue();
+        result
+    }
+
+    /// The submission `id`, if it is remembered.
+    pub fn submission(&self, id: &str) -> Option<&SubmissionRecord> {
+        self.submissions.get(id)
+    }
+
+    /// Cancels submission `id` (queued: it never runs; running: its turn
+    /// ends `aborted` like a tab's cancel). Returns where it stands; a
+    /// finished one is left as it is.
+    pub fn cancel(&mut self, id: &str, now_ms: u64) -> Option<SubmissionRecord> {
+        self.now = self.now.max(now_ms);
+        let result = self.cancel_submission(id);
+        self.write_down_queue();
+        result
+    }
+
+    /// Stores `messages` (replacing stored ones with the same id) and shows
+    /// them to every tab; no model turn runs. Returns their ids.
+    pub fn save(
+        &mut self,
+        messages: Vec<UIMessage>,
+        now_ms: u64,
+    ) -> Result<Vec<String>, SubmitError> {
+        self.now = self.now.max(now_ms);
+        let result = self.save_messages(messages);
+        self.write_down_queue();
+        result
+    }
+
+    /// Owes a continuation of the last assistant message (run as the
+    /// protocol's automatic continuation, after whatever runs now). Returns
+    /// its request id.
+    pub fn continue_last(&mut self, now_ms: u64) -> Result<String, SubmitError> {
+        self.now = self.now.max(now_ms);
+        let result = self.on_continue_last_turn();
+        self.write_down_queue();
+        result
+    }
+
+    pub(in crate::core) fn on_submit(
+        &mut self,
+        request: SubmitRequest,
+    ) -> Result<SubmissionRecord, SubmitError> {
+        let key = request.idempotency_key.filter(|k| !k.is_empty());
+        if let Some(key) = &key {
+            if key.len() > MAX_IDEMPOTENCY_KEY_BYTES {
+                return Err(SubmitError(format!(
+                    "idempotency key too long: {} bytes (limit {MAX_IDEMPOTENCY_KEY_BYTES})",
+                    key.len()
+                )));
+            }
+            if let Some(existing) = self.submissions.by_key(key) {
+                return Ok(existing.clone());
+            }
+        }
+        let mut messages = request.messages;
+        if messages.is_empty() {
+            return Err(SubmitError(
+                "a submission needs at least one message".into(),
+            ));
+        }
+        if messages.iter().any(|m| m.role != Role::User) {
+            return Err(SubmitError(
+                "submit_messages takes user messages (save_messages stores others)".into(),
+            ));
+        }
+        self.mint_missing_ids(&mut messages);
+        self.config
+            .limits
+            .check_messages(&messages)
+            .map_err(SubmitError)?;
+        if self.queue.len() >= self.config.limits.max_pending_turns {
+            return Err(SubmitError(format!(
+                "too many pending turns (limit {}); try again when the agent is less busy",
+                self.config.limits.max_pending_turns
+            )));
+        }
+        let id = self.new_id(IdKind::Request);
+        let mut record = SubmissionRecord {
+            id: id.clone(),
+            idempotency_key: key,
+            status: SubmissionStatus::Queued,
+            message_ids: Vec::new(),
+            answer_message_id: None,
+            error: None,
+            turn_request_id: None,
+            submitted_at: self.now,
+            updated_at: self.now,
+        };
+        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        if overlapped && self.config.concurrency == Concurrency::Drop {
+            record.status = SubmissionStatus::Skipped;
+            self.remember_submission(record.clone());
+            return Ok(record);
+        }
+        self.forget_terminal_error();
+        if let Some(body) = &request.body {
+            self.body = body.clone();
+            if body.is_empty() {
+                self.store(StoreOp::DeleteConfig {
+                    key: ConfigKey::CustomBody,
+                });
+            } else {
+                self.put_config(ConfigKey::CustomBody, body);
+            }
+        }
+        for message in &mut messages {
+            // A user message may be edited by reusing its id; any other
+            // stored message is never overwritten.
+            let taken = self
+                .transcript
+                .iter()
+                .any(|m| m.id == message.id && m.role != Role::User);
+            if taken {
+                message.id = self.new_id(IdKind::Message);
+            }
+            let entry = self.transcript.upsert(message.clone());
+            self.put_entry(&entry);
+            record.message_ids.push(entry.message.id);
+        }
+        self.broadcast_transcript(None);
+        self.transcript.reserve_for(&id);
+        self.queue.push(QueuedTurn {
+            message_ids: record.message_ids.clone(),
+            overlapped,
+            body: request.body,
+            ..QueuedTurn::new(
+                id.clone(),
+                TurnTrigger::Submit,
+                self.now,
+                self.queue.generation,
+            )
+        });
+        self.remember_submission(record);
+        self.pump();
+        self.submissions
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| SubmitError("the submission was not kept".into()))
+    }
+
+    pub(in crate::core) fn cancel_submission(&mut self, id: &str) -> Option<SubmissionRecord> {
+        let record = self.submissions.get(id)?.clone();
+        if record.status.is_final() {
+            return Some(record);
+        }
+        let request_id = record.turn_request_id.clone().unwrap_or(record.id.clone());
+        let queued_recovery = self
+            .queue
+            .find(|t| t.recovery_root.as_deref() == Some(id))
+            .map(|t| t.request_id.clone());
+        self.on_cancel(&request_id);
+        if let Some(recovery) = queued_recovery {
+            self.on_cancel(&recovery);
+        }
+        // A turn the cancel did not reach (cut, waiting for a recovery): ended here.
+        self.settle_submission(id, SubmissionStatus::Cancelled, None);
+        self.submissions.get(id).cloned()
+    }
+
+    pub(in crate::core) fn save_messages(
+        &mut self,
+        mut messages: Vec<UIMessage>,
+    ) -> Result<Vec<String>, SubmitError> {
+        self.mint_missing_ids(&mut messages);
+        self.config
+            .limits
+            .check_messages(&messages)
+            .map_err(SubmitError)?;
+        let mut ids = Vec::with_capacity(messages.len());
+        for message in messages {
+            let entry = self.transcript.upsert(message);
+            self.put_entry(&entry);
+            ids.push(entry.message.id);
+        }
+        if !ids.is_empty() {
+            self.broadcast_transcript(None);
+        }
+        Ok(ids)
+    }
+
+    pub(in crate::core) fn on_continue_last_turn(&mut self) -> Result<String, SubmitError> {
+        if self.transcript.last().map(|m| m.role) != Some(Role::Assistant) {
+            return Err(SubmitError(
+                "nothing to continue: the last message is not an assistant message".into(),
+            ));
+        }
+        if self.continuation.is_none() {
+            let request_id = self.new_id(IdKind::Request);
+            self.continuation = Some(PendingContinuation::restored(request_id));
+            self.put_config(ConfigKey::Continuation, &ContinuationRow { owed: true });
+        }
+        let request_id = self
+            .continuation
+            .as_ref()
+            .map(|c| c.request_id.clone())
+            .unwrap_or_default();
+        self.try_start_continuation();
+        Ok(request_id)
+    }
+
+    /// A turn started (`pump`): a submission it runs is running, its answer known.
+    pub(in crate::core) fn submission_started(&mut self, request_id: &str, root: Option<&str>) {
+        let Some(answer) = self
+            .active
+            .as_ref()
+            .filter(|a| a.turn.request_id == request_id)
+            .map(|a| a.message.id.clone())
+        else {
+            return;
+        };
+        let now = self.now;
+        let owner = root.unwrap_or(request_id);
+        let Some(record) = self.submissions.live_for_request(owner) else {
+            return;
+        };
+        record.status = SubmissionStatus::Running;
+        record.turn_request_id = (record.id != request_id).then(|| request_id.to_string());
+        record.answer_message_id = Some(answer);
+        record.updated_at = now;
+        let record = record.clone();
+        self.store(StoreOp::PutSubmission(record));
+    }
+
+    /// A turn's stream ended with `outcome` (`send_terminal`): a submission
+    /// it ran has ended too, unless a recovery turn carries it on.
+    pub(in crate::core) fn submission_ended(&mut self, request_id: &str, outcome: Outcome) {
+        let status = match outcome {
+            Outcome::Completed => SubmissionStatus::Completed,
+            Outcome::Error => SubmissionStatus::Failed,
+            Outcome::Aborted => SubmissionStatus::Cancelled,
+            Outcome::Skipped => SubmissionStatus::Skipped,
+            Outcome::Recovering => return,
+        };
+        let Some(id) = self
+            .submissions
+            .live_for_request(request_id)
+            .map(|r| r.id.clone())
+        else {
+            return;
+        };
+        self.settle_submission(&id, status, None);
+    }
+
+    /// The error text of a failing turn, kept for its submission.
+    pub(in crate::core) fn submission_error(&mut self, request_id: &str, text: &str) {
+        if let Some(record) = self.submissions.live_for_request(request_id) {
+            record.error = Some(text.to_string());
+        }
+    }
+
+    /// A clear: every unfinished submission is cancelled (their turns are
+    /// skipped or aborted by the clear).
+    pub(in crate::core) fn cancel_live_submissions(&mut self) {
+        let live: Vec<String> = self
+            .submissions
+            .records
+            .iter()
+            .filter(|r| !r.status.is_final())
+            .map(|r| r.id.clone())
+            .collect();
+        for id in live {
+            self.settle_submission(
+                &id,
+                SubmissionStatus::Cancelled,
+                Some("the history was cleared"),
+            );
+        }
+    }
+
+    /// After a wake-up's recoveries: a submission whose turn neither runs,
+    /// waits in the queue nor is carried on by a recovery turn ended with the
+    /// old instance (parked for a person, or the conversation moved on).
+    pub(in crate::core) fn settle_orphaned_submissions(&mut self) {
+        let orphaned: Vec<String> = self
+            .submissions
+            .records
+            .iter()
+            .filter(|r| !r.status.is_final())
+            .filter(|r| !self.turn_alive(r))
+            .map(|r| r.id.clone())
+            .collect();
+        for id in orphaned {
+            let answered = self
+                .submissions
+                .get(&id)
+                .and_then(|r| r.answer_message_id.as_deref())
+                .is_some_and(|answer| self.transcript.get(answer).is_some());
+            match answered {
+                true => self.settle_submission(&id, SubmissionStatus::Completed, None),
+                false => self.settle_submission(
+                    &id,
+                    SubmissionStatus::Failed,
+                    Some("the agent restarted and the turn could not be recovered"),
+                ),
+            }
+        }
+    }
+
+    fn turn_alive(&self, record: &SubmissionRecord) -> bool {
+        let ids = [Some(record.id.as_str()), record.turn_request_id.as_deref()];
+        let is_ours = |turn: &QueuedTurn| {
+            ids.contains(&Some(turn.request_id.as_str()))
+                || turn.recovery_root.as_deref() == Some(record.id.as_str())
+        };
+        self.active.as_ref().is_some_and(|a| is_ours(&a.turn))
+            || self.queue.find(|t| is_ours(t)).is_some()
+    }
+
+    /// Writes submission `id`'s final status (with an error text, or the
+    /// one its failing turn reported) and keeps at most `KEPT_SUBMISSIONS`.
+    fn settle_submission(&mut self, id: &str, status: SubmissionStatus, error: Option<&str>) {
+        let now = self.now;
+        let answered = |answer: &str| self.transcript.get(answer).is_some();
+        let Some(index) = self
+            .submissions
+            .records
+            .iter()
+            .position(|r| r.id == id && !r.status.is_final())
+        else {
+            return;
+        };
+        let keep_answer = self.submissions.records[index]
+            .answer_message_id
+            .as_deref()
+            .is_some_and(answered);
+        let record = &mut self.submissions.records[index];
+        record.status = status;
+        if !keep_answer {
+            record.answer_message_id = None;
+        }
+        if let Some(error) = error {
+            record.error = Some(error.to_string());
+        }
+        if status != SubmissionStatus::Failed && error.is_none() {
+            record.error = None;
+        }
+        record.updated_at = now;
+        let record = record.clone();
+        self.store(StoreOp::PutSubmission(record));
+    }
+
+    /// A message without an id gets one.
+    fn mint_missing_ids(&mut self, messages: &mut [UIMessage]) {
+        for message in messages.iter_mut().filter(|m| m.id.is_empty()) {
+            message.id = self.new_id(IdKind::Message);
+        }
+    }
+
+    fn remember_submission(&mut self, record: SubmissionRecord) {
+        self.store(StoreOp::PutSubmission(record.clone()));
+        self.submissions.records.push(record);
+        while self.submissions.records.len() > KEPT_SUBMISSIONS {
+            let Some(oldest) = self
+                .submissions
+                .records
+                .iter()
+                .position(|r| r.status.is_final())
+            else {
+                break;
+            };
+            let gone = self.submissions.records.remove(oldest);
+            self.store(StoreOp::DeleteSubmission { id: gone.id });
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! What the core asks its host to do, and what the host tells the core.
+//!
+//! The core never performs I/O: every socket send, storage write, model call,
+//! and tool run is an `Effect`; every result comes back as an `Event`. Timers
+//! live in the core's own table (`timers.rs`).
+
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::model::{ModelEvent, ModelFailure, ModelRequest};
+use crate::protocol::UIMessage;
+
+use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
+use crate::core::vocab::hooks::ChatResponse;
+use crate::core::vocab::ids::{CallId, ConnId};
+use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A socket was accepted; the core answers with the connect frames.
+    Connected {
+        conn: ConnId,
+    },
+    /// A socket that was already open when this instance started (after hibernation).
+    Adopted {
+        conn: ConnId,
+    },
+    Frame {
+        conn: ConnId,
+        text: String,
+    },
+    /// A text frame from a parent agent's channel `conn` (already `Adopted`):
+    /// a sub-agent turn, a tool result or a cancel (see protocol/channel.rs).
+    ChannelFrame {
+        conn: ConnId,
+        text: String,
+    },
+    Disconnected {
+        conn: ConnId,
+    },
+    Model {
+        call: CallId,
+        event: ModelEvent,
+    },
+    /// The model call failed before or during streaming.
+    ModelFailed {
+        call: CallId,
+        failure: ModelFailure,
+    },
+    ToolDone {
+        call: CallId,
+        tool_call_id: String,
+        result: Result<Value, String>,
+    },
+    /// The durable alarm fired (in-isolate timers come back through
+    /// `Core::handle_timeout`).
+    Timer(Timer),
+    /// The instance started and adopted its open sockets: recover cut turns.
+    Woke,
+    /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
+    /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
+    /// `tools` are client tools for this turn only; with `executor` their
+    /// calls are sent back on the channel to run.
+    ProgrammaticChat {
+        conn: Option<ConnId>,
+        message: UIMessage,
+        tools: Vec<crate::protocol::ClientToolSchema>,
+        executor: bool,
+    },
+    /// The agent's own `clear_messages()`: like a tab's clear, told to every tab.
+    ClearHistory,
+    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
+    TurnPrepared {
+        turn: CallId,
+        config: TurnConfig,
+    },
+    /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
+    /// (`None` cancels); one alarm at a time, a later call replaces it.
+    ScheduleAlarm {
+        at_ms: Option<u64>,
+    },
+    /// A run of `Store` effects could not be committed and was rolled back
+    /// whole (`ops`, in order); the host held back the frames queued after
+    /// it up to the next write.
+    StoreWriteFailed {
+        ops: Vec<StoreOp>,
+        error: String,
+    },
+}
+
+/// The closed set of timers the core arms (in its own table, see `timers.rs`).
+/// The host wakes the core for in-isolate ones and maps the durable one onto
+/// the Durable Object alarm, which also fires in a restarted process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Timer {
+    /// Coalesces tool results into one automatic continuation.
+    Continuation,
+    /// A debounced submit waits out its quiet window.
+    Debounce,
+    /// Buffered stream chunks are written to the chunk log.
+    FlushChunks,
+    /// Keeps a running turn's durable alarm ahead, so an evicted turn is
+    /// woken and recovered without any client. `Event::Timer(Heartbeat)` is
+    /// what a host sends whenever the durable alarm fires.
+    Heartbeat,
+    /// The alarm the agent's own code scheduled (`author_alarm.rs`); durable,
+    /// fired when the durable alarm finds it due.
+    AuthorAlarm,
+    /// Checks that the running model stream is still producing events.
+    ModelStall,
+    /// A model call that failed transiently is tried again.
+    ModelRetry,
+    /// A model call still streaming this long ends the turn (a provider that
+    /// trickles forever never trips the stall check).
+    ModelDeadline,
+    /// The deadline of tool run `CallId` (a server tool, or a client tool a
+    /// parent agent runs): when it fires first, the call ends as a tool error.
+    ToolDeadline(CallId),
+}
+
+impl Timer {
+    /// Must survive the isolate (mapped onto the durable alarm).
+    pub fn is_durable(self) -> bool {
+        matches!(self, Timer::Heartbeat | Timer::AuthorAlarm)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send the same text to each listed connection.
+    Send {
+        to: Vec<ConnId>,
+        frame: Rc<str>,
+    },
+    /// Send a transcript frame to each listed connection, its older part
+    /// read from the store as it is sent (`TranscriptFrame::read`), after
+    /// the writes before it in the same run.
+    SendTranscript {
+        to: Vec<ConnId>,
+        frame: crate::core::contract::transcript_frame::TranscriptFrame,
+    },
+    Store(StoreOp),
+    /// Ask the model and feed its streamed reply back as `Event::Model`.
+    CallModel {
+        call: CallId,
+        request: ModelRequest,
+    },
+    AbortModel {
+        call: CallId,
+    },
+    RunTool {
+        call: CallId,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    /// The alarm the agent's own code scheduled is due: run its `on_alarm`
+    /// (once; its stored row is already gone).
+    AuthorAlarm,
+    /// Ask the parent agent on channel `conn` to run one of this turn's client
+    /// tools; its answer comes back as `Event::ToolDone`.
+    CallRemoteTool {
+        call: CallId,
+        conn: ConnId,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    /// Run the agent's `before_turn` for the turn starting and answer with
+    /// `Event::TurnPrepared { turn }`; the turn calls no model until then.
+    PrepareTurn {
+        turn: CallId,
+        context: TurnContext,
+    },
+    /// A turn ended (its answer stored first): the agent's `on_chat_response`.
+    TurnEnded(ChatResponse),
+    /// These server tool runs were given up (their turn was cancelled or
+    /// cleared, or their deadline passed): fire their abort signals.
+    AbortTools {
+        calls: Vec<CallId>,
+    },
+}
+
+/// Durable writes, in order. Writes produced by one event belong together.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOp {
+    /// Insert or replace a message; `seq` orders the transcript.
+    PutMessage {
+        seq: u64,
+        message: UIMessage,
+    },
+    DeleteMessage {
+        id: String,
+    },
+    /// Forget history, streams, config and turn state.
+    ClearAll,
+    OpenStream(StreamRecord),
+    AppendChunks {
+        request_id: String,
+        first_seq: u64,
+        bodies: Vec<Rc<str>>,
+    },
+    /// The stream ended: its chunk log is no longer needed.
+    CloseStream {
+        request_id: String,
+    },
+    PutConfig {
+        key: ConfigKey,
+        value: String,
+    },
+    DeleteConfig {
+        key: ConfigKey,
+    },
+    /// Insert or replace a submission's row (`chat_submissions`).
+    PutSubmission(SubmissionRecord),
+    /// Forget a finished submission (the oldest beyond the kept number).
+    DeleteSubmission {
+        id: String,
+    },
+}

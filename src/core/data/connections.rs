@@ -1,0 +1,81 @@
+//! Open protocol connections and where each stands in the resume handshake:
+//! offered a stream but not yet acknowledged (excluded from live chunks), or
+//! parked waiting for an accepted turn to start streaming.
+
+use std::collections::BTreeMap;
+
+use crate::core::vocab::ids::ConnId;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnState {
+    /// Offered `stream_resuming`, no ACK yet: gets no live chunks.
+    pub pending_resume: bool,
+    /// Waiting for the next stream to start (`stream_pending` was sent or a continuation is owed).
+    pub parked: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Connections {
+    conns: BTreeMap<ConnId, ConnState>,
+}
+
+impl Connections {
+    pub fn add(&mut self, conn: ConnId) {
+        self.conns.insert(conn, ConnState::default());
+    }
+
+    pub fn remove(&mut self, conn: &str) {
+        self.conns.remove(conn);
+    }
+
+    pub fn contains(&self, conn: &str) -> bool {
+        self.conns.contains_key(conn)
+    }
+
+    pub fn state_mut(&mut self, conn: &str) -> Option<&mut ConnState> {
+        self.conns.get_mut(conn)
+    }
+
+    pub fn get(&self, conn: &str) -> Option<ConnState> {
+        self.conns.get(conn).copied()
+    }
+
+    pub fn all(&self) -> Vec<ConnId> {
+        self.conns.keys().cloned().collect()
+    }
+
+    pub fn all_except(&self, except: &str) -> Vec<ConnId> {
+        self.conns
+            .keys()
+            .filter(|c| &***c != except)
+            .cloned()
+            .collect()
+    }
+
+    /// Recipients of live chat frames: everyone not holding an un-ACKed resume offer.
+    pub fn chat(&self) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, s)| !s.pending_resume)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Parked connections, unparked.
+    pub fn take_parked(&mut self) -> Vec<ConnId> {
+        let mut out = Vec::new();
+        for (conn, state) in &mut self.conns {
+            if state.parked {
+                state.parked = false;
+                out.push(conn.clone());
+            }
+        }
+        out
+    }
+
+    pub fn clear_pending_resume(&mut self) {
+        for state in self.conns.values_mut() {
+            state.pending_resume = false;
+        }
+    }
+}

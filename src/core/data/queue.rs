@@ -1,0 +1,286 @@
+//! The serial turn queue: what is waiting to run, why, for whom, and the
+//! message-concurrency decisions made when a turn reaches the front.
+
+use std::collections::VecDeque;
+
+use serde_json::{Map, Value};
+
+use crate::protocol::ClientToolSchema;
+
+use crate::core::rows::persisted::DurableTurn;
+use crate::core::vocab::config::Concurrency;
+use crate::core::vocab::ids::ConnId;
+use crate::core::vocab::turn_config::TurnTrigger;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedTurn {
+    pub request_id: String,
+    pub trigger: TurnTrigger,
+    pub requester: Option<ConnId>,
+    /// Ids of the trailing user messages of the originating request.
+    pub message_ids: Vec<String>,
+    pub submitted_at: u64,
+    /// Queue generation when accepted; a clear bumps it and invalidates the turn.
+    pub generation: u64,
+    /// Arrived while another turn was running or queued.
+    pub overlapped: bool,
+    /// Custom body sent with this request, if any.
+    pub body: Option<Map<String, Value>>,
+    /// Recovery: the first interrupted request of the chain.
+    pub recovery_root: Option<String>,
+    /// Recovery continue: the stored partial answer to stream into.
+    pub resume_message: Option<String>,
+    /// Client tools for this turn only (a sub-agent call); `None` uses the stored list.
+    pub turn_tools: Option<Vec<ClientToolSchema>>,
+    /// Where this turn's client tool calls are executed (a parent agent's
+    /// channel); without one they are left for a person to answer.
+    pub executor: Option<ConnId>,
+}
+
+impl QueuedTurn {
+    /// A turn with no requester, origin messages, body or recovery state.
+    pub fn new(
+        request_id: String,
+        trigger: TurnTrigger,
+        submitted_at: u64,
+        generation: u64,
+    ) -> Self {
+        QueuedTurn {
+            request_id,
+            trigger,
+            requester: None,
+            message_ids: Vec::new(),
+            submitted_at,
+            generation,
+            overlapped: false,
+            body: None,
+            recovery_root: None,
+            resume_message: None,
+            turn_tools: None,
+            executor: None,
+        }
+    }
+
+    pub fn is_continuation(&self) -> bool {
+        matches!(
+            self.trigger,
+            TurnTrigger::AutoContinuation | TurnTrigger::RecoveryContinue
+        )
+    }
+
+    pub fn is_recovery(&self) -> bool {
+        matches!(
+            self.trigger,
+            TurnTrigger::RecoveryContinue | TurnTrigger::RecoveryRetry
+        )
+    }
+}
+
+/// What to do with the turn at the front of the queue.
+#[derive(Debug, PartialEq)]
+pub enum FrontDecision {
+    Run(QueuedTurn),
+    /// Superseded by a later submit, or invalidated by a clear.
+    Skip(QueuedTurn),
+    /// Debounce: not before this time.
+    WaitUntil(u64),
+    Empty,
+}
+
+#[derive(Debug, Default)]
+pub struct TurnQueue {
+    items: VecDeque<QueuedTurn>,
+    pub generation: u64,
+    /// The queue changed since it was last written down.
+    dirty: bool,
+}
+
+impl TurnQueue {
+    pub fn push(&mut self, turn: QueuedTurn) {
+        self.dirty = true;
+        self.items.push_back(turn);
+    }
+
+    /// A recovery turn goes first: it finishes the turn that was cut.
+    pub fn push_front(&mut self, turn: QueuedTurn) {
+        self.dirty = true;
+        self.items.push_front(turn);
+    }
+
+    /// Turns written down by an earlier instance, in their order.
+    pub fn restore(&mut self, turns: Vec<DurableTurn>) {
+        for turn in turns {
+            let mut queued = QueuedTurn::new(
+                turn.request_id,
+                turn.trigger,
+                turn.submitted_at,
+                self.generation,
+            );
+            queued.message_ids = turn.message_ids;
+            queued.overlapped = turn.overlapped;
+            queued.body = turn.body;
+            self.items.push_back(queued);
+        }
+    }
+
+    /// The queue as it must be stored, once after each change.
+    pub fn take_changes(&mut self) -> Option<Vec<DurableTurn>> {
+        if !std::mem::take(&mut self.dirty) {
+            return None;
+        }
+        Some(
+            self.items
+                .iter()
+                .filter(|t| t.executor.is_none() && !t.is_recovery())
+                .filter(|t| t.trigger != TurnTrigger::AutoContinuation)
+                .map(|t| DurableTurn {
+                    request_id: t.request_id.clone(),
+                    trigger: t.trigger,
+                    message_ids: t.message_ids.clone(),
+                    submitted_at: t.submitted_at,
+                    overlapped: t.overlapped,
+                    body: t.body.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The queued turns, front first.
+    pub fn iter(&self) -> impl Iterator<Item = &QueuedTurn> {
+        self.items.iter()
+    }
+
+    pub fn front(&self) -> Option<&QueuedTurn> {
+        self.items.front()
+    }
+
+    pub fn contains(&self, request_id: &str) -> bool {
+        self.items.iter().any(|t| t.request_id == request_id)
+    }
+
+    /// The first waiting turn `pred` picks.
+    pub fn find(&self, pred: impl Fn(&QueuedTurn) -> bool) -> Option<&QueuedTurn> {
+        self.items.iter().find(|t| pred(t))
+    }
+
+    pub fn remove(&mut self, request_id: &str) -> Option<QueuedTurn> {
+        let index = self.items.iter().position(|t| t.request_id == request_id)?;
+        self.dirty = true;
+        self.items.remove(index)
+    }
+
+    /// Empties the queue (clear): every waiting turn is returned to be skipped.
+    pub fn invalidate_all(&mut self) -> Vec<QueuedTurn> {
+        self.generation += 1;
+        self.dirty = true;
+        self.items.drain(..).collect()
+    }
+
+    /// Decides the front turn under `strategy` at `now`.
+    pub fn decide_front(&mut self, strategy: Concurrency, now: u64) -> FrontDecision {
+        let Some(front) = self.items.front() else {
+            return FrontDecision::Empty;
+        };
+        if front.generation != self.generation {
+            return self.pop_as(FrontDecision::Skip);
+        }
+        let overlapping_submit = front.trigger == TurnTrigger::Submit && front.overlapped;
+        if overlapping_submit && strategy.supersedes() {
+            let superseded = self
+                .items
+                .iter()
+                .skip(1)
+                .any(|t| t.trigger == TurnTrigger::Submit && t.overlapped);
+            if superseded {
+                return self.pop_as(FrontDecision::Skip);
+            }
+            if let Concurrency::Debounce { ms } = strategy {
+                let ready_at = front.submitted_at + ms;
+                if now < ready_at {
+                    return FrontDecision::WaitUntil(ready_at);
+                }
+            }
+        }
+        self.pop_as(FrontDecision::Run)
+    }
+
+    fn pop_as(&mut self, wrap: fn(QueuedTurn) -> FrontDecision) -> FrontDecision {
+        self.dirty = true;
+        match self.items.pop_front() {
+            Some(turn) => wrap(turn),
+            None => FrontDecision::Empty,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn submit(id: &str, at: u64, overlapped: bool) -> QueuedTurn {
+        QueuedTurn {
+            overlapped,
+            ..QueuedTurn::new(id.into(), TurnTrigger::Submit, at, 0)
+        }
+    }
+
+    #[test]
+    fn latest_skips_every_overlapping_submit_but_the_newest() {
+        let mut q = TurnQueue::default();
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            q.push(submit(id, i as u64, true));
+        }
+        assert!(
+            matches!(q.decide_front(Concurrency::Latest, 10), FrontDecision::Skip(t) if t.request_id == "a")
+        );
+        assert!(
+            matches!(q.decide_front(Concurrency::Latest, 10), FrontDecision::Skip(t) if t.request_id == "b")
+        );
+        assert!(
+            matches!(q.decide_front(Concurrency::Latest, 10), FrontDecision::Run(t) if t.request_id == "c")
+        );
+    }
+
+    #[test]
+    fn queue_runs_everything_in_order() {
+        let mut q = TurnQueue::default();
+        q.push(submit("a", 0, true));
+        q.push(submit("b", 1, true));
+        assert!(
+            matches!(q.decide_front(Concurrency::Queue, 10), FrontDecision::Run(t) if t.request_id == "a")
+        );
+    }
+
+    #[test]
+    fn debounce_waits_for_the_quiet_window_of_the_survivor() {
+        let mut q = TurnQueue::default();
+        q.push(submit("a", 100, true));
+        assert_eq!(
+            q.decide_front(Concurrency::Debounce { ms: 750 }, 200),
+            FrontDecision::WaitUntil(850)
+        );
+        assert!(matches!(
+            q.decide_front(Concurrency::Debounce { ms: 750 }, 850),
+            FrontDecision::Run(_)
+        ));
+    }
+
+    #[test]
+    fn a_cleared_generation_is_skipped() {
+        let mut q = TurnQueue::default();
+        q.push(submit("a", 0, false));
+        q.generation += 1;
+        assert!(matches!(
+            q.decide_front(Concurrency::Queue, 0),
+            FrontDecision::Skip(_)
+        ));
+    }
+}

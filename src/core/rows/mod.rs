@@ -1,0 +1,3 @@
+pub mod persisted;
+pub mod row_limits;
+pub mod shape;

@@ -1,0 +1,10 @@
+pub mod chunk_log;
+pub mod compaction;
+pub mod context_cut;
+pub mod model_call;
+pub mod prepare;
+pub mod terminal;
+pub mod tool_hooks;
+pub mod tool_results;
+pub mod tools;
+pub mod turn;

@@ -1,0 +1,63 @@
+//! The tool hooks as the running turn calls them: the call a hook sees (in
+//! the active turn), `before_tool_call`'s decision and `after_tool_call`'s
+//! rewrite, and the messages a server tool's context carries.
+
+use serde_json::Value;
+
+use crate::core::vocab::hooks::{ToolCall, ToolCallDecision, ToolOutcome};
+use crate::core::Core;
+
+impl Core {
+    /// The call as the tool hooks see it, in the active turn.
+    pub(in crate::core) fn hook_call(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: Value,
+        client: bool,
+    ) -> ToolCall {
+        ToolCall {
+            request_id: self
+                .active
+                .as_ref()
+                .map(|a| a.turn.request_id.clone())
+                .unwrap_or_default(),
+            tool_call_id: tool_call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            input,
+            client,
+        }
+    }
+
+    /// What a server tool's context carries: the last messages of the
+    /// conversation, then the answer being written.
+    pub fn turn_messages(&self) -> Vec<crate::protocol::UIMessage> {
+        let mut messages: Vec<_> = self.transcript.iter().cloned().collect();
+        if let Some(active) = &self.active {
+            messages.retain(|m| m.id != active.message.id);
+            messages.push(active.message.clone());
+        }
+        let keep = crate::core::vocab::turn_config::TURN_CONTEXT_MESSAGES;
+        messages.split_off(messages.len().saturating_sub(keep))
+    }
+
+    /// `before_tool_call` for one call (`Allow` without a hook).
+    pub(in crate::core) fn decide_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+        match &self.config.hooks.before_tool_call {
+            Some(hook) => hook(call),
+            None => ToolCallDecision::Allow,
+        }
+    }
+
+    /// `after_tool_call` over a result (unchanged without a hook).
+    pub(in crate::core) fn rewrite_tool_result(
+        &self,
+        call: &ToolCall,
+        result: ToolOutcome,
+    ) -> ToolOutcome {
+        match &self.config.hooks.after_tool_call {
+            Some(hook) => hook(call, result),
+            None => result,
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Tool results and approvals from clients: applied to the waiting tool part
+//! (in the streaming answer or in the stored message that owns it), told to
+//! every tab, and handed to `continuation.rs` when they ask to continue.
+//! A tab's result passes through `after_tool_call` first.
+//! A result settles only a call that was routed to a browser and waits for
+//! it; an approval only a call that asked for one. Approvals given while
+//! their answer still streams are written down on their own (no chunk
+//! records them) until that answer is stored.
+
+use crate::protocol::{
+    server, ClientToolSchema, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk,
+};
+
+use crate::core::contract::effects::StoreOp;
+use crate::core::data::transcript::{apply_approval, apply_tool_result};
+use crate::core::rows::persisted::{ConfigKey, StreamApprovals};
+use crate::core::vocab::ids::ConnId;
+use crate::core::Core;
+
+impl Core {
+    /// A tab's `cf_agent_tool_result`. Ignored (documented, as for unknown
+    /// calls) unless it settles a call that waits for a browser: a server
+    /// tool's call (running, or waiting for approval) and a call a parent's
+    /// executor runs are not a tab's to answer. The frame's `clientTools` are
+    /// taken only when the result is.
+    pub(in crate::core) fn on_tool_result(&mut self, conn: ConnId, result: ToolResult) {
+        if !self.awaits_browser_result(&result.tool_call_id) {
+            return;
+        }
+        let (output, error_text) = self.after_browser_result(&result);
+        let applied = self.update_tool_part(&result.tool_call_id, |tool| {
+            apply_tool_result(tool, &output, error_text.as_deref())
+        });
+        if !applied {
+            return;
+        }
+        if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
+            self.put_config(ConfigKey::ClientTools, &tools);
+            self.client_tools = tools;
+        }
+        self.after_human_answer(conn, result.auto_continue);
+    }
+
+    /// A tab's result as `after_tool_call` leaves it: the output, or error text.
+    fn after_browser_result(&self, result: &ToolResult) -> (serde_json::Value, Option<String>) {
+        let outcome = match &result.error_text {
+            Some(text) => Err(text.clone()),
+            None => Ok(result.output.clone()),
+        };
+        if self.config.hooks.after_tool_call.is_none() {
+            return (result.output.clone(), result.error_text.clone());
+        }
+        let id = &result.tool_call_id;
+        let describe = |t: &crate::protocol::ToolPart| {
+            (t.tool_name.clone(), t.input.clone().unwrap_or_default())
+        };
+        let (name, input) = self
+            .active
+            .as_ref()
+            .and_then(|a| {
+                a.message
+                    .tool_parts()
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe)
+            })
+            .or_else(|| {
+                let owner = self.transcript.owner_of(id)?;
+                let found = owner
+                    .tool_parts()
+                    .find(|t| &t.tool_call_id == id)
+                    .map(describe);
+                found
+            })
+            .unwrap_or_default();
+        let call = self.hook_call(&result.tool_call_id, &name, input, true);
+        match self.rewrite_tool_result(&call, outcome) {
+            Ok(output) => (output, None),
+            Err(text) => (serde_json::Value::Null, Some(text)),
+        }
+    }
+
+    /// Whether the call `tool_call_id` was routed to a browser and still
+    /// waits for its result.
+    fn awaits_browser_result(&self, tool_call_id: &str) -> bool {
+        if let Some(active) = self.active.as_ref() {
+            if let Some(tool) = active
+                .message
+                .tool_parts()
+                .find(|t| t.tool_call_id == tool_call_id)
+            {
+                return !active.running_tools.contains_key(tool_call_id)
+                    && self.waits_for_browser(tool, self.active_client_tools());
+            }
+        }
+        self.transcript.owner_of(tool_call_id).is_some_and(|m| {
+            m.tool_parts()
+                .find(|t| t.tool_call_id == tool_call_id)
+                .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+        })
+    }
+
+    /// A part waiting for its input's result whose tool is a client tool: one
+    /// of `client_tools` that no protected server tool has the name of, or a
+    /// name no server tool has (a call to an unknown tool is an input error,
+    /// so such a waiting call was routed to a client).
+    fn waits_for_browser(&self, tool: &ToolPart, client_tools: &[ClientToolSchema]) -> bool {
+        tool.state == ToolState::InputAvailable
+            && (self.config.tool(&tool.tool_name).is_none()
+                || self.config.routes_to_client(&tool.tool_name, client_tools))
+    }
+
+    pub(in crate::core) fn on_tool_approval(
+        &mut self,
+        conn: ConnId,
+        tool_call_id: &str,
+        approved: bool,
+        auto_continue: bool,
+    ) {
+        // An approval for a call that is unknown, settled or never asked is
+        // ignored, as the reference server does (documented in the README).
+        if self.update_tool_part(tool_call_id, |tool| apply_approval(tool, approved)) {
+            self.after_human_answer(conn, auto_continue);
+        }
+    }
+
+    fn after_human_answer(&mut self, conn: ConnId, auto_continue: bool) {
+        if auto_continue {
+            self.request_continuation(conn);
+        } else {
+            self.extend_continuation_window();
+        }
+    }
+
+    /// Applies `update` to the waiting part with this id: in the streaming
+    /// answer (it rides into the final persist) or in the stored owner message
+    /// (persisted now). Every tab is told. Returns whether anything changed.
+    fn update_tool_part(
+        &mut self,
+        tool_call_id: &str,
+        update: impl Fn(&mut crate::protocol::ToolPart) -> bool,
+    ) -> bool {
+        if let Some(active) = self.active.as_mut() {
+            if let Some(tool) = active.message.tool_part_mut(tool_call_id) {
+                if !update(tool) {
+                    return false;
+                }
+                let settled = settled_chunk(tool);
+                let approved = tool.state == ToolState::ApprovalResponded;
+                let message = active.message.clone();
+                let request_id = active.turn.request_id.clone();
+                // Logged like a server tool's result, so it survives an eviction.
+                if let Some(chunk) = settled {
+                    self.emit(chunk);
+                }
+                if approved {
+                    self.note_stream_approval(request_id, tool_call_id);
+                }
+                self.broadcast_updated(&message);
+                return true;
+            }
+        }
+        let Some(entry) = self.transcript.owner_of_mut(tool_call_id) else {
+            return false;
+        };
+        let Some(tool) = entry.message.tool_part_mut(tool_call_id) else {
+            return false;
+        };
+        if !update(tool) {
+            return false;
+        }
+        let entry = entry.clone();
+        self.put_entry(&entry);
+        self.broadcast_updated(&entry.message);
+        true
+    }
+
+    fn note_stream_approval(&mut self, request_id: String, tool_call_id: &str) {
+        let mut approvals = match self.stream_approvals.take() {
+            Some(a) if a.request_id == request_id => a,
+            _ => StreamApprovals {
+                request_id,
+                approved: Vec::new(),
+            },
+        };
+        approvals.approved.push(tool_call_id.to_string());
+        self.put_config(ConfigKey::StreamApprovals, &approvals);
+        self.stream_approvals = Some(approvals);
+    }
+
+    /// The answer is stored (or gone): its approvals need no record of their own.
+    pub(in crate::core) fn forget_stream_approvals(&mut self) {
+        if self.stream_approvals.take().is_some() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::StreamApprovals,
+            });
+        }
+    }
+
+    /// Applies the approvals written down for the cut stream `request_id` to
+    /// the answer rebuilt from its chunk log.
+    pub(in crate::core) fn reapply_stream_approvals(
+        &mut self,
+        request_id: &str,
+        message: &mut UIMessage,
+    ) {
+        if let Some(approvals) = self
+            .stream_approvals
+            .as_ref()
+            .filter(|a| a.request_id == request_id)
+        {
+            for id in &approvals.approved {
+                if let Some(tool) = message.tool_part_mut(id) {
+                    apply_approval(tool, true);
+                }
+            }
+        }
+        self.forget_stream_approvals();
+    }
+
+    fn broadcast_updated(&mut self, message: &UIMessage) {
+        let to = self.conns.all();
+        self.send_to(to, server::message_updated(message));
+    }
+}
+
+/// The chunk that records a settled tool part in a stream's log.
+fn settled_chunk(tool: &ToolPart) -> Option<UIMessageChunk> {
+    let tool_call_id = tool.tool_call_id.clone();
+    match tool.state {
+        ToolState::OutputAvailable => Some(UIMessageChunk::ToolOutputAvailable {
+            tool_call_id,
+            output: tool.output.clone().unwrap_or_default(),
+        }),
+        ToolState::OutputError => Some(UIMessageChunk::ToolOutputError {
+            tool_call_id,
+            error_text: tool.error_text.clone().unwrap_or_default(),
+        }),
+        ToolState::OutputDenied => Some(UIMessageChunk::ToolOutputDenied { tool_call_id }),
+        _ => None,
+    }
+}

@@ -1,0 +1,126 @@
+//! The author's hooks the core calls inline: `on_chat_error` (may classify a
+//! failed turn as worth another model call), `before_tool_call` (allow,
+//! block, substitute the input or the result) and `after_tool_call` (observe
+//! or rewrite a result), for server and client tools alike. They are
+//! synchronous so a decision lands in the same event that needed it: a tool
+//! result is never held by the agent's code while the isolate may die.
+//! What ended turns report (`ChatResponse`) goes out as an effect.
+
+use std::fmt;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::protocol::{Outcome, UIMessage};
+
+use crate::core::vocab::turn_config::TurnTrigger;
+
+/// A tool's result as the model reads it: output, or error text.
+pub type ToolOutcome = Result<Value, String>;
+
+/// A turn that failed, as `on_chat_error` sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatError {
+    pub request_id: String,
+    pub trigger: TurnTrigger,
+    /// What the tabs are told (and the turn's stored error).
+    pub error: String,
+    /// The provider called the failure transient (rate limit, overload, network).
+    pub transient: bool,
+    /// Whether `ErrorDisposition::Retry` is honoured: the failed model call
+    /// streamed nothing (so nothing is repeated) and the step's retry budget
+    /// (`CoreSettings::model_retry`) is not spent.
+    pub retryable: bool,
+    /// How many times this step's model call was sent again so far.
+    pub retries: u32,
+}
+
+/// What to do with a failed turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorDisposition {
+    /// The turn ends with the error (the default).
+    #[default]
+    Fail,
+    /// Send the step's model call again after `after_ms` (at least the
+    /// retry policy's backoff), counted against the same retry budget.
+    Retry { after_ms: u64 },
+}
+
+/// A tool call the model made, as the tool hooks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The running turn's request id (empty for a tab's result that arrives
+    /// after the turn that made the call ended).
+    pub request_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Value,
+    /// A client tool (a tab or a parent agent runs it), not a server tool.
+    pub client: bool,
+}
+
+/// What `before_tool_call` decides for one call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ToolCallDecision {
+    /// Run the call as the model made it.
+    #[default]
+    Allow,
+    /// Do not run it: the model reads this text as the call's (error) result.
+    Block(String),
+    /// Run it with this input instead (what tabs see and the transcript keeps).
+    Input(Value),
+    /// Do not run it: this is its result.
+    Result(Value),
+}
+
+/// How a turn ended, for `on_chat_response`: sent once its answer is stored
+/// (or, for an aborted or failed turn, once it is settled).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub request_id: String,
+    pub trigger: TurnTrigger,
+    pub continuation: bool,
+    pub outcome: Outcome,
+    /// The ids of the user messages the turn answered.
+    pub message_ids: Vec<String>,
+    /// The id of the stored assistant message, if anything was stored.
+    pub answer_id: Option<String>,
+    /// The error text of a failed turn.
+    pub error: Option<String>,
+}
+
+pub type OnChatError = Rc<dyn Fn(&ChatError) -> ErrorDisposition>;
+pub type BeforeToolCall = Rc<dyn Fn(&ToolCall) -> ToolCallDecision>;
+pub type AfterToolCall = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
+
+/// The inline hooks of one agent (`None`: the default behaviour).
+#[derive(Clone, Default)]
+pub struct Hooks {
+    pub on_chat_error: Option<OnChatError>,
+    pub before_tool_call: Option<BeforeToolCall>,
+    pub after_tool_call: Option<AfterToolCall>,
+}
+
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hooks")
+            .field("on_chat_error", &self.on_chat_error.is_some())
+            .field("before_tool_call", &self.before_tool_call.is_some())
+            .field("after_tool_call", &self.after_tool_call.is_some())
+            .finish()
+    }
+}
+
+/// What the compaction hook is given.
+#[derive(Debug)]
+pub struct CompactionInput<'a> {
+    /// The summary made last time, if any.
+    pub previous: Option<&'a str>,
+    /// The messages to fold into it (those left out since the previous
+    /// summary), oldest first.
+    pub dropped: &'a [UIMessage],
+}
+
+/// The hook: a summary of `previous` + `dropped`, or `None` to leave
+/// messages out without one (the context policy's note says how many).
+pub type Compact = Rc<dyn Fn(&CompactionInput<'_>) -> Option<String>>;

@@ -1,0 +1,9 @@
+pub mod config;
+pub mod context_policy;
+pub mod hooks;
+pub mod ids;
+pub mod limits;
+pub mod log_level;
+pub mod submit;
+pub mod tool_spec;
+pub mod turn_config;

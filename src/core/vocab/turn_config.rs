@@ -1,0 +1,115 @@
+//! A turn as the author's `before_turn` sees and shapes it: why it runs
+//! (`TurnTrigger`), what it is given (`TurnContext`), what the hook may change
+//! (`TurnConfig`) and the turn's resulting settings (`TurnSettings`).
+
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use crate::model::{ModelSettings, ToolChoice};
+use crate::protocol::{ClientToolSchema, UIMessage};
+
+/// Why a turn runs (`TurnContext::trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnTrigger {
+    Submit,
+    Regenerate,
+    AutoContinuation,
+    Programmatic,
+    /// A turn cut by an eviction, continued into the same assistant message.
+    RecoveryContinue,
+    /// A turn cut before it produced anything, run again.
+    RecoveryRetry,
+}
+
+/// What `before_turn` sees: why the turn runs, the request's custom body,
+/// the client tools on offer and the most recent messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnContext {
+    pub request_id: String,
+    pub trigger: TurnTrigger,
+    pub continuation: bool,
+    /// The turn was asked for by a parent agent (a sub-agent turn).
+    pub from_parent: bool,
+    /// The newest messages of the conversation (at most
+    /// [`TURN_CONTEXT_MESSAGES`] of the window the agent keeps in memory), oldest first.
+    pub messages: Vec<UIMessage>,
+    pub client_tools: Vec<ClientToolSchema>,
+    /// The custom body of the request (or the last one a tab sent).
+    pub body: Map<String, Value>,
+}
+
+/// How many recent messages a [`TurnContext`] carries.
+pub const TURN_CONTEXT_MESSAGES: usize = 32;
+
+/// What `before_turn` may change for one turn (`None`: the agent's setting).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnConfig {
+    pub system: Option<String>,
+    pub max_steps: Option<u32>,
+    /// The model asked for this turn.
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Extra headers on this turn's model requests (an HTTP provider's).
+    pub headers: Vec<(String, String)>,
+    /// Offer only the tools with these names (server and client tools) this turn.
+    pub tools: Option<Vec<String>>,
+    /// Also offer these tools this turn: server tools marked `opt_in()`,
+    /// which no turn offers unless it adds them.
+    pub add_tools: Vec<String>,
+    /// Offer none of these tools this turn.
+    pub remove_tools: Vec<String>,
+    /// Whether the model may, must or must not call a tool (`None`: it decides).
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// A turn's settings: the agent's, with what `before_turn` changed.
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    pub system: String,
+    pub max_steps: u32,
+    pub model: ModelSettings,
+    pub headers: Vec<(String, String)>,
+    pub tools: Option<Vec<String>>,
+    pub add_tools: Vec<String>,
+    pub remove_tools: Vec<String>,
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl TurnSettings {
+    /// Applies what a `before_turn` hook chose.
+    pub fn apply(&mut self, config: TurnConfig) {
+        self.system = config.system.unwrap_or(std::mem::take(&mut self.system));
+        self.max_steps = config.max_steps.unwrap_or(self.max_steps).max(1);
+        if let Some(model) = config.model.filter(|m| !m.trim().is_empty()) {
+            self.model.model = model;
+        }
+        self.model.temperature = config.temperature.or(self.model.temperature);
+        self.model.max_tokens = config.max_tokens.or(self.model.max_tokens);
+        self.headers.extend(config.headers);
+        if config.tools.is_some() {
+            self.tools = config.tools;
+        }
+        self.add_tools.extend(config.add_tools);
+        self.remove_tools.extend(config.remove_tools);
+        if config.tool_choice.is_some() {
+            self.tool_choice = config.tool_choice;
+        }
+    }
+
+    /// Whether the turn offers the tool `name`; `opt_in` tools only when added.
+    pub fn offers(&self, name: &str, opt_in: bool) -> bool {
+        let added = self.add_tools.iter().any(|n| n == name);
+        let listed = self
+            .tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name));
+        (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
+    }
+}
+
+/// A synchronous `before_turn`, called by the core as the turn starts. A
+/// host whose hook awaits sets `CoreConfig::prepare_turn` instead.
+pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;

@@ -25,9 +25,9 @@ pub mod vocab;
 use std::rc::Rc;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, FrameError, UIMessage};
+use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
 pub use contract::carry_out::{carry_out, Step};
@@ -60,14 +60,17 @@ pub use vocab::turn_config::{
     TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 
-use admit::continuation::PendingContinuation;
+use admit::inputs::TabInputs;
 use contract::history;
 use data::connections::Connections;
+use data::queue::PendingContinuation;
 use data::queue::TurnQueue;
 use data::timers::TimerTable;
 use data::transcript::Transcript;
+use recovery::state::RecoveryState;
 use rows::shape;
-use turn::turn::ActiveTurn;
+use turn::active::ActiveTurn;
+use turn::compaction_state::CompactionState;
 use vocab::limits;
 
 pub struct Core {
@@ -79,28 +82,21 @@ pub struct Core {
     queue: TurnQueue,
     active: Option<ActiveTurn>,
     continuation: Option<PendingContinuation>,
-    client_tools: Vec<ClientToolSchema>,
-    body: Map<String, Value>,
+    /// The client tools and custom body the tabs last sent.
+    inputs: TabInputs,
     terminal_error: Option<TerminalError>,
-    /// A stream cut by an eviction (or broken off inside the isolate),
-    /// replayable until a new turn streams; kept while its recovery runs.
-    orphan: Option<OpenStream>,
-    /// Streams found open at start, recovered on `Event::Woke`.
-    cut_streams: Vec<OpenStream>,
-    /// Root request id of the recovery in progress (tabs are told on connect).
-    recovering: Option<String>,
-    recovery_budget: Option<RecoveryBudget>,
+    /// Cut streams, the recovery in progress and its budget.
+    recovery: RecoveryState,
     /// Approvals of calls in the streaming answer, written down until it is stored.
     stream_approvals: Option<StreamApprovals>,
     /// Request ids of the last few ended turns with their `messageIds`.
     finished: std::collections::VecDeque<(String, Vec<String>)>,
     /// Submissions of the agent's own code, oldest first.
-    submissions: admit::submissions::Submissions,
+    submissions: admit::submission_list::Submissions,
     /// The compaction summary in use, and whether the hook declined to make one.
-    summary: Option<rows::persisted::Summary>,
-    compaction_declined: bool,
+    compaction: CompactionState,
     /// The last turn closed, until a write fails or another closes.
-    last_closed: Option<recovery::write_failure::ClosedTurn>,
+    last_closed: Option<turn::active::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -141,18 +137,13 @@ impl Core {
             queue,
             active: None,
             continuation,
-            client_tools: stored.client_tools,
-            body: stored.body,
+            inputs: TabInputs::restored(stored.client_tools, stored.body),
             terminal_error: stored.terminal_error,
-            orphan: None,
-            cut_streams: stored.open_streams,
-            recovering: None,
-            recovery_budget: stored.recovery,
+            recovery: RecoveryState::restored(stored.open_streams, stored.recovery),
             stream_approvals: stored.stream_approvals,
-            summary: stored.summary,
-            compaction_declined: false,
+            compaction: CompactionState::restored(stored.summary),
             finished: Default::default(),
-            submissions: admit::submissions::Submissions::restore(stored.submissions),
+            submissions: admit::submission_list::Submissions::restore(stored.submissions),
             last_closed: None,
             next_call: 1,
             timers,

@@ -1,7 +1,9 @@
 //! Chat requests, cancel and clear: what a submit persists and broadcasts,
 //! the message-concurrency decision, and the serial queue that starts turns.
 
-use crate::protocol::{server, ChatRequest, Outcome, Trigger};
+use serde_json::{Map, Value};
+
+use crate::protocol::{server, ChatRequest, ClientToolSchema, Outcome, Trigger};
 
 use crate::core::contract::effects::{StoreOp, Timer};
 use crate::core::data::queue::{FrontDecision, QueuedTurn};
@@ -22,7 +24,7 @@ impl Core {
                 state.pending_resume = true;
             }
             self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
-            if self.recovering.is_some() {
+            if self.recovery.recovering().is_some() {
                 // During a recovery the tab also gets the transcript with the
                 // stored partial (as the reference does), which replaces any
                 // longer partial it kept from before the eviction; the
@@ -47,7 +49,7 @@ impl Core {
 
     /// A tab that connects during a recovery learns of it (after the offer or transcript).
     fn tell_recovering(&mut self, conn: &ConnId) {
-        if let Some(root) = &self.recovering {
+        if let Some(root) = self.recovery.recovering() {
             let frame = server::chat_recovering(true, root);
             self.send_to(vec![conn.clone()], frame);
         }
@@ -79,29 +81,14 @@ impl Core {
             let message_ids =
                 crate::core::data::transcript::trailing_user_ids(request.messages.iter());
             self.send_transcript(vec![conn.clone()], false);
-            self.send_terminal(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
+            self.request_ended(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
             return;
         }
         self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
-            if tools.is_empty() {
-                self.store(StoreOp::DeleteConfig {
-                    key: ConfigKey::ClientTools,
-                });
-            } else {
-                self.put_config(ConfigKey::ClientTools, &tools);
-            }
-            self.client_tools = tools;
+            self.remember_client_tools(tools);
         }
-        self.body = request.body.clone();
-        if self.body.is_empty() {
-            self.store(StoreOp::DeleteConfig {
-                key: ConfigKey::CustomBody,
-            });
-        } else {
-            let body = self.body.clone();
-            self.put_config(ConfigKey::CustomBody, &body);
-        }
+        self.remember_body(request.body.clone());
         let reconciled = self
             .transcript
             .reconcile(&request.messages, trigger == TurnTrigger::Regenerate);
@@ -162,7 +149,7 @@ impl Core {
     }
 
     fn send_skipped(&mut self, to: Vec<ConnId>, turn: &QueuedTurn) {
-        self.send_terminal(
+        self.request_ended(
             to,
             &turn.request_id,
             Outcome::Skipped,
@@ -182,7 +169,7 @@ impl Core {
         }
         if let Some(turn) = self.queue.remove(id) {
             let to = self.conns.chat();
-            self.send_terminal(
+            self.request_ended(
                 to,
                 &turn.request_id,
                 Outcome::Aborted,
@@ -215,12 +202,10 @@ impl Core {
         let parked = self.conns.take_parked();
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
-        self.summary = None;
-        self.compaction_declined = false;
-        self.client_tools.clear();
-        self.body.clear();
+        self.compaction.reset();
+        self.inputs.reset();
+        self.recovery.reset();
         self.terminal_error = None;
-        self.orphan = None;
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
         let to = match &sender {
@@ -295,5 +280,48 @@ impl Core {
             )
         });
         self.pump();
+    }
+}
+
+impl Core {
+    /// The client tools a tab offers from now on, stored (an empty list
+    /// deletes the row).
+    pub(in crate::core) fn remember_client_tools(&mut self, tools: Vec<ClientToolSchema>) {
+        if tools.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::ClientTools,
+            });
+        } else {
+            self.put_config(ConfigKey::ClientTools, &tools);
+        }
+        self.inputs.replace_client_tools(tools);
+    }
+
+    /// The custom body later turns see, stored (an empty body deletes the row).
+    pub(in crate::core) fn remember_body(&mut self, body: Map<String, Value>) {
+        if body.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::CustomBody,
+            });
+        } else {
+            self.put_config(ConfigKey::CustomBody, &body);
+        }
+        self.inputs.replace_body(body);
+    }
+}
+
+impl Core {
+    /// Request `id` ended with `outcome`: its terminal frame goes to `to`,
+    /// and a submission it ran is settled.
+    pub(in crate::core) fn request_ended(
+        &mut self,
+        to: Vec<ConnId>,
+        id: &str,
+        outcome: Outcome,
+        message_ids: Option<&[String]>,
+        continuation: bool,
+    ) {
+        self.send_terminal(to, id, outcome, message_ids, continuation);
+        self.submission_ended(id, outcome);
     }
 }

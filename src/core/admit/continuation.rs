@@ -5,6 +5,7 @@
 //! while the latest answer is mid-batch or another turn streams.
 
 use crate::core::contract::effects::{StoreOp, Timer};
+use crate::core::data::queue::PendingContinuation;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::data::transcript::is_mid_batch;
 use crate::core::rows::persisted::{ConfigKey, ContinuationRow};
@@ -13,40 +14,39 @@ use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
-/// An automatic continuation that has been asked for but not yet queued.
-#[derive(Debug, Clone)]
-pub(in crate::core) struct PendingContinuation {
-    pub(in crate::core) request_id: String,
-    /// The tab whose result asked for it (parked on its stream).
-    pub(in crate::core) owner: Option<ConnId>,
-}
-
-impl PendingContinuation {
-    /// A continuation found owed in the store at start: no tab owns it.
-    pub(in crate::core) fn restored(request_id: String) -> Self {
-        PendingContinuation {
-            request_id,
-            owner: None,
-        }
-    }
-}
-
 impl Core {
     /// A person's answer asked for a continuation: owed from now on (and
     /// written down), its owner parked on it, the coalescing window re-armed.
     pub(in crate::core) fn request_continuation(&mut self, owner: ConnId) {
-        if self.continuation.is_none() {
-            let request_id = self.new_id(IdKind::Request);
-            self.continuation = Some(PendingContinuation {
-                request_id,
-                owner: Some(owner.clone()),
-            });
-            self.put_config(ConfigKey::Continuation, &ContinuationRow { owed: true });
-        }
+        self.owe_continuation(Some(owner.clone()));
         if let Some(state) = self.conns.state_mut(&owner) {
             state.parked = true;
         }
         self.arm_continuation();
+    }
+
+    /// The agent's own code asked to continue the last answer: owed (and
+    /// written down) like a person's, and started now if nothing runs.
+    /// Returns the continuation's request id.
+    pub(in crate::core) fn owe_continuation_now(&mut self) -> String {
+        let request_id = self.owe_continuation(None);
+        self.try_start_continuation();
+        request_id
+    }
+
+    /// A continuation is owed from now on (the one already owed, if any):
+    /// its request id.
+    fn owe_continuation(&mut self, owner: Option<ConnId>) -> String {
+        if let Some(pending) = &self.continuation {
+            return pending.request_id.clone();
+        }
+        let request_id = self.new_id(IdKind::Request);
+        self.continuation = Some(PendingContinuation {
+            request_id: request_id.clone(),
+            owner,
+        });
+        self.put_config(ConfigKey::Continuation, &ContinuationRow { owed: true });
+        request_id
     }
 
     /// Another answer arrived without asking: an owed continuation waits for it too.

@@ -2,4 +2,6 @@ pub mod author_alarm;
 pub mod channel;
 pub mod chat;
 pub mod continuation;
+pub mod inputs;
+pub mod submission_list;
 pub mod submissions;

@@ -9,12 +9,9 @@
 
 use crate::protocol::{Outcome, Role, UIMessage};
 
-use crate::core::admit::continuation::PendingContinuation;
 use crate::core::contract::effects::StoreOp;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::rows::persisted::{
-    ConfigKey, ContinuationRow, StoredState, SubmissionRecord, SubmissionStatus,
-};
+use crate::core::rows::persisted::{StoredState, SubmissionRecord, SubmissionStatus};
 use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::submit::{
@@ -22,37 +19,6 @@ use crate::core::vocab::submit::{
 };
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
-
-/// Every submission the core still remembers, oldest first.
-#[derive(Debug, Default)]
-pub(in crate::core) struct Submissions {
-    records: Vec<SubmissionRecord>,
-}
-
-impl Submissions {
-    pub(in crate::core) fn restore(mut records: Vec<SubmissionRecord>) -> Submissions {
-        records.sort_by_key(|r| r.submitted_at);
-        Submissions { records }
-    }
-
-    fn get(&self, id: &str) -> Option<&SubmissionRecord> {
-        self.records.iter().find(|r| r.id == id)
-    }
-
-    fn by_key(&self, key: &str) -> Option<&SubmissionRecord> {
-        self.records
-            .iter()
-            .find(|r| r.idempotency_key.as_deref() == Some(key))
-    }
-
-    /// The unfinished submission whose turn is request `request_id`.
-    fn live_for_request(&mut self, request_id: &str) -> Option<&mut SubmissionRecord> {
-        self.records.iter_mut().find(|r| {
-            !r.status.is_final()
-                && (r.id == request_id || r.turn_request_id.as_deref() == Some(request_id))
-        })
-    }
-}
 
 impl StoredState {
     /// The stored submission `id`, if any (tests and tools read rows back).
@@ -173,14 +139,7 @@ impl Core {
         }
         self.forget_terminal_error();
         if let Some(body) = &request.body {
-            self.body = body.clone();
-            if body.is_empty() {
-                self.store(StoreOp::DeleteConfig {
-                    key: ConfigKey::CustomBody,
-                });
-            } else {
-                self.put_config(ConfigKey::CustomBody, body);
-            }
+            self.remember_body(body.clone());
         }
         for message in &mut messages {
             // A user message may be edited by reusing its id; any other
@@ -263,18 +222,7 @@ impl Core {
                 "nothing to continue: the last message is not an assistant message".into(),
             ));
         }
-        if self.continuation.is_none() {
-            let request_id = self.new_id(IdKind::Request);
-            self.continuation = Some(PendingContinuation::restored(request_id));
-            self.put_config(ConfigKey::Continuation, &ContinuationRow { owed: true });
-        }
-        let request_id = self
-            .continuation
-            .as_ref()
-            .map(|c| c.request_id.clone())
-            .unwrap_or_default();
-        self.try_start_continuation();
-        Ok(request_id)
+        Ok(self.owe_continuation_now())
     }
 
     /// A turn started (`pump`): a submission it runs is running, its answer known.

@@ -221,6 +221,24 @@ impl TurnQueue {
     }
 }
 
+/// An automatic continuation that has been asked for but not yet queued.
+#[derive(Debug, Clone)]
+pub(in crate::core) struct PendingContinuation {
+    pub(in crate::core) request_id: String,
+    /// The tab whose result asked for it (parked on its stream).
+    pub(in crate::core) owner: Option<ConnId>,
+}
+
+impl PendingContinuation {
+    /// A continuation found owed in the store at start: no tab owns it.
+    pub(in crate::core) fn restored(request_id: String) -> Self {
+        PendingContinuation {
+            request_id,
+            owner: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,15 +43,15 @@ impl Core {
         self.log_recovery(step, "cut-stream", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery_budget = was_recovery.then_some(budget);
+            self.recovery.budget = was_recovery.then_some(budget);
             self.end_turn(Outcome::Error, Some(EXHAUSTED_TEXT.to_string()));
             return true;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery_budget = Some(budget);
+        self.recovery.budget = Some(budget);
         // A tool call cut while its input streamed can never run.
         if let Some(active) = self.active.as_mut() {
-            repair_dead_server_calls(&self.client_tools, &mut active.message);
+            repair_dead_server_calls(&self.inputs.client_tools(), &mut active.message);
         }
         let message_id = self.active.as_ref().map(|a| a.message.id.clone());
         let cut_stream = self.active_as_cut_stream();
@@ -59,8 +59,8 @@ impl Core {
             return true;
         };
         // Offered to tabs that join while the recovery runs.
-        self.orphan = cut_stream;
-        self.recovering = Some(root.clone());
+        self.recovery.orphan = cut_stream;
+        self.recovery.recovering = Some(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let request_id = self.new_id(IdKind::Request);

@@ -21,7 +21,7 @@ impl Core {
     /// While a recovery turn runs, the id of the cut stream it recovers.
     pub(in crate::core) fn recovery_offer(&self) -> Option<String> {
         let active = self.active.as_ref().filter(|a| a.turn.is_recovery())?;
-        let cut = self.orphan.as_ref()?;
+        let cut = self.recovery.orphan.as_ref()?;
         (cut.record.request_id != active.turn.request_id).then(|| cut.record.request_id.clone())
     }
 
@@ -38,7 +38,7 @@ impl Core {
         self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
         let frame = server::chat_messages(&self.transcript.messages(), true);
         self.send_to(vec![conn.clone()], frame);
-        if let Some(root) = &self.recovering {
+        if let Some(root) = &self.recovery.recovering {
             let frame = server::chat_recovering(true, root);
             self.send_to(vec![conn.clone()], frame);
         }
@@ -60,7 +60,7 @@ impl Core {
             // Already caught up (a repeated ACK): the recovery reaches it live.
             return true;
         }
-        let Some(cut) = self.orphan.as_ref() else {
+        let Some(cut) = self.recovery.orphan.as_ref() else {
             return true;
         };
         let record = &cut.record;
@@ -93,7 +93,7 @@ impl Core {
     /// The recovery of the cut stream ended: it is no longer offered, and a
     /// late ACK for it is answered like one for any ended request.
     pub(in crate::core) fn retire_cut_stream(&mut self) {
-        if let Some(cut) = self.orphan.take() {
+        if let Some(cut) = self.recovery.orphan.take() {
             let ids = cut.record.origin_message_ids;
             self.remember_finished(&cut.record.request_id, &ids);
         }

@@ -2,4 +2,5 @@ pub mod cut_stream;
 pub mod join_recovery;
 pub mod recovery;
 pub mod resume;
+pub mod state;
 pub mod write_failure;

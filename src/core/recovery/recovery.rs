@@ -35,7 +35,7 @@ enum Plan {
 
 impl Core {
     pub(in crate::core) fn on_woke(&mut self) {
-        for open in std::mem::take(&mut self.cut_streams) {
+        for open in std::mem::take(&mut self.recovery.cut_streams) {
             self.recover(open);
         }
         // An owed continuation (restored from the store) runs once its batch is
@@ -68,7 +68,7 @@ impl Core {
                 // A recovery turn cut again ends its chain here: tabs told
                 // by the previous instance that it began are told it ended.
                 if open.record.recovery_root.is_some() {
-                    self.recovering = Some(root);
+                    self.recovery.recovering = Some(root);
                 }
                 self.finish_recovery();
                 return;
@@ -92,13 +92,13 @@ impl Core {
         self.log_recovery(step, "eviction", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery_budget = Some(budget);
+            self.recovery.budget = Some(budget);
             self.exhaust(&open, &root);
             return;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery_budget = Some(budget);
-        self.recovering = Some(root.clone());
+        self.recovery.budget = Some(budget);
+        self.recovery.recovering = Some(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
@@ -131,11 +131,11 @@ impl Core {
         }
         self.reapply_stream_approvals(&open.record.request_id, &mut message);
         close_dangling_text(&mut message);
-        repair_dead_server_calls(&self.client_tools, &mut message);
+        repair_dead_server_calls(&self.inputs.client_tools(), &mut message);
         self.store(StoreOp::CloseStream {
             request_id: open.record.request_id.clone(),
         });
-        self.orphan = Some(open.clone());
+        self.recovery.orphan = Some(open.clone());
         if !has_content(&message) || message.role != Role::Assistant {
             if failed_runs {
                 self.broadcast_transcript(None);
@@ -196,7 +196,11 @@ impl Core {
             let waits_for_person = message.tool_parts().any(|t| {
                 t.state == ToolState::ApprovalRequested
                     || (t.state == ToolState::InputAvailable
-                        && self.client_tools.iter().any(|c| c.name == t.tool_name))
+                        && self
+                            .inputs
+                            .client_tools()
+                            .iter()
+                            .any(|c| c.name == t.tool_name))
             });
             if waits_for_person {
                 return Plan::Park;
@@ -245,8 +249,8 @@ impl Core {
             open.chunks.clone(),
             record.continuation,
         );
-        self.orphan = None;
-        self.recovering = Some(root.to_string());
+        self.recovery.orphan = None;
+        self.recovery.recovering = Some(root.to_string());
         self.finish_recovery();
     }
 
@@ -269,7 +273,7 @@ impl Core {
     /// A recovery chain ended (completed, failed or exhausted).
     pub(in crate::core) fn finish_recovery(&mut self) {
         self.clear_budget();
-        if let Some(root) = self.recovering.take() {
+        if let Some(root) = self.recovery.recovering.take() {
             let to = self.conns.chat();
             self.send_to(to, server::chat_recovering(false, &root));
         }
@@ -278,7 +282,7 @@ impl Core {
     /// The budget of the recovery chain `root`, taken out to be charged (a
     /// new one when another chain's, or none, was held).
     pub(in crate::core) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
-        match self.recovery_budget.take() {
+        match self.recovery.budget.take() {
             Some(b) if b.root == root => b,
             _ => RecoveryBudget {
                 root: root.to_string(),
@@ -290,7 +294,7 @@ impl Core {
     }
 
     fn clear_budget(&mut self) {
-        if self.recovery_budget.take().is_some() {
+        if self.recovery.budget.take().is_some() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });

@@ -33,7 +33,7 @@ impl Core {
             self.offer_stream(conn, &id, probe);
             return;
         }
-        if let Some(orphan) = &self.orphan {
+        if let Some(orphan) = &self.recovery.orphan {
             let id = orphan.record.request_id.clone();
             self.offer_stream(conn, &id, probe);
             return;
@@ -91,7 +91,12 @@ impl Core {
             self.send_each(&conn, frames);
             return;
         }
-        if let Some(orphan) = self.orphan.as_ref().filter(|o| o.record.request_id == id) {
+        if let Some(orphan) = self
+            .recovery
+            .orphan
+            .as_ref()
+            .filter(|o| o.record.request_id == id)
+        {
             let continuation = orphan.record.continuation;
             let cut_off = cut_off_frame(id, &orphan.record.origin_message_ids, continuation);
             let frames = replay_frames(

@@ -13,15 +13,6 @@ use crate::protocol::server;
 use crate::core::contract::effects::StoreOp;
 use crate::core::Core;
 
-/// What the core remembers of the last turn it closed, in case the batch
-/// that closed it fails.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ClosedTurn {
-    pub request_id: String,
-    pub message_ids: Vec<String>,
-    pub continuation: bool,
-}
-
 /// The text tabs read when a write fails.
 pub fn write_failed_text(error: &str) -> String {
     format!(

@@ -41,12 +41,17 @@ impl Core {
     ) -> Option<Vec<ModelMessage>> {
         let hook = self.config.compact.clone()?;
         let max_messages = self.config.context.max_messages;
-        if (budget == 0 && max_messages == 0) || self.compaction_declined {
+        if (budget == 0 && max_messages == 0) || self.compaction.declined {
             return None;
         }
-        let from = self.summary.as_ref().map_or(0, |s| s.through_seq);
+        let from = self
+            .compaction
+            .summary
+            .as_ref()
+            .map_or(0, |s| s.through_seq);
         let system_bytes = estimated_bytes(&model_messages(system, &[]));
         let summary_bytes = self
+            .compaction
             .summary
             .as_ref()
             .map_or(0, |s| estimated_bytes(&[summary_message(&s.text)]));
@@ -72,7 +77,7 @@ impl Core {
         if fits {
             // The stored summary (if any) still covers what does not fit.
             let mut out = model_messages(system, &[]);
-            if let Some(summary) = &self.summary {
+            if let Some(summary) = &self.compaction.summary {
                 out.push(summary_message(&summary.text));
             }
             let kept: Vec<&UIMessage> = since.iter().map(|(_, m)| m).collect();
@@ -99,12 +104,12 @@ impl Core {
             return None;
         }
         let dropped: Vec<UIMessage> = since[..cut].iter().map(|(_, m)| m.clone()).collect();
-        let previous = self.summary.as_ref().map(|s| s.text.clone());
+        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
         let Some(text) = hook(&CompactionInput {
             previous: previous.as_deref(),
             dropped: &dropped,
         }) else {
-            self.compaction_declined = true;
+            self.compaction.declined = true;
             return None;
         };
         let summary = Summary {
@@ -116,7 +121,7 @@ impl Core {
         out.push(summary_message(&summary.text));
         let kept: Vec<&UIMessage> = since[cut..].iter().map(|(_, m)| m).collect();
         out.extend(model_messages("", &kept));
-        self.summary = Some(summary);
+        self.compaction.summary = Some(summary);
         Some(out)
     }
 }

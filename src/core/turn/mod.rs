@@ -1,5 +1,7 @@
+pub mod active;
 pub mod chunk_log;
 pub mod compaction;
+pub mod compaction_state;
 pub mod context_cut;
 pub mod model_call;
 pub mod prepare;

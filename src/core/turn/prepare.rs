@@ -5,7 +5,7 @@
 //! an eviction meanwhile is ignored (a recovered turn is prepared anew).
 
 use crate::core::data::queue::QueuedTurn;
-use crate::core::turn::turn::TurnPhase;
+use crate::core::turn::active::TurnPhase;
 use crate::core::vocab::ids::CallId;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext, TURN_CONTEXT_MESSAGES};
 use crate::core::Core;
@@ -29,8 +29,11 @@ impl Core {
             client_tools: turn
                 .turn_tools
                 .clone()
-                .unwrap_or_else(|| self.client_tools.clone()),
-            body: turn.body.clone().unwrap_or_else(|| self.body.clone()),
+                .unwrap_or_else(|| self.inputs.client_tools().to_vec()),
+            body: turn
+                .body
+                .clone()
+                .unwrap_or_else(|| self.inputs.body().clone()),
         }
     }
 

@@ -30,7 +30,6 @@ impl Core {
         }
         .to_json();
         self.send_to(to, frame);
-        self.submission_ended(id, outcome);
     }
 
     /// The error of a failed turn, sent before its `done` frame.

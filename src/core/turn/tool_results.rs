@@ -35,8 +35,7 @@ impl Core {
             return;
         }
         if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
-            self.put_config(ConfigKey::ClientTools, &tools);
-            self.client_tools = tools;
+            self.remember_client_tools(tools);
         }
         self.after_human_answer(conn, result.auto_continue);
     }
@@ -95,7 +94,7 @@ impl Core {
         self.transcript.owner_of(tool_call_id).is_some_and(|m| {
             m.tool_parts()
                 .find(|t| t.tool_call_id == tool_call_id)
-                .is_some_and(|tool| self.waits_for_browser(tool, &self.client_tools))
+                .is_some_and(|tool| self.waits_for_browser(tool, self.inputs.client_tools()))
         })
     }
 

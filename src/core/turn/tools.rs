@@ -12,7 +12,7 @@ use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
 use crate::core::contract::effects::{Effect, Timer};
 use crate::core::data::accumulator::normalize_input;
-use crate::core::turn::turn::{RunningTool, StepCall};
+use crate::core::turn::active::{RunningTool, StepCall};
 use crate::core::vocab::hooks::{ToolCall, ToolCallDecision, ToolOutcome};
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::ids::{CallId, ConnId};
@@ -85,7 +85,7 @@ impl Core {
             .and_then(|a| a.turn.turn_tools.as_ref())
         {
             Some(tools) => tools,
-            None => &self.client_tools,
+            None => self.inputs.client_tools(),
         }
     }
 

@@ -19,157 +19,21 @@ use crate::core::data::context_window;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::logging::trigger_label;
 use crate::core::rows::persisted::StreamRecord;
+use crate::core::turn::active::{
+    ActiveTurn, ModelCall, OpenParts, StepCall, StepEnd, StepRequest, TurnPhase,
+};
 use crate::core::turn::chunk_log::ChunkLog;
 use crate::core::vocab::hooks::ChatResponse;
+use crate::core::vocab::ids::CallId;
 use crate::core::vocab::ids::IdKind;
-use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::log_level::LogLevel;
 use crate::core::vocab::turn_config::TurnSettings;
 use crate::core::Core;
 
-/// A tool call the model made in the current step.
-#[derive(Debug)]
-pub(in crate::core) struct StepCall {
-    pub(in crate::core) id: String,
-    pub(in crate::core) name: String,
-    pub(in crate::core) arguments: String,
-}
-
-/// How a step's request to the model is built, and how many times it was
-/// sent again so far. The request itself goes to the host and is not kept:
-/// a retry builds it again from the transcript (which a call that streamed
-/// nothing leaves as it was), so a long context is not held in memory for
-/// the length of the call.
-#[derive(Debug, Clone)]
-pub(in crate::core) struct StepRequest {
-    /// The context budget the request is built within (bytes; 0: no bound).
-    pub(in crate::core) budget: usize,
-    /// The estimated size of the messages the last call sent.
-    pub(in crate::core) sent_bytes: usize,
-    pub(in crate::core) retries: u32,
-    /// The request was built again with less context after the provider
-    /// refused it as too long (which happens at most once a step).
-    pub(in crate::core) narrowed: bool,
-}
-
-/// The step's model call in flight.
-#[derive(Debug)]
-pub(in crate::core) struct ModelCall {
-    pub(in crate::core) id: CallId,
-    pub(in crate::core) request: StepRequest,
-    /// The call produced at least one event: it is never sent again.
-    pub(in crate::core) streamed: bool,
-    /// Tool calls streamed so far, by the provider's index.
-    pub(in crate::core) calls: BTreeMap<u32, StepCall>,
-}
-
-/// How the model ended a step, known once its stream finished.
-#[derive(Debug)]
-pub(in crate::core) struct StepEnd {
-    pub(in crate::core) finish_reason: FinishReason,
-    /// The model called tools, so another step may follow.
-    pub(in crate::core) called_tools: bool,
-    /// A call waits for a person (a browser tool or an approval): the turn
-    /// ends after this step and resumes as a continuation.
-    pub(in crate::core) waits_on_person: bool,
-}
-
-/// What the running turn is doing. Each phase holds exactly what it needs.
-#[derive(Debug)]
-pub(in crate::core) enum TurnPhase {
-    /// The host runs the agent's `before_turn` (`Effect::PrepareTurn` with
-    /// this id); nothing else happens until `Event::TurnPrepared` answers.
-    Preparing(CallId),
-    /// A continuation first runs the calls a person approved; the model
-    /// speaks once they are done.
-    RunningApprovedCalls,
-    /// The step's model call streams.
-    CallingModel(ModelCall),
-    /// The step's model call failed transiently; `Timer::ModelRetry` sends it again.
-    WaitingToRetry(StepRequest),
-    /// The model finished the step; its tool calls run and the step ends
-    /// when the last one is done.
-    RunningTools(StepEnd),
-}
-
-/// A tool run in flight: its call and, for a client tool run by a parent
-/// agent, the channel it went to.
-#[derive(Debug, Clone)]
-pub(in crate::core) struct RunningTool {
-    pub(in crate::core) call: CallId,
-    pub(in crate::core) tool_name: String,
-    pub(in crate::core) remote: Option<ConnId>,
-}
-
-/// The open text and reasoning parts of the answer and its part counter.
-#[derive(Debug, Default)]
-pub(in crate::core) struct OpenParts {
-    pub(in crate::core) text: Option<String>,
-    pub(in crate::core) reasoning: Option<String>,
-    next_part: u32,
-}
-
-impl OpenParts {
-    pub(in crate::core) fn new_id(&mut self, prefix: &str) -> String {
-        self.next_part += 1;
-        format!("{prefix}-{}", self.next_part)
-    }
-}
-
-#[derive(Debug)]
-pub(in crate::core) struct ActiveTurn {
-    pub turn: QueuedTurn,
-    pub message: UIMessage,
-    /// The answer's place in the transcript, reserved when the turn starts so
-    /// it follows the messages it answers even if newer ones arrive meanwhile.
-    pub(in crate::core) seq: u64,
-    pub(in crate::core) settings: TurnSettings,
-    /// Model steps begun so far.
-    pub(in crate::core) steps: u32,
-    pub(in crate::core) phase: TurnPhase,
-    pub(in crate::core) running_tools: BTreeMap<String, RunningTool>,
-    pub(in crate::core) open: OpenParts,
-    pub log: ChunkLog,
-    /// Bytes of text, reasoning and tool arguments the model streamed in this turn.
-    pub(in crate::core) model_bytes: usize,
-    /// When the turn started (for its log line).
-    pub(in crate::core) started_at: u64,
-}
-
-impl ActiveTurn {
-    pub(in crate::core) fn continuation(&self) -> bool {
-        self.turn.is_continuation()
-    }
-
-    /// The model call in flight, if the turn is calling the model.
-    pub(in crate::core) fn model_call(&self) -> Option<&ModelCall> {
-        match &self.phase {
-            TurnPhase::CallingModel(call) => Some(call),
-            _ => None,
-        }
-    }
-
-    pub(in crate::core) fn model_call_mut(&mut self) -> Option<&mut ModelCall> {
-        match &mut self.phase {
-            TurnPhase::CallingModel(call) => Some(call),
-            _ => None,
-        }
-    }
-
-    /// Moves to `next`: the model call in flight (if any) is returned so it
-    /// can be aborted.
-    fn replace_phase(&mut self, next: TurnPhase) -> Option<CallId> {
-        match std::mem::replace(&mut self.phase, next) {
-            TurnPhase::CallingModel(call) => Some(call.id),
-            _ => None,
-        }
-    }
-}
-
 impl Core {
     /// The request id a resuming tab would be offered, if a stream is replayable.
     pub(in crate::core) fn live_stream_id(&self) -> Option<String> {
-        match (&self.active, &self.orphan) {
+        match (&self.active, self.recovery.cut_stream()) {
             (Some(a), _) => Some(a.turn.request_id.clone()),
             (None, Some(o)) => Some(o.record.request_id.clone()),
             _ => None,
@@ -212,7 +76,7 @@ impl Core {
         self.set_timer(Timer::Heartbeat, heartbeat_at);
         // The cut stream stays on offer while its recovery runs (`join_recovery.rs`).
         if !turn.is_recovery() {
-            self.orphan = None;
+            self.recovery.new_stream();
         }
         let request_id = turn.request_id.clone();
         self.log(LogEvent::TurnStarted {
@@ -462,13 +326,13 @@ impl Core {
             self.broadcast_transcript(None);
         }
         self.remember_finished(&request_id, &message_ids);
-        self.last_closed = Some(crate::core::recovery::write_failure::ClosedTurn {
+        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
             request_id: request_id.clone(),
             message_ids: message_ids.clone(),
             continuation,
         });
         let to = self.conns.chat();
-        self.send_terminal(to, &request_id, outcome, Some(&message_ids), continuation);
+        self.request_ended(to, &request_id, outcome, Some(&message_ids), continuation);
         let response = ChatResponse {
             request_id: request_id.clone(),
             trigger: active.turn.trigger,
@@ -495,7 +359,7 @@ impl Core {
         let continuation = active.continuation();
         let message_ids = (!continuation).then_some(active.turn.message_ids.clone());
         let to = self.conns.chat();
-        self.send_terminal(
+        self.request_ended(
             to,
             &active.turn.request_id,
             Outcome::Aborted,

@@ -10,7 +10,8 @@ use wasm_bindgen_futures::JsFuture;
 use worker::web_sys;
 use worker::{ByteStream, Env};
 
-use crate::model::workers_ai::{binding_failure, BindingCall};
+use crate::model::workers_ai::binding_failure;
+use crate::model::BindingCall;
 use crate::model::ModelFailure;
 
 /// Calls `run` on the binding and returns its streamed body.

@@ -10,6 +10,7 @@
 //!   the request body and decodes the streamed chunks.
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
+mod event;
 mod failure;
 pub mod files;
 pub mod openai;
@@ -18,8 +19,9 @@ mod request;
 pub mod sse;
 pub mod workers_ai;
 
+pub use event::{FinishReason, ModelError, ModelEvent, Usage};
 pub use failure::{ModelFailure, MAX_RETRY_AFTER_MS};
-pub use provider::{CallPlan, HttpRequest, ModelProvider, ResponseDecoder};
+pub use provider::{BindingCall, CallPlan, HttpRequest, ModelProvider, ResponseDecoder};
 /// The provider an agent's settings choose (`MODEL_PROVIDER`).
 #[derive(Debug, PartialEq)]
 pub enum Provider {
@@ -32,77 +34,3 @@ pub enum Provider {
 pub use request::{
     ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
 };
-
-/// What the provider stream says, in provider-neutral terms.
-///
-/// Tool calls are identified by `index`: `ToolCallStarted` comes exactly once per
-/// index, before any `ToolCallArgumentsDelta` for that index. Concatenating the
-/// argument deltas of one index gives the complete JSON arguments text (which is
-/// untrusted model output and may still be invalid JSON).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelEvent {
-    TextDelta(String),
-    ReasoningDelta(String),
-    ToolCallStarted {
-        index: u32,
-        id: String,
-        name: String,
-    },
-    ToolCallArgumentsDelta {
-        index: u32,
-        delta: String,
-    },
-    /// The last event of a successful stream; emitted at most once.
-    Finished {
-        reason: FinishReason,
-        usage: Option<Usage>,
-    },
-}
-
-/// Why the model stopped producing output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishReason {
-    Stop,
-    Length,
-    ToolCalls,
-    ContentFilter,
-    Other,
-}
-
-/// Token accounting reported by the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-/// Why a streamed reply could not be read to its end.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ModelError {
-    /// The provider reported an error inside the stream.
-    #[error("model provider error: {0}")]
-    Provider(String),
-    /// The stream contained something we could not understand.
-    #[error("malformed model stream: {0}")]
-    Malformed(String),
-    /// The stream ended before the provider said it was done.
-    #[error("model stream ended before the reply was finished")]
-    Truncated,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errors_render_as_readable_sentences() {
-        assert_eq!(
-            ModelError::Provider("overloaded".into()).to_string(),
-            "model provider error: overloaded"
-        );
-        assert_eq!(
-            ModelError::Truncated.to_string(),
-            "model stream ended before the reply was finished"
-        );
-    }
-}

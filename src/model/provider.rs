@@ -36,7 +36,7 @@ pub enum CallPlan {
     Http(HttpRequest),
     /// Call `run(model, input)` on a binding of the Worker's environment;
     /// the streamed body it returns is fed to the provider's decoder.
-    Binding(super::workers_ai::BindingCall),
+    Binding(BindingCall),
 }
 
 /// A `POST` request, described.
@@ -88,4 +88,14 @@ pub trait ResponseDecoder {
 
     /// True once `Finished` has been emitted; the rest of the body is moot.
     fn is_finished(&self) -> bool;
+}
+
+/// A call through a binding of the Worker's environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindingCall {
+    /// The binding's name in the environment (`AI`).
+    pub binding: String,
+    pub model: String,
+    /// The input object, as JSON text.
+    pub input: String,
 }

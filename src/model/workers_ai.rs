@@ -13,19 +13,9 @@ use serde_json::{json, Map, Value};
 use super::openai::{message_json, tool_definition_json, CompletionDecoder};
 use super::sse::{SseEvent, SseParser};
 use super::{
-    CallPlan, FinishReason, ModelError, ModelEvent, ModelFailure, ModelProvider, ModelRequest,
-    ResponseDecoder, ToolChoice,
+    BindingCall, CallPlan, FinishReason, ModelError, ModelEvent, ModelFailure, ModelProvider,
+    ModelRequest, ResponseDecoder, ToolChoice,
 };
-
-/// A call through a binding of the Worker's environment.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BindingCall {
-    /// The binding's name in the environment (`AI`).
-    pub binding: String,
-    pub model: String,
-    /// The input object, as JSON text.
-    pub input: String,
-}
 
 /// The Workers AI provider.
 #[derive(Debug, PartialEq)]

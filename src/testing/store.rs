@@ -33,7 +33,15 @@ use crate::protocol::UIMessage;
 
 mod loading;
 
-pub use loading::QuarantinedRow;
+/// A row moved out of its table because it no longer decodes
+/// (`chat_quarantine`): the table it came from, its key there, why, and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuarantinedRow {
+    pub source: &'static str,
+    pub key: String,
+    pub reason: String,
+    pub value: String,
+}
 
 /// A `chat_messages` row (its id is the key it is kept under).
 #[derive(Debug, Clone)]

@@ -5,12 +5,12 @@
 //! made in `turn.rs`.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::model::FinishReason;
 use crate::protocol::UIMessage;
 
 use crate::core::data::queue::QueuedTurn;
-use crate::core::turn::chunk_log::ChunkLog;
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::turn_config::TurnSettings;
 
@@ -160,4 +160,13 @@ pub struct ClosedTurn {
     pub request_id: String,
     pub message_ids: Vec<String>,
     pub continuation: bool,
+}
+
+/// Every logged chunk body of the running stream, and how much of it is durable.
+#[derive(Debug, Default)]
+pub struct ChunkLog {
+    pub bodies: Vec<Rc<str>>,
+    pub(in crate::core::turn) flushed: usize,
+    /// A text or reasoning delta was streamed.
+    pub(in crate::core) saw_delta: bool,
 }

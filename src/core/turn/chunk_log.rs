@@ -15,15 +15,6 @@ use crate::core::Core;
 /// Chunks larger than this are sent live but not logged (and get no `seq`).
 const MAX_LOGGED_CHUNK: usize = 1_800_000;
 
-/// Every logged chunk body of the running stream, and how much of it is durable.
-#[derive(Debug, Default)]
-pub struct ChunkLog {
-    pub bodies: Vec<Rc<str>>,
-    flushed: usize,
-    /// A text or reasoning delta was streamed.
-    pub(in crate::core) saw_delta: bool,
-}
-
 impl Core {
     /// Applies, logs and broadcasts one chunk of the active stream.
     pub(in crate::core) fn emit(&mut self, chunk: UIMessageChunk) {

@@ -19,10 +19,10 @@ use crate::core::data::context_window;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::logging::trigger_label;
 use crate::core::rows::persisted::StreamRecord;
+use crate::core::turn::active::ChunkLog;
 use crate::core::turn::active::{
     ActiveTurn, ModelCall, OpenParts, StepCall, StepEnd, StepRequest, TurnPhase,
 };
-use crate::core::turn::chunk_log::ChunkLog;
 use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::CallId;
 use crate::core::vocab::ids::IdKind;

@@ -1,9 +1,9 @@
 //! Decodes the `data:` chunks of a streamed Chat Completion into
 //! provider-neutral [`ModelEvent`]s, and decides how the stream ended.
 
+use super::errors::{describe_error_value, error_message_in_json};
 use super::tool_calls::ToolCallAssembler;
 use super::wire::{content_text, finish_reason_from_wire, non_empty_string, ChunkWire, DeltaWire};
-use super::{describe_error_value, error_message_in_json};
 use crate::model::sse::SseEvent;
 use crate::model::{FinishReason, ModelError, ModelEvent, Usage};
 

@@ -6,17 +6,7 @@
 use crate::core::contract::history;
 use crate::core::{ConfigKey, OpenStream, StoredState};
 
-use super::MemStore;
-
-/// A row moved out of its table because it no longer decodes
-/// (`chat_quarantine`): the table it came from, its key there, why, and its text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QuarantinedRow {
-    pub source: &'static str,
-    pub key: String,
-    pub reason: String,
-    pub value: String,
-}
+use super::{MemStore, QuarantinedRow};
 
 impl MemStore {
     /// What a core restarted on this store starts from, read as

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Fails when a lower layer of the crate names a higher one, or when files of
+src/ import each other in a circle.
+
+Layers, lowest first (a file may use its own layer and those below it):
+  crate:  protocol, model, routing  <  core  <  store, log (the console)  <  agent, router  <  demo, worker_entry
+  core:   vocab < rows < contract < data < (admit, turn, recovery, logging.rs, mod.rs)
+A file of a lower core layer must name the items it uses by their layered path
+(`crate::core::vocab::...`): the flat names of `core/mod.rs` sit at the top.
+Imports are read from `use` paths and inline `crate::`/`super::` paths."""
+import os, re, sys
+from collections import defaultdict
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src')
+CRATE_RANK = {'protocol': 0, 'model': 0, 'routing': 0, 'log': 2, 'core': 1, 'store': 2,
+              'testing': 2, 'agent': 3, 'router': 3, 'prelude': 4, 'demo': 5, 'worker_entry': 5}
+CORE_RANK = {'vocab': 0, 'rows': 1, 'contract': 2, 'data': 3, 'admit': 4, 'turn': 4,
+             'recovery': 4, 'logging': 4, 'mod': 4}
+
+PATH_MODULES = {}  # file included with #[path] -> its module path
+
+def module_of(path):
+    if os.path.abspath(path) in PATH_MODULES:
+        return PATH_MODULES[os.path.abspath(path)]
+    rel = os.path.relpath(path, ROOT)[:-3].split(os.sep)
+    if rel[-1] == 'mod':
+        rel = rel[:-1]
+    return [] if rel == ['lib'] else rel
+
+def file_of(mod):
+    """The longest prefix of module path `mod` that is a file of src/."""
+    for n in range(len(mod), 0, -1):
+        base = os.path.join(ROOT, *mod[:n])
+        for cand in (base + '.rs', os.path.join(base, 'mod.rs')):
+            if os.path.isfile(cand):
+                return cand, mod[n:]
+    return os.path.join(ROOT, 'lib.rs'), mod
+
+def strip_tests(text):
+    """Drops `#[cfg(test)] mod tests { ... }` blocks and comments."""
+    text = re.sub(r'//[^\n]*', '', text)
+    text = re.sub(r'pub\(in [\w:]+\)', 'pub', text)
+    out, i = [], 0
+    for m in re.finditer(r'#\[cfg\(test\)\]\s*mod\s+\w+\s*\{', text):
+        if m.start() < i:
+            continue
+        out.append(text[i:m.start()])
+        depth, j = 1, m.end()
+        while depth and j < len(text):
+            depth += {'{': 1, '}': -1}.get(text[j], 0)
+            j += 1
+        i = j
+    out.append(text[i:])
+    return ''.join(out)
+
+def expand_use(body):
+    """`a::{b, c::{d, e}}` -> ['a::b', 'a::c::d', 'a::c::e']."""
+    body = re.sub(r'\s+', '', body)
+    def split(s):
+        parts, depth, cur = [], 0, ''
+        for ch in s:
+            if ch == ',' and depth == 0:
+                parts.append(cur); cur = ''
+                continue
+            depth += ch == '{'; depth -= ch == '}'
+            cur += ch
+        if cur:
+            parts.append(cur)
+        return parts
+    def go(s):
+        m = re.match(r'^(.*?)::\{(.*)\}$', s)
+        if m:
+            return [m.group(1) + '::' + x if x != 'self' else m.group(1)
+                    for part in split(m.group(2)) for x in go(part)]
+        return [re.sub(r'as\w+$', '', s)]
+    return go(body)
+
+def uses_of(path):
+    """Every path the file's `use` items and inline paths name, and its `pub use` re-exports."""
+    text = strip_tests(open(path).read())
+    paths, reexports = [], {}
+    for m in re.finditer(r'\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);', text):
+        for p in expand_use(m.group(2)):
+            paths.append(p)
+            if m.group(1):
+                reexports[p.split('::')[-1]] = p
+    paths += re.findall(r'(?<![\w:])((?:crate|super)(?:::\w+)+)', text)
+    children = set(re.findall(r'^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;', text, re.M))
+    return paths, reexports, children
+
+CACHE = {}
+
+def parsed(path):
+    if path not in CACHE:
+        CACHE[path] = uses_of(path)
+    return CACHE[path]
+
+def resolve(p, path, depth=0):
+    """The file that defines what path `p`, written in file `path`, names:
+    re-exports (`pub use`) of a module's face are followed to the file
+    that defines the name."""
+    here = module_of(path)
+    _, _, children = parsed(path)
+    seg = p.split('::')
+    if seg[0] == 'crate':
+        mod = seg[1:]
+    elif seg[0] == 'super':
+        base = here
+        while seg and seg[0] == 'super':
+            base = base[:-1]; seg = seg[1:]
+        mod = base + seg
+    elif seg[0] in children:
+        mod = here + seg
+    elif seg[0] == 'self':
+        mod = here + seg[1:]
+    else:
+        return None
+    target, rest = file_of(mod)
+    target = os.path.abspath(target)
+    if rest and depth < 8:
+        _, reexports, _ = parsed(target)
+        if rest[0] in reexports:
+            deeper = resolve(reexports[rest[0]], target, depth + 1)
+            if deeper:
+                return deeper
+    return target
+
+def imports(path):
+    paths, _, _ = parsed(path)
+    found = set()
+    for p in paths:
+        target = resolve(p, path)
+        if target and target != os.path.abspath(path):
+            found.add(target)
+    return found
+
+def rank(path):
+    mod = module_of(path)
+    if not mod:
+        return None
+    crate = CRATE_RANK.get(mod[0])
+    core = None
+    if mod[0] == 'core':
+        core = CORE_RANK.get(mod[1] if len(mod) > 1 else 'mod', 4)
+    return crate, core
+
+def main():
+    files = [os.path.abspath(os.path.join(d, f)) for d, _, fs in os.walk(ROOT)
+             for f in fs if f.endswith('.rs')]
+    for f in files:
+        for m in re.finditer(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)', open(f).read()):
+            PATH_MODULES[os.path.abspath(os.path.join(os.path.dirname(f), m.group(1)))] = module_of(f) + [m.group(2)]
+    graph = {f: imports(f) for f in files}
+    problems = []
+    for f, targets in graph.items():
+        rf = rank(f)
+        if rf is None:
+            continue
+        for t in targets:
+            rt = rank(t)
+            if rt is None or rf[0] is None or rt[0] is None:
+                continue
+            name = lambda p: os.path.relpath(p, os.path.join(ROOT, '..'))
+            if rt[0] > rf[0]:
+                problems.append(f'{name(f)} (layer {module_of(f)[0]}) names {name(t)} above it')
+            elif rf[1] is not None and rt[1] is not None and rt[1] > rf[1]:
+                problems.append(f'{name(f)} ({module_of(f)[1]}) names {name(t)} above it')
+    # circles (strongly connected components of more than one file)
+    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+    def visit(v):
+        index[v] = low[v] = counter[0]; counter[0] += 1
+        stack.append(v); on.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(comp)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    for comp in comps:
+        problems.append('import circle: ' + ', '.join(sorted(os.path.relpath(c, ROOT) for c in comp)))
+    for p in problems:
+        print('layers:', p)
+    if problems:
+        sys.exit(1)
+    print(f'layers: {len(files)} files, no lower layer names a higher one, no import circle')
+
+main()

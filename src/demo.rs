@@ -223,7 +223,7 @@ mod coordinator {
         ]
     }
 
-    fn run_parent_tool(call: ClientToolCall) -> crate::agent::definition::ToolFuture {
+    fn run_parent_tool(call: ClientToolCall) -> crate::agent::ToolFuture {
         Box::pin(async move {
             match call.tool_name.as_str() {
                 "parent_clock" => {

@@ -3,9 +3,8 @@
 
 use worker::{event, Context, Env, Request, Response, Result};
 
-use crate::agent::access::{require_token, Refusal, RequestInfo};
+use crate::agent::access::{request_info, require_token, Refusal, RequestInfo};
 use crate::agent::channel_auth::CHANNEL_AUTH_HEADER;
-use crate::agent::host::request_info;
 use crate::routing::{is_channel_path, route, Route};
 
 /// Durable Object bindings this worker serves (see wrangler.toml).

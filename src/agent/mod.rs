@@ -1,31 +1,50 @@
-//! The agent as a user of the crate sees it: a definition trait with typed
-//! tools, and (on wasm) the host that runs it in a Durable Object plus the
-//! `chat_agent!` macro that declares the Durable Object class.
+//! The agent as an author writes it, in layers (each file uses only the ones
+//! below it):
+//!
+//! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
+//!    tool builder), `settings` (settings and worker vars), `access` (who may
+//!    connect), `channel_auth` (the deployment's internal credential);
+//! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
+//!    the host implements);
+//! 3. `definition` (the `AgentDefinition` trait an author implements);
+//! 4. `engine_config` (a definition turned into the core's configuration),
+//!    `debug_tools`, `remote` (submissions from other agents), `subagent`
+//!    (a parent's `chat()` to a child);
+//! 5. `host` (runs the core in a Durable Object), on top, with the
+//!    `chat_agent!` macro that declares the Durable Object class.
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
-pub(crate) mod binding_model;
+mod binding_model;
 pub mod channel_auth;
+#[doc(hidden)]
 pub mod debug_tools;
 pub mod definition;
+#[cfg(any(target_arch = "wasm32", test))]
+mod engine_config;
 #[cfg(target_arch = "wasm32")]
 pub mod handle;
 #[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
-pub mod ids;
+mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
+pub mod settings;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
+pub mod tool;
 pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
-pub use definition::{AgentDefinition, AgentSettings, AsyncHooks, ServerTool, Vars};
+pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
+pub use settings::{AgentSettings, Vars};
+pub use tool::{ServerTool, ToolFuture, ToolHandler};
 pub use tool_context::{AbortSignal, AgentEnv, ToolContext};
 
 /// Declares a Durable Object class `$class` that runs the agent built by

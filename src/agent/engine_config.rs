@@ -15,7 +15,9 @@ use super::settings::AgentSettings;
 use super::tool::ServerTool;
 
 /// The awaited hooks of a definition, type-erased for the host.
+/// (Natively only the tests build it, and they read `before_turn` only.)
 #[derive(Clone)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub struct AsyncHooks {
     pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
     pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,

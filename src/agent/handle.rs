@@ -6,7 +6,7 @@
 //! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
 //! also schedules the agent's own alarm (`schedule_alarm`), which runs the
 //! definition's `on_alarm` with a handle of its own. A handle reaches the
-//! host through the narrow [`CoreHost`] trait (the core, and carrying out
+//! host through the narrow `CoreHost` trait (the core, and carrying out
 //! what the core asked for), so it sits below the host and knows nothing else
 //! of it.
 

@@ -14,7 +14,7 @@
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //!
-//! pub struct SupportAgent;
+//! pub struct Support;
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! struct Lookup {
@@ -22,7 +22,7 @@
 //!     order: String,
 //! }
 //!
-//! impl AgentDefinition for SupportAgent {
+//! impl AgentDefinition for Support {
 //!     fn system_prompt(&self) -> String {
 //!         "You help customers with their orders.".into()
 //!     }
@@ -40,8 +40,9 @@
 //!     }
 //! }
 //!
-//! // The Durable Object class (`/agents/support-agent/<name>` on the client's side).
-//! chat_agent!(SupportAgent, |_env: &worker::Env| SupportAgent);
+//! // The Durable Object class `SupportAgent` (bound under that name in wrangler.toml), which
+//! // the client reaches as `/agents/support-agent/<name>`.
+//! chat_agent!(SupportAgent, |_env: &worker::Env| Support);
 //!
 //! // The worker's fetch entry: agent requests to their Durable Object, anything else 404.
 //! #[worker::event(fetch)]

@@ -147,15 +147,15 @@ mod routes {
     }
 }
 
-#[cfg(all(target_arch = "wasm32", feature = "demo"))]
-crate::chat_agent!(ChatAgent, |_env: &worker::Env| DemoAgent, "chat-agent");
+#[cfg(target_arch = "wasm32")]
+crate::chat_agent!(ChatAgent, |_env: &worker::Env| DemoAgent);
 
-#[cfg(all(target_arch = "wasm32", feature = "demo"))]
+#[cfg(target_arch = "wasm32")]
 pub use coordinator::Coordinator;
 
 /// The second demo class: delegates tasks to a `ChatAgent` as a sub-agent,
 /// executing two client tools of its own for the child.
-#[cfg(all(target_arch = "wasm32", feature = "demo"))]
+#[cfg(target_arch = "wasm32")]
 mod coordinator {
     use std::rc::Rc;
 
@@ -223,7 +223,7 @@ mod coordinator {
         ]
     }
 
-    fn run_parent_tool(call: ClientToolCall) -> crate::agent::definition::ToolFuture {
+    fn run_parent_tool(call: ClientToolCall) -> crate::agent::ToolFuture {
         Box::pin(async move {
             match call.tool_name.as_str() {
                 "parent_clock" => {
@@ -299,11 +299,7 @@ mod coordinator {
         }
     }
 
-    crate::chat_agent!(
-        Coordinator,
-        |env: &worker::Env| CoordinatorAgent {
-            env: Rc::new(env.clone())
-        },
-        "coordinator"
-    );
+    crate::chat_agent!(Coordinator, |env: &worker::Env| CoordinatorAgent {
+        env: Rc::new(env.clone())
+    });
 }

@@ -1,21 +1,109 @@
-//! A chat agent for Cloudflare Durable Objects that speaks the `useAgentChat`
-//! protocol. `protocol` holds the wire types, `core` the behaviour (no I/O),
-//! `model` the provider, `agent` the definition API and Durable Object host,
-//! `store` the SQLite persistence, `routing` request paths, `log` the
-//! leveled console output; with the `demo` feature (default) the demo
-//! classes and the worker entry; with the `testing` feature (native tests
-//! and the fuzzer) the test support.
+//! # durable-chat
+//!
+//! A chat agent for Cloudflare Durable Objects, written in Rust and compiled
+//! to WebAssembly, that speaks the `useAgentChat` protocol of the `agents`
+//! package: a React page with `useAgentChat` talks to it as to an agent of
+//! the TypeScript SDK. Each conversation is one Durable Object; its
+//! transcript lives in the object's SQLite storage, its turns stream to
+//! every open tab, survive evictions and restarts, and call your tools.
+//!
+//! ## A short agent
+//!
+//! ```ignore
+//! use durable_chat::prelude::*;
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! pub struct Support;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Lookup {
+//!     /// The order number.
+//!     order: String,
+//! }
+//!
+//! impl AgentDefinition for Support {
+//!     fn system_prompt(&self) -> String {
+//!         "You help customers with their orders.".into()
+//!     }
+//!
+//!     fn tools(&self) -> Vec<ServerTool> {
+//!         vec![
+//!             ServerTool::new("lookup_order", "Find an order", |input: Lookup| async move {
+//!                 Ok::<_, String>(serde_json::json!({ "order": input.order, "status": "shipped" }))
+//!             }),
+//!             ServerTool::new("refund", "Refund an order", |input: Lookup| async move {
+//!                 Ok::<_, String>(serde_json::json!({ "refunded": input.order }))
+//!             })
+//!             .needs_approval(ApprovalRule::Always),
+//!         ]
+//!     }
+//! }
+//!
+//! // The Durable Object class `SupportAgent` (bound under that name in wrangler.toml), which
+//! // the client reaches as `/agents/support-agent/<name>`.
+//! chat_agent!(SupportAgent, |_env: &worker::Env| Support);
+//!
+//! // The worker's fetch entry: agent requests to their Durable Object, anything else 404.
+//! #[worker::event(fetch)]
+//! async fn fetch(req: worker::Request, env: worker::Env, _ctx: worker::Context) -> worker::Result<worker::Response> {
+//!     route_request(req, &env, &["SupportAgent"]).await?.or_not_found()
+//! }
+//! ```
+//!
+//! Depend on the crate with `default-features = false` (the default `demo`
+//! feature builds this repository's demo classes and page). Everything above
+//! comes from [`prelude`]. `examples/starter` is a folder to copy, with its
+//! `wrangler.toml` and the commands that run and test it.
+//!
+//! ## Guides
+//!
+//! In the repository, under `docs/`:
+//!
+//! - [Writing an agent](../docs/guides/writing-an-agent.md) — the definition, its settings, the class and the router;
+//! - [Tools and approval](../docs/guides/tools-and-approval.md) — server tools, client tools, approvals;
+//! - [Hooks](../docs/guides/hooks.md) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
+//! - [Sub-agents](../docs/guides/sub-agents.md) — one agent asking another;
+//! - [Submissions](../docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
+//! - [Configuration](../docs/guides/configuration.md) — vars, secrets and settings;
+//! - [Long conversations](../docs/guides/long-conversations.md) — the context policy and compaction;
+//! - [Coming from Think](../docs/guides/coming-from-think.md) — the TypeScript agent's names here;
+//! - [Architecture](../docs/design/architecture.md) — how the core, the host and the store fit.
+//!
+//! ## Modules
+//!
+//! [`agent`] holds the definition API (and, on wasm, the handle, sub-agents
+//! and submissions between agents); [`protocol`] the wire types; [`model`]
+//! the model providers; [`routing`] the request paths; `core` the behaviour
+//! (no I/O) that the host drives. With the `testing` feature (native tests
+//! and the fuzzer), `testing` holds the test support.
 
 pub mod agent;
 pub mod core;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod log;
 pub mod model;
+pub mod prelude;
 pub mod protocol;
+pub mod router;
 pub mod routing;
 #[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod worker_entry;
+
+#[cfg(target_arch = "wasm32")]
+pub use router::{route_request, Routed};
+
+/// What `chat_agent!` expands to reaches the engine through here; not an API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::host::AgentHost;
+    pub use crate::log::{write as log_write, LogLevel};
+    pub use crate::routing::kebab;
+}

@@ -80,6 +80,24 @@ fn same_secret(a: &str, b: &str) -> bool {
     diff == 0
 }
 
+#[cfg(target_arch = "wasm32")]
+/// What an authorisation hook sees of a request.
+pub fn request_info(req: &worker::Request) -> worker::Result<RequestInfo> {
+    let url = req.url()?;
+    Ok(RequestInfo {
+        path: url.path().to_string(),
+        query: url
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+        headers: req
+            .headers()
+            .entries()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,11 +31,7 @@ pub fn channel_target(
     crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
     let namespace = env.durable_object(binding)?;
     let id = namespace.id_from_name(name)?;
-    let secret = env
-        .secret(CHANNEL_SECRET_VAR)
-        .map(|s| s.to_string())
-        .or_else(|_| env.var(CHANNEL_SECRET_VAR).map(|v| v.to_string()))
-        .ok();
+    let secret = super::settings::env_value(env, CHANNEL_SECRET_VAR);
     let credential = channel_credential(secret.as_deref(), &id.to_string());
     Ok((id.get_stub()?, credential))
 }

@@ -9,7 +9,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::definition::ServerTool;
+use super::tool::ServerTool;
 
 /// The var that turns these on.
 pub const DEBUG_TOOLS_VAR: &str = "DEBUG_TOOLS";

@@ -5,17 +5,28 @@
 //! messages without a turn (`save_messages`) and continues the last answer
 //! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
 //! also schedules the agent's own alarm (`schedule_alarm`), which runs the
-//! definition's `on_alarm` with a handle of its own. The
-//! host's internals stay private: a handle only calls the core's entry points.
+//! definition's `on_alarm` with a handle of its own. A handle reaches the
+//! host through the narrow `CoreHost` trait (the core, and carrying out
+//! what the core asked for), so it sits below the host and knows nothing else
+//! of it.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::core::{SubmissionRecord, SubmitError, SubmitRequest};
+use crate::core::{Core, SubmissionRecord, SubmitError, SubmitRequest};
 use crate::protocol::UIMessage;
 
-use super::host::AgentHost;
+/// What a handle needs of the host that runs the agent.
+pub(crate) trait CoreHost {
+    /// The agent's core.
+    fn core(&self) -> &RefCell<Core>;
+    /// Carries out the effects the core queued and keeps its timers in step.
+    fn carry_out_effects(self: Rc<Self>);
+    /// The worker's environment.
+    fn env(&self) -> &worker::Env;
+}
 
 /// A submission and where it stands (serialises as the status routes send
 /// it: `{"id", "status", "messageIds", "answerMessageId", "error", …}`).
@@ -35,12 +46,20 @@ pub struct SubmitOptions {
 /// The agent as its own code reaches it (see the module header).
 #[derive(Clone)]
 pub struct AgentHandle {
-    host: Rc<AgentHost>,
+    host: Rc<dyn CoreHost>,
 }
 
 impl AgentHandle {
-    pub(crate) fn new(host: Rc<AgentHost>) -> AgentHandle {
+    pub(crate) fn new(host: Rc<dyn CoreHost>) -> AgentHandle {
         AgentHandle { host }
+    }
+
+    /// Runs `f` on the core at the current time and carries out what it
+    /// asked for.
+    fn with_core<R>(&self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+        let result = f(&mut self.host.core().borrow_mut(), self.now_ms());
+        self.host.clone().carry_out_effects();
+        result
     }
 
     /// Stores `messages` (user messages), queues their turn and returns at
@@ -56,32 +75,32 @@ impl AgentHandle {
             idempotency_key: options.idempotency_key,
             body: options.body,
         };
-        self.host.with_core(|core, now| core.submit(request, now))
+        self.with_core(|core, now| core.submit(request, now))
     }
 
     /// Where submission `id` stands (`None`: unknown, or long forgotten).
     pub fn submission_status(&self, id: &str) -> Option<Submission> {
-        self.host.with_core(|core, _| core.submission(id).cloned())
+        self.with_core(|core, _| core.submission(id).cloned())
     }
 
     /// Cancels submission `id`: a queued one never runs, a running one ends
     /// `aborted` (what streamed is kept, as with a tab's stop). A finished
     /// one is returned as it is.
     pub fn cancel_submission(&self, id: &str) -> Option<Submission> {
-        self.host.with_core(|core, now| core.cancel(id, now))
+        self.with_core(|core, now| core.cancel(id, now))
     }
 
     /// Appends `messages` to the transcript (a message whose id is stored
     /// replaces it) and shows them to every tab, without a model turn.
     pub fn save_messages(&self, messages: Vec<UIMessage>) -> Result<Vec<String>, SubmitError> {
-        self.host.with_core(|core, now| core.save(messages, now))
+        self.with_core(|core, now| core.save(messages, now))
     }
 
     /// Runs a model turn that continues the last assistant message (the
     /// protocol's continuation), after whatever runs now. Returns the
     /// continuation's request id.
     pub fn continue_last_turn(&self) -> Result<String, SubmitError> {
-        self.host.with_core(|core, now| core.continue_last(now))
+        self.with_core(|core, now| core.continue_last(now))
     }
 
     /// Runs the definition's `on_alarm` at `at_ms` (ms since the epoch),
@@ -89,13 +108,12 @@ impl AgentHandle {
     /// it fires after an eviction too (once: an alarm whose `on_alarm` is
     /// cut by an eviction is not run again).
     pub fn schedule_alarm(&self, at_ms: Option<u64>) {
-        self.host
-            .with_core(|core, now| core.schedule_alarm(at_ms, now));
+        self.with_core(|core, now| core.schedule_alarm(at_ms, now));
     }
 
     /// When the scheduled alarm is due, if one is.
     pub fn scheduled_alarm(&self) -> Option<u64> {
-        self.host.with_core(|core, _| core.scheduled_alarm())
+        self.with_core(|core, _| core.scheduled_alarm())
     }
 
     /// Milliseconds since the epoch (the clock `schedule_alarm` uses).
@@ -105,7 +123,7 @@ impl AgentHandle {
 
     /// The stored conversation.
     pub fn messages(&self) -> Vec<UIMessage> {
-        self.host.with_core(|core, _| core.messages())
+        self.with_core(|core, _| core.messages())
     }
 
     /// The worker's environment (bindings, vars, secrets).

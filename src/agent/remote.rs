@@ -8,8 +8,6 @@
 //! parent's sub-agent channel, `channel_auth.rs`); the worker's entry
 //! refuses the path from outside. The agent's side is `serve`.
 
-use std::rc::Rc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, Response};
@@ -18,7 +16,6 @@ use crate::protocol::UIMessage;
 
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
-use super::host::AgentHost;
 
 /// The largest API request body an agent reads (a tab's frame limit).
 const MAX_API_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -70,7 +67,7 @@ struct Continued {
 /// Answers one API call (the credential was checked by the host): 200 with
 /// the result, 400 `{"error"}` for a refusal or a malformed call, 404 for
 /// an unknown submission, 413 for an over-long body.
-pub(crate) async fn serve(host: &Rc<AgentHost>, mut req: Request) -> worker::Result<Response> {
+pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Result<Response> {
     if req.method() != Method::Post {
         return Response::error("POST a JSON call", 405);
     }
@@ -88,7 +85,6 @@ pub(crate) async fn serve(host: &Rc<AgentHost>, mut req: Request) -> worker::Res
         Ok(call) => call,
         Err(e) => return refuse(&format!("malformed call: {e}"), 400),
     };
-    let agent = AgentHandle::new(host.clone());
     let found = |s: Option<Submission>| match s {
         Some(s) => Response::from_json(&s),
         None => refuse("unknown submission", 404),

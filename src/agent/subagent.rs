@@ -20,7 +20,7 @@ use crate::protocol::{ClientToolSchema, Outcome};
 pub use crate::protocol::channel::ChatMessage;
 
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
-use super::definition::ToolFuture;
+use super::tool::ToolFuture;
 
 /// A client tool call the child's model made, for the parent's executor.
 #[derive(Debug, Clone)]

@@ -7,10 +7,7 @@
 #[cfg(target_arch = "wasm32")]
 mod worker_entry;
 
-use durable_chat::agent::{AgentDefinition, ServerTool};
-#[cfg(target_arch = "wasm32")]
-use durable_chat::core::ChatResponse;
-use durable_chat::core::{ApprovalRule, ToolCall, ToolCallDecision, TurnConfig, TurnContext};
+use durable_chat::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -78,9 +75,6 @@ impl AgentDefinition for SupportAgent {
 }
 
 // The closure builds the definition from the worker's `Env` (keep a clone if tools need bindings).
+// The agent's name is the class's in kebab case, as the client writes it: `support-agent-d-o`.
 #[cfg(target_arch = "wasm32")]
-durable_chat::chat_agent!(
-    SupportAgentDO,
-    |_env: &worker::Env| SupportAgent,
-    "support-agent-do"
-);
+chat_agent!(SupportAgentDO, |_env: &worker::Env| SupportAgent);

@@ -22,9 +22,15 @@ use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
 
-use super::access::{Refusal, RequestInfo};
-use super::definition::{core_config, AgentDefinition, AsyncHooks, ServerTool, Vars};
-use super::ids::RandomIds;
+use super::access::{request_info, Refusal, RequestInfo};
+use super::channel_auth::{channel_allowed, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
+use super::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
+use super::definition::AgentDefinition;
+use super::engine_config::{core_config, AsyncHooks};
+use super::handle::{AgentHandle, CoreHost};
+use super::ids::{random_token, RandomIds};
+use super::settings::{env_value, Vars};
+use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
 mod frames;
@@ -44,11 +50,10 @@ type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 type ResponseFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = worker::Result<Option<Response>>>>>;
 /// The definition's `on_request` (the author's own routes).
-type RequestHook = Box<dyn Fn(Request, super::handle::AgentHandle) -> ResponseFuture>;
+type RequestHook = Box<dyn Fn(Request, AgentHandle) -> ResponseFuture>;
 /// The definition's `on_alarm` (the alarm the author scheduled).
-type AlarmHook = Box<
-    dyn Fn(super::handle::AgentHandle) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
->;
+type AlarmHook =
+    Box<dyn Fn(AgentHandle) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>>;
 
 pub struct AgentHost {
     state: State,
@@ -101,18 +106,12 @@ impl AgentHost {
         agent: &str,
     ) -> worker::Result<Rc<Self>> {
         let definition = Rc::new(definition);
-        let lookup = |name: &str| {
-            env.var(name)
-                .map(|v| v.to_string())
-                .or_else(|_| env.secret(name).map(|v| v.to_string()))
-                .ok()
-        };
+        let lookup = |name: &str| env_value(&env, name);
         let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
-        let debug_tools = lookup(super::debug_tools::DEBUG_TOOLS_VAR).as_deref() == Some("1");
-        let channel_secret =
-            lookup(super::channel_auth::CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
+        let debug_tools = lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1");
+        let channel_secret = lookup(CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
-        crate::log::set_threshold(settings.log_level);
+        crate::log::set_threshold(settings.turns.log_level);
         let mut tools = definition.tools();
         if debug_tools {
             tools.extend(super::debug_tools::tools());
@@ -143,9 +142,7 @@ impl AgentHost {
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
-                Provider::WorkersAi(p) => {
-                    Provider::WorkersAi(p.with_id_prefix(&super::ids::random_token(10)))
-                }
+                Provider::WorkersAi(p) => Provider::WorkersAi(p.with_id_prefix(&random_token(10))),
                 other => other,
             }),
             env: env.clone(),
@@ -191,11 +188,9 @@ impl AgentHost {
         if internal {
             // Checked here, not only by a router: a parent's channel carries
             // the deployment's credential (see channel_auth.rs).
-            let presented = req
-                .headers()
-                .get(super::channel_auth::CHANNEL_AUTH_HEADER)?;
+            let presented = req.headers().get(CHANNEL_AUTH_HEADER)?;
             let own_id = self.state.id().to_string();
-            let allowed = super::channel_auth::channel_allowed(
+            let allowed = channel_allowed(
                 presented.as_deref(),
                 self.channel_secret.as_deref(),
                 &own_id,
@@ -210,9 +205,9 @@ impl AgentHost {
             return Response::from_json(&self.debug_memory());
         }
         if internal && !channel {
-            return super::remote::serve(self, req).await;
+            return super::remote::serve(self.handle(), req).await;
         }
-        if self.debug_tools && path.ends_with(super::debug_tools::FAIL_NEXT_MESSAGE_WRITE) {
+        if self.debug_tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
             self.store.fail_next_message_write();
             return Response::ok("armed");
         }
@@ -222,8 +217,7 @@ impl AgentHost {
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if !upgrade.eq_ignore_ascii_case("websocket") {
-            let agent = super::handle::AgentHandle::new(self.clone());
-            return match (self.on_request)(req, agent).await? {
+            return match (self.on_request)(req, self.handle()).await? {
                 Some(response) => Ok(response),
                 None => Response::error("Not implemented", 404),
             };
@@ -234,7 +228,7 @@ impl AgentHost {
             .map(|(_, v)| v.into_owned())
             .filter(|v| !v.is_empty() && v.len() <= 128);
         let conn = match channel {
-            true => self.unique_conn_id(Some(format!("channel:{}", super::ids::random_token(12)))),
+            true => self.unique_conn_id(Some(format!("channel:{}", random_token(12)))),
             false => self.unique_conn_id(pk),
         };
         let pair = WebSocketPair::new()?;
@@ -275,7 +269,7 @@ impl AgentHost {
 
     /// The client picks `_pk`; two sockets with the same one stay distinct.
     fn unique_conn_id(&self, pk: Option<String>) -> ConnId {
-        let base = pk.unwrap_or_else(|| super::ids::random_token(16));
+        let base = pk.unwrap_or_else(|| random_token(16));
         let sockets = self.sockets.borrow();
         let mut candidate = base.clone();
         let mut n = 1;
@@ -308,21 +302,9 @@ impl AgentHost {
         });
     }
 
-    /// Runs `f` on the core at the current time and carries out what it
-    /// asked for (the agent's own code calling in, see `handle.rs`).
-    pub(crate) fn with_core<R>(self: &Rc<Self>, f: impl FnOnce(&mut Core, u64) -> R) -> R {
-        let (result, effects) = {
-            let mut core = self.core.borrow_mut();
-            let result = f(&mut core, now_ms());
-            (result, core.take_effects())
-        };
-        self.execute(effects);
-        self.schedule_timers();
-        result
-    }
-
-    pub(crate) fn env(&self) -> &Env {
-        &self.env
+    /// The agent as its own code reaches it.
+    fn handle(self: &Rc<Self>) -> AgentHandle {
+        AgentHandle::new(self.clone())
     }
 
     /// Forgets the history; every tab is told to clear.
@@ -470,7 +452,7 @@ impl AgentHost {
                 spawn_local(async move { host.run_model(call, request).await });
             }
             Effect::AuthorAlarm => {
-                let run = (self.on_author_alarm)(super::handle::AgentHandle::new(self.clone()));
+                let run = (self.on_author_alarm)(self.handle());
                 spawn_local(run);
             }
             Effect::AbortModel { call } => {
@@ -590,27 +572,27 @@ impl AgentHost {
     }
 }
 
+/// The agent's own code calling in (see `handle.rs`).
+impl CoreHost for AgentHost {
+    fn core(&self) -> &RefCell<Core> {
+        &self.core
+    }
+
+    fn carry_out_effects(self: Rc<Self>) {
+        let effects = self.core.borrow_mut().take_effects();
+        self.execute(effects);
+        self.schedule_timers();
+    }
+
+    fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
 fn stored_name(store: &SqlStore) -> String {
     store
         .config_value(crate::core::ConfigKey::InstanceName)
         .ok()
         .flatten()
         .unwrap_or_else(|| "default".to_string())
-}
-
-/// What an authorisation hook sees of a request.
-pub fn request_info(req: &Request) -> worker::Result<RequestInfo> {
-    let url = req.url()?;
-    Ok(RequestInfo {
-        path: url.path().to_string(),
-        query: url
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect(),
-        headers: req
-            .headers()
-            .entries()
-            .map(|(k, v)| (k.to_ascii_lowercase(), v))
-            .collect(),
-    })
 }

@@ -1,0 +1,106 @@
+//! `chat_agent!`: declares the Durable Object class that runs an agent
+//! definition, reaching the host through the crate's hidden `__private`
+//! paths.
+
+/// Declares a Durable Object class `$class` that runs the agent built by
+/// `$make` (a closure from `&worker::Env` to an `AgentDefinition`). The
+/// agent's name in the identity frame is the class name in kebab case, the
+/// client's rule (`ChatAgent` → `chat-agent`); an explicit third argument
+/// still names it (the older form).
+///
+/// ```ignore
+/// durable_chat::chat_agent!(ChatAgent, |_env: &worker::Env| MyAgent);
+/// ```
+#[macro_export]
+macro_rules! chat_agent {
+    ($class:ident, $make:expr, $agent:literal $(,)?) => {
+        $crate::chat_agent!(@class $class, $make, $agent);
+    };
+    ($class:ident, $make:expr $(,)?) => {
+        $crate::chat_agent!(
+            @class $class,
+            $make,
+            &$crate::__private::kebab(::core::stringify!($class))
+        );
+    };
+    (@class $class:ident, $make:expr, $agent:expr) => {
+        #[::worker::durable_object]
+        pub struct $class {
+            host: ::core::result::Result<
+                ::std::rc::Rc<$crate::__private::AgentHost>,
+                ::std::string::String,
+            >,
+        }
+
+        impl ::worker::DurableObject for $class {
+            fn new(state: ::worker::State, env: ::worker::Env) -> Self {
+                let make = $make;
+                let definition = make(&env);
+                let host = $crate::__private::AgentHost::new(state, env, definition, $agent)
+                    .map_err(|e| e.to_string());
+                if let Err(e) = &host {
+                    $crate::__private::log_write(
+                        $crate::__private::LogLevel::Error,
+                        &::std::format!("agent failed to start: {e}"),
+                    );
+                }
+                Self { host }
+            }
+
+            async fn fetch(&self, req: ::worker::Request) -> ::worker::Result<::worker::Response> {
+                match &self.host {
+                    Ok(host) => host.fetch(req).await,
+                    Err(e) => ::worker::Response::error(format!("agent failed to start: {e}"), 500),
+                }
+            }
+
+            async fn websocket_message(
+                &self,
+                ws: ::worker::WebSocket,
+                message: ::worker::WebSocketIncomingMessage,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_message(ws, message);
+                }
+                Ok(())
+            }
+
+            async fn websocket_close(
+                &self,
+                ws: ::worker::WebSocket,
+                _code: usize,
+                _reason: ::std::string::String,
+                _was_clean: bool,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_close(ws);
+                }
+                Ok(())
+            }
+
+            async fn websocket_error(
+                &self,
+                ws: ::worker::WebSocket,
+                _error: ::worker::Error,
+            ) -> ::worker::Result<()> {
+                if let Ok(host) = &self.host {
+                    host.on_close(ws);
+                }
+                Ok(())
+            }
+
+            async fn alarm(&self) -> ::worker::Result<::worker::Response> {
+                if let Ok(host) = &self.host {
+                    host.on_alarm();
+                }
+                ::worker::Response::ok("")
+            }
+
+            async fn connect(&self, _socket: ::worker::Socket) -> ::worker::Result<()> {
+                Err(::worker::Error::RustError(
+                    "TCP connections are not served".into(),
+                ))
+            }
+        }
+    };
+}

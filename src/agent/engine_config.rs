@@ -1,0 +1,153 @@
+//! How a definition becomes what the engine runs: the core's configuration
+//! (system prompt, tool specs, settings, the inline hooks) and the awaited
+//! hooks the host calls (`before_turn`, `on_chat_response`).
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+
+use crate::core::{
+    ChatError, ChatResponse, CoreConfig, Hooks, ToolCall, ToolOutcome, TurnConfig, TurnContext,
+};
+
+use super::definition::AgentDefinition;
+use super::settings::AgentSettings;
+use super::tool::ServerTool;
+
+/// The awaited hooks of a definition, type-erased for the host.
+/// (Natively only the tests build it, and they read `before_turn` only.)
+#[derive(Clone)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub struct AsyncHooks {
+    pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
+    pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
+}
+
+impl AsyncHooks {
+    pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
+        let (prepare, respond) = (definition.clone(), definition.clone());
+        AsyncHooks {
+            before_turn: Rc::new(move |ctx| {
+                let definition = prepare.clone();
+                Box::pin(async move { definition.before_turn(ctx).await })
+            }),
+            on_chat_response: Rc::new(move |response| {
+                let definition = respond.clone();
+                Box::pin(async move { definition.on_chat_response(response).await })
+            }),
+        }
+    }
+}
+
+/// Builds the core's configuration for one agent instance: each turn is
+/// prepared by the host (`before_turn` is awaited there); the inline hooks
+/// go to the core.
+pub fn core_config<D: AgentDefinition>(
+    definition: &Rc<D>,
+    settings: &AgentSettings,
+    tools: &[ServerTool],
+    name: &str,
+    agent: &str,
+) -> CoreConfig {
+    let mut config = CoreConfig::new(name, agent);
+    config.system_prompt = definition.system_prompt();
+    config.tools = tools.iter().map(|t| t.spec.clone()).collect();
+    config.settings = settings.turns.clone();
+    config.prepare_turn = true;
+    let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    config.hooks = Hooks {
+        on_chat_error: Some(Rc::new(move |error: &ChatError| {
+            errors.on_chat_error(error)
+        })),
+        before_tool_call: Some(Rc::new(move |call: &ToolCall| {
+            before.before_tool_call(call)
+        })),
+        after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
+            after.after_tool_call(call, result)
+        })),
+    };
+    config.compact = definition.compaction();
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::settings::Vars;
+    use super::*;
+    use crate::core::{Concurrency, ToolCallDecision, TurnTrigger};
+    use serde_json::Value;
+
+    struct Tuned;
+
+    impl AgentDefinition for Tuned {
+        fn settings(&self, vars: &Vars) -> AgentSettings {
+            let mut settings = AgentSettings::from_vars(vars);
+            settings.turns.concurrency = Concurrency::Latest;
+            settings.turns.max_steps = 5;
+            settings.turns.recovery.max_attempts = 3;
+            settings.turns.model_retry.max_retries = 1;
+            settings.turns.continuation_coalesce_ms = 20;
+            settings
+        }
+    }
+
+    #[test]
+    fn settings_changed_in_code_reach_the_core_config() {
+        let definition = Rc::new(Tuned);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "tuned");
+        assert_eq!(config.concurrency, Concurrency::Latest);
+        assert_eq!(config.max_steps, 5);
+        assert_eq!(config.recovery.max_attempts, 3);
+        assert_eq!(config.model_retry.max_retries, 1);
+        assert_eq!(config.continuation_coalesce_ms, 20);
+        assert_eq!(config.system_prompt, "You are a helpful assistant.");
+    }
+
+    struct Hooked;
+
+    impl AgentDefinition for Hooked {
+        async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+            TurnConfig {
+                model: Some(format!("for-{}", ctx.request_id)),
+                ..TurnConfig::default()
+            }
+        }
+
+        fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+            ToolCallDecision::Block(format!("no {}", call.tool_name))
+        }
+    }
+
+    #[test]
+    fn the_definitions_hooks_reach_the_core_and_the_host() {
+        let definition = Rc::new(Hooked);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "hooked");
+        assert!(config.prepare_turn, "each turn is prepared by the host");
+        let call = ToolCall {
+            request_id: "r1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "refund".into(),
+            input: Value::Null,
+            client: true,
+        };
+        let decide = config.hooks.before_tool_call.clone();
+        assert_eq!(
+            decide.map(|hook| hook(&call)),
+            Some(ToolCallDecision::Block("no refund".into()))
+        );
+        let context = TurnContext {
+            request_id: "r9".into(),
+            trigger: TurnTrigger::Submit,
+            continuation: false,
+            from_parent: false,
+            messages: Vec::new(),
+            client_tools: Vec::new(),
+            body: Default::default(),
+        };
+        let hooks = AsyncHooks::of(&definition);
+        let chosen = futures::executor::block_on((hooks.before_turn)(context));
+        assert_eq!(chosen.model.as_deref(), Some("for-r9"));
+    }
+}

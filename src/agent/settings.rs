@@ -1,0 +1,262 @@
+//! An agent's settings: where the model lives (an OpenAI-compatible API
+//! or a Workers AI binding), who may connect (`AUTH_TOKEN`) and how turns
+//! run, with defaults read from the worker's vars and secrets (`Vars`).
+
+use crate::core::{Concurrency, ContextPolicy, CoreSettings, Limits, LogLevel, RetryPolicy};
+use crate::model::openai::OpenAiCompatible;
+use crate::model::workers_ai::WorkersAi;
+use crate::model::{ModelFailure, ModelSettings, Provider};
+
+/// Reads worker vars and secrets by name.
+pub struct Vars<'a>(pub &'a dyn Fn(&str) -> Option<String>);
+
+impl Vars<'_> {
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// A numeric (or otherwise parsed) var; `default` when unset or unreadable.
+    pub fn parsed_or<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
+        self.get(name)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    }
+}
+
+/// Where the model lives, who may connect, and how turns run
+/// (`settings.turns`: `settings.turns.max_steps`,
+/// `settings.turns.concurrency`, `settings.turns.model`, …).
+#[derive(Clone)]
+pub struct AgentSettings {
+    /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    /// `MODEL_PROVIDER=workers-ai`: the model runs on Workers AI through this
+    /// binding (`AI_BINDING`, default `AI`) instead of an HTTP API.
+    pub workers_ai_binding: Option<String>,
+    /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
+    pub auth_token: Option<String>,
+    /// How turns run: the model, step limit, concurrency, limits, model
+    /// retries (`MODEL_MAX_RETRIES`: retries of a call that failed
+    /// transiently before streaming anything, default 2, 0 turns them off),
+    /// context policy, tool deadline, log level and recovery budget.
+    pub turns: CoreSettings,
+}
+
+/// Shows whether the key and the token are set, never their values.
+impl std::fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("AgentSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &set(&self.api_key))
+            .field("auth_token", &set(&self.auth_token))
+            .field("turns", &self.turns)
+            .finish()
+    }
+}
+
+impl AgentSettings {
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`,
+    /// `AUTH_TOKEN`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`, `LOG_LEVEL`.
+    pub fn from_vars(vars: &Vars) -> AgentSettings {
+        let concurrency = vars
+            .get("MESSAGE_CONCURRENCY")
+            .map(|v| match Concurrency::parse(&v) {
+                Some(c) => c,
+                None => {
+                    log_warning(&format!(
+                        "MESSAGE_CONCURRENCY `{v}` is not understood; using queue"
+                    ));
+                    Concurrency::Queue
+                }
+            });
+        let log_level = vars.get("LOG_LEVEL").map(|v| match LogLevel::parse(&v) {
+            Some(level) => level,
+            None => {
+                log_warning(&format!(
+                    "LOG_LEVEL `{v}` is not understood (error, warn, info or debug); using info"
+                ));
+                LogLevel::Info
+            }
+        });
+        let defaults = CoreSettings::default();
+        AgentSettings {
+            base_url: vars.get("OPENAI_BASE_URL"),
+            api_key: vars.get("OPENAI_API_KEY"),
+            workers_ai_binding: vars
+                .get("MODEL_PROVIDER")
+                .filter(|p| p.trim().eq_ignore_ascii_case("workers-ai"))
+                .map(|_| vars.get("AI_BINDING").unwrap_or_else(|| "AI".to_string())),
+            auth_token: vars.get("AUTH_TOKEN"),
+            turns: CoreSettings {
+                model: ModelSettings {
+                    model: vars
+                        .get("MODEL")
+                        .unwrap_or_else(|| "gpt-4o-mini".to_string()),
+                    ..Default::default()
+                },
+                concurrency: concurrency.unwrap_or_default(),
+                limits: Limits {
+                    model_stall_timeout_ms: vars.parsed_or(
+                        "MODEL_STALL_TIMEOUT_MS",
+                        defaults.limits.model_stall_timeout_ms,
+                    ),
+                    ..defaults.limits
+                },
+                model_retry: RetryPolicy {
+                    max_retries: vars
+                        .parsed_or("MODEL_MAX_RETRIES", defaults.model_retry.max_retries),
+                    ..defaults.model_retry
+                },
+                context: ContextPolicy {
+                    max_bytes: vars.parsed_or("MODEL_CONTEXT_BYTES", defaults.context.max_bytes),
+                    max_messages: vars
+                        .parsed_or("MODEL_CONTEXT_MESSAGES", defaults.context.max_messages),
+                },
+                tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
+                log_level: log_level.unwrap_or(defaults.log_level),
+                ..defaults
+            },
+        }
+    }
+
+    /// The model provider these settings choose, or the failure every model
+    /// call meets when none is configured.
+    pub fn model_provider(&self) -> Result<Provider, ModelFailure> {
+        if let Some(binding) = &self.workers_ai_binding {
+            return Ok(Provider::WorkersAi(WorkersAi::new(binding, "call")));
+        }
+        match &self.base_url {
+            Some(base_url) => Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(
+                base_url,
+                self.api_key.clone(),
+            ))),
+            None => Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
+            )),
+        }
+    }
+}
+
+/// A var or secret of the worker's environment (a secret wins when both are set).
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn env_value(env: &worker::Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+}
+
+fn log_warning(text: &str) {
+    crate::log::write(crate::log::LogLevel::Warn, text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_debug_output_never_shows_secrets() {
+        let lookup = |name: &str| match name {
+            "OPENAI_API_KEY" => Some("sk-very-secret".to_string()),
+            "AUTH_TOKEN" => Some("tok-very-secret".to_string()),
+            _ => None,
+        };
+        let text = format!("{:?}", AgentSettings::from_vars(&Vars(&lookup)));
+        assert!(
+            !text.contains("very-secret") && text.contains("<set>"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn settings_read_vars_and_fall_back_to_queue() {
+        let lookup = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "MESSAGE_CONCURRENCY" => Some("debounce:300".to_string()),
+            "MODEL" => Some("".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(settings.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(
+            settings.turns.concurrency,
+            Concurrency::Debounce { ms: 300 }
+        );
+        assert_eq!(settings.turns.model.model, "gpt-4o-mini");
+        assert!(settings.api_key.is_none());
+        assert_eq!(settings.turns.model_retry.max_retries, 2);
+    }
+
+    #[test]
+    fn the_base_url_chooses_the_openai_compatible_provider() {
+        let lookup = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "OPENAI_API_KEY" => Some("sk-1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(
+                "http://127.0.0.1:9/v1",
+                Some("sk-1".into())
+            )))
+        );
+    }
+
+    #[test]
+    fn model_provider_workers_ai_chooses_the_ai_binding() {
+        let lookup = |name: &str| match name {
+            "MODEL_PROVIDER" => Some("workers-ai".to_string()),
+            "MODEL" => Some("@cf/meta/llama-3.1-8b-instruct".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(Provider::WorkersAi(WorkersAi::new("AI", "call")))
+        );
+        assert_eq!(settings.turns.model.model, "@cf/meta/llama-3.1-8b-instruct");
+    }
+
+    #[test]
+    fn without_a_base_url_every_model_call_fails_and_says_what_to_set() {
+        let settings = AgentSettings::from_vars(&Vars(&|_: &str| None));
+        assert_eq!(
+            settings.model_provider(),
+            Err(ModelFailure::permanent(
+                "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY)."
+            ))
+        );
+    }
+
+    #[test]
+    fn log_level_is_read_and_an_unknown_one_keeps_info() {
+        let read = |value: &'static str| {
+            let lookup = move |name: &str| (name == "LOG_LEVEL").then(|| value.to_string());
+            AgentSettings::from_vars(&Vars(&lookup)).turns.log_level
+        };
+        assert_eq!(read("warn"), LogLevel::Warn);
+        assert_eq!(read("Debug"), LogLevel::Debug);
+        assert_eq!(read("loud"), LogLevel::Info);
+        assert_eq!(read(""), LogLevel::Info);
+    }
+
+    #[test]
+    fn numeric_settings_are_read_and_unreadable_ones_keep_their_defaults() {
+        let lookup = |name: &str| match name {
+            "MODEL_MAX_RETRIES" => Some(" 0 ".to_string()),
+            "MODEL_STALL_TIMEOUT_MS" => Some("soon".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(settings.turns.model_retry.max_retries, 0);
+        assert_eq!(
+            settings.turns.limits.model_stall_timeout_ms,
+            Limits::default().model_stall_timeout_ms
+        );
+    }
+}

@@ -16,6 +16,9 @@ bash scripts/setup.sh --browser
 . scripts/node-env.sh
 echo "node $(node --version)"
 
+echo "== layers (no lower layer names a higher one, no import circle in src/)"
+python3 scripts/check-layers.py
+
 echo "== cargo test (native)"
 cargo test
 

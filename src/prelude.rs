@@ -20,7 +20,7 @@ pub use crate::routing::check_agent_name;
 
 /// The compaction hook's type and what it reads (see
 /// `AgentDefinition::compaction`).
-pub use crate::core::compaction::{Compact, CompactionInput};
+pub use crate::core::{Compact, CompactionInput};
 
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};

@@ -79,6 +79,10 @@
 //! and the fuzzer), `testing` holds the test support.
 
 pub mod agent;
+/// The engine: the sans-I/O core a host drives (`Core`, its events and
+/// effects). Public for the crate's own tests and fuzzer, not an author API:
+/// authors use [`prelude`].
+#[doc(hidden)]
 pub mod core;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -92,6 +96,7 @@ pub mod routing;
 #[doc(hidden)]
 pub mod store;
 #[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod testing;
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod worker_entry;

@@ -75,7 +75,9 @@ mod entry {
             Route::NotAgent => return Ok(Routed::Other(req)),
         };
         let token = env_value(env, "AUTH_TOKEN");
-        if let Err(refusal) = crate::router::refuse_from_outside(&request_info(&req)?, token.as_deref()) {
+        if let Err(refusal) =
+            crate::router::refuse_from_outside(&request_info(&req)?, token.as_deref())
+        {
             return Response::error(refusal.reason, refusal.status).map(Routed::Agent);
         }
         let stub = env

@@ -96,11 +96,11 @@ mod tests {
         let definition = Rc::new(Tuned);
         let settings = definition.settings(&Vars(&|_: &str| None));
         let config = core_config(&definition, &settings, &[], "room", "tuned");
-        assert_eq!(config.concurrency, Concurrency::Latest);
-        assert_eq!(config.max_steps, 5);
-        assert_eq!(config.recovery.max_attempts, 3);
-        assert_eq!(config.model_retry.max_retries, 1);
-        assert_eq!(config.continuation_coalesce_ms, 20);
+        assert_eq!(config.settings.concurrency, Concurrency::Latest);
+        assert_eq!(config.settings.max_steps, 5);
+        assert_eq!(config.settings.recovery.max_attempts, 3);
+        assert_eq!(config.settings.model_retry.max_retries, 1);
+        assert_eq!(config.settings.continuation_coalesce_ms, 20);
         assert_eq!(config.system_prompt, "You are a helpful assistant.");
     }
 

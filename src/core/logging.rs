@@ -13,7 +13,7 @@ const MAX_KEPT: usize = 256;
 impl Core {
     /// Keeps `event` for the host when the configured level shows it.
     pub(in crate::core) fn log(&mut self, event: LogEvent) {
-        if !event.level().shown_at(self.config.log_level) {
+        if !event.level().shown_at(self.config.settings.log_level) {
             return;
         }
         if self.log.len() == MAX_KEPT {
@@ -24,7 +24,7 @@ impl Core {
 
     /// Whether events of `level` are kept (to skip building ones that are not).
     pub(in crate::core) fn logs(&self, level: LogLevel) -> bool {
-        level.shown_at(self.config.log_level)
+        level.shown_at(self.config.settings.log_level)
     }
 
     /// Log events so far, oldest first; the host writes one line each.

@@ -189,6 +189,7 @@ impl Core {
                 executor,
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
+            Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
@@ -269,9 +270,16 @@ impl Core {
         &self.config
     }
 
-    /// The instance name learned from the request path (sent in the identity frame).
-    pub fn set_name(&mut self, name: &str) {
-        self.config.name = name.to_string();
+    /// The instance name learned from a request path: sent in the identity
+    /// frame, and stored so a start without a request (an alarm) knows it.
+    fn on_named(&mut self, name: String) {
+        if self.config.name != name {
+            self.config.name = name.clone();
+            self.store(StoreOp::PutConfig {
+                key: ConfigKey::InstanceName,
+                value: name,
+            });
+        }
     }
 
     /// True while a turn runs, waits in the queue, or a continuation is owed.
@@ -280,7 +288,7 @@ impl Core {
     }
 
     fn on_frame(&mut self, conn: ConnId, text: &str) {
-        let limits = self.config.limits;
+        let limits = self.config.settings.limits;
         if text.len() > limits.max_frame_bytes {
             let error = format!(
                 "frame too large: {} bytes (limit {})",

@@ -280,13 +280,10 @@ impl AgentHost {
         Rc::from(candidate)
     }
 
-    fn remember_name(&self, name: &str) {
-        let mut core = self.core.borrow_mut();
-        if core.config().name != name {
-            core.set_name(name);
-            let _ = self.store.apply(&crate::core::StoreOp::PutConfig {
-                key: crate::core::ConfigKey::InstanceName,
-                value: name.to_string(),
+    fn remember_name(self: &Rc<Self>, name: &str) {
+        if self.core.borrow().config().name != name {
+            self.dispatch(Event::Named {
+                name: name.to_string(),
             });
         }
     }

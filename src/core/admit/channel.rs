@@ -14,7 +14,7 @@ use crate::core::Core;
 
 impl Core {
     pub(in crate::core) fn on_channel_frame(&mut self, conn: ConnId, text: &str) {
-        match parse_channel_frame(text, &self.config.limits) {
+        match parse_channel_frame(text, &self.config.settings.limits) {
             Ok(ParentFrame::Chat(RpcChat {
                 message,
                 client_tools,

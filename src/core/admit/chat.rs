@@ -61,10 +61,10 @@ impl Core {
         id: String,
         request: ChatRequest,
     ) {
-        if self.queue.len() >= self.config.limits.max_pending_turns {
+        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
             let error = format!(
                 "too many pending turns (limit {}); try again when the agent is less busy",
-                self.config.limits.max_pending_turns
+                self.config.settings.limits.max_pending_turns
             );
             self.reject(conn, Some(id), &error);
             return;
@@ -76,7 +76,7 @@ impl Core {
         };
         if overlapped
             && trigger == TurnTrigger::Submit
-            && self.config.concurrency == Concurrency::Drop
+            && self.config.settings.concurrency == Concurrency::Drop
         {
             let message_ids =
                 crate::core::data::transcript::trailing_user_ids(request.messages.iter());
@@ -117,7 +117,10 @@ impl Core {
     /// Starts queued turns while nothing runs.
     pub(in crate::core) fn pump(&mut self) {
         while self.active.is_none() {
-            match self.queue.decide_front(self.config.concurrency, self.now) {
+            match self
+                .queue
+                .decide_front(self.config.settings.concurrency, self.now)
+            {
                 FrontDecision::Run(turn) => {
                     let (id, root) = (turn.request_id.clone(), turn.recovery_root.clone());
                     self.start_turn(turn);
@@ -234,11 +237,11 @@ impl Core {
     ) {
         // The pending-turn limit of a tab's submit holds for programmatic
         // turns too; a parent is told on its channel (its `chat()` fails).
-        if self.queue.len() >= self.config.limits.max_pending_turns {
+        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
             if let Some(conn) = conn {
                 let error = format!(
                     "too many pending turns (limit {}); try again when the agent is less busy",
-                    self.config.limits.max_pending_turns
+                    self.config.settings.limits.max_pending_turns
                 );
                 self.reject(conn, None, &error);
             }

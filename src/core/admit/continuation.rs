@@ -57,7 +57,7 @@ impl Core {
     }
 
     fn arm_continuation(&mut self) {
-        let at = self.now + self.config.continuation_coalesce_ms;
+        let at = self.now + self.config.settings.continuation_coalesce_ms;
         self.set_timer(Timer::Continuation, at);
     }
 

@@ -110,13 +110,14 @@ impl Core {
         }
         self.mint_missing_ids(&mut messages);
         self.config
+            .settings
             .limits
             .check_messages(&messages)
             .map_err(SubmitError)?;
-        if self.queue.len() >= self.config.limits.max_pending_turns {
+        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
             return Err(SubmitError(format!(
                 "too many pending turns (limit {}); try again when the agent is less busy",
-                self.config.limits.max_pending_turns
+                self.config.settings.limits.max_pending_turns
             )));
         }
         let id = self.new_id(IdKind::Request);
@@ -132,7 +133,7 @@ impl Core {
             updated_at: self.now,
         };
         let overlapped = self.active.is_some() || !self.queue.is_empty();
-        if overlapped && self.config.concurrency == Concurrency::Drop {
+        if overlapped && self.config.settings.concurrency == Concurrency::Drop {
             record.status = SubmissionStatus::Skipped;
             self.remember_submission(record.clone());
             return Ok(record);
@@ -201,6 +202,7 @@ impl Core {
     ) -> Result<Vec<String>, SubmitError> {
         self.mint_missing_ids(&mut messages);
         self.config
+            .settings
             .limits
             .check_messages(&messages)
             .map_err(SubmitError)?;

@@ -70,6 +70,10 @@ pub enum Event {
     },
     /// The agent's own `clear_messages()`: like a tab's clear, told to every tab.
     ClearHistory,
+    /// The instance name a request's path names (`/agents/<class>/<name>`).
+    Named {
+        name: String,
+    },
     /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
     TurnPrepared {
         turn: CallId,

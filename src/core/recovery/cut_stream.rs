@@ -38,7 +38,7 @@ impl Core {
         // The stream produced something: that is progress.
         budget.attempts += 1;
         budget.last_progress_at = self.now;
-        let exhausted = budget.attempts > self.config.recovery.max_attempts;
+        let exhausted = budget.attempts > self.config.settings.recovery.max_attempts;
         let step = RecoveryStep::of_attempt(exhausted, budget.attempts);
         self.log_recovery(step, "cut-stream", &root, budget.attempts);
         if exhausted {

@@ -46,7 +46,7 @@ impl Core {
 
     pub(in crate::core) fn on_heartbeat(&mut self) {
         if self.active.is_some() {
-            let at = self.now + self.config.recovery.heartbeat_ms;
+            let at = self.now + self.config.settings.recovery.heartbeat_ms;
             self.set_timer(Timer::Heartbeat, at);
         }
     }
@@ -81,7 +81,7 @@ impl Core {
         if produced {
             budget.last_progress_at = self.now;
         }
-        let limits = self.config.recovery;
+        let limits = self.config.settings.recovery;
         let exhausted = budget.attempts > limits.max_attempts
             || budget.interrupted > limits.max_interrupted_attempts
             || self.now.saturating_sub(budget.last_progress_at) > limits.no_progress_timeout_ms;
@@ -266,7 +266,7 @@ impl Core {
             cause,
             root: root.to_string(),
             attempt,
-            max_attempts: self.config.recovery.max_attempts,
+            max_attempts: self.config.settings.recovery.max_attempts,
         });
     }
 

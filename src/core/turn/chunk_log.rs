@@ -57,10 +57,10 @@ impl Core {
         let arm = !urgent && unflushed > 0 && !self.timers.is_armed(Timer::FlushChunks);
         let to = self.conns.chat();
         self.send_to(to, frame);
-        if urgent || unflushed >= self.config.flush.max_chunks {
+        if urgent || unflushed >= self.config.settings.flush.max_chunks {
             self.flush_chunks();
         } else if arm {
-            let at = self.now + self.config.flush.max_delay_ms;
+            let at = self.now + self.config.settings.flush.max_delay_ms;
             self.set_timer(Timer::FlushChunks, at);
         }
     }

@@ -40,7 +40,7 @@ impl Core {
         budget: usize,
     ) -> Option<Vec<ModelMessage>> {
         let hook = self.config.compact.clone()?;
-        let max_messages = self.config.context.max_messages;
+        let max_messages = self.config.settings.context.max_messages;
         if (budget == 0 && max_messages == 0) || self.compaction.declined {
             return None;
         }

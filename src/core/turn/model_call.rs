@@ -33,7 +33,7 @@ impl Core {
         active.steps += 1;
         self.emit(UIMessageChunk::StartStep);
         self.enter_calling_model(StepRequest {
-            budget: self.config.context.max_bytes,
+            budget: self.config.settings.context.max_bytes,
             sent_bytes: 0,
             retries: 0,
             narrowed: false,
@@ -85,7 +85,7 @@ impl Core {
             None => {
                 let bounds = ContextBounds {
                     bytes: context_budget,
-                    messages: self.config.context.max_messages,
+                    messages: self.config.settings.context.max_messages,
                 };
                 let cut = self.cut_context(&turn.system, &context, bounds);
                 let mut messages = model_messages(&turn.system, &[]);
@@ -301,7 +301,7 @@ impl Core {
     fn on_step_streamed(&mut self, reason: FinishReason) {
         self.close_open_text();
         let calls = self.enter_running_tools(reason);
-        let limit = self.config.limits.max_tool_calls_per_step;
+        let limit = self.config.settings.limits.max_tool_calls_per_step;
         for (n, call) in calls.iter().enumerate() {
             if limit > 0 && n >= limit {
                 let text = format!(
@@ -318,7 +318,7 @@ impl Core {
     /// The stall check is due one stall window after the call's last event
     /// (moving a deadline in the core's timer table costs the host nothing).
     pub(in crate::core) fn arm_stall_check(&mut self) {
-        let timeout = self.config.limits.model_stall_timeout_ms;
+        let timeout = self.config.settings.limits.model_stall_timeout_ms;
         if timeout > 0 {
             self.set_timer(Timer::ModelStall, self.now + timeout);
         }
@@ -330,7 +330,7 @@ impl Core {
             Timer::ModelRetry => self.retry_model_call(),
             Timer::ModelDeadline => self.on_model_overrun(format!(
                 "The model call did not finish within {} s.",
-                self.config.limits.model_call_timeout_ms as f64 / 1000.0
+                self.config.settings.limits.model_call_timeout_ms as f64 / 1000.0
             )),
             _ => {}
         }
@@ -369,7 +369,7 @@ impl Core {
             return;
         };
         let request = call.request.clone();
-        let policy = self.config.model_retry;
+        let policy = self.config.settings.model_retry;
         let backoff = (!call.streamed)
             .then(|| policy.delay(request.retries + 1, retry_after_ms))
             .flatten();
@@ -411,7 +411,7 @@ impl Core {
     /// Counts what the model streamed in this turn; false (and the turn is
     /// ended) once it passes the limit.
     fn count_model_bytes(&mut self, bytes: usize) -> bool {
-        let limit = self.config.limits.max_model_stream_bytes;
+        let limit = self.config.settings.limits.max_model_stream_bytes;
         let Some(active) = self.active.as_mut() else {
             return false;
         };
@@ -429,7 +429,7 @@ impl Core {
         if self.active.as_ref().and_then(|a| a.model_call()).is_none() {
             return;
         }
-        let timeout = self.config.limits.model_stall_timeout_ms;
+        let timeout = self.config.settings.limits.model_stall_timeout_ms;
         let text = format!(
             "The model stream stalled: nothing arrived for {} s.",
             timeout as f64 / 1000.0
@@ -457,7 +457,7 @@ impl Core {
             self.fail_model_call(text, false, None);
             return;
         }
-        let policy = self.config.model_retry;
+        let policy = self.config.settings.model_retry;
         let delay = (failure.transient && !current.streamed)
             .then(|| policy.delay(current.request.retries + 1, failure.retry_after_ms))
             .flatten();

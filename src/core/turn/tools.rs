@@ -216,7 +216,7 @@ impl Core {
     /// settings' deadline, a server tool its own or the settings'.
     fn run_timeout(&self, tool_name: &str, remote: bool) -> Option<u64> {
         match remote {
-            true => Some(self.config.tool_timeout_ms).filter(|ms| *ms > 0),
+            true => Some(self.config.settings.tool_timeout_ms).filter(|ms| *ms > 0),
             false => self.config.tool_timeout(tool_name),
         }
     }

@@ -72,7 +72,7 @@ impl Core {
             started_at: self.now,
             recovery_root: turn.recovery_root.clone(),
         }));
-        let heartbeat_at = self.now + self.config.recovery.heartbeat_ms;
+        let heartbeat_at = self.now + self.config.settings.recovery.heartbeat_ms;
         self.set_timer(Timer::Heartbeat, heartbeat_at);
         // The cut stream stays on offer while its recovery runs (`join_recovery.rs`).
         if !turn.is_recovery() {
@@ -132,8 +132,8 @@ impl Core {
     fn turn_settings(&self, turn: &QueuedTurn) -> TurnSettings {
         let mut settings = TurnSettings {
             system: self.config.system_prompt.clone(),
-            max_steps: self.config.max_steps.max(1),
-            model: self.config.model.clone(),
+            max_steps: self.config.settings.max_steps.max(1),
+            model: self.config.settings.model.clone(),
             headers: Vec::new(),
             tools: None,
             add_tools: Vec::new(),
@@ -176,7 +176,7 @@ impl Core {
         });
         self.clear_timer(Timer::ModelRetry);
         self.arm_stall_check();
-        let deadline = self.config.limits.model_call_timeout_ms;
+        let deadline = self.config.settings.limits.model_call_timeout_ms;
         if deadline > 0 {
             self.set_timer(Timer::ModelDeadline, self.now.saturating_add(deadline));
         }

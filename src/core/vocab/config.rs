@@ -3,7 +3,6 @@
 //! concurrency, step limit, chunk-log batching, recovery, retries, limits).
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 
 use crate::model::ModelSettings;
 use crate::protocol::ClientToolSchema;
@@ -143,7 +142,7 @@ impl RetryPolicy {
 
 /// How an agent's turns behave: the model, the step limit, message
 /// concurrency, chunk-log batching, continuation coalescing, recovery, limits
-/// and model retries. The agent's settings hold these (and deref to them), so
+/// and model retries. The agent.s settings hold these as one named field, so
 /// a setting added here reaches the core with no copying.
 #[derive(Debug, Clone)]
 pub struct CoreSettings {
@@ -188,7 +187,7 @@ impl Default for CoreSettings {
 
 /// One agent instance's configuration: who it is, what its definition says
 /// (system prompt, tools, per-turn hook) and its [`CoreSettings`], which the
-/// config derefs to (`config.max_steps`).
+/// config holds by name (`config.settings.max_steps`).
 #[derive(Clone)]
 pub struct CoreConfig {
     /// The instance name (the `<name>` of the URL).
@@ -240,22 +239,8 @@ impl CoreConfig {
         let ms = self
             .tool(name)
             .and_then(|t| t.timeout_ms)
-            .unwrap_or(self.tool_timeout_ms);
+            .unwrap_or(self.settings.tool_timeout_ms);
         (ms > 0).then_some(ms)
-    }
-}
-
-impl Deref for CoreConfig {
-    type Target = CoreSettings;
-
-    fn deref(&self) -> &CoreSettings {
-        &self.settings
-    }
-}
-
-impl DerefMut for CoreConfig {
-    fn deref_mut(&mut self) -> &mut CoreSettings {
-        &mut self.settings
     }
 }
 
@@ -265,8 +250,8 @@ impl fmt::Debug for CoreConfig {
             .field("name", &self.name)
             .field("agent", &self.agent)
             .field("tools", &self.tools)
-            .field("max_steps", &self.max_steps)
-            .field("concurrency", &self.concurrency)
+            .field("max_steps", &self.settings.max_steps)
+            .field("concurrency", &self.settings.concurrency)
             .finish_non_exhaustive()
     }
 }

@@ -29,7 +29,7 @@ fn started_id(sim: &Sim) -> String {
 
 #[test]
 fn a_malformed_channel_frame_gets_an_error_frame_and_nothing_is_stored() {
-    let mut sim = Sim::with(|config| config.limits.max_client_tools = 1);
+    let mut sim = Sim::with(|config| config.settings.limits.max_client_tools = 1);
     sim.connect("tab");
     sim.open_channel("parent");
     sim.clear_frames();
@@ -108,7 +108,7 @@ fn a_malformed_channel_frame_gets_an_error_frame_and_nothing_is_stored() {
 
 #[test]
 fn an_oversized_channel_frame_is_refused_without_being_parsed() {
-    let mut sim = Sim::with(|config| config.limits.max_frame_bytes = 200);
+    let mut sim = Sim::with(|config| config.settings.limits.max_frame_bytes = 200);
     sim.open_channel("parent");
     sim.send_channel("parent", rpc_chat(json!("x".repeat(300)), json!([]), false));
     let answers = sim.take_frames("parent");

@@ -30,8 +30,8 @@ fn compacting_within(budget: usize, max_messages: usize) -> (Sim, Rc<RefCell<Cal
     let calls = Rc::new(RefCell::new(Calls::default()));
     let log = calls.clone();
     let sim = Sim::with(move |c| {
-        c.context.max_bytes = budget;
-        c.context.max_messages = max_messages;
+        c.settings.context.max_bytes = budget;
+        c.settings.context.max_messages = max_messages;
         c.compact = Some(Rc::new(move |input| {
             let mut log = log.borrow_mut();
             let ids: Vec<String> = input.dropped.iter().map(|m| m.id.clone()).collect();
@@ -143,7 +143,7 @@ fn a_summary_is_made_when_messages_are_left_out_stored_and_reused_until_more_mus
 #[test]
 fn without_a_summary_from_the_hook_messages_are_left_out_with_the_note() {
     let mut sim = Sim::with(|c| {
-        c.context.max_bytes = 6_000;
+        c.settings.context.max_bytes = 6_000;
         c.compact = Some(Rc::new(|_| None));
     });
     sim.connect("a");

@@ -18,7 +18,7 @@ const STRATEGIES: [Concurrency; 5] = [
 ];
 
 fn sim_with(strategy: Concurrency) -> Sim {
-    let mut sim = Sim::with(|c| c.concurrency = strategy);
+    let mut sim = Sim::with(|c| c.settings.concurrency = strategy);
     sim.connect("a");
     sim.connect("b");
     sim.clear_frames();

@@ -42,7 +42,7 @@ fn overflow() -> Reply {
 
 #[test]
 fn tail_requests_grow_the_history_and_the_model_sees_only_the_newest_window() {
-    let mut sim = Sim::with(|c| c.context.max_bytes = 20_000);
+    let mut sim = Sim::with(|c| c.settings.context.max_bytes = 20_000);
     sim.connect("a");
     grow(&mut sim, 120, 300);
     assert_eq!(
@@ -155,7 +155,7 @@ fn questions(request: &ModelCall) -> Vec<String> {
 
 #[test]
 fn a_conversation_of_many_short_messages_is_cut_to_the_newest_messages_of_the_policy() {
-    let mut sim = Sim::with(|c| c.context.max_messages = 40);
+    let mut sim = Sim::with(|c| c.settings.context.max_messages = 40);
     sim.connect("a");
     grow(&mut sim, 100, 10);
     let last = sim.last_request();
@@ -181,7 +181,7 @@ fn a_conversation_of_many_short_messages_is_cut_to_the_newest_messages_of_the_po
 
 #[test]
 fn the_cut_moves_in_steps_so_consecutive_requests_share_their_first_messages() {
-    let mut sim = Sim::with(|c| c.context.max_messages = 40);
+    let mut sim = Sim::with(|c| c.settings.context.max_messages = 40);
     sim.connect("a");
     grow(&mut sim, 60, 10);
     let mut firsts = Vec::new();
@@ -203,8 +203,8 @@ fn the_message_bound_reads_no_further_back_than_it_reaches() {
     let mut reads = Vec::new();
     for turns in [120, 300] {
         let mut sim = Sim::with(|c| {
-            c.context.max_messages = 40;
-            c.context.max_bytes = 0;
+            c.settings.context.max_messages = 40;
+            c.settings.context.max_bytes = 0;
         });
         sim.connect("a");
         grow(&mut sim, turns, 10);

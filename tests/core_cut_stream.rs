@@ -78,7 +78,7 @@ fn a_stream_cut_after_some_words_is_finished_in_the_same_answer_without_an_error
 
 #[test]
 fn a_stream_that_keeps_breaking_fails_once_the_recovery_budget_is_spent() {
-    let mut sim = Sim::with(|c| c.recovery.max_attempts = 2);
+    let mut sim = Sim::with(|c| c.settings.recovery.max_attempts = 2);
     sim.connect("a");
     for _ in 0..5 {
         sim.script(Reply::text("again and").then_cut());

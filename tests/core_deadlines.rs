@@ -78,7 +78,7 @@ fn a_tool_deadline_can_be_set_per_tool_and_a_run_in_time_is_untouched() {
 
 #[test]
 fn a_zero_deadline_means_none() {
-    let mut sim = Sim::with(|c| c.tool_timeout_ms = 0);
+    let mut sim = Sim::with(|c| c.settings.tool_timeout_ms = 0);
     weather_turn(&mut sim, 10_000_000);
     sim.run_until_idle();
     let part = tool_part(&sim.transcript()[1], "c1").unwrap().clone();
@@ -87,7 +87,7 @@ fn a_zero_deadline_means_none() {
 
 #[test]
 fn a_parent_that_never_answers_its_client_tool_call_is_given_up() {
-    let mut sim = Sim::with(|c| c.tool_timeout_ms = 5_000);
+    let mut sim = Sim::with(|c| c.settings.tool_timeout_ms = 5_000);
     sim.open_channel("parent");
     sim.script(Reply::tool_call("call_1", "parent_clock", json!({})))
         .script(Reply::text("No clock."))
@@ -104,7 +104,7 @@ fn a_parent_that_never_answers_its_client_tool_call_is_given_up() {
 
 #[test]
 fn a_model_that_trickles_past_the_call_deadline_ends_the_turn_with_an_error() {
-    let mut sim = Sim::with(|c| c.limits.model_call_timeout_ms = 1_000);
+    let mut sim = Sim::with(|c| c.settings.limits.model_call_timeout_ms = 1_000);
     sim.connect("a");
     sim.script(Reply::words(200).every(10));
     sim.send("a", chat_request("r1", &[user("u1", "talk slowly")]));
@@ -129,7 +129,7 @@ fn a_model_that_trickles_past_the_call_deadline_ends_the_turn_with_an_error() {
 
 #[test]
 fn a_model_that_streams_past_the_byte_limit_ends_the_turn_with_an_error() {
-    let mut sim = Sim::with(|c| c.limits.max_model_stream_bytes = 100);
+    let mut sim = Sim::with(|c| c.settings.limits.max_model_stream_bytes = 100);
     sim.connect("a");
     sim.script(Reply::words(200));
     sim.send("a", chat_request("r1", &[user("u1", "talk a lot")]));
@@ -151,7 +151,7 @@ fn a_model_that_streams_past_the_byte_limit_ends_the_turn_with_an_error() {
 
 #[test]
 fn tool_calls_past_the_step_limit_are_input_errors_the_model_reads() {
-    let mut sim = Sim::with(|c| c.limits.max_tool_calls_per_step = 2);
+    let mut sim = Sim::with(|c| c.settings.limits.max_tool_calls_per_step = 2);
     sim.connect("a");
     let calls: Vec<(String, Value)> = (0..4)
         .map(|i| (format!("c{i}"), json!({"city": format!("C{i}")})))

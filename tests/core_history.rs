@@ -60,7 +60,7 @@ fn rows_read(sim: &mut Sim, f: impl FnOnce(&mut Sim)) -> usize {
 }
 
 fn small_context(c: &mut durable_chat::core::CoreConfig) {
-    c.context.max_bytes = 4_000;
+    c.settings.context.max_bytes = 4_000;
 }
 
 /// `pairs` stored question/answer pairs (small context), a tab open and the
@@ -209,7 +209,7 @@ fn a_regenerate_anchored_far_back_drops_everything_after_its_anchor() {
 
 #[test]
 fn the_model_context_starts_at_a_user_message_and_keeps_each_call_with_its_result() {
-    let mut sim = seeded(2_000, 3, |c| c.context.max_bytes = 6_000);
+    let mut sim = seeded(2_000, 3, |c| c.settings.context.max_bytes = 6_000);
     sim.connect("a");
     sim.script(Reply::text("ok"));
     sim.send("a", chat_request("r1", &[user("new", "and now?")]));

@@ -192,7 +192,7 @@ fn cancelling_a_turn_fires_its_running_tools_abort_signal() {
 
 #[test]
 fn a_run_past_its_deadline_has_its_abort_signal_fired() {
-    let mut sim = Sim::with(|c| c.tool_timeout_ms = 2_000);
+    let mut sim = Sim::with(|c| c.settings.tool_timeout_ms = 2_000);
     sim.connect("a");
     ask_a_slow_weather_tool(&mut sim, 60_000);
     sim.script(Reply::text("too slow"));

@@ -130,7 +130,7 @@ fn a_turn_evicted_while_it_is_prepared_is_prepared_again_and_answered() {
 
 fn classified_sim(disposition: ErrorDisposition) -> Sim {
     prepared_sim(move |c| {
-        c.model_retry.max_retries = 1;
+        c.settings.model_retry.max_retries = 1;
         c.hooks.on_chat_error = Some(Rc::new(move |error| {
             assert!(error.error.contains("bad gateway config"), "{error:?}");
             disposition

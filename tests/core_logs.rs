@@ -82,7 +82,7 @@ fn a_long_answer_is_two_lines_not_one_per_chunk() {
 
 #[test]
 fn log_level_warn_keeps_only_warnings_and_errors() {
-    let mut sim = Sim::with(|c| c.log_level = LogLevel::Warn);
+    let mut sim = Sim::with(|c| c.settings.log_level = LogLevel::Warn);
     sim.connect("a");
     sim.script(Reply::http_error(503, "503 overloaded"))
         .script(Reply::text("ok"));
@@ -100,7 +100,7 @@ fn log_level_warn_keeps_only_warnings_and_errors() {
         lines[1]
     );
 
-    let mut quiet = Sim::with(|c| c.log_level = LogLevel::Error);
+    let mut quiet = Sim::with(|c| c.settings.log_level = LogLevel::Error);
     quiet.connect("a");
     quiet
         .script(Reply::http_error(503, "503"))
@@ -111,7 +111,7 @@ fn log_level_warn_keeps_only_warnings_and_errors() {
 
 #[test]
 fn debug_adds_one_line_per_model_step() {
-    let mut sim = Sim::with(|c| c.log_level = LogLevel::Debug);
+    let mut sim = Sim::with(|c| c.settings.log_level = LogLevel::Debug);
     sim.connect("a");
     sim.script(Reply::tool_call(
         "c1",
@@ -135,7 +135,7 @@ fn debug_adds_one_line_per_model_step() {
 
 #[test]
 fn a_refused_frame_is_one_warning_naming_the_connection_and_the_limit() {
-    let mut sim = Sim::with(|c| c.limits.max_frame_bytes = 200);
+    let mut sim = Sim::with(|c| c.settings.limits.max_frame_bytes = 200);
     sim.connect("a");
     sim.send("a", chat_request("big", &[user("u1", &"x".repeat(500))]));
     sim.run_until_idle();
@@ -204,7 +204,7 @@ fn a_cut_stream_logs_the_recovery_and_the_turn_that_continues_it() {
 
 #[test]
 fn a_stream_that_keeps_breaking_logs_each_attempt_and_the_spent_budget_as_an_error() {
-    let mut sim = Sim::with(|c| c.recovery.max_attempts = 2);
+    let mut sim = Sim::with(|c| c.settings.recovery.max_attempts = 2);
     sim.connect("a");
     for _ in 0..5 {
         sim.script(Reply::text("again and").then_cut());
@@ -272,7 +272,7 @@ fn a_turn_cut_while_it_waits_for_a_person_is_parked_and_says_so() {
 
 #[test]
 fn a_trimmed_context_and_a_refused_one_are_logged() {
-    let mut sim = Sim::with(|c| c.context.max_bytes = 5_000);
+    let mut sim = Sim::with(|c| c.settings.context.max_bytes = 5_000);
     sim.connect("a");
     for i in 0..20 {
         sim.script(Reply::text(&format!("answer {i}")));

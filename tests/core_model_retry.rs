@@ -168,7 +168,7 @@ fn a_turn_queued_behind_a_retrying_one_waits_for_it() {
 
 #[test]
 fn retries_can_be_turned_off() {
-    let mut sim = Sim::with(|c| c.model_retry.max_retries = 0);
+    let mut sim = Sim::with(|c| c.settings.model_retry.max_retries = 0);
     sim.connect("a");
     sim.script(Reply::http_error(503, "503 overloaded"));
     ask(&mut sim);

@@ -872,8 +872,8 @@ struct World {
 
 fn sim_config(rng: &mut Rng) -> durable_chat::core::CoreConfig {
     let mut config = demo_config();
-    config.flush.max_chunks = rng.pick(&[1, 3, 10, 64]);
-    config.flush.max_delay_ms = rng.pick(&[20, 100, 500]);
+    config.settings.flush.max_chunks = rng.pick(&[1, 3, 10, 64]);
+    config.settings.flush.max_delay_ms = rng.pick(&[20, 100, 500]);
     config
 }
 
@@ -1573,7 +1573,7 @@ fn a_queued_turn_cancelled_before_an_eviction_stays_cancelled() {
 
 #[test]
 fn a_debounced_turn_waiting_out_its_window_runs_after_an_eviction() {
-    let mut sim = Sim::with(|c| c.concurrency = Concurrency::Debounce { ms: 500 });
+    let mut sim = Sim::with(|c| c.settings.concurrency = Concurrency::Debounce { ms: 500 });
     sim.connect("a");
     sim.script(Reply::words(10).every(100));
     sim.send("a", chat_request("r1", &[user("u1", "first")]));

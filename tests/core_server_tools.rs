@@ -107,7 +107,7 @@ fn a_failing_server_tool_becomes_output_error_and_the_model_goes_on() {
 
 #[test]
 fn the_agentic_loop_stops_at_max_steps() {
-    let mut sim = Sim::with(|c| c.max_steps = 2);
+    let mut sim = Sim::with(|c| c.settings.max_steps = 2);
     sim.connect("a");
     for i in 0..2 {
         sim.script(Reply::tool_call(

@@ -288,7 +288,7 @@ fn call_ids_a_provider_repeats_across_steps_are_made_unique_within_the_turn() {
 
 #[test]
 fn programmatic_turns_meet_the_pending_turn_limit_and_never_overwrite_an_answer() {
-    let mut sim = Sim::with(|c| c.limits.max_pending_turns = 1);
+    let mut sim = Sim::with(|c| c.settings.limits.max_pending_turns = 1);
     sim.connect("a");
     sim.open_channel("parent");
     sim.script(Reply::words(50).every(10));

@@ -139,9 +139,9 @@ fn config(concurrency: Concurrency) -> CoreConfig {
             })),
         ),
     ];
-    config.max_steps = 3;
-    config.concurrency = concurrency;
-    config.limits = Limits {
+    config.settings.max_steps = 3;
+    config.settings.concurrency = concurrency;
+    config.settings.limits = Limits {
         max_frame_bytes: 8 * 1024,
         max_messages: 8,
         max_parts: 6,

@@ -10,7 +10,7 @@
 //! eviction carries on.
 
 // The layers, each importing only those below it (checked by
-// `scripts/check-layers.sh`): the vocabulary an author and a host speak, the
+// `scripts/check-layers.py`): the vocabulary an author and a host speak, the
 // durable row shapes, the host contract, data structures that never name
 // `Core`, then the behaviours, one folder per concern.
 mod admit;

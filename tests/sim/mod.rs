@@ -121,7 +121,7 @@ pub struct Sim {
 pub fn demo_config() -> CoreConfig {
     let mut config = CoreConfig::new("room-1", "chat-agent");
     config.system_prompt = "You are a test agent.".into();
-    config.model.model = "test-model".into();
+    config.settings.model.model = "test-model".into();
     config.tools = vec![
         ToolSpec::new(
             "get_weather",

@@ -141,6 +141,15 @@ pub(super) fn client_tools(
 }
 
 pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
+    // The type is read first, skipping every other field without building
+    // it: a frame the chat layer does not own (or ignores) costs no memory
+    // beyond its text, whatever it carries.
+    match frame_type(text)? {
+        Some(kind) if is_chat_frame(&kind) => {}
+        Some(kind) if kind == types::CHAT_MESSAGES => return Ok(ClientFrame::MessagesPush),
+        Some(kind) => return Err(FrameError::Unknown(kind.into_owned())),
+        None => return Err(FrameError::NoType),
+    }
     let value: Value = serde_json::from_str(text).map_err(|_| FrameError::NotJson)?;
     let Value::Object(obj) = value else {
         return Err(FrameError::NoType);
@@ -176,6 +185,42 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         types::CHAT_MESSAGES => Ok(ClientFrame::MessagesPush),
         other => Err(FrameError::Unknown(other.to_string())),
     }
+}
+
+/// The frame's `type`, read without building the rest of the frame (`None`:
+/// an object without a string `type`, or not an object).
+fn frame_type(text: &str) -> Result<Option<std::borrow::Cow<'_, str>>, FrameError> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, rename = "type", default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
+    if !text.trim_start().starts_with('{') {
+        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Ok(None),
+            Err(_) => Err(FrameError::NotJson),
+        };
+    }
+    match serde_json::from_str::<Head>(text) {
+        Ok(head) => Ok(head.kind),
+        // Valid JSON whose `type` is not a string.
+        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => Ok(None),
+        Err(_) => Err(FrameError::NotJson),
+    }
+}
+
+/// Frame types the chat layer parses in full.
+fn is_chat_frame(kind: &str) -> bool {
+    [
+        types::USE_CHAT_REQUEST,
+        types::CHAT_REQUEST_CANCEL,
+        types::CHAT_CLEAR,
+        types::TOOL_RESULT,
+        types::TOOL_APPROVAL,
+        types::STREAM_RESUME_REQUEST,
+        types::STREAM_RESUME_ACK,
+    ]
+    .contains(&kind)
 }
 
 fn parse_chat_request(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {
@@ -337,5 +382,26 @@ mod tests {
         let text = json!({"id":"r","type":"cf_agent_use_chat_request","init":{"method":"GET"}})
             .to_string();
         assert_eq!(parse_client_frame(&text).unwrap(), ClientFrame::NotPost);
+    }
+
+    #[test]
+    fn frames_of_other_types_are_told_apart_by_their_type_alone() {
+        let big = format!(r#"{{"type":"cf_agent_state","state":[{}0]}}"#, "0,".repeat(10_000));
+        assert_eq!(
+            parse_client_frame(&big),
+            Err(FrameError::Unknown("cf_agent_state".into()))
+        );
+        assert_eq!(
+            parse_client_frame(r#"{"messages":[1,2,3],"type":"cf_agent_chat_messages"}"#),
+            Ok(ClientFrame::MessagesPush)
+        );
+        assert_eq!(
+            parse_client_frame(r#"{"type":"rpc\u0041"}"#),
+            Err(FrameError::Unknown("rpcA".into()))
+        );
+        assert_eq!(parse_client_frame(r#"{"type":5}"#), Err(FrameError::NoType));
+        assert_eq!(parse_client_frame(r#"["type"]"#), Err(FrameError::NoType));
+        assert_eq!(parse_client_frame(r#"{"type":"x"} tail"#), Err(FrameError::NotJson));
+        assert_eq!(parse_client_frame("not json"), Err(FrameError::NotJson));
     }
 }

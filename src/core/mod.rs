@@ -56,23 +56,30 @@ use serde_json::{Map, Value};
 use crate::protocol::{parse_client_frame, ClientFrame, ClientToolSchema, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
+pub use carry_out::{carry_out, Step};
 pub use config::{
     ApprovalRule, Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     ToolSpec, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
+pub use context::CONTINUE_INSTRUCTION;
+pub use context_window::estimated_bytes;
 pub use context_window::ContextPolicy;
 pub use effects::{CallId, ConnId, Effect, Event, StoreOp, Timer};
 pub use history::History;
+pub use history::{SNAPSHOT_BYTES, WINDOW_MESSAGES};
 pub use hooks::{
     ChatError, ChatResponse, ErrorDisposition, Hooks, ToolCall, ToolCallDecision, ToolOutcome,
 };
 pub use ids::{CountingIds, IdKind, IdSource};
+pub use limits::leading_request_id;
 pub use limits::Limits;
 pub use log::{LogEvent, LogLevel, RecoveryStep, TurnEnd};
 pub use persisted::{
     ConfigKey, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
     SubmissionRecord, SubmissionStatus, TerminalError,
 };
+pub use row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
+pub use submissions::KEPT_SUBMISSIONS;
 pub use submissions::{SubmitError, SubmitRequest};
 pub use transcript::Entry;
 

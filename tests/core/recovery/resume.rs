@@ -3,25 +3,7 @@
 //! from other tabs, tabs that never ACK, and errors resurfaced on reconnect.
 
 use crate::sim::*;
-use serde_json::{json, Value};
-
-fn location_tool() -> Value {
-    json!([{"name": "getLocation"}])
-}
-
-/// A turn in which the model calls the client tool `getLocation` (id `c1`).
-fn client_call_turn(sim: &mut Sim) {
-    sim.script(Reply::tool_call("c1", "getLocation", json!({})));
-    sim.send(
-        "a",
-        chat_request_with(
-            "r1",
-            &[user("u1", "where?")],
-            json!({"clientTools": location_tool()}),
-        ),
-    );
-    sim.run_until_idle();
-}
+use serde_json::json;
 
 #[test]
 fn a_tab_joining_mid_stream_is_offered_the_stream_and_replayed_after_its_ack() {
@@ -109,7 +91,7 @@ fn an_errored_turn_is_resurfaced_to_a_probing_tab_until_a_new_turn_starts() {
 #[test]
 fn the_owner_is_told_pending_then_resuming_and_gets_replay_after_its_ack() {
     let mut sim = two_tabs();
-    client_call_turn(&mut sim);
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.clear_frames();
     sim.script(Reply::words(8).every(10));
     sim.send("a", tool_result("c1", json!(1), true));
@@ -156,7 +138,7 @@ fn the_owner_is_told_pending_then_resuming_and_gets_replay_after_its_ack() {
 #[test]
 fn a_parked_owner_is_released_with_a_bare_resume_none_when_nothing_streams() {
     let mut sim = two_tabs();
-    client_call_turn(&mut sim);
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.clear_frames();
     sim.send("a", tool_result("c1", json!(1), true));
     sim.send("a", resume_probe("p1"));
@@ -176,7 +158,7 @@ fn a_parked_owner_is_released_with_a_bare_resume_none_when_nothing_streams() {
 #[test]
 fn another_tab_probing_during_an_owned_continuation_is_told_it_is_continuation_owned() {
     let mut sim = two_tabs();
-    client_call_turn(&mut sim);
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.script(Reply::words(8).every(10));
     sim.send("a", tool_result("c1", json!(1), true));
     sim.advance(60);
@@ -240,7 +222,7 @@ fn an_ack_after_the_stream_ended_is_answered_with_a_bare_replayed_done() {
 #[test]
 fn a_tab_connecting_while_a_continuation_is_owed_gets_plain_connect_frames_then_the_live_stream() {
     let mut sim = two_tabs();
-    client_call_turn(&mut sim);
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.script(Reply::words(4).every(10));
     sim.send("a", tool_result("c1", json!(1), true));
     sim.connect("c");
@@ -264,7 +246,7 @@ fn a_tab_connecting_while_a_continuation_is_owed_gets_plain_connect_frames_then_
 #[test]
 fn cancel_with_the_id_learned_from_stream_resuming_aborts_the_continuation() {
     let mut sim = two_tabs();
-    client_call_turn(&mut sim);
+    client_call_turn(&mut sim, "r1", &["c1"]);
     sim.take_frames("a");
     sim.script(Reply::words(20).every(10));
     sim.send("a", tool_result("c1", json!(1), true));

@@ -9,15 +9,22 @@
 //!   fragments of valid frames and mutated, model events, tool results, armed
 //!   timers, disconnects, sub-agent calls, evictions that rebuild the core from
 //!   `durable_chat::testing::MemStore`, which applies its `StoreOp`s the way
-//!   the SQLite store does), checked after every event against the invariants
-//!   below.
+//!   the SQLite store does, and refused writes), checked after every event
+//!   against the invariants below. Effects are carried out as the host
+//!   carries them out, through `durable_chat::core::carry_out`: a run of
+//!   writes is one transaction on the store; a refused run (an injected
+//!   failure) is rolled back whole, the frames after it are held back, and
+//!   the core is told with `Event::StoreWriteFailed`.
 //!
 //! Invariants of `core_events` (a violation panics, which libFuzzer reports):
 //! no panic inside the core; no duplicate message ids in `core.messages()`;
 //! what the store holds (read back as the SQLite store would) equals the
-//! core's transcript; no two stored messages share a seq; chunk logs are
-//! appended without gaps or overlaps and only to open streams (the last three
-//! checked by the store); every frame sent is JSON with a string `type`.
+//! core's transcript (from a refused write until the next eviction the core
+//! may show what the store lacks, so then only after the eviction); no two
+//! stored messages share a seq; chunk logs are appended without gaps or
+//! overlaps and only to open streams (the last three checked by the store); a
+//! write is refused only when a failure was injected; every frame sent is
+//! JSON with a string `type`.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,10 +33,9 @@ use std::rc::Rc;
 use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
-use durable_chat::core::leading_request_id;
 use durable_chat::core::{
-    ApprovalRule, CallId, Concurrency, ConnId, Core, CoreConfig, Effect, Event, Limits,
-    StoredState, Timer, ToolSpec,
+    carry_out, leading_request_id, ApprovalRule, CallId, Concurrency, ConnId, Core, CoreConfig,
+    Effect, Event, Limits, Step, StoreOp, StoredState, Timer, ToolSpec,
 };
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
 use durable_chat::protocol::channel::{parse_child_frame, parse_parent_frame, ParentFrame};
@@ -214,6 +220,10 @@ struct Sim {
     alarm: Option<u64>,
     /// The durable deadline this core instance last asked for.
     alarm_asked: Option<u64>,
+    /// Every write of the next event is refused (an injected failure).
+    refuse_writes: bool,
+    /// A write was refused since the core was last rebuilt from the store.
+    diverged: bool,
     request_ids: Vec<String>,
     tool_call_ids: Vec<String>,
     message_ids: Vec<String>,
@@ -265,6 +275,8 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
         tool_runs: Vec::new(),
         alarm_asked: None,
         alarm: None,
+        refuse_writes: false,
+        diverged: false,
         request_ids: vec!["r-0".into()],
         tool_call_ids: vec!["call-0".into()],
         message_ids: vec!["u-0".into(), "u-1".into()],
@@ -296,22 +308,55 @@ impl Sim {
         self.carry_out_all();
     }
 
-    /// Carries out the effects of what the core just handled, then checks.
+    /// Carries out the effects of what the core just handled, as the host
+    /// does (`core::carry_out`), then checks; a refused run of writes is
+    /// reported back to the core.
     fn carry_out_all(&mut self) {
         let effects = self.core.take_effects();
         let wrote = effects.iter().any(|e| matches!(e, Effect::Store(_)));
-        for effect in effects {
-            self.carry_out(effect);
-        }
+        self.store.borrow_mut().fail_writes = std::mem::take(&mut self.refuse_writes);
+        let refused = carry_out(effects, |step| match step {
+            Step::Write(ops) => self.write(ops),
+            Step::Do(effect) => {
+                self.carry_out(effect);
+                Ok(())
+            }
+        });
+        self.store.borrow_mut().fail_writes = false;
         let durable = self.core.durable_deadline();
         if durable != self.alarm_asked {
             self.alarm_asked = durable;
             self.alarm = durable;
         }
         self.dispatched += 1;
+        if let Some((ops, error)) = refused {
+            self.note(|| "refused".into());
+            self.diverged = true;
+            self.dispatch(Event::StoreWriteFailed { ops, error });
+            return;
+        }
         // Comparing the whole transcript is the costly check: after every
         // write, and every few events even without one.
         self.check(wrote || self.dispatched.is_multiple_of(8));
+    }
+
+    /// A run of writes as one transaction; only an injected failure may
+    /// refuse it (any other refusal is a write the core must never issue).
+    fn write(&mut self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, String)> {
+        for op in &ops {
+            self.note(|| "effect:Store".into());
+            self.note(|| {
+                let kind = format!("{op:?}");
+                let end = kind.find([' ', '(', '{']).unwrap_or(kind.len());
+                format!("store:{}", &kind[..end])
+            });
+        }
+        let result = self.store.borrow_mut().apply_all(&ops);
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.contains("injected") => Err((ops, e)),
+            Err(e) => panic!("store write refused: {e}"),
+        }
     }
 
     fn note(&mut self, feature: impl FnOnce() -> String) {
@@ -333,13 +378,6 @@ impl Sim {
             let end = kind.find([' ', '(', '{']).unwrap_or(kind.len());
             format!("effect:{}", &kind[..end])
         });
-        if let Effect::Store(op) = &effect {
-            self.note(|| {
-                let kind = format!("{op:?}");
-                let end = kind.find([' ', '(', '{']).unwrap_or(kind.len());
-                format!("store:{}", &kind[..end])
-            });
-        }
         match effect {
             Effect::Send { frame, .. } => {
                 let value = check_frame(&frame);
@@ -349,7 +387,8 @@ impl Sim {
                 let value = check_frame(&frame.read(&*self.store));
                 self.harvest(&value);
             }
-            Effect::Store(op) => self.store.borrow_mut().apply(&op),
+            // `carry_out` hands writes over as `Step::Write`.
+            Effect::Store(op) => unreachable!("a write outside a batch: {op:?}"),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
             Effect::AuthorAlarm => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
@@ -418,7 +457,7 @@ impl Sim {
     fn check(&self, transcript: bool) {
         let messages = self.core.messages();
         assert_unique_ids(&messages);
-        if !transcript {
+        if !transcript || self.diverged {
             return;
         }
         let stored: Vec<String> = self
@@ -439,7 +478,7 @@ impl Sim {
     }
 
     fn step(&mut self, u: &mut Unstructured) -> R<()> {
-        match u.int_in_range(0..=19u8)? {
+        match u.int_in_range(0..=20u8)? {
             0 => {
                 let conn: ConnId = Rc::from(format!("tab-{}", u.int_in_range(0..=3u8)?));
                 if self.tabs.insert(conn.clone()) {
@@ -483,6 +522,15 @@ impl Sim {
             16 => self.now += u64::from(u.int_in_range(0..=20_000u16)?),
             17 => self.evict(),
             18 => self.programmatic(u)?,
+            19 => {
+                // The store refuses writes: every write of the next event, or
+                // the next run of writes that holds a message.
+                if u.arbitrary::<bool>()? {
+                    self.refuse_writes = true;
+                } else {
+                    self.store.borrow_mut().fail_next_message_write = true;
+                }
+            }
             _ => {
                 // A parent agent's channel closes (its remote tool runs fail).
                 if let Some(conn) = pick(u, &self.channels.iter().cloned().collect::<Vec<_>>())? {
@@ -503,6 +551,7 @@ impl Sim {
         self.model_calls.clear();
         self.tool_runs.clear();
         self.alarm_asked = None;
+        self.diverged = false;
         let stored = self.store.borrow().stored_state();
         self.core = new_core(
             self.config.clone(),

@@ -386,7 +386,10 @@ mod tests {
 
     #[test]
     fn frames_of_other_types_are_told_apart_by_their_type_alone() {
-        let big = format!(r#"{{"type":"cf_agent_state","state":[{}0]}}"#, "0,".repeat(10_000));
+        let big = format!(
+            r#"{{"type":"cf_agent_state","state":[{}0]}}"#,
+            "0,".repeat(10_000)
+        );
         assert_eq!(
             parse_client_frame(&big),
             Err(FrameError::Unknown("cf_agent_state".into()))
@@ -401,7 +404,10 @@ mod tests {
         );
         assert_eq!(parse_client_frame(r#"{"type":5}"#), Err(FrameError::NoType));
         assert_eq!(parse_client_frame(r#"["type"]"#), Err(FrameError::NoType));
-        assert_eq!(parse_client_frame(r#"{"type":"x"} tail"#), Err(FrameError::NotJson));
+        assert_eq!(
+            parse_client_frame(r#"{"type":"x"} tail"#),
+            Err(FrameError::NotJson)
+        );
         assert_eq!(parse_client_frame("not json"), Err(FrameError::NotJson));
     }
 }

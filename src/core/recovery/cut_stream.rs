@@ -11,7 +11,7 @@ use crate::protocol::{server, Outcome};
 
 use crate::core::contract::log_event::RecoveryStep;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::recovery::recovery::{repair_dead_server_calls, EXHAUSTED_TEXT};
+use crate::core::recovery::evictions::{repair_dead_server_calls, EXHAUSTED_TEXT};
 use crate::core::rows::persisted::ConfigKey;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -51,7 +51,7 @@ impl Core {
         self.recovery.budget = Some(budget);
         // A tool call cut while its input streamed can never run.
         if let Some(active) = self.active.as_mut() {
-            repair_dead_server_calls(&self.inputs.client_tools(), &mut active.message);
+            repair_dead_server_calls(self.inputs.client_tools(), &mut active.message);
         }
         let message_id = self.active.as_ref().map(|a| a.message.id.clone());
         let cut_stream = self.active_as_cut_stream();

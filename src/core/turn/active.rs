@@ -2,7 +2,7 @@
 //! its settings, its phase (preparing, running approved calls, calling the
 //! model, waiting to retry, running tools) with what each phase needs, the
 //! tool runs in flight and its chunk log. Transitions between phases are
-//! made in `turn.rs`.
+//! made in `phases.rs`.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

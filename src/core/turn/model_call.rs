@@ -4,7 +4,7 @@
 //! and nothing was streamed yet; asked again once with less context when the
 //! provider says the request is too long; else the agent's `on_chat_error`
 //! may send it again within the same budget, or the turn ends). Phase
-//! changes go through the transitions in `turn.rs`.
+//! changes go through the transitions in `phases.rs`.
 
 use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};

@@ -8,7 +8,6 @@ use crate::model::ModelSettings;
 use crate::protocol::ClientToolSchema;
 
 use crate::core::vocab::tool_spec::ToolSpec;
-use crate::core::vocab::turn_config::BeforeTurn;
 
 /// What happens to a submit that arrives while another turn is running or queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -196,7 +195,6 @@ pub struct CoreConfig {
     pub agent: String,
     pub system_prompt: String,
     pub tools: Vec<ToolSpec>,
-    pub before_turn: Option<BeforeTurn>,
     /// Each turn first asks the host (`Effect::PrepareTurn`) and waits for
     /// `Event::TurnPrepared` before it calls the model.
     pub prepare_turn: bool,
@@ -214,7 +212,6 @@ impl CoreConfig {
             agent: agent.to_string(),
             system_prompt: String::new(),
             tools: Vec::new(),
-            before_turn: None,
             prepare_turn: false,
             hooks: Default::default(),
             compact: None,

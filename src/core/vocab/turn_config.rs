@@ -2,8 +2,6 @@
 //! (`TurnTrigger`), what it is given (`TurnContext`), what the hook may change
 //! (`TurnConfig`) and the turn's resulting settings (`TurnSettings`).
 
-use std::rc::Rc;
-
 use serde_json::{Map, Value};
 
 use crate::model::{ModelSettings, ToolChoice};
@@ -109,7 +107,3 @@ impl TurnSettings {
         (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
     }
 }
-
-/// A synchronous `before_turn`, called by the core as the turn starts. A
-/// host whose hook awaits sets `CoreConfig::prepare_turn` instead.
-pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;

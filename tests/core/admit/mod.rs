@@ -1,0 +1,9 @@
+//! What is let in and when it runs.
+
+mod author_alarm;
+mod channel;
+mod concurrency;
+mod continuation;
+mod programmatic;
+mod submissions;
+mod trust;

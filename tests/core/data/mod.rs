@@ -1,0 +1,3 @@
+//! The stored history and the transcript.
+
+mod history;

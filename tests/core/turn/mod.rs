@@ -1,0 +1,15 @@
+//! The running turn.
+
+mod approvals;
+mod client_tools;
+mod compaction;
+mod context;
+mod deadlines;
+mod files;
+mod large_values;
+mod logs;
+mod model_retry;
+mod server_tools;
+mod tool_hooks;
+mod turn_hooks;
+mod turns;

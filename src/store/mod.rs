@@ -253,6 +253,13 @@ impl SqlStore {
                 sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
+                // A stream opens with an empty log: chunks left by an earlier
+                // stream of the same request id (whose close was refused) go.
+                sql.exec(
+                    "DELETE FROM chat_stream_chunks WHERE request_id = ?",
+                    vec![text(&record.request_id)],
+                )?;
+                pieces::drop_pieces(sql, Kind::Chunks, &record.request_id, None)?;
                 let json = record.to_row();
                 write(
                     sql,

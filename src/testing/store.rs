@@ -205,6 +205,8 @@ impl MemStore {
                 self.tool_calls.clear();
             }
             StoreOp::OpenStream(record) => {
+                // A stream opens with an empty log (as the SQLite store's).
+                self.chunks.retain(|(id, _), _| *id != record.request_id);
                 let rowid = self.rowid();
                 let record_json = record.to_row();
                 self.streams.insert(

@@ -108,12 +108,7 @@ impl Core {
                 "submit_messages takes user messages (save_messages stores others)".into(),
             ));
         }
-        self.mint_missing_ids(&mut messages);
-        self.config
-            .settings
-            .limits
-            .check_messages(&messages)
-            .map_err(SubmitError)?;
+        self.admit_messages(&mut messages)?;
         if self.queue.len() >= self.config.settings.limits.max_pending_turns {
             return Err(SubmitError(format!(
                 "too many pending turns (limit {}); try again when the agent is less busy",
@@ -200,12 +195,7 @@ impl Core {
         &mut self,
         mut messages: Vec<UIMessage>,
     ) -> Result<Vec<String>, SubmitError> {
-        self.mint_missing_ids(&mut messages);
-        self.config
-            .settings
-            .limits
-            .check_messages(&messages)
-            .map_err(SubmitError)?;
+        self.admit_messages(&mut messages)?;
         let mut ids = Vec::with_capacity(messages.len());
         for message in messages {
             let entry = self.transcript.upsert(message);
@@ -369,6 +359,17 @@ impl Core {
     }
 
     /// A message without an id gets one.
+    /// Gives `messages` the ids they lack and holds them to the limits of a
+    /// tab's messages.
+    fn admit_messages(&mut self, messages: &mut [UIMessage]) -> Result<(), SubmitError> {
+        self.mint_missing_ids(messages);
+        self.config
+            .settings
+            .limits
+            .check_messages(messages)
+            .map_err(SubmitError)
+    }
+
     fn mint_missing_ids(&mut self, messages: &mut [UIMessage]) {
         for message in messages.iter_mut().filter(|m| m.id.is_empty()) {
             message.id = self.new_id(IdKind::Message);

@@ -144,11 +144,14 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     // The type is read first, skipping every other field without building
     // it: a frame the chat layer does not own (or ignores) costs no memory
     // beyond its text, whatever it carries.
-    match frame_type(text)? {
-        Some(kind) if is_chat_frame(&kind) => {}
-        Some(kind) if kind == types::CHAT_MESSAGES => return Ok(ClientFrame::MessagesPush),
-        Some(kind) => return Err(FrameError::Unknown(kind.into_owned())),
-        None => return Err(FrameError::NoType),
+    match frame_type(text) {
+        Some(Some(kind)) if is_chat_frame(&kind) => {}
+        Some(Some(kind)) if kind == types::CHAT_MESSAGES => return Ok(ClientFrame::MessagesPush),
+        Some(Some(kind)) => return Err(FrameError::Unknown(kind.into_owned())),
+        Some(None) => return Err(FrameError::NoType),
+        // Not an object, or one the short read cannot place (a repeated
+        // `type`, a `type` that is not a string, too deep, not JSON): read whole.
+        None => {}
     }
     let value: Value = serde_json::from_str(text).map_err(|_| FrameError::NotJson)?;
     let Value::Object(obj) = value else {
@@ -187,26 +190,21 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     }
 }
 
-/// The frame's `type`, read without building the rest of the frame (`None`:
-/// an object without a string `type`, or not an object).
-fn frame_type(text: &str) -> Result<Option<std::borrow::Cow<'_, str>>, FrameError> {
+/// The frame's `type`, read without building the rest of the frame:
+/// `Some(None)` for an object without one, `None` when the short read cannot
+/// tell (the caller then reads the frame whole, which decides).
+fn frame_type(text: &str) -> Option<Option<std::borrow::Cow<'_, str>>> {
     #[derive(Deserialize)]
     struct Head<'a> {
         #[serde(borrow, rename = "type", default)]
         kind: Option<std::borrow::Cow<'a, str>>,
     }
     if !text.trim_start().starts_with('{') {
-        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            Ok(_) => Ok(None),
-            Err(_) => Err(FrameError::NotJson),
-        };
+        return None;
     }
-    match serde_json::from_str::<Head>(text) {
-        Ok(head) => Ok(head.kind),
-        // Valid JSON whose `type` is not a string.
-        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => Ok(None),
-        Err(_) => Err(FrameError::NotJson),
-    }
+    serde_json::from_str::<Head>(text)
+        .ok()
+        .map(|head| head.kind)
 }
 
 /// Frame types the chat layer parses in full.
@@ -403,6 +401,11 @@ mod tests {
             Err(FrameError::Unknown("rpcA".into()))
         );
         assert_eq!(parse_client_frame(r#"{"type":5}"#), Err(FrameError::NoType));
+        assert_eq!(
+            parse_client_frame(r#"{"type":"cf_agent_chat_clear","type":"other"}"#),
+            Err(FrameError::Unknown("other".into())),
+            "a repeated type reads as its last, as a whole read does"
+        );
         assert_eq!(parse_client_frame(r#"["type"]"#), Err(FrameError::NoType));
         assert_eq!(
             parse_client_frame(r#"{"type":"x"} tail"#),

@@ -27,7 +27,7 @@ use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::CallId;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::log_level::LogLevel;
-use crate::core::vocab::turn_config::TurnSettings;
+use crate::core::vocab::turn_config::{TurnConfig, TurnSettings};
 use crate::core::Core;
 
 impl Core {
@@ -140,6 +140,21 @@ impl Core {
             remove_tools: Vec::new(),
             tool_choice: None,
         }
+    }
+
+    /// Phase transition: `before_turn` answered for the turn being prepared,
+    /// its settings take what it chose and the turn runs. An answer for a
+    /// turn cancelled, cleared or lost to an eviction meanwhile is ignored.
+    pub(in crate::core) fn on_turn_prepared(&mut self, turn: CallId, config: TurnConfig) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if !matches!(active.phase, TurnPhase::Preparing(id) if id == turn) {
+            return;
+        }
+        active.settings.apply(config);
+        active.phase = TurnPhase::RunningApprovedCalls;
+        self.run_turn();
     }
 
     /// Phase transition: the step's model call starts (a step's first call or a retry).

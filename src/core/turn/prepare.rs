@@ -1,13 +1,9 @@
 //! Preparing a turn: the context `before_turn` sees (trigger, custom body,
-//! client tools, recent messages) and the host's answer to
-//! `Effect::PrepareTurn`, which fixes the turn's settings before its first
-//! model call. An answer for a turn that was cancelled, cleared or lost to
-//! an eviction meanwhile is ignored (a recovered turn is prepared anew).
+//! client tools, recent messages), sent with `Effect::PrepareTurn`; the
+//! host's answer moves the turn on in `phases.rs`.
 
 use crate::core::data::queue::QueuedTurn;
-use crate::core::turn::active::TurnPhase;
-use crate::core::vocab::ids::CallId;
-use crate::core::vocab::turn_config::{TurnConfig, TurnContext, TURN_CONTEXT_MESSAGES};
+use crate::core::vocab::turn_config::{TurnContext, TURN_CONTEXT_MESSAGES};
 use crate::core::Core;
 
 impl Core {
@@ -35,19 +31,5 @@ impl Core {
                 .clone()
                 .unwrap_or_else(|| self.inputs.body().clone()),
         }
-    }
-
-    /// `before_turn` answered for the turn being prepared: its settings
-    /// take what it chose and the turn runs.
-    pub(in crate::core) fn on_turn_prepared(&mut self, turn: CallId, config: TurnConfig) {
-        let Some(active) = self.active.as_mut() else {
-            return;
-        };
-        if !matches!(active.phase, TurnPhase::Preparing(id) if id == turn) {
-            return;
-        }
-        active.settings.apply(config);
-        active.phase = TurnPhase::RunningApprovedCalls;
-        self.run_turn();
     }
 }

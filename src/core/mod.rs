@@ -32,7 +32,7 @@ use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
 pub use crate::model::ToolChoice;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
-pub use contract::history::{History, NoHistory, SNAPSHOT_BYTES, WINDOW_MESSAGES};
+pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_MESSAGES};
 pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
@@ -200,15 +200,8 @@ impl Core {
     /// Stores the queue after an event changed it (in the same write batch as
     /// the messages it refers to).
     fn write_down_queue(&mut self) {
-        let Some(turns) = self.queue.take_changes() else {
-            return;
-        };
-        if turns.is_empty() {
-            self.store(StoreOp::DeleteConfig {
-                key: ConfigKey::Queue,
-            });
-        } else {
-            self.put_config(ConfigKey::Queue, &turns);
+        if let Some(turns) = self.queue.take_changes() {
+            self.put_config_or_delete(ConfigKey::Queue, &turns, turns.is_empty());
         }
     }
 
@@ -408,6 +401,15 @@ impl Core {
         }
         let frame = self.transcript.snapshot(history::SNAPSHOT_BYTES, connect);
         self.effects.push(Effect::SendTranscript { to, frame });
+    }
+
+    /// Stores `value` under `key`, or deletes the row when `empty` (nothing to keep).
+    fn put_config_or_delete<T: Serialize>(&mut self, key: ConfigKey, value: &T, empty: bool) {
+        if empty {
+            self.store(StoreOp::DeleteConfig { key });
+        } else {
+            self.put_config(key, value);
+        }
     }
 
     fn put_config<T: Serialize>(&mut self, key: ConfigKey, value: &T) {

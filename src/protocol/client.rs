@@ -4,6 +4,8 @@
 //! `FrameError` the agent answers with an error frame; a frame of a type the
 //! chat layer does not own is `Unknown` (documented ignore).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -142,48 +144,49 @@ pub(super) fn client_tools(
 
 pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     // The type is read first, skipping every other field without building
-    // it: a frame the chat layer does not own (or ignores) costs no memory
-    // beyond its text, whatever it carries.
-    match frame_type(text) {
-        Some(Some(kind)) if is_chat_frame(&kind) => {}
-        Some(Some(kind)) if kind == types::CHAT_MESSAGES => return Ok(ClientFrame::MessagesPush),
-        Some(Some(kind)) => return Err(FrameError::Unknown(kind.into_owned())),
+    // it: only a frame of a type the chat layer parses is read whole, so a
+    // frame it does not own (or ignores) costs no memory beyond its text.
+    // A frame the short read cannot place (not an object, a repeated `type`
+    // or one that is not a string, too deep, not JSON) is read whole at once.
+    let (kind, mut whole) = match frame_type(text) {
+        Some(Some(kind)) => (kind, None),
         Some(None) => return Err(FrameError::NoType),
-        // Not an object, or one the short read cannot place (a repeated
-        // `type`, a `type` that is not a string, too deep, not JSON): read whole.
-        None => {}
-    }
-    let value: Value = serde_json::from_str(text).map_err(|_| FrameError::NotJson)?;
-    let Value::Object(obj) = value else {
-        return Err(FrameError::NoType);
+        None => {
+            let obj = whole_object(text)?;
+            let Some(Value::String(kind)) = obj.get("type") else {
+                return Err(FrameError::NoType);
+            };
+            (Cow::Owned(kind.clone()), Some(obj))
+        }
     };
-    let Some(Value::String(kind)) = obj.get("type") else {
-        return Err(FrameError::NoType);
-    };
-    match kind.as_str() {
-        types::USE_CHAT_REQUEST => parse_chat_request(&obj),
+    let mut object = || whole.take().map_or_else(|| whole_object(text), Ok);
+    match kind.as_ref() {
+        types::USE_CHAT_REQUEST => parse_chat_request(&object()?),
         types::CHAT_REQUEST_CANCEL => Ok(ClientFrame::Cancel {
-            id: string_field(&obj, "id", "cancel")?,
+            id: string_field(&object()?, "id", "cancel")?,
         }),
         types::CHAT_CLEAR => Ok(ClientFrame::Clear),
-        types::TOOL_RESULT => parse_tool_result(&obj),
-        types::TOOL_APPROVAL => Ok(ClientFrame::ToolApproval {
-            tool_call_id: string_field(&obj, "toolCallId", "tool approval")?,
-            approved: match obj.get("approved") {
-                Some(Value::Bool(b)) => *b,
-                _ => return Err(invalid("tool approval", "`approved` must be a boolean")),
-            },
-            auto_continue: bool_field(&obj, "autoContinue", false),
-        }),
+        types::TOOL_RESULT => parse_tool_result(&object()?),
+        types::TOOL_APPROVAL => {
+            let obj = object()?;
+            Ok(ClientFrame::ToolApproval {
+                tool_call_id: string_field(&obj, "toolCallId", "tool approval")?,
+                approved: match obj.get("approved") {
+                    Some(Value::Bool(b)) => *b,
+                    _ => return Err(invalid("tool approval", "`approved` must be a boolean")),
+                },
+                auto_continue: bool_field(&obj, "autoContinue", false),
+            })
+        }
         types::STREAM_RESUME_REQUEST => Ok(ClientFrame::ResumeRequest {
-            probe_id: obj
+            probe_id: object()?
                 .get("probeId")
                 .and_then(Value::as_str)
                 .filter(|p| p.len() <= MAX_ID_BYTES)
                 .map(str::to_string),
         }),
         types::STREAM_RESUME_ACK => Ok(ClientFrame::ResumeAck {
-            id: string_field(&obj, "id", "resume ack")?,
+            id: string_field(&object()?, "id", "resume ack")?,
         }),
         types::CHAT_MESSAGES => Ok(ClientFrame::MessagesPush),
         other => Err(FrameError::Unknown(other.to_string())),
@@ -193,11 +196,11 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
 /// The frame's `type`, read without building the rest of the frame:
 /// `Some(None)` for an object without one, `None` when the short read cannot
 /// tell (the caller then reads the frame whole, which decides).
-fn frame_type(text: &str) -> Option<Option<std::borrow::Cow<'_, str>>> {
+fn frame_type(text: &str) -> Option<Option<Cow<'_, str>>> {
     #[derive(Deserialize)]
     struct Head<'a> {
         #[serde(borrow, rename = "type", default)]
-        kind: Option<std::borrow::Cow<'a, str>>,
+        kind: Option<Cow<'a, str>>,
     }
     if !text.trim_start().starts_with('{') {
         return None;
@@ -207,18 +210,13 @@ fn frame_type(text: &str) -> Option<Option<std::borrow::Cow<'_, str>>> {
         .map(|head| head.kind)
 }
 
-/// Frame types the chat layer parses in full.
-fn is_chat_frame(kind: &str) -> bool {
-    [
-        types::USE_CHAT_REQUEST,
-        types::CHAT_REQUEST_CANCEL,
-        types::CHAT_CLEAR,
-        types::TOOL_RESULT,
-        types::TOOL_APPROVAL,
-        types::STREAM_RESUME_REQUEST,
-        types::STREAM_RESUME_ACK,
-    ]
-    .contains(&kind)
+/// The whole frame as a JSON object.
+fn whole_object(text: &str) -> Result<Map<String, Value>, FrameError> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(FrameError::NoType),
+        Err(_) => Err(FrameError::NotJson),
+    }
 }
 
 fn parse_chat_request(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {

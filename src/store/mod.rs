@@ -59,6 +59,15 @@ fn text(value: &str) -> SqlStorageValue {
     SqlStorageValue::from(value)
 }
 
+/// Deletes the chunk log of stream `request_id` (its rows and their pieces).
+fn delete_chunk_log(sql: &SqlStorage, request_id: &str) -> worker::Result<()> {
+    sql.exec(
+        "DELETE FROM chat_stream_chunks WHERE request_id = ?",
+        vec![text(request_id)],
+    )?;
+    pieces::drop_pieces(sql, Kind::Chunks, request_id, None)
+}
+
 impl SqlStore {
     /// Opens the store, first migrating the schema to this release's version.
     pub fn open(storage: worker::Storage) -> worker::Result<SqlStore> {
@@ -255,11 +264,7 @@ impl SqlStore {
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier
                 // stream of the same request id (whose close was refused) go.
-                sql.exec(
-                    "DELETE FROM chat_stream_chunks WHERE request_id = ?",
-                    vec![text(&record.request_id)],
-                )?;
-                pieces::drop_pieces(sql, Kind::Chunks, &record.request_id, None)?;
+                delete_chunk_log(sql, &record.request_id)?;
                 let json = record.to_row();
                 write(
                     sql,
@@ -283,11 +288,7 @@ impl SqlStore {
                 )?;
             }
             StoreOp::CloseStream { request_id } => {
-                sql.exec(
-                    "DELETE FROM chat_stream_chunks WHERE request_id = ?",
-                    vec![text(request_id)],
-                )?;
-                pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+                delete_chunk_log(sql, request_id)?;
                 sql.exec(
                     "DELETE FROM chat_streams WHERE request_id = ?",
                     vec![text(request_id)],

@@ -138,6 +138,11 @@ impl MemStore {
         }
     }
 
+    /// Deletes the chunk log of stream `request_id`.
+    fn delete_chunk_log(&mut self, request_id: &str) {
+        self.chunks.retain(|(id, _), _| id != request_id);
+    }
+
     fn rowid(&mut self) -> u64 {
         self.next_rowid += 1;
         self.next_rowid
@@ -206,7 +211,7 @@ impl MemStore {
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log (as the SQLite store's).
-                self.chunks.retain(|(id, _), _| *id != record.request_id);
+                self.delete_chunk_log(&record.request_id);
                 let rowid = self.rowid();
                 let record_json = record.to_row();
                 self.streams.insert(
@@ -223,7 +228,7 @@ impl MemStore {
                 bodies,
             } => self.append_chunks(request_id, *first_seq, bodies),
             StoreOp::CloseStream { request_id } => {
-                self.chunks.retain(|(id, _), _| id != request_id);
+                self.delete_chunk_log(request_id);
                 self.streams.remove(request_id);
             }
             StoreOp::PutConfig { key, value } => {

@@ -61,11 +61,7 @@ impl Core {
         id: String,
         request: ChatRequest,
     ) {
-        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
-            let error = format!(
-                "too many pending turns (limit {}); try again when the agent is less busy",
-                self.config.settings.limits.max_pending_turns
-            );
+        if let Some(error) = self.queue_full() {
             self.reject(conn, Some(id), &error);
             return;
         }
@@ -218,6 +214,15 @@ impl Core {
         self.send_to(to, server::chat_clear());
     }
 
+    /// Why no further turn is accepted now, when the queue holds the most
+    /// pending turns the limits allow (tabs, submissions and parents alike).
+    pub(in crate::core) fn queue_full(&self) -> Option<String> {
+        let limit = self.config.settings.limits.max_pending_turns;
+        (self.queue.len() >= limit).then(|| {
+            format!("too many pending turns (limit {limit}); try again when the agent is less busy")
+        })
+    }
+
     /// The id of a turn accepted but not yet streaming, if any. A continuation
     /// still waiting for its batch is not one: only its owner is parked on it.
     pub(in crate::core) fn accepted_not_streaming(&self) -> Option<String> {
@@ -237,12 +242,8 @@ impl Core {
     ) {
         // The pending-turn limit of a tab's submit holds for programmatic
         // turns too; a parent is told on its channel (its `chat()` fails).
-        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
+        if let Some(error) = self.queue_full() {
             if let Some(conn) = conn {
-                let error = format!(
-                    "too many pending turns (limit {}); try again when the agent is less busy",
-                    self.config.settings.limits.max_pending_turns
-                );
                 self.reject(conn, None, &error);
             }
             return;
@@ -290,25 +291,13 @@ impl Core {
     /// The client tools a tab offers from now on, stored (an empty list
     /// deletes the row).
     pub(in crate::core) fn remember_client_tools(&mut self, tools: Vec<ClientToolSchema>) {
-        if tools.is_empty() {
-            self.store(StoreOp::DeleteConfig {
-                key: ConfigKey::ClientTools,
-            });
-        } else {
-            self.put_config(ConfigKey::ClientTools, &tools);
-        }
+        self.put_config_or_delete(ConfigKey::ClientTools, &tools, tools.is_empty());
         self.inputs.replace_client_tools(tools);
     }
 
     /// The custom body later turns see, stored (an empty body deletes the row).
     pub(in crate::core) fn remember_body(&mut self, body: Map<String, Value>) {
-        if body.is_empty() {
-            self.store(StoreOp::DeleteConfig {
-                key: ConfigKey::CustomBody,
-            });
-        } else {
-            self.put_config(ConfigKey::CustomBody, &body);
-        }
+        self.put_config_or_delete(ConfigKey::CustomBody, &body, body.is_empty());
         self.inputs.replace_body(body);
     }
 }

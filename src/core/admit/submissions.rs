@@ -109,11 +109,8 @@ impl Core {
             ));
         }
         self.admit_messages(&mut messages)?;
-        if self.queue.len() >= self.config.settings.limits.max_pending_turns {
-            return Err(SubmitError(format!(
-                "too many pending turns (limit {}); try again when the agent is less busy",
-                self.config.settings.limits.max_pending_turns
-            )));
+        if let Some(error) = self.queue_full() {
+            return Err(SubmitError(error));
         }
         let id = self.new_id(IdKind::Request);
         let mut record = SubmissionRecord {

@@ -22,6 +22,9 @@ python3 scripts/check-layers.py
 echo "== cargo test (native)"
 cargo test
 
+echo "== cargo doc (the author's API pages build with no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
 echo "== build worker (the quick build wrangler dev uses, then the release build the tests use)"
 bash scripts/build.sh --dev
 bash scripts/build.sh --release

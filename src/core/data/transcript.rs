@@ -337,6 +337,24 @@ impl Transcript {
         entry
     }
 
+    /// A write of this message was refused (its batch rolled back): the
+    /// window goes back to the stored copy, or forgets a message that was
+    /// never stored, so what is served is what is stored.
+    pub fn revert_to_stored(&mut self, id: &str) {
+        let Some(i) = self.position(id) else {
+            return;
+        };
+        match self.history.find(id) {
+            Some(stored) if stored.seq == self.entries[i].seq => {
+                self.entries[i].message = stored.message;
+            }
+            _ => {
+                self.entries.remove(i);
+                self.seq_by_id.remove(id);
+            }
+        }
+    }
+
     pub fn seq_of(&self, id: &str) -> Option<u64> {
         self.find(id).map(|e| e.seq)
     }

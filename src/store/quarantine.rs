@@ -35,7 +35,9 @@ impl Moved {
         } = self;
         crate::log::write(
             crate::log::LogLevel::Error,
-            &format!("storage: quarantined unreadable {source} row {key:?} ({bytes} bytes): {reason}"),
+            &format!(
+                "storage: quarantined unreadable {source} row {key:?} ({bytes} bytes): {reason}"
+            ),
         );
     }
 }
@@ -136,12 +138,7 @@ pub fn stream(
 }
 
 /// An unreadable submission row.
-pub fn submission(
-    sql: &SqlStorage,
-    id: &str,
-    record: &str,
-    reason: &str,
-) -> worker::Result<Moved> {
+pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<Moved> {
     let moved = keep(sql, "chat_submissions", id, record, reason)?;
     sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![id.into()])?;
     Ok(moved)

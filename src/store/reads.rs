@@ -64,7 +64,8 @@ impl SqlStore {
                     // The row leaves the table: a remembered frame cut may cover it.
                     self.snapshot_cut.set(None);
                     let (id, reason) = (row.id.clone(), e.to_string());
-                    let moved = self.moved(move |sql| quarantine::message(sql, &id, &body, &reason));
+                    let moved =
+                        self.moved(move |sql| quarantine::message(sql, &id, &body, &reason));
                     if let Err(e) = moved {
                         crate::log::write(
                             crate::log::LogLevel::Error,

@@ -52,10 +52,10 @@ test('a refused answer write ends the turn with an error for every tab, keeps th
   // What the live agent serves is what is stored: a page loaded now shows no unsaved answer
   // (which the restart below would change).
   assert.deepEqual((await getMessages(w.url, AGENT, room)).map((m) => m.id), [uid], 'get-messages serves what is stored');
-  const c = await tab(w, room);
-  const snapshot = c.frames.find((f) => f.type === 'cf_agent_chat_messages');
+  const joining = await tab(w, room);
+  const snapshot = joining.frames.find((f) => f.type === 'cf_agent_chat_messages');
   assert.deepEqual(snapshot.messages.map((m) => m.id), [uid], 'so does a tab that connects');
-  c.close();
+  joining.close();
 
   await w.restart();
   const messages = await waitUntil(async () => {

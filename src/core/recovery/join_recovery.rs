@@ -69,7 +69,7 @@ impl Core {
         let last = cut_off_frame(id, &record.origin_message_ids, record.continuation);
         // The parts the cut left open were closed when the partial was
         // stored; the replay closes them too, so the tab's copy matches.
-        let closing = closing_chunks(&cut.chunks);
+        let closing = closing_chunks(replayed(cut).as_slice());
         let chunks = replayed(cut).chain(&closing).map(String::as_str);
         let mut frames = replay_frames(id, chunks, record.continuation, last);
         if let Some(active) = &self.active {

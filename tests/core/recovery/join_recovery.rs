@@ -278,7 +278,12 @@ fn shown_after_join(joined: &[Value], after: &[Value], cut: &str, recovery: &str
         .as_array()
         .and_then(|m| m.last().cloned())
         .unwrap_or_default();
-    format!("{}{}{}", text_of(&stored), deltas(after, cut), deltas(after, recovery))
+    format!(
+        "{}{}{}",
+        text_of(&stored),
+        deltas(after, cut),
+        deltas(after, recovery)
+    )
 }
 
 #[test]
@@ -300,7 +305,9 @@ fn a_tab_joining_the_recovery_of_a_cut_continuation_shows_the_stored_answer_once
     sim.send("c", resume_ack(&cut));
     sim.run_until_idle();
     let after = sim.take_frames("c");
-    assert!(responses(&after, &cut).iter().all(|f| f["continuation"] == true));
+    assert!(responses(&after, &cut)
+        .iter()
+        .all(|f| f["continuation"] == true));
     assert_eq!(terminal(&after, &cut).unwrap()["outcome"], "aborted");
     assert_eq!(terminal(&after, &recovery).unwrap()["outcome"], "completed");
     let answer = sim.transcript().last().cloned().unwrap();

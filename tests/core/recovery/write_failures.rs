@@ -151,7 +151,11 @@ fn after_a_refused_answer_write_what_is_served_is_what_is_stored() {
         .iter()
         .map(|m| serde_json::to_value(m).unwrap_or_default())
         .collect();
-    assert_eq!(served, sim.store.transcript(), "get-messages serves what is stored");
+    assert_eq!(
+        served,
+        sim.store.transcript(),
+        "get-messages serves what is stored"
+    );
     sim.connect("c");
     let c = sim.take_frames("c");
     let snapshot = of_type(&c, MESSAGES);

@@ -248,6 +248,12 @@ fn placing_the_cut_counts_the_history_once_per_window_position_and_logs_when_the
     println!("over 40 trimmed turns: {counts} counts of the history, {trims} trim log lines");
     // 40 turns add 80 messages: the in-memory window moves a few times, the
     // cut once per 16 messages (see the test above), not every turn.
-    assert!(counts <= 6, "counted the history {counts} times in 40 turns");
-    assert!((4..=6).contains(&trims), "logged a trimmed context {trims} times in 40 turns");
+    assert!(
+        counts <= 6,
+        "counted the history {counts} times in 40 turns"
+    );
+    assert!(
+        (4..=6).contains(&trims),
+        "logged a trimmed context {trims} times in 40 turns"
+    );
 }

@@ -308,6 +308,10 @@ fn a_tab_joining_the_recovery_of_a_cut_continuation_shows_the_stored_answer_once
     assert!(responses(&after, &cut)
         .iter()
         .all(|f| f["continuation"] == true));
+    assert!(
+        responses(&after, &cut).iter().all(|f| f["done"] == true),
+        "a continuation's replay carries none of its chunks (the transcript holds them): {after:?}"
+    );
     assert_eq!(terminal(&after, &cut).unwrap()["outcome"], "aborted");
     assert_eq!(terminal(&after, &recovery).unwrap()["outcome"], "completed");
     let answer = sim.transcript().last().cloned().unwrap();

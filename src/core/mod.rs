@@ -97,6 +97,9 @@ pub struct Core {
     compaction: CompactionState,
     /// The last turn closed, until a write fails or another closes.
     last_closed: Option<turn::active::ClosedTurn>,
+    /// How many messages the last logged context cut left out (a trimmed
+    /// context is logged when the cut moves, not on every request).
+    logged_cut: Option<usize>,
     next_call: CallId,
     timers: TimerTable,
     effects: Vec<Effect>,
@@ -145,6 +148,7 @@ impl Core {
             finished: Default::default(),
             submissions: admit::submission_list::Submissions::restore(stored.submissions),
             last_closed: None,
+            logged_cut: None,
             next_call: 1,
             timers,
             effects: Vec::new(),

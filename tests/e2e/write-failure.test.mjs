@@ -49,6 +49,13 @@ test('a refused answer write ends the turn with an error for every tab, keeps th
   assert.deepEqual((await rowsOf(w.persistDir, 'SELECT request_id FROM chat_streams')).map((r) => r.request_id), [id]);
   const chunks = await rowsOf(w.persistDir, `SELECT first_seq FROM chat_stream_chunks WHERE request_id = '${id}'`);
   assert.ok(chunks.length > 0, 'the chunk log stays');
+  // What the live agent serves is what is stored: a page loaded now shows no unsaved answer
+  // (which the restart below would change).
+  assert.deepEqual((await getMessages(w.url, AGENT, room)).map((m) => m.id), [uid], 'get-messages serves what is stored');
+  const joining = await tab(w, room);
+  const snapshot = joining.frames.find((f) => f.type === 'cf_agent_chat_messages');
+  assert.deepEqual(snapshot.messages.map((m) => m.id), [uid], 'so does a tab that connects');
+  joining.close();
 
   await w.restart();
   const messages = await waitUntil(async () => {

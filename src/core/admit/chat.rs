@@ -202,6 +202,7 @@ impl Core {
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
         self.compaction.reset();
+        self.logged_cut = None;
         self.inputs.reset();
         self.recovery.reset();
         self.terminal_error = None;

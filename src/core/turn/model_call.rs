@@ -43,7 +43,8 @@ impl Core {
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
-    /// window that leaves messages out is logged when `log_trim`.
+    /// window that leaves out another number of messages than the last one
+    /// logged is logged when `log_trim`.
     pub(in crate::core) fn step_request(
         &mut self,
         context_budget: usize,
@@ -51,7 +52,9 @@ impl Core {
     ) -> Option<ModelRequest> {
         let compacted = self.compacted_step_context(context_budget);
         let (request, omitted) = self.build_step_request(context_budget, compacted)?;
-        if omitted > 0 && log_trim {
+        // Logged when the cut moves: a long conversation trims every request.
+        if omitted > 0 && log_trim && self.logged_cut != Some(omitted) {
+            self.logged_cut = Some(omitted);
             let request_id = self.active.as_ref()?.turn.request_id.clone();
             self.log(LogEvent::ContextTrimmed {
                 request_id,

@@ -357,7 +357,11 @@ impl Core {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
-        self.effects.push(Effect::TurnEnded(response));
+        // A turn that ends `recovering` is not over: its recovery continues
+        // the answer, and the author hears of it once, when that one ends.
+        if outcome != Outcome::Recovering {
+            self.effects.push(Effect::TurnEnded(response));
+        }
         Some(active.turn)
     }
 

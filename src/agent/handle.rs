@@ -91,7 +91,10 @@ impl AgentHandle {
     }
 
     /// Appends `messages` to the transcript (a message whose id is stored
-    /// replaces it) and shows them to every tab, without a model turn.
+    /// replaces it) and shows them to every tab, without a model turn. The
+    /// tool parts of an assistant or system message must be settled and not
+    /// marked approved, unless left exactly as stored (see the trust model):
+    /// only the agent's own turn asks for an approval, only a person gives one.
     pub fn save_messages(&self, messages: Vec<UIMessage>) -> Result<Vec<String>, SubmitError> {
         self.with_core(|core, now| core.save(messages, now))
     }

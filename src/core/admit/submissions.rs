@@ -193,6 +193,7 @@ impl Core {
         mut messages: Vec<UIMessage>,
     ) -> Result<Vec<String>, SubmitError> {
         self.admit_messages(&mut messages)?;
+        self.check_saved_tool_parts(&messages)?;
         let mut ids = Vec::with_capacity(messages.len());
         for message in messages {
             let entry = self.transcript.upsert(message);

@@ -413,3 +413,97 @@ fn submissions_kept_are_bounded_oldest_finished_first() {
     assert_eq!(state.submissions.len(), kept);
     assert!(state.submission(first.as_deref().unwrap()).is_none());
 }
+
+/// The stored answer `id`, as the agent's own code would read it.
+fn stored_message(sim: &Sim, id: &str) -> UIMessage {
+    serde_json::from_value(sim.store.message(id).expect("stored")).expect("a message")
+}
+
+/// `message` with its part `c1` rewritten by `edit` (the JSON of the part).
+fn with_part(message: &UIMessage, edit: impl Fn(&mut serde_json::Value)) -> UIMessage {
+    let mut value = serde_json::to_value(message).unwrap();
+    for part in value["parts"].as_array_mut().unwrap() {
+        if part["toolCallId"] == "c1" {
+            edit(part);
+        }
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+fn approved(part: &mut serde_json::Value) {
+    part["state"] = json!("approval-responded");
+    part["approval"]["approved"] = json!(true);
+}
+
+#[test]
+fn save_refuses_an_approval_no_person_gave_and_continue_then_runs_nothing() {
+    let mut sim = two_tabs();
+    let answer = approval_turn(&mut sim);
+    let asked = stored_message(&sim, &answer);
+    let forged = with_part(&asked, approved);
+    let refused = sim
+        .call(|core, now| core.save(vec![forged.clone()], now))
+        .expect_err("a forged approval is refused");
+    assert!(refused.0.contains("\"c1\""), "{refused}");
+    assert!(refused.0.contains("approval-responded"), "{refused}");
+    let mut elsewhere = forged.clone();
+    elsewhere.id = "later".into();
+    assert!(sim
+        .call(|core, now| core.save(vec![elsewhere.clone()], now))
+        .is_err());
+    let marked = with_part(&asked, |p| {
+        p["state"] = json!("output-available");
+        p["output"] = json!({"deleted": "/tmp/x"});
+        p["approval"]["approved"] = json!(true);
+    });
+    let refused = sim.call(|core, now| core.save(vec![marked.clone()], now));
+    assert!(refused.unwrap_err().0.contains("marked approved"));
+    assert_eq!(stored_message(&sim, &answer), asked, "nothing stored changed");
+
+    sim.script(Reply::text("Nothing to run."));
+    sim.call(|core, now| core.continue_last(now)).unwrap();
+    sim.run_until_idle();
+    assert!(sim.tools.runs.is_empty(), "no call ran without a person");
+}
+
+#[test]
+fn save_takes_settled_calls_and_parts_left_as_the_agent_stores_them() {
+    let mut sim = two_tabs();
+    let answer = approval_turn(&mut sim);
+    let asked = stored_message(&sim, &answer);
+    let mut edited = asked.clone();
+    edited.metadata = Some(json!({"note": "seen"}));
+    sim.call(|core, now| core.save(vec![edited], now))
+        .expect("a waiting part saved unchanged is kept");
+    let denied = with_part(&asked, |p| {
+        p["state"] = json!("output-denied");
+        p["approval"]["approved"] = json!(false);
+    });
+    let mut report = with_part(&asked, |p| {
+        p["state"] = json!("output-available");
+        p["output"] = json!({"deleted": "nothing"});
+        p["approval"] = serde_json::Value::Null;
+    });
+    report.id = "report".into();
+    sim.call(|core, now| core.save(vec![denied, report], now))
+        .expect("settled calls are saved");
+
+    // A person's approval is kept by a save that leaves it as stored, and runs.
+    let answer = {
+        sim.script(Reply::tool_call("c2", "delete_file", json!({"path": "/tmp/y"})));
+        sim.send("a", chat_request("r2", &[user("u2", "delete /tmp/y")]));
+        sim.run_until_idle();
+        sim.store.message_ids().last().unwrap().clone()
+    };
+    sim.send("a", approval("c2", true, false));
+    sim.run_until_idle();
+    let approved_by_person = stored_message(&sim, &answer);
+    sim.call(|core, now| core.save(vec![approved_by_person], now))
+        .expect("a person's approval saved unchanged is kept");
+    sim.script_tool("delete_file", ToolReply::ok(json!({"deleted": "/tmp/y"})))
+        .script(Reply::text("Deleted."));
+    sim.call(|core, now| core.continue_last(now)).unwrap();
+    sim.run_until_idle();
+    assert_eq!(sim.tools.runs.len(), 1, "the approved call ran");
+    assert_eq!(sim.tools.runs[0].input, json!({"path": "/tmp/y"}));
+}

@@ -22,9 +22,10 @@ python3 scripts/check-layers.py
 echo "== cargo test (native)"
 cargo test
 
-echo "== build worker (the quick build wrangler dev uses, then the release build the tests use)"
+echo "== build worker (the quick build wrangler dev uses, the release build a deploy uploads, then the test build: release + debug-routes)"
 bash scripts/build.sh --dev
 bash scripts/build.sh --release
+bash scripts/build.sh --test
 
 echo "== build the example agent (examples/support-agent, the crate as a library)"
 bash examples/support-agent/build.sh --dev

@@ -18,6 +18,7 @@ pub mod access;
 mod binding_model;
 pub mod channel_auth;
 #[doc(hidden)]
+#[cfg(feature = "debug-routes")]
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;

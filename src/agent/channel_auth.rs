@@ -131,7 +131,10 @@ mod tests {
         assert!(with_secret.allows(Some(&sent), "abc"));
         assert!(with_secret.allows(Some(&sent), "other-id"));
         assert!(!with_secret.allows(Some("secret:guess"), "abc"));
-        assert!(!with_secret.allows(Some("id:abc"), "abc"), "the secret wins");
+        assert!(
+            !with_secret.allows(Some("id:abc"), "abc"),
+            "the secret wins"
+        );
         assert!(!with_secret.allows(None, "abc"));
         assert_eq!(with_secret.warning(), None);
 
@@ -152,7 +155,10 @@ mod tests {
             assert_eq!(closed.credential("abc"), None);
             assert!(!closed.allows(Some("id:abc"), "abc"));
             assert!(!closed.allows(Some("secret:"), "abc"));
-            assert!(closed.warning().unwrap().contains("CHANNEL_SECRET is not set"));
+            assert!(closed
+                .warning()
+                .unwrap()
+                .contains("CHANNEL_SECRET is not set"));
         }
     }
 }

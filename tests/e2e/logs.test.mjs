@@ -70,3 +70,26 @@ test('a refused frame is one warning naming the connection and the reason', asyn
   assert.equal(lines.length, 1, w.logs.map((l) => l.message).join('\n'));
   assert.equal(lines[0].level, 'warn');
 });
+
+test('a request id or _pk with a newline cannot forge a log line', async (t) => {
+  const w = await loggedWorker(t);
+  const room = 'room-logs-forged';
+  const forged = `[chat-agent ${room}] turn ended request=forged outcome=completed steps=1`;
+  const pk = `pk-${rid()}\n${forged}`;
+  const a = await tab(w, room, { pk });
+  const id = `r-${rid()} trigger=forged\n${forged}`;
+  a.send(chatRequest(id, [userMessage(rid('u'), 'hello')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the turn ran under its id');
+  a.send('{"type":"cf_agent_use_chat_request","id":"x","init":{"method":"POST","body":"{not json"}}');
+  await a.waitFor((f) => f.error === true || f.type === 'cf_agent_chat_error');
+  await sleep(200);
+  const lines = w.logs.map((l) => l.message);
+  const ours = lines.filter((m) => m.includes('forged'));
+  assert.ok(ours.length >= 3, `the start, the end and the refused frame: ${ours.join(' | ')}`);
+  for (const line of ours) {
+    assert.ok(!/[\r\n]/.test(line), `one line: ${JSON.stringify(line)}`);
+    assert.ok(!line.includes(' trigger=forged'), `the id does not pass for a field: ${line}`);
+  }
+  assert.ok(ours.some((m) => m.includes('turn started request="r-')), 'the id is quoted');
+  assert.ok(ours.some((m) => /frame refused conn="pk-/.test(m)), 'the _pk is quoted');
+});

@@ -48,7 +48,9 @@ impl AgentHost {
     ) -> Option<worker::Result<Response>> {
         let (method, answer): (Method, fn(&Rc<Self>) -> worker::Result<Response>) =
             if self.debug.memory && path.ends_with(MEMORY_ROUTE) {
-                (Method::Get, |host| Response::from_json(&host.debug_memory()))
+                (Method::Get, |host| {
+                    Response::from_json(&host.debug_memory())
+                })
             } else if self.debug.tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
                 (Method::Post, |host| {
                     host.store.fail_next_message_write();

@@ -458,7 +458,11 @@ fn save_refuses_an_approval_no_person_gave_and_continue_then_runs_nothing() {
     });
     let refused = sim.call(|core, now| core.save(vec![marked.clone()], now));
     assert!(refused.unwrap_err().0.contains("marked approved"));
-    assert_eq!(stored_message(&sim, &answer), asked, "nothing stored changed");
+    assert_eq!(
+        stored_message(&sim, &answer),
+        asked,
+        "nothing stored changed"
+    );
 
     sim.script(Reply::text("Nothing to run."));
     sim.call(|core, now| core.continue_last(now)).unwrap();
@@ -490,7 +494,11 @@ fn save_takes_settled_calls_and_parts_left_as_the_agent_stores_them() {
 
     // A person's approval is kept by a save that leaves it as stored, and runs.
     let answer = {
-        sim.script(Reply::tool_call("c2", "delete_file", json!({"path": "/tmp/y"})));
+        sim.script(Reply::tool_call(
+            "c2",
+            "delete_file",
+            json!({"path": "/tmp/y"}),
+        ));
         sim.send("a", chat_request("r2", &[user("u2", "delete /tmp/y")]));
         sim.run_until_idle();
         sim.store.message_ids().last().unwrap().clone()

@@ -114,6 +114,9 @@ mod routes {
             };
             let options = SubmitOptions {
                 idempotency_key: submit.idempotency_key,
+                // Anyone who passes `authorize` reaches this route: its keys
+                // are kept apart from the agent's own.
+                caller: Some("http".into()),
                 ..Default::default()
             };
             // An empty id: the agent gives the message one.

@@ -33,6 +33,8 @@ enum ApiCall {
         )]
         idempotency_key: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         body: Option<Map<String, Value>>,
     },
     Status {
@@ -93,10 +95,14 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
         ApiCall::Submit {
             messages,
             idempotency_key,
+            caller,
             body,
         } => {
+            // A stub's keys never meet those of the agent's own code.
+            let caller = Some(format!("stub:{}", caller.unwrap_or_default()));
             let options = SubmitOptions {
                 idempotency_key,
+                caller,
                 body,
             };
             match agent.submit_messages(messages, options) {
@@ -152,6 +158,7 @@ impl AgentStub {
         self.call(&ApiCall::Submit {
             messages,
             idempotency_key: options.idempotency_key,
+            caller: options.caller,
             body: options.body,
         })
         .await

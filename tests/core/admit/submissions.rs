@@ -16,7 +16,7 @@ fn request(id: &str, text: &str, key: Option<&str>) -> SubmitRequest {
     SubmitRequest {
         messages: vec![UIMessage::user_text(id, text)],
         idempotency_key: key.map(str::to_string),
-        body: None,
+        ..Default::default()
     }
 }
 
@@ -82,7 +82,8 @@ fn the_same_idempotency_key_returns_the_first_submission_and_runs_nothing_more()
     sim.script(Reply::text("once"));
     let first = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     sim.run_until_idle();
-    let again = submit(&mut sim, "k-u2", "hello again", Some("order-42"));
+    // A retry: the same messages under the same key.
+    let again = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     assert_eq!(again.id, first.id);
     assert_eq!(again.status, SubmissionStatus::Completed);
     sim.run_until_idle();
@@ -94,7 +95,7 @@ fn the_same_idempotency_key_returns_the_first_submission_and_runs_nothing_more()
     );
     // A restarted agent still knows the key.
     sim.evict();
-    let after = submit(&mut sim, "k-u3", "and again", Some("order-42"));
+    let after = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     assert_eq!(after.id, first.id);
     assert_eq!(sim.requests().len(), 1);
 }
@@ -514,4 +515,39 @@ fn save_takes_settled_calls_and_parts_left_as_the_agent_stores_them() {
     sim.run_until_idle();
     assert_eq!(sim.tools.runs.len(), 1, "the approved call ran");
     assert_eq!(sim.tools.runs[0].input, json!({"path": "/tmp/y"}));
+}
+
+#[test]
+fn an_idempotency_key_is_bound_to_its_messages_and_to_its_caller() {
+    let mut sim = two_tabs();
+    sim.script(Reply::text("One.")).script(Reply::text("Two."));
+    let first = submit(&mut sim, "k-u1", "pay invoice 7", Some("job-1"));
+    sim.run_until_idle();
+    let repeat = submit(&mut sim, "k-u1", "pay invoice 7", Some("job-1"));
+    assert_eq!(repeat.id, first.id, "a repeat returns the first submission");
+    let conflict =
+        sim.call(|core, now| core.submit(request("k-u2", "pay invoice 8", Some("job-1")), now));
+    let error = conflict.expect_err("other messages under the same key").0;
+    assert!(error.contains("idempotency key conflict"), "{error}");
+    assert_eq!(sim.store.message_ids().len(), 2, "nothing stored");
+
+    // Another caller's key of the same name is its own.
+    let routed = sim
+        .call(|core, now| {
+            core.submit(
+                SubmitRequest {
+                    caller: Some("http".into()),
+                    ..request("k-u3", "pay invoice 7", Some("job-1"))
+                },
+                now,
+            )
+        })
+        .expect("another caller");
+    assert_ne!(routed.id, first.id);
+    sim.run_until_idle();
+    sim.evict();
+    let again =
+        sim.call(|core, now| core.submit(request("k-u4", "pay invoice 9", Some("job-1")), now));
+    assert!(again.is_err(), "the binding survives a restart");
+    assert_eq!(stored(&sim, &routed.id).caller.as_deref(), Some("http"));
 }

@@ -20,7 +20,9 @@ export const BUILD_DIR = join(ROOT, 'build');
 export const TEST_BUILD_DIR = join(ROOT, 'target', 'worker-test');
 export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
-/** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker). */
+/** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker), plus the
+ * deployment's channel secret and, for readable failures, the provider's error text on the tabs
+ * (a deploy shows them only their status class). */
 export const DEFAULT_BINDINGS = {
   OPENAI_BASE_URL: '',
   OPENAI_API_KEY: 'test-key',
@@ -28,6 +30,7 @@ export const DEFAULT_BINDINGS = {
   MESSAGE_CONCURRENCY: 'queue',
   LOG_LEVEL: 'info',
   CHANNEL_SECRET: 'test-channel-secret',
+  MODEL_ERROR_DETAIL: 'tabs',
 };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */

@@ -46,6 +46,9 @@ struct Attachment {
     channel: bool,
 }
 
+/// The var that shows a failed model call's full text to the tabs.
+const MODEL_ERROR_DETAIL_VAR: &str = "MODEL_ERROR_DETAIL";
+
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
 type ResponseFuture =
@@ -86,6 +89,9 @@ pub struct AgentHost {
     /// The test and benchmark switches (`debug-routes` builds only).
     #[cfg(feature = "debug-routes")]
     debug: debug::DebugSwitches,
+    /// `MODEL_ERROR_DETAIL=tabs`: a failed model call's full text reaches
+    /// the tabs (else only its status class; the log always has it).
+    model_error_detail_to_tabs: bool,
     /// The credential a parent's channel and the submission API carry
     /// (see `channel_auth.rs`).
     channel_policy: ChannelPolicy,
@@ -107,6 +113,7 @@ impl AgentHost {
         #[cfg(feature = "debug-routes")]
         let debug = debug::DebugSwitches::from_vars(lookup);
         let channel_policy = ChannelPolicy::from_vars(lookup);
+        let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
         let settings = definition.settings(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
@@ -158,6 +165,7 @@ impl AgentHost {
             #[cfg(feature = "debug-routes")]
             debug,
             channel_policy,
+            model_error_detail_to_tabs,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
@@ -356,7 +364,7 @@ impl AgentHost {
     }
 
     /// One line of the host's own, after the agent's prefix.
-    fn log_line(&self, level: crate::log::LogLevel, text: &str) {
+    pub(super) fn log_line(&self, level: crate::log::LogLevel, text: &str) {
         if !level.shown_at(crate::log::threshold()) {
             return;
         }

@@ -98,7 +98,7 @@ pub struct MemStore {
     rows_read: Cell<usize>,
     /// `History` calls the core has made so far.
     history_calls: Cell<usize>,
-    /// `chat_quarantine` (kept by a clear, as the SQLite store keeps it).
+    /// `chat_quarantine` (emptied by a clear, as the SQLite store's).
     quarantine: Vec<QuarantinedRow>,
 }
 
@@ -208,6 +208,7 @@ impl MemStore {
                 self.chunks.clear();
                 self.config.clear();
                 self.tool_calls.clear();
+                self.quarantine.clear();
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log (as the SQLite store's).

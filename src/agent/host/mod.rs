@@ -46,6 +46,10 @@ struct Attachment {
     channel: bool,
 }
 
+/// The var naming (comma-separated) the hosts whose file links reach the
+/// model's provider.
+const FILE_LINK_HOSTS_VAR: &str = "FILE_LINK_HOSTS";
+
 /// The var that shows a failed model call's full text to the tabs.
 const MODEL_ERROR_DETAIL_VAR: &str = "MODEL_ERROR_DETAIL";
 
@@ -92,6 +96,9 @@ pub struct AgentHost {
     /// `MODEL_ERROR_DETAIL=tabs`: a failed model call's full text reaches
     /// the tabs (else only its status class; the log always has it).
     model_error_detail_to_tabs: bool,
+    /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
+    /// provider is given (any other link becomes a text note).
+    link_hosts: Vec<String>,
     /// The credential a parent's channel and the submission API carry
     /// (see `channel_auth.rs`).
     channel_policy: ChannelPolicy,
@@ -114,6 +121,12 @@ impl AgentHost {
         let debug = debug::DebugSwitches::from_vars(lookup);
         let channel_policy = ChannelPolicy::from_vars(lookup);
         let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
+        let link_hosts = lookup(FILE_LINK_HOSTS_VAR)
+            .unwrap_or_default()
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
         let settings = definition.settings(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
@@ -166,6 +179,7 @@ impl AgentHost {
             debug,
             channel_policy,
             model_error_detail_to_tabs,
+            link_hosts,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();

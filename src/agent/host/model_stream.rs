@@ -70,9 +70,10 @@ impl AgentHost {
         self: &Rc<Self>,
         provider: &P,
         call: CallId,
-        request: ModelRequest,
+        mut request: ModelRequest,
         signal: &AbortSignal,
     ) -> Result<(), ModelFailure> {
+        crate::model::files::keep_allowed_links(&mut request, &self.link_hosts);
         let plan = provider.plan(&request);
         drop(request);
         let mut body = match plan {

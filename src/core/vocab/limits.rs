@@ -119,6 +119,17 @@ impl Limits {
             ));
         }
         for m in messages {
+            let unreadable = m.parts.iter().find_map(|part| match part {
+                crate::protocol::Part::Other(map)
+                    if map.get("type").and_then(serde_json::Value::as_str) == Some("file") =>
+                {
+                    super::file_urls::file_part_error(map)
+                }
+                _ => None,
+            });
+            if let Some(why) = unreadable {
+                return Err(format!("a file in message {} {why}", m.id));
+            }
             let too_large = m.parts.iter().find_map(|part| match part {
                 crate::protocol::Part::Other(map)
                     if map.get("type").and_then(serde_json::Value::as_str) == Some("file") =>

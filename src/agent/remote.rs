@@ -14,11 +14,9 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response};
 
 use crate::protocol::UIMessage;
 
+use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
-
-/// The largest API request body an agent reads (a tab's frame limit).
-const MAX_API_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// One call, as sent: `{"op": "submit", …}`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -73,19 +71,11 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
     if req.method() != Method::Post {
         return Response::error("POST a JSON call", 405);
     }
-    let text = req.text().await?;
-    if text.len() > MAX_API_BODY_BYTES {
-        return refuse(
-            &format!(
-                "call too large: {} bytes (limit {MAX_API_BODY_BYTES})",
-                text.len()
-            ),
-            413,
-        );
-    }
-    let call: ApiCall = match serde_json::from_str(&text) {
+    // The largest call read is a tab's frame limit.
+    let call: ApiCall = match read_json(&mut req, DEFAULT_BODY_LIMIT).await {
         Ok(call) => call,
-        Err(e) => return refuse(&format!("malformed call: {e}"), 400),
+        Err(e @ BodyError::Malformed(_)) => return refuse(&format!("malformed call: {e}"), 400),
+        Err(e) => return refuse(&format!("call refused: {e}"), e.status()),
     };
     let found = |s: Option<Submission>| match s {
         Some(s) => Response::from_json(&s),

@@ -168,3 +168,35 @@ test('an idempotency key is bound to its messages (other messages are a conflict
   const stored = await getMessages(w.url, AGENT, room);
   assert.equal(stored.filter((m) => m.role === 'user' && textOf(m) === 'pay invoice 8 instead').length, 0, 'the conflicting message was not stored');
 });
+
+test('a 20 MB POST is refused with 413, declared or streamed without a length, and the agent carries on', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'sub-huge';
+  const huge = JSON.stringify({ text: 'x'.repeat(20 * 1024 * 1024) });
+  const declared = await submit(w, room, JSON.parse(huge));
+  assert.equal(declared.status, 413, 'a declared length over the limit');
+  assert.match((await declared.json()).error, /body too large/);
+  // The same bytes in 1 MiB chunks, with no content-length: reading stops at the limit.
+  const bytes = Buffer.from(huge);
+  const streamed = await w.fetch(`/agents/chat-agent/${room}/submit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    duplex: 'half',
+    body: new ReadableStream({
+      start(controller) {
+        for (let at = 0; at < bytes.length; at += 1024 * 1024) controller.enqueue(bytes.subarray(at, at + 1024 * 1024));
+        controller.close();
+      },
+    }),
+  }).catch((e) => ({ status: `aborted: ${e.cause?.code ?? e.message}` }));
+  assert.ok(streamed.status === 413 || String(streamed.status).startsWith('aborted'), `refused: ${streamed.status}`);
+  const api = await chatApi(w, room, { op: 'submit', messages: [userMessage('', 'x'.repeat(20 * 1024 * 1024))] });
+  assert.equal(api.status, 413, 'the submission API too');
+  assert.deepEqual(await getMessages(w.url, AGENT, room), [], 'nothing stored');
+
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'still there?')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the agent is fine');
+  await a.close();
+});

@@ -141,6 +141,31 @@ test('save_messages cannot pre-approve a destructive call, and continue_last_tur
   await a.close();
 });
 
+// ---- what one request may make the agent keep -------------------------------------------------
+
+test('a chat request with an oversized custom body or message text is refused on its request id; nothing is kept', async () => {
+  const room = rid('tr-bounds');
+  const a = await tab(w, room);
+  const before = w.model.requests.length;
+  const rows = [
+    { extra: { notes: 'n'.repeat(100 * 1024) }, text: 'hello', error: /custom body too large: \d+ bytes \(limit 65536\)/ },
+    { extra: {}, text: 't'.repeat(1024 * 1024 + 100), error: /the text of message \S+ is too long: 1048676 bytes \(limit 1048576\)/ },
+  ];
+  for (const row of rows) {
+    const id = rid();
+    a.send(chatRequest(id, [userMessage(rid('u'), row.text)], row.extra));
+    const done = await a.waitFor(isDone(id), TURN_MS);
+    assert.equal(done.error, true);
+    assert.match(done.body, row.error);
+  }
+  assert.deepEqual(await getMessages(w.url, 'ChatAgent', room), [], 'nothing stored');
+  assert.equal(w.model.requests.length, before, 'the model was not called');
+  await stillAnswers(a, room);
+  const body = JSON.stringify(w.model.requests.at(-1));
+  assert.ok(!body.includes('nnnnnnnn'), 'the refused body reached no later turn');
+  await a.close();
+});
+
 // ---- client tool lists ----------------------------------------------------------------------
 
 const LIST_ROWS = [

@@ -121,6 +121,13 @@ impl Core {
             ));
         }
         self.admit_messages(&mut messages)?;
+        if let Some(body) = &request.body {
+            self.config
+                .settings
+                .limits
+                .check_body(body)
+                .map_err(SubmitError)?;
+        }
         if let Some(error) = self.queue_full() {
             return Err(SubmitError(error));
         }

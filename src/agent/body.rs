@@ -4,8 +4,6 @@
 //! a body without one is read only until it passes the limit, so no request
 //! makes the agent hold more than the limit (plus one chunk) of it.
 
-use serde::de::DeserializeOwned;
-
 /// The limit the crate's own routes read bodies with (the submission API's
 /// calls, the demo's routes): 4 MiB, a tab frame's limit.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -91,7 +89,7 @@ pub async fn read_text(req: &mut worker::Request, limit: usize) -> Result<String
 
 /// The body of `req` parsed as JSON `T`, at most `limit` bytes.
 #[cfg(target_arch = "wasm32")]
-pub async fn read_json<T: DeserializeOwned>(
+pub async fn read_json<T: serde::de::DeserializeOwned>(
     req: &mut worker::Request,
     limit: usize,
 ) -> Result<T, BodyError> {

@@ -25,7 +25,7 @@ pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
         let (kept, noted): (Vec<ModelFile>, Vec<ModelFile>) =
             std::mem::take(files).into_iter().partition(|file| {
                 file.url.starts_with("data:")
-                    || link_host(&file.url).is_some_and(|host| hosts.iter().any(|h| *h == host))
+                    || link_host(&file.url).is_some_and(|host| hosts.contains(&host))
             });
         *files = kept;
         if !noted.is_empty() {

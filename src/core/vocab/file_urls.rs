@@ -62,7 +62,7 @@ fn data_url_error(rest: &str, media_type: &str) -> Option<String> {
 /// Standard base64 with its padding, as providers decode it.
 fn is_base64(payload: &str) -> bool {
     let bytes = payload.as_bytes();
-    if bytes.is_empty() || bytes.len() % 4 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
         return false;
     }
     let body = payload.trim_end_matches('=');

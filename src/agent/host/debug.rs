@@ -19,6 +19,9 @@ const MEMORY_ROUTE: &str = "/__debug/memory";
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
 
+/// What a debug route does once its method matched.
+type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
+
 /// Which switches the worker's vars turned on.
 pub(super) struct DebugSwitches {
     memory: bool,
@@ -46,7 +49,7 @@ impl AgentHost {
         req: &Request,
         path: &str,
     ) -> Option<worker::Result<Response>> {
-        let (method, answer): (Method, fn(&Rc<Self>) -> worker::Result<Response>) =
+        let (method, answer): (Method, DebugAnswer) =
             if self.debug.memory && path.ends_with(MEMORY_ROUTE) {
                 (Method::Get, |host| {
                     Response::from_json(&host.debug_memory())

@@ -283,3 +283,42 @@ test('from outside, the channel header and path are refused by the worker', asyn
     assert.equal(status, 403, path);
   }
 });
+
+test('without CHANNEL_SECRET the channel and the submission API are closed (the id is no credential) and a warning is logged; the opt-in reopens them to the id', async () => {
+  const logs = [];
+  const bare = await startWorker({ bindings: { CHANNEL_SECRET: '' }, miniflare: { handleStructuredLogs: (l) => logs.push(l) } });
+  try {
+    const room = rid('tr-closed');
+    const ns = await bare.mf.getDurableObjectNamespace('ChatAgent');
+    const id = ns.idFromName(room);
+    const byId = { 'x-durable-chat-channel': `id:${id}` };
+    const channel = await ns.get(id).fetch(`https://agent/agents/chat-agent/${room}/__chat-channel`, { headers: { Upgrade: 'websocket', ...byId } });
+    if (channel.webSocket) { channel.webSocket.accept(); channel.webSocket.close(); }
+    assert.equal(channel.status, 403, 'the channel is closed');
+    const api = await ns.get(id).fetch(`https://agent/agents/chat-agent/${room}/__chat-api`, {
+      method: 'POST', headers: byId, body: JSON.stringify({ op: 'submit', messages: [userMessage('x1', 'hi')] }),
+    });
+    assert.equal(api.status, 403, 'the submission API is closed');
+    // A parent's delegate fails as a tool error naming the fix, before anything is sent.
+    const c = await tab(bare, room, undefined, 'Coordinator');
+    const turnId = rid();
+    c.send(chatRequest(turnId, [userMessage(rid('u'), `delegate ${room}-kid: say hi`)]));
+    assert.equal((await c.waitFor(isDone(turnId), TURN_MS)).outcome, 'completed');
+    const [part] = partsOf(await getMessages(bare.url, 'Coordinator', room), 'tool-delegate');
+    assert.equal(part.state, 'output-error');
+    assert.match(part.errorText, /CHANNEL_SECRET is not set/);
+    await c.close();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(logs.some((l) => l.level === 'warn' && l.message.includes('CHANNEL_SECRET is not set')), 'a warning is logged');
+    assert.deepEqual(await getMessages(bare.url, 'ChatAgent', room), [], 'no turn ran');
+
+    await bare.restart({ bindings: { CHANNEL_ALLOW_ID_CREDENTIAL: '1' } });
+    const ns2 = await bare.mf.getDurableObjectNamespace('ChatAgent');
+    const reopened = await ns2.get(ns2.idFromName(room)).fetch(`https://agent/agents/chat-agent/${room}/__chat-channel`, { headers: { Upgrade: 'websocket', ...byId } });
+    if (reopened.webSocket) { reopened.webSocket.accept(); reopened.webSocket.close(); }
+    assert.equal(reopened.status, 101, 'the explicit opt-in accepts the id');
+    assert.ok(logs.some((l) => l.level === 'warn' && l.message.includes('CHANNEL_ALLOW_ID_CREDENTIAL=1')), 'and says so');
+  } finally {
+    await bare.close();
+  }
+});

@@ -88,8 +88,14 @@ mod routes {
     use serde::Deserialize;
     use worker::{Method, Request, Response};
 
+    use crate::agent::body::{read_json, refusal};
     use crate::agent::{AgentHandle, SubmitOptions};
     use crate::protocol::UIMessage;
+
+    /// The most a submit body may hold (its text is one message).
+    const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
+    /// A schedule body is a number.
+    const SCHEDULE_BODY_LIMIT: usize = 1024;
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -108,12 +114,15 @@ mod routes {
         let path = req.path();
         let post = req.method() == Method::Post;
         if post && path.ends_with("/submit") {
-            let submit: Submit = match req.json().await {
+            let submit: Submit = match read_json(&mut req, SUBMIT_BODY_LIMIT).await {
                 Ok(submit) => submit,
-                Err(e) => return Response::error(format!("bad submit body: {e}"), 400).map(Some),
+                Err(e) => return refusal(&e).map(Some),
             };
             let options = SubmitOptions {
                 idempotency_key: submit.idempotency_key,
+                // Anyone who passes `authorize` reaches this route: its keys
+                // are kept apart from the agent's own.
+                caller: Some("http".into()),
                 ..Default::default()
             };
             // An empty id: the agent gives the message one.
@@ -124,9 +133,9 @@ mod routes {
             };
         }
         if post && path.ends_with("/schedule") {
-            let schedule: Schedule = match req.json().await {
+            let schedule: Schedule = match read_json(&mut req, SCHEDULE_BODY_LIMIT).await {
                 Ok(schedule) => schedule,
-                Err(e) => return Response::error(format!("bad schedule body: {e}"), 400).map(Some),
+                Err(e) => return refusal(&e).map(Some),
             };
             let at = agent.now_ms().saturating_add(schedule.in_ms);
             agent.schedule_alarm(Some(at));

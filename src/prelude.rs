@@ -4,6 +4,7 @@
 //! types, the handle and submissions, sub-agents, the worker's router and the
 //! `chat_agent!` macro.
 
+pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
     AbortSignal, AgentDefinition, AgentEnv, AgentSettings, Refusal, RequestInfo, ServerTool,
     ToolContext, ToolFuture, Vars,
@@ -22,6 +23,8 @@ pub use crate::routing::check_agent_name;
 /// `AgentDefinition::compaction`).
 pub use crate::core::{Compact, CompactionInput};
 
+#[cfg(target_arch = "wasm32")]
+pub use crate::agent::body::{read_bytes, read_json, read_text};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]

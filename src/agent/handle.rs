@@ -35,9 +35,17 @@ pub type Submission = SubmissionRecord;
 /// Options of [`AgentHandle::submit_messages`].
 #[derive(Debug, Clone, Default)]
 pub struct SubmitOptions {
-    /// A second submit with the same key returns the first submission
-    /// (kept across restarts, for the last 256 submissions); at most 256 bytes.
+    /// A second submit with the same key and the same messages (and body)
+    /// returns the first submission (kept across restarts, for the last 256
+    /// submissions); the same key with other messages is refused as a
+    /// conflict. At most 256 bytes.
     pub idempotency_key: Option<String>,
+    /// Who the key belongs to: keys are compared only between submissions
+    /// of the same caller, so a route that strangers reach (name it, e.g.
+    /// `"http"` or the signed-in user) cannot replay or block the keys of
+    /// the agent's own code (`None`). Calls over an `AgentStub` are a caller
+    /// of their own (`stub:<caller>`).
+    pub caller: Option<String>,
     /// The custom body `before_turn` sees (`TurnContext::body`), as a
     /// tab's request body.
     pub body: Option<Map<String, Value>>,
@@ -73,6 +81,7 @@ impl AgentHandle {
         let request = SubmitRequest {
             messages,
             idempotency_key: options.idempotency_key,
+            caller: options.caller,
             body: options.body,
         };
         self.with_core(|core, now| core.submit(request, now))
@@ -91,7 +100,10 @@ impl AgentHandle {
     }
 
     /// Appends `messages` to the transcript (a message whose id is stored
-    /// replaces it) and shows them to every tab, without a model turn.
+    /// replaces it) and shows them to every tab, without a model turn. The
+    /// tool parts of an assistant or system message must be settled and not
+    /// marked approved, unless left exactly as stored (see the trust model):
+    /// only the agent's own turn asks for an approval, only a person gives one.
     pub fn save_messages(&self, messages: Vec<UIMessage>) -> Result<Vec<String>, SubmitError> {
         self.with_core(|core, now| core.save(messages, now))
     }

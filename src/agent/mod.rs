@@ -3,7 +3,8 @@
 //!
 //! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
-//!    connect), `channel_auth` (the deployment's internal credential);
+//!    connect), `channel_auth` (the deployment's internal credential), `body`
+//!    (request bodies read under a limit);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
 //!    the host implements);
 //! 3. `definition` (the `AgentDefinition` trait an author implements);
@@ -16,8 +17,10 @@
 pub mod access;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
+pub mod body;
 pub mod channel_auth;
 #[doc(hidden)]
+#[cfg(feature = "debug-routes")]
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;

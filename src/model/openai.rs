@@ -13,7 +13,7 @@
 //!   decoder so an adapter can feed raw body bytes.
 
 mod decoder;
-mod errors;
+pub(crate) mod errors;
 mod provider;
 mod request;
 mod stream;

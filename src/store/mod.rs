@@ -267,10 +267,11 @@ impl SqlStore {
                     "chat_stream_chunks",
                     "chat_config",
                     "chat_tool_calls",
+                    "chat_quarantine",
+                    "chat_pieces",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
-                sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier

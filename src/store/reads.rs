@@ -53,7 +53,7 @@ impl SqlStore {
                 Err(e) => {
                     crate::log::write(
                         crate::log::LogLevel::Error,
-                        &format!("storage: reading message {} failed: {e}", row.id),
+                        &format!("storage: reading message {:?} failed: {e}", row.id),
                     );
                     continue;
                 }
@@ -69,7 +69,7 @@ impl SqlStore {
                     if let Err(e) = moved {
                         crate::log::write(
                             crate::log::LogLevel::Error,
-                            &format!("storage: quarantine of {} failed: {e}", row.id),
+                            &format!("storage: quarantine of {:?} failed: {e}", row.id),
                         );
                     }
                 }

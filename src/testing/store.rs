@@ -100,7 +100,7 @@ pub struct MemStore {
     history_calls: Cell<usize>,
     /// `count_before` calls (a `COUNT(*)` in the SQLite store) so far.
     count_calls: Cell<usize>,
-    /// `chat_quarantine` (kept by a clear, as the SQLite store keeps it).
+    /// `chat_quarantine` (emptied by a clear, as the SQLite store's).
     quarantine: Vec<QuarantinedRow>,
 }
 
@@ -211,6 +211,7 @@ impl MemStore {
                 self.chunks.clear();
                 self.config.clear();
                 self.tool_calls.clear();
+                self.quarantine.clear();
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log (as the SQLite store's).

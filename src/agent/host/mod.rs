@@ -23,8 +23,7 @@ use crate::protocol::server;
 use crate::store::SqlStore;
 
 use super::access::{request_info, Refusal, RequestInfo};
-use super::channel_auth::{channel_allowed, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
-use super::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
+use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};
 use super::handle::{AgentHandle, CoreHost};
@@ -33,6 +32,8 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+#[cfg(feature = "debug-routes")]
+mod debug;
 mod frames;
 mod model_stream;
 
@@ -44,6 +45,13 @@ struct Attachment {
     #[serde(default)]
     channel: bool,
 }
+
+/// The var naming (comma-separated) the hosts whose file links reach the
+/// model's provider.
+const FILE_LINK_HOSTS_VAR: &str = "FILE_LINK_HOSTS";
+
+/// The var that shows a failed model call's full text to the tabs.
+const MODEL_ERROR_DETAIL_VAR: &str = "MODEL_ERROR_DETAIL";
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
@@ -82,17 +90,19 @@ pub struct AgentHost {
     /// The durable deadline this instance last set the alarm for (an alarm
     /// set by an earlier instance is kept until this one asks otherwise).
     alarm_asked: std::cell::Cell<Option<u64>>,
-    /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
-    debug_memory: bool,
-    /// `DEBUG_TOOLS=1`: test-only tool and route (see `debug_tools.rs`).
-    debug_tools: bool,
-    /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
+    /// The test and benchmark switches (`debug-routes` builds only).
+    #[cfg(feature = "debug-routes")]
+    debug: debug::DebugSwitches,
+    /// `MODEL_ERROR_DETAIL=tabs`: a failed model call's full text reaches
+    /// the tabs (else only its status class; the log always has it).
+    model_error_detail_to_tabs: bool,
+    /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
+    /// provider is given (any other link becomes a text note).
+    link_hosts: Vec<String>,
+    /// The credential a parent's channel and the submission API carry
     /// (see `channel_auth.rs`).
-    channel_secret: Option<String>,
+    channel_policy: ChannelPolicy,
 }
-
-/// Agents constructed by this wasm instance (for `…/__debug/memory`).
-static HOSTS_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn now_ms() -> u64 {
     js_sys::Date::now() as u64
@@ -107,13 +117,22 @@ impl AgentHost {
     ) -> worker::Result<Rc<Self>> {
         let definition = Rc::new(definition);
         let lookup = |name: &str| env_value(&env, name);
-        let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
-        let debug_tools = lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1");
-        let channel_secret = lookup(CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
+        #[cfg(feature = "debug-routes")]
+        let debug = debug::DebugSwitches::from_vars(lookup);
+        let channel_policy = ChannelPolicy::from_vars(lookup);
+        let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
+        let link_hosts = lookup(FILE_LINK_HOSTS_VAR)
+            .unwrap_or_default()
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
         let settings = definition.settings(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
+        #[allow(unused_mut)]
         let mut tools = definition.tools();
-        if debug_tools {
+        #[cfg(feature = "debug-routes")]
+        if debug.tools {
             tools.extend(super::debug_tools::tools());
         }
         let store = SqlStore::open(state.storage())?;
@@ -156,11 +175,14 @@ impl AgentHost {
             model_calls: RefCell::new(HashMap::new()),
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
-            debug_memory,
-            debug_tools,
-            channel_secret,
+            #[cfg(feature = "debug-routes")]
+            debug,
+            channel_policy,
+            model_error_detail_to_tabs,
+            link_hosts,
         });
-        HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(feature = "debug-routes")]
+        debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
         Ok(host)
@@ -190,26 +212,21 @@ impl AgentHost {
             // the deployment's credential (see channel_auth.rs).
             let presented = req.headers().get(CHANNEL_AUTH_HEADER)?;
             let own_id = self.state.id().to_string();
-            let allowed = channel_allowed(
-                presented.as_deref(),
-                self.channel_secret.as_deref(),
-                &own_id,
-            );
-            if !allowed {
+            if let Some(warning) = self.channel_policy.warning() {
+                crate::log::write(crate::log::LogLevel::Warn, warning);
+            }
+            if !self.channel_policy.allows(presented.as_deref(), &own_id) {
                 return Response::error("Forbidden", 403);
             }
         } else if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
             return Response::error(refusal.reason, refusal.status);
         }
-        if self.debug_memory && path.ends_with("/__debug/memory") {
-            return Response::from_json(&self.debug_memory());
+        #[cfg(feature = "debug-routes")]
+        if let Some(response) = self.debug_route(&req, path) {
+            return response;
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
-        }
-        if self.debug_tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
-            self.store.fail_next_message_write();
-            return Response::ok("armed");
         }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
@@ -244,27 +261,6 @@ impl AgentHost {
             Event::Connected { conn }
         });
         Response::from_websocket(pair.client)
-    }
-
-    /// Debug-only (`DEBUG_MEMORY=1`) figures for memory investigations: the
-    /// size of this wasm instance's linear memory and how many agents it has
-    /// constructed (one shared instance ⇒ the count grows across agents).
-    fn debug_memory(&self) -> serde_json::Value {
-        use wasm_bindgen::JsCast;
-        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-        let bytes = memory
-            .buffer()
-            .unchecked_into::<js_sys::ArrayBuffer>()
-            .byte_length();
-        let core = self.core.borrow();
-        serde_json::json!({
-            "wasmMemoryBytes": bytes,
-            "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
-            "windowMessages": core.window_len(),
-            "sockets": self.sockets.borrow().len(),
-            "pendingTimers": usize::from(self.wake.borrow().is_some()),
-            "sqliteDatabaseBytes": self.store.database_size(),
-        })
     }
 
     /// The client picks `_pk`; two sockets with the same one stay distinct.
@@ -382,7 +378,7 @@ impl AgentHost {
     }
 
     /// One line of the host's own, after the agent's prefix.
-    fn log_line(&self, level: crate::log::LogLevel, text: &str) {
+    pub(super) fn log_line(&self, level: crate::log::LogLevel, text: &str) {
         if !level.shown_at(crate::log::threshold()) {
             return;
         }

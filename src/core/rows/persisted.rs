@@ -210,6 +210,12 @@ pub struct SubmissionRecord {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Who the idempotency key belongs to (`SubmitRequest::caller`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// What the key was used for (`submission_digest`): a repeat must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
     pub status: SubmissionStatus,
     /// Ids of the submitted messages, as stored.
     pub message_ids: Vec<String>,

@@ -1,5 +1,6 @@
 pub mod config;
 pub mod context_policy;
+pub mod file_urls;
 pub mod hooks;
 pub mod ids;
 pub mod limits;

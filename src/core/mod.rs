@@ -54,10 +54,13 @@ pub use vocab::hooks::{
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
 pub use vocab::log_level::LogLevel;
+pub use vocab::message_metadata::{
+    standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
+};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{
-    TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
+    StopWhen, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 
 use admit::inputs::TabInputs;

@@ -518,6 +518,10 @@ impl AgentHost {
                 let on_chat_response = self.hooks.on_chat_response.clone();
                 spawn_local(on_chat_response(response));
             }
+            Effect::StepEnded(report) => {
+                let on_step_end = self.hooks.on_step_end.clone();
+                spawn_local(on_step_end(report));
+            }
         }
     }
 

@@ -14,6 +14,7 @@ use crate::protocol::UIMessage;
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::{CallId, ConnId};
+use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -179,6 +180,8 @@ pub enum Effect {
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
     TurnEnded(ChatResponse),
+    /// A model step ended: the agent's `on_step_end`.
+    StepEnded(StepReport),
     /// These server tool runs were given up (their turn was cancelled or
     /// cleared, or their deadline passed): fire their abort signals.
     AbortTools {

@@ -6,7 +6,7 @@
 //! may send it again within the same budget, or the turn ends). Phase
 //! changes go through the transitions in `phases.rs`.
 
-use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest, Usage};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::Timer;
@@ -239,7 +239,7 @@ impl Core {
                     input_text_delta: delta,
                 });
             }
-            ModelEvent::Finished { reason, .. } => self.on_step_streamed(reason),
+            ModelEvent::Finished { reason, usage } => self.on_step_streamed(reason, usage),
         }
     }
 
@@ -298,9 +298,9 @@ impl Core {
 
     /// The model finished a step: route each tool call (server run, approval,
     /// client) and end the step once every server tool is done.
-    fn on_step_streamed(&mut self, reason: FinishReason) {
+    fn on_step_streamed(&mut self, reason: FinishReason, usage: Option<Usage>) {
         self.close_open_text();
-        let calls = self.enter_running_tools(reason);
+        let calls = self.enter_running_tools(reason, usage);
         let limit = self.config.settings.limits.max_tool_calls_per_step;
         for (n, call) in calls.iter().enumerate() {
             if limit > 0 && n >= limit {

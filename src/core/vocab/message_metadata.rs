@@ -63,17 +63,21 @@ pub enum MetadataMoment<'a> {
 /// (`None` or an empty map: nothing is sent then).
 pub type MessageMetadata = Rc<dyn Fn(&MetadataMoment<'_>) -> Option<Map<String, Value>>>;
 
-/// A ready writer: `createdAt` (ms since the epoch) when the answer starts;
+/// A ready writer: `createdAt` (ms since the epoch) when the answer starts
+/// (a continuation keeps the time its answer was first started);
 /// `model` and `usage` (the turn's total: `inputTokens`, `outputTokens`,
 /// `totalTokens`, and `cachedInputTokens` when the provider says) when the
 /// turn finishes. Nothing at a step's end.
 pub fn standard_message_metadata(moment: &MetadataMoment<'_>) -> Option<Map<String, Value>> {
     let mut fields = Map::new();
     match moment {
+        MetadataMoment::Start {
+            continuation: true, ..
+        }
+        | MetadataMoment::StepEnd(_) => return None,
         MetadataMoment::Start { now_ms, .. } => {
             fields.insert("createdAt".into(), json!(now_ms));
         }
-        MetadataMoment::StepEnd(_) => return None,
         MetadataMoment::Finish { model, usage, .. } => {
             fields.insert("model".into(), json!(model));
             if let Some(usage) = usage {
@@ -113,6 +117,13 @@ mod tests {
             standard_message_metadata(&start).map(Value::Object),
             Some(json!({"createdAt": 1_700_000_000_000u64}))
         );
+        let continued = MetadataMoment::Start {
+            request_id: "r2",
+            trigger: TurnTrigger::AutoContinuation,
+            continuation: true,
+            now_ms: 1_700_000_000_900,
+        };
+        assert_eq!(standard_message_metadata(&continued), None);
         let usage = Usage {
             prompt_tokens: 30,
             completion_tokens: 5,

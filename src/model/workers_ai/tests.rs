@@ -175,7 +175,10 @@ fn sampling_options_structured_output_and_provider_options_reach_the_input() {
     let input: Value = serde_json::from_str(&WorkersAi::input(&request)).unwrap_or_default();
     assert_eq!(input["top_p"], json!(0.8));
     assert_eq!(input["seed"], json!(7));
-    assert!(input.get("stop").is_none(), "not part of the binding's input");
+    assert!(
+        input.get("stop").is_none(),
+        "not part of the binding's input"
+    );
     assert_eq!(
         input["response_format"],
         json!({"type": "json_schema", "json_schema":

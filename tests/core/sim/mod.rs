@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
-    ApprovalRule, CallId, ChatResponse, ConnId, StepReport, Core, CoreConfig, Effect, Event, LogEvent,
-    StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
+    StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;

@@ -193,7 +193,7 @@ impl Core {
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
-            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
+            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }

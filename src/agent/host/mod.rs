@@ -446,7 +446,7 @@ impl AgentHost {
             Effect::Store(op) => self.execute(vec![Effect::Store(op)]),
             Effect::CallModel { call, request } => {
                 let host = self.clone();
-                spawn_local(async move { host.run_model(call, request).await });
+                spawn_local(async move { host.run_model(call, *request).await });
             }
             Effect::AuthorAlarm => {
                 let run = (self.on_author_alarm)(self.handle());
@@ -511,7 +511,10 @@ impl AgentHost {
                 let before_turn = self.hooks.before_turn.clone();
                 spawn_local(async move {
                     let config = before_turn(context).await;
-                    host.dispatch(Event::TurnPrepared { turn, config });
+                    host.dispatch(Event::TurnPrepared {
+                        turn,
+                        config: Box::new(config),
+                    });
                 });
             }
             Effect::TurnEnded(response) => {

@@ -75,10 +75,11 @@ pub enum Event {
     Named {
         name: String,
     },
-    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
+    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose
+    /// (boxed: a turn's config is many times the size of any other event).
     TurnPrepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
     /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
     /// (`None` cancels); one alarm at a time, a later call replaces it.
@@ -147,9 +148,10 @@ pub enum Effect {
     },
     Store(StoreOp),
     /// Ask the model and feed its streamed reply back as `Event::Model`.
+    /// (The request is boxed: it is many times the size of any other effect.)
     CallModel {
         call: CallId,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     },
     AbortModel {
         call: CallId,

@@ -196,7 +196,7 @@ impl Core {
         }
         self.effects.push(Effect::CallModel {
             call: id,
-            request: model_request,
+            request: Box::new(model_request),
         });
     }
 

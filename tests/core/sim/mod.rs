@@ -44,7 +44,7 @@ enum Work {
     },
     Prepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
 }
 
@@ -543,7 +543,7 @@ impl Sim {
                 });
                 self.model.requests.push(ModelCall {
                     at: self.now,
-                    request,
+                    request: *request,
                 });
                 let start = self.now;
                 let mut at = start;
@@ -604,6 +604,7 @@ impl Sim {
                 let config = (self.preparer.hook)(&context);
                 self.prepared.push(context);
                 let at = self.now + self.preparer.delay_ms;
+                let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
             }
             Effect::TurnEnded(response) => self.responses.push(response),

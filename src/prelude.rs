@@ -12,8 +12,8 @@ pub use crate::chat_agent;
 pub use crate::core::{
     standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
     CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
-    StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall, ToolCallDecision, ToolChoice,
-    ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
+    StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
+    ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
 };
 pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
 pub use crate::protocol::{ClientToolSchema, UIMessage};

@@ -8,8 +8,8 @@ use std::future::Future;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepReport, ToolCall,
-    ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
+    ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -76,6 +76,15 @@ pub trait AgentDefinition: 'static {
     /// ids of the messages it answered and of its answer, its request id,
     /// its steps and the tokens they used.
     async fn on_chat_response(&self, _response: ChatResponse) {}
+
+    /// Changes one model step (its number, the turn's model, the tools the
+    /// model called in the step before and the tokens used so far are in
+    /// `ctx`): its model, system prompt, the tools it offers (of the
+    /// turn's) and the tool choice. Called as each step begins; the next
+    /// step is back to the turn's settings unless it changes them again.
+    fn before_step(&self, _ctx: &StepContext) -> StepConfig {
+        StepConfig::default()
+    }
 
     /// Called as each model step ends (its tool calls routed, server tools
     /// run): the step's number, model, finish reason, the tools it called,

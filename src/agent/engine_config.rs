@@ -7,8 +7,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepReport, ToolCall, ToolOutcome,
-    TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport, ToolCall,
+    ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
@@ -61,7 +61,7 @@ pub fn core_config<D: AgentDefinition>(
     config.settings = settings.turns.clone();
     config.prepare_turn = true;
     let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
-    let metadata = definition.clone();
+    let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
         on_chat_error: Some(Rc::new(move |error: &ChatError| {
             errors.on_chat_error(error)
@@ -72,6 +72,7 @@ pub fn core_config<D: AgentDefinition>(
         after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
             after.after_tool_call(call, result)
         })),
+        before_step: Some(Rc::new(move |ctx: &StepContext| step.before_step(ctx))),
         message_metadata: Some(Rc::new(move |moment: &MetadataMoment<'_>| {
             metadata.message_metadata(moment)
         })),

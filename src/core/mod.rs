@@ -57,6 +57,7 @@ pub use vocab::log_level::LogLevel;
 pub use vocab::message_metadata::{
     standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
 };
+pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{

@@ -127,9 +127,19 @@ pub(in crate::core) struct ActiveTurn {
     pub(in crate::core) started_at: u64,
     /// Tokens the turn's steps used so far, as the provider reported them.
     pub(in crate::core) usage: Option<Usage>,
+    /// The current step's settings, when `before_step` changed the turn's.
+    pub(in crate::core) step_settings: Option<TurnSettings>,
+    /// The tools the model called in the last step that ended.
+    pub(in crate::core) last_step_tools: Vec<String>,
 }
 
 impl ActiveTurn {
+    /// The settings of the current step: the turn's, with what
+    /// `before_step` changed for it.
+    pub(in crate::core) fn step_settings(&self) -> &TurnSettings {
+        self.step_settings.as_ref().unwrap_or(&self.settings)
+    }
+
     pub(in crate::core) fn continuation(&self) -> bool {
         self.turn.is_continuation()
     }

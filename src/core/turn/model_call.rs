@@ -18,6 +18,7 @@ use crate::core::turn::active::{ModelCall, StepCall, StepRequest, TurnPhase};
 use crate::core::turn::context_cut::ContextBounds;
 use crate::core::vocab::hooks::{ChatError, ErrorDisposition};
 use crate::core::vocab::ids::CallId;
+use crate::core::vocab::step_config::{StepConfig, StepContext};
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
@@ -32,6 +33,7 @@ impl Core {
         };
         active.steps += 1;
         self.emit(UIMessageChunk::StartStep);
+        self.prepare_step();
         self.enter_calling_model(StepRequest {
             budget: self.config.settings.context.max_bytes,
             sent_bytes: 0,
@@ -79,7 +81,7 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let turn = &active.settings;
+        let turn = active.step_settings();
         let (messages, earlier) = match compacted {
             Some(messages) => (messages, 0),
             None => {
@@ -110,6 +112,30 @@ impl Core {
         Some((request, omitted))
     }
 
+    /// Asks `before_step` (when the agent has one) what the step about to
+    /// start changes; the step's request and its tool routing use it.
+    fn prepare_step(&mut self) {
+        let Some(hook) = self.config.hooks.before_step.clone() else {
+            return;
+        };
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.step_settings = None;
+        let context = StepContext {
+            request_id: active.turn.request_id.clone(),
+            trigger: active.turn.trigger,
+            step: active.steps,
+            model: active.settings.model.model.clone(),
+            previous_tool_calls: active.last_step_tools.clone(),
+            usage: active.usage,
+        };
+        let config = hook(&context);
+        if config != StepConfig::default() {
+            active.step_settings = Some(config.applied_to(&active.settings));
+        }
+    }
+
     /// A server tool offered only when a turn adds it (a client tool of the
     /// same name that replaces it is offered as usual).
     pub(in crate::core) fn opt_in_only(
@@ -135,7 +161,7 @@ impl Core {
         if has_content(&active.message) {
             recent.push((active.seq, active.message.clone()));
         }
-        let system = active.settings.system.clone();
+        let system = active.step_settings().system.clone();
         self.compacted_context(&system, &recent, budget)
     }
 

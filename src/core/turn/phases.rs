@@ -102,6 +102,8 @@ impl Core {
             model_bytes: 0,
             started_at: self.now,
             usage: None,
+            step_settings: None,
+            last_step_tools: Vec::new(),
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -142,6 +144,7 @@ impl Core {
             remove_tools: Vec::new(),
             tool_choice: None,
             stop_when: self.config.settings.stop_when.clone(),
+            step_tools: None,
         }
     }
 
@@ -275,6 +278,9 @@ impl Core {
         };
         self.emit(UIMessageChunk::FinishStep);
         self.report_step_end(&end, more);
+        if let Some(active) = self.active.as_mut() {
+            active.last_step_tools = end.tool_names.clone();
+        }
         if more {
             self.begin_step();
             return;

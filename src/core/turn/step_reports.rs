@@ -48,7 +48,7 @@ impl Core {
             request_id: active.turn.request_id.clone(),
             trigger: active.turn.trigger,
             step: active.steps,
-            model: active.settings.model.model.clone(),
+            model: active.step_settings().model.model.clone(),
             finish_reason: end.finish_reason,
             tool_calls: end.tool_names.clone(),
             usage: end.usage,
@@ -67,7 +67,7 @@ impl Core {
         let active = self.active.as_ref()?;
         self.written_metadata(&MetadataMoment::Finish {
             request_id: &active.turn.request_id,
-            model: &active.settings.model.model,
+            model: &active.step_settings().model.model,
             steps: active.steps,
             usage: active.usage,
             now_ms: self.now,

@@ -108,6 +108,8 @@ pub struct Hooks {
     pub on_chat_error: Option<OnChatError>,
     pub before_tool_call: Option<BeforeToolCall>,
     pub after_tool_call: Option<AfterToolCall>,
+    /// Changes one model step's model, prompt or tools (`step_config.rs`).
+    pub before_step: Option<crate::core::vocab::step_config::BeforeStep>,
     /// Writes metadata on the answer (`None`: none is written).
     pub message_metadata: Option<crate::core::vocab::message_metadata::MessageMetadata>,
 }
@@ -118,6 +120,7 @@ impl fmt::Debug for Hooks {
             .field("on_chat_error", &self.on_chat_error.is_some())
             .field("before_tool_call", &self.before_tool_call.is_some())
             .field("after_tool_call", &self.after_tool_call.is_some())
+            .field("before_step", &self.before_step.is_some())
             .field("message_metadata", &self.message_metadata.is_some())
             .finish()
     }

@@ -114,6 +114,8 @@ pub struct TurnSettings {
     pub tool_choice: Option<ToolChoice>,
     /// The agent's conditions and the turn's (any one ends the turn).
     pub stop_when: Vec<StopWhen>,
+    /// One step's narrower tool list (`before_step`), within the turn's.
+    pub step_tools: Option<Vec<String>>,
 }
 
 impl TurnSettings {
@@ -160,6 +162,10 @@ impl TurnSettings {
             .tools
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name));
-        (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
+        let in_step = self
+            .step_tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name));
+        (added || (listed && !opt_in)) && in_step && !self.remove_tools.iter().any(|n| n == name)
     }
 }

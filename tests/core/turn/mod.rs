@@ -11,6 +11,7 @@ mod logs;
 mod model_options;
 mod model_retry;
 mod server_tools;
+mod step_hooks;
 mod tool_hooks;
 mod turn_hooks;
 mod turns;

@@ -1,8 +1,9 @@
 //! `before_step`: what the author's hook sees before each model step of a
 //! turn (`StepContext`) and what it may change for that step only
 //! (`StepConfig`: the model, the system prompt, the tools offered, the tool
-//! choice). It is synchronous, called where the step begins, so a step
-//! retried or recovered after an eviction asks it again.
+//! choice). It is synchronous, called where the step begins: a call sent
+//! again after a failure keeps the step's choice, and the steps of a turn
+//! recovered after an eviction ask again.
 
 use std::rc::Rc;
 

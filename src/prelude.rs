@@ -11,11 +11,12 @@ pub use crate::agent::{
 };
 pub use crate::chat_agent;
 pub use crate::core::{
-    ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreSettings,
-    ErrorDisposition, Limits, LogLevel, RecoveryConfig, RetryPolicy, SubmissionStatus, SubmitError,
-    ToolCall, ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
+    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
+    CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
+    StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
+    ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
 };
-pub use crate::model::ModelSettings;
+pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
 pub use crate::protocol::{ClientToolSchema, UIMessage};
 pub use crate::routing::check_agent_name;
 

@@ -5,9 +5,11 @@
 #[cfg(target_arch = "wasm32")]
 use std::future::Future;
 
+use serde_json::{Map, Value};
+
 use crate::core::{
-    ChatError, ChatResponse, ErrorDisposition, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig,
-    TurnContext,
+    ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
+    ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::access::{require_token, Refusal, RequestInfo};
@@ -71,8 +73,32 @@ pub trait AgentDefinition: 'static {
     }
 
     /// Called once a turn ended and its answer is stored: its outcome, the
-    /// ids of the messages it answered and of its answer, its request id.
+    /// ids of the messages it answered and of its answer, its request id,
+    /// its steps and the tokens they used.
     async fn on_chat_response(&self, _response: ChatResponse) {}
+
+    /// Changes one model step (its number, the turn's model, the tools the
+    /// model called in the step before and the tokens used so far are in
+    /// `ctx`): its model, system prompt, the tools it offers (of the
+    /// turn's) and the tool choice. Called as each step begins; the next
+    /// step is back to the turn's settings unless it changes them again.
+    fn before_step(&self, _ctx: &StepContext) -> StepConfig {
+        StepConfig::default()
+    }
+
+    /// Called as each model step ends (its tool calls routed, server tools
+    /// run): the step's number, model, finish reason, the tools it called,
+    /// the tokens its call used, and whether another step follows.
+    async fn on_step_end(&self, _step: StepReport) {}
+
+    /// Writes metadata on the answer (`message.metadata` on the stored
+    /// message and in the tabs): the fields returned at each moment — the
+    /// answer's start, each step's end, the turn's finish — are merged into
+    /// it. The default writes none; `standard_message_metadata` writes
+    /// `createdAt`, `model` and the turn's token `usage`.
+    fn message_metadata(&self, _moment: &MetadataMoment<'_>) -> Option<Map<String, Value>> {
+        None
+    }
 
     /// Called for a turn that is about to fail. `Retry` sends the failed
     /// model call again (when `error.retryable`: it streamed nothing and the

@@ -54,10 +54,14 @@ pub use vocab::hooks::{
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
 pub use vocab::log_level::LogLevel;
+pub use vocab::message_metadata::{
+    standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
+};
+pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{
-    TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
+    StopWhen, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 
 use admit::inputs::TabInputs;
@@ -194,7 +198,7 @@ impl Core {
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
-            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
+            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
         }

@@ -26,3 +26,4 @@ pub use provider::OpenAiCompatible;
 pub use request::request_body;
 pub(crate) use request::{message_json, tool_definition_json};
 pub use stream::StreamDecoder;
+pub(crate) use wire::usage_from_json;

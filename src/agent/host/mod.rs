@@ -442,7 +442,7 @@ impl AgentHost {
             Effect::Store(op) => self.execute(vec![Effect::Store(op)]),
             Effect::CallModel { call, request } => {
                 let host = self.clone();
-                spawn_local(async move { host.run_model(call, request).await });
+                spawn_local(async move { host.run_model(call, *request).await });
             }
             Effect::AuthorAlarm => {
                 let run = (self.on_author_alarm)(self.handle());
@@ -507,12 +507,19 @@ impl AgentHost {
                 let before_turn = self.hooks.before_turn.clone();
                 spawn_local(async move {
                     let config = before_turn(context).await;
-                    host.dispatch(Event::TurnPrepared { turn, config });
+                    host.dispatch(Event::TurnPrepared {
+                        turn,
+                        config: Box::new(config),
+                    });
                 });
             }
             Effect::TurnEnded(response) => {
                 let on_chat_response = self.hooks.on_chat_response.clone();
                 spawn_local(on_chat_response(response));
+            }
+            Effect::StepEnded(report) => {
+                let on_step_end = self.hooks.on_step_end.clone();
+                spawn_local(on_step_end(report));
             }
         }
     }

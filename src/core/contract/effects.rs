@@ -14,6 +14,7 @@ use crate::protocol::UIMessage;
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::{CallId, ConnId};
+use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,10 +75,11 @@ pub enum Event {
     Named {
         name: String,
     },
-    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
+    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose
+    /// (boxed: a turn's config is many times the size of any other event).
     TurnPrepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
     /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
     /// (`None` cancels); one alarm at a time, a later call replaces it.
@@ -146,9 +148,10 @@ pub enum Effect {
     },
     Store(StoreOp),
     /// Ask the model and feed its streamed reply back as `Event::Model`.
+    /// (The request is boxed: it is many times the size of any other effect.)
     CallModel {
         call: CallId,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     },
     AbortModel {
         call: CallId,
@@ -179,6 +182,8 @@ pub enum Effect {
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
     TurnEnded(ChatResponse),
+    /// A model step ended: the agent's `on_step_end`.
+    StepEnded(StepReport),
     /// These server tool runs were given up (their turn was cancelled or
     /// cleared, or their deadline passed): fire their abort signals.
     AbortTools {

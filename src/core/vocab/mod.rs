@@ -5,6 +5,8 @@ pub mod hooks;
 pub mod ids;
 pub mod limits;
 pub mod log_level;
+pub mod message_metadata;
+pub mod step_config;
 pub mod submit;
 pub mod tool_spec;
 pub mod turn_config;

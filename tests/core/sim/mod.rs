@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
-    StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -44,7 +44,7 @@ enum Work {
     },
     Prepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
 }
 
@@ -105,6 +105,8 @@ pub struct Sim {
     pub prepared: Vec<TurnContext>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
+    /// What `Effect::StepEnded` reported, in order.
+    pub step_reports: Vec<StepReport>,
     /// Server tool runs whose abort signal fired.
     pub aborted_tools: Vec<CallId>,
     /// Frames sent to a connection that is not open.
@@ -183,6 +185,7 @@ impl Sim {
             },
             prepared: Vec::new(),
             responses: Vec::new(),
+            step_reports: Vec::new(),
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
             log: Vec::new(),
@@ -540,10 +543,11 @@ impl Sim {
                 });
                 self.model.requests.push(ModelCall {
                     at: self.now,
-                    request,
+                    request: *request,
                 });
                 let start = self.now;
                 let mut at = start;
+                let usage = reply.usage;
                 for event in reply.events {
                     at += reply.every_ms;
                     self.schedule(at, Work::Model { call, event });
@@ -554,10 +558,7 @@ impl Sim {
                         at,
                         Work::Model {
                             call,
-                            event: ModelEvent::Finished {
-                                reason,
-                                usage: None,
-                            },
+                            event: ModelEvent::Finished { reason, usage },
                         },
                     ),
                     End::Fail(failure) => self.schedule(at, Work::ModelFailed { call, failure }),
@@ -603,9 +604,11 @@ impl Sim {
                 let config = (self.preparer.hook)(&context);
                 self.prepared.push(context);
                 let at = self.now + self.preparer.delay_ms;
+                let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
             }
             Effect::TurnEnded(response) => self.responses.push(response),
+            Effect::StepEnded(report) => self.step_reports.push(report),
             Effect::AbortTools { calls } => {
                 self.aborted_tools.extend(&calls);
                 self.agenda.retain(|s| !calls.contains(&s.work.call()));

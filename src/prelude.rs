@@ -5,10 +5,11 @@
 //! `chat_agent!` macro.
 
 pub use crate::agent::{
-    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, Refusal, RequestInfo, ServerTool,
-    ToolContext, ToolFuture, Vars,
+    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, CallContext, Callable, Refusal,
+    RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
 };
 pub use crate::chat_agent;
+pub use crate::core::StateSource;
 pub use crate::core::{
     ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreSettings,
     ErrorDisposition, Limits, LogLevel, RecoveryConfig, RetryPolicy, SubmissionStatus, SubmitError,
@@ -25,6 +26,6 @@ pub use crate::core::{Compact, CompactionInput};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::{AgentHandle, AgentStub, Submission, SubmitOptions};
+pub use crate::agent::{AgentHandle, AgentStub, Connection, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};

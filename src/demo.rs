@@ -1,5 +1,8 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
-//! needs approval, bound as the `ChatAgent` Durable Object class.
+//! needs approval, a synced state with two callable methods
+//! (`shared_state.rs`), bound as the `ChatAgent` Durable Object class.
+
+mod shared_state;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -54,6 +57,14 @@ impl AgentDefinition for DemoAgent {
             )
             .needs_approval(ApprovalRule::Always),
         ]
+    }
+
+    fn initial_state(&self) -> Option<serde_json::Value> {
+        Some(shared_state::initial_state())
+    }
+
+    fn callables(&self) -> Vec<crate::agent::Callable> {
+        shared_state::callables()
     }
 
     /// The demo's own routes (after the token check): `POST …/submit`

@@ -482,6 +482,7 @@ impl AgentHost {
                     abort: abort.signal(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
+                    agent: Some(self.handle()),
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {

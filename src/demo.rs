@@ -63,6 +63,14 @@ impl AgentDefinition for DemoAgent {
         Some(shared_state::initial_state())
     }
 
+    fn validate_state(
+        &self,
+        next: &serde_json::Value,
+        _source: &crate::core::StateSource,
+    ) -> Result<(), String> {
+        shared_state::validate(next)
+    }
+
     fn callables(&self) -> Vec<crate::agent::Callable> {
         shared_state::callables()
     }

@@ -1,7 +1,7 @@
 //! The demo agent's synced state and callable methods: the state starts as
 //! `{}`; `echo(value)` answers its argument unchanged; `setStateField(key,
 //! value)` sets one top-level field of the state (every tab sees it) and
-//! answers the new state.
+//! answers the new state. A state that is not a JSON object is refused.
 
 use serde_json::{Map, Value};
 
@@ -9,6 +9,14 @@ use crate::agent::{CallContext, Callable};
 
 pub fn initial_state() -> Value {
     Value::Object(Map::new())
+}
+
+/// The demo's state stays a JSON object.
+pub fn validate(next: &Value) -> Result<(), String> {
+    match next.is_object() {
+        true => Ok(()),
+        false => Err("the state must be a JSON object".to_string()),
+    }
 }
 
 pub fn callables() -> Vec<Callable> {

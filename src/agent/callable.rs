@@ -159,7 +159,6 @@ fn read_args<A: DeserializeOwned>(args: Value) -> Result<A, serde_json::Error> {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(not(target_arch = "wasm32"))]
     use super::*;
     use serde_json::json;
 

@@ -1,7 +1,10 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
 //! needs approval, a synced state with two callable methods
-//! (`shared_state.rs`), bound as the `ChatAgent` Durable Object class.
+//! (`shared_state.rs`), connection hooks (`connections.rs`), bound as the
+//! `ChatAgent` Durable Object class.
 
+#[cfg(target_arch = "wasm32")]
+mod connections;
 mod shared_state;
 
 use schemars::JsonSchema;
@@ -73,6 +76,26 @@ impl AgentDefinition for DemoAgent {
 
     fn callables(&self) -> Vec<crate::agent::Callable> {
         shared_state::callables()
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_connect(
+        &self,
+        connection: crate::agent::Connection,
+        request: crate::agent::RequestInfo,
+        _agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_connect(&connection, &request);
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_message(
+        &self,
+        connection: crate::agent::Connection,
+        text: String,
+        agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_message(&connection, &text, &agent);
     }
 
     /// The demo's own routes (after the token check): `POST …/submit`

@@ -100,3 +100,23 @@ test('an unknown method and bad arguments are error replies, and the socket stay
   await assert.rejects(a.c.call('echo', []), /Invalid arguments for method echo/);
   assert.equal(await a.c.stub.echo(7), 7, 'still answering');
 });
+
+test("on_connect sees the request's query and keeps it as the connection's own state; on_message gets the author's own frames", async (t) => {
+  const w = await workerFor(t);
+  const room = rid('conn');
+  const pongs = (c) => new Promise((resolve) => {
+    c.addEventListener('message', (event) => {
+      const frame = JSON.parse(event.data);
+      if (frame.type === 'pong') resolve(frame);
+    });
+  });
+  const admin = new AgentClient({ agent: AGENT, name: room, host: new URL(w.url).host, WebSocket: WS, query: { role: 'admin' } });
+  const guest = new AgentClient({ agent: AGENT, name: room, host: new URL(w.url).host, WebSocket: WS });
+  t.after(() => { admin.close(); guest.close(); });
+  await Promise.all([admin.ready, guest.ready]);
+  const [adminPong, guestPong] = [pongs(admin), pongs(guest)];
+  admin.send(JSON.stringify({ type: 'ping' }));
+  guest.send(JSON.stringify({ type: 'ping' }));
+  assert.deepEqual(await adminPong, { type: 'pong', connection: { role: 'admin' } });
+  assert.deepEqual(await guestPong, { type: 'pong', connection: { role: 'guest' } });
+});

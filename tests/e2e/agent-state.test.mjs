@@ -2,8 +2,9 @@
 // under `useAgent`) on the real runtime: the synced state on connect, a tab's `setState` stored
 // and broadcast to another tab, a refused change (`cf_agent_state_error`, nothing stored or
 // broadcast), the state across a runtime restart, and callable methods through `call` and `stub`
-// with error replies for an unknown method and bad arguments. The demo's ChatAgent: state `{}`,
-// refused when not an object; callables `echo(value)` and `setStateField(key, value)`.
+// with error replies for an unknown method and bad arguments, and the connection hooks. The
+// demo's ChatAgent: state `{}`, refused when not an object; callables `echo(value)` and
+// `setStateField(key, value)`; a tab's `?role=` kept as its connection's state, `ping` → `pong`.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,11 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
-//! needs approval, bound as the `ChatAgent` Durable Object class.
+//! needs approval, a synced state with two callable methods
+//! (`shared_state.rs`), connection hooks (`connections.rs`), bound as the
+//! `ChatAgent` Durable Object class.
+
+#[cfg(target_arch = "wasm32")]
+mod connections;
+mod shared_state;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -54,6 +60,42 @@ impl AgentDefinition for DemoAgent {
             )
             .needs_approval(ApprovalRule::Always),
         ]
+    }
+
+    fn initial_state(&self) -> Option<serde_json::Value> {
+        Some(shared_state::initial_state())
+    }
+
+    fn validate_state(
+        &self,
+        next: &serde_json::Value,
+        _source: &crate::core::StateSource,
+    ) -> Result<(), String> {
+        shared_state::validate(next)
+    }
+
+    fn callables(&self) -> Vec<crate::agent::Callable> {
+        shared_state::callables()
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_connect(
+        &self,
+        connection: crate::agent::Connection,
+        request: crate::agent::RequestInfo,
+        _agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_connect(&connection, &request);
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_message(
+        &self,
+        connection: crate::agent::Connection,
+        text: String,
+        agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_message(&connection, &text, &agent);
     }
 
     /// The demo's own routes (after the token check): `POST …/submit`

@@ -6,10 +6,11 @@
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
-    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, Refusal, RequestInfo, ServerTool,
-    ToolContext, ToolFuture, Vars,
+    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, CallContext, Callable, Refusal,
+    RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
 };
 pub use crate::chat_agent;
+pub use crate::core::StateSource;
 pub use crate::core::{
     standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
     CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
@@ -29,6 +30,6 @@ pub use crate::agent::body::{read_bytes, read_json, read_text};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::{AgentHandle, AgentStub, Submission, SubmitOptions};
+pub use crate::agent::{AgentHandle, AgentStub, Connection, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};

@@ -402,7 +402,8 @@ impl Sim {
             Effect::PrepareTurn { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)
-            | Effect::AbortTools { .. } => {}
+            | Effect::AbortTools { .. }
+            | Effect::Author(_) => {}
         }
     }
 

@@ -12,7 +12,14 @@ use crate::core::{
     ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
+use serde_json::Value;
+
+use crate::core::StateSource;
+
 use super::access::{require_token, Refusal, RequestInfo};
+use super::callable::Callable;
+#[cfg(target_arch = "wasm32")]
+use super::connection::Connection;
 #[cfg(target_arch = "wasm32")]
 use super::handle::AgentHandle;
 use super::settings::{AgentSettings, Vars};
@@ -127,5 +134,66 @@ pub trait AgentDefinition: 'static {
     /// default): older messages are left out without a summary.
     fn compaction(&self) -> Option<crate::core::Compact> {
         None
+    }
+
+    // ---- the agent as a whole: synced state, callables, connections ----
+
+    /// The synced state before anything set one (every tab gets the state
+    /// on connect). `None` (the default): no state until one is set.
+    fn initial_state(&self) -> Option<Value> {
+        None
+    }
+
+    /// Decides a state change (a tab's `setState` or the agent's own)
+    /// before it is stored. `Err(reason)`: refused; the tab that sent it is
+    /// told `reason` (`cf_agent_state_error`), nothing is stored or sent.
+    fn validate_state(&self, _next: &Value, _source: &StateSource) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Called after a state change was stored and sent to the tabs.
+    #[cfg(target_arch = "wasm32")]
+    fn on_state_changed(
+        &self,
+        _state: Value,
+        _source: StateSource,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// The methods a connected client may call (`agent.call`, `agent.stub`).
+    fn callables(&self) -> Vec<Callable> {
+        Vec::new()
+    }
+
+    /// A tab connected (after its connect frames): its request's path,
+    /// query and headers, and the connection, whose own state you may set.
+    #[cfg(target_arch = "wasm32")]
+    fn on_connect(
+        &self,
+        _connection: Connection,
+        _request: RequestInfo,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// A tab's socket closed.
+    #[cfg(target_arch = "wasm32")]
+    fn on_close(&self, _connection: Connection, _agent: AgentHandle) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// A text frame of a type neither the chat nor the agent's state and
+    /// calls use (the author's own frames).
+    #[cfg(target_arch = "wasm32")]
+    fn on_message(
+        &self,
+        _connection: Connection,
+        _text: String,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
     }
 }

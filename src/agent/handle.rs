@@ -142,4 +142,16 @@ impl AgentHandle {
     pub fn env(&self) -> &worker::Env {
         self.host.env()
     }
+
+    /// The agent's synced state (`None`: it has none yet).
+    pub fn state(&self) -> Option<Value> {
+        self.host.core().borrow().state().cloned()
+    }
+
+    /// Replaces the synced state: validated by the definition's
+    /// `validate_state`, stored, sent to every tab, then `on_state_changed`.
+    /// `Err(reason)`: refused, nothing changed.
+    pub fn set_state(&self, state: Value) -> Result<(), String> {
+        self.with_core(|core, now| core.set_state(state, now))
+    }
 }

@@ -6,9 +6,11 @@
 //!    connect), `channel_auth` (the deployment's internal credential), `body`
 //!    (request bodies read under a limit);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
-//!    the host implements);
+//!    the host implements), `connection` (a socket as the author sees it),
+//!    `callable` (methods a client calls);
 //! 3. `definition` (the `AgentDefinition` trait an author implements);
 //! 4. `engine_config` (a definition turned into the core's configuration),
+//!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
 //!    (a parent's `chat()` to a child);
 //! 5. `host` (runs the core in a Durable Object), on top, with the
@@ -16,9 +18,14 @@
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
+mod author_hooks;
+#[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
+pub mod callable;
 pub mod channel_auth;
+#[cfg(target_arch = "wasm32")]
+pub mod connection;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;
@@ -42,6 +49,9 @@ pub mod tool;
 pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
+pub use callable::{CallContext, Callable};
+#[cfg(target_arch = "wasm32")]
+pub use connection::Connection;
 pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};

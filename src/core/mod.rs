@@ -14,11 +14,13 @@
 // durable row shapes, the host contract, data structures that never name
 // `Core`, then the behaviours, one folder per concern.
 mod admit;
+mod callables;
 pub mod contract;
 pub mod data;
 mod logging;
 mod recovery;
 pub mod rows;
+mod synced_state;
 mod turn;
 pub mod vocab;
 
@@ -30,6 +32,8 @@ use serde_json::Value;
 use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
+pub use callables::in_flight::MAX_CALLS_IN_FLIGHT;
+pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
 pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_MESSAGES};
@@ -38,10 +42,11 @@ pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
 pub use rows::persisted::{
-    ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
-    SubmissionRecord, SubmissionStatus, TerminalError,
+    AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
+    StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
+pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -106,6 +111,10 @@ pub struct Core {
     logged_cut: Option<usize>,
     next_call: CallId,
     timers: TimerTable,
+    /// The agent's synced state.
+    synced: synced_state::value::SyncedState,
+    /// Callable methods running, per connection.
+    calls: callables::in_flight::CallsInFlight,
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
@@ -135,6 +144,10 @@ impl Core {
             .iter()
             .map(|t| (t.request_id.as_str(), t.message_ids.as_slice()));
         transcript.restore_reservations(origins);
+        let synced = synced_state::value::SyncedState::restored(
+            stored.agent_state,
+            config.agent_api.initial_state.as_ref(),
+        );
         Core {
             config,
             ids,
@@ -155,6 +168,8 @@ impl Core {
             logged_cut: None,
             next_call: 1,
             timers,
+            synced,
+            calls: Default::default(),
             effects: Vec::new(),
             log: Vec::new(),
         }
@@ -201,6 +216,7 @@ impl Core {
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
+            Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
         }
         self.write_down_queue();
     }
@@ -319,11 +335,11 @@ impl Core {
             }) => self.on_tool_approval(conn, &tool_call_id, approved, auto_continue),
             Ok(ClientFrame::ResumeRequest { probe_id }) => self.on_resume_probe(conn, probe_id),
             Ok(ClientFrame::ResumeAck { id }) => self.on_resume_ack(conn, &id),
-            // Documented ignores: transcript pushes (the server owns history),
-            // non-POST chat requests, and frames that are not chat frames.
-            Ok(ClientFrame::MessagesPush)
-            | Ok(ClientFrame::NotPost)
-            | Err(FrameError::Unknown(_)) => {}
+            // Documented ignores: transcript pushes (the server owns history)
+            // and non-POST chat requests.
+            Ok(ClientFrame::MessagesPush) | Ok(ClientFrame::NotPost) => {}
+            // Not a chat frame: the agent's state and calls, else the author's.
+            Err(FrameError::Unknown(kind)) => self.on_agent_frame(conn, &kind, text),
             Err(error) => self.reject_frame(conn, text, &error.to_string()),
         }
     }

@@ -8,7 +8,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable};
-use serde::{Deserialize, Serialize};
 use wasm_bindgen_futures::spawn_local;
 use worker::{
     AbortController, Delay, Env, Request, Response, State, WebSocket, WebSocketIncomingMessage,
@@ -24,6 +23,8 @@ use crate::store::SqlStore;
 
 use super::access::{request_info, Refusal, RequestInfo};
 use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
+use super::author_hooks::AuthorHooks;
+use super::connection::{Attachment, Connection};
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};
 use super::handle::{AgentHandle, CoreHost};
@@ -32,19 +33,11 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod author_calls;
 #[cfg(feature = "debug-routes")]
 mod debug;
 mod frames;
 mod model_stream;
-
-/// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
-#[derive(Debug, Serialize, Deserialize)]
-struct Attachment {
-    conn: String,
-    /// A parent agent's `chat()` channel rather than a browser tab.
-    #[serde(default)]
-    channel: bool,
-}
 
 /// The var naming (comma-separated) the hosts whose file links reach the
 /// model's provider.
@@ -77,6 +70,8 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
     hooks: AsyncHooks,
+    /// The definition's callables, state and connection hooks.
+    author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
     tool_runs: RefCell<HashMap<CallId, ToolAbort>>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
@@ -138,7 +133,9 @@ impl AgentHost {
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
-        let config = core_config(&definition, &settings, &tools, &name, agent);
+        let mut config = core_config(&definition, &settings, &tools, &name, agent);
+        let author = AuthorHooks::of(&definition);
+        config.agent_api = author.agent_api(&definition);
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
@@ -170,6 +167,7 @@ impl AgentHost {
                 .map(|t| (t.spec.name.clone(), t))
                 .collect(),
             hooks: AsyncHooks::of(&definition),
+            author,
             tool_runs: RefCell::new(HashMap::new()),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
@@ -248,18 +246,27 @@ impl AgentHost {
             true => self.unique_conn_id(Some(format!("channel:{}", random_token(12)))),
             false => self.unique_conn_id(pk),
         };
+        let request = request_info(&req)?;
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
         pair.server.serialize_attachment(Attachment {
             conn: conn.to_string(),
             channel,
+            state: None,
         })?;
+        let connection = Connection::new(&conn, pair.server.clone());
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
         self.dispatch(if channel {
             Event::Adopted { conn }
         } else {
             Event::Connected { conn }
         });
+        if !channel {
+            spawn_local((self.author.on_connect)(
+                (connection, request),
+                self.handle(),
+            ));
+        }
         Response::from_websocket(pair.client)
     }
 
@@ -327,9 +334,13 @@ impl AgentHost {
         // hibernatable socket's close frame by itself); fails harmlessly on a
         // socket that is already gone.
         let _ = ws.close(Some(1000), None::<&str>);
-        if let Some((conn, _)) = self.conn_of(&ws) {
+        if let Some((conn, channel)) = self.conn_of(&ws) {
             self.sockets.borrow_mut().remove(&conn);
-            self.dispatch(Event::Disconnected { conn });
+            self.dispatch(Event::Disconnected { conn: conn.clone() });
+            if !channel {
+                let connection = Connection::new(&conn, ws);
+                spawn_local((self.author.on_close)(connection, self.handle()));
+            }
         }
     }
 
@@ -467,6 +478,7 @@ impl AgentHost {
                     abort: abort.signal(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
+                    agent: Some(self.handle()),
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {
@@ -521,6 +533,7 @@ impl AgentHost {
                 let on_step_end = self.hooks.on_step_end.clone();
                 spawn_local(on_step_end(report));
             }
+            Effect::Author(call) => self.run_author_call(call),
         }
     }
 

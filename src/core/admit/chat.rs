@@ -42,8 +42,7 @@ impl Core {
             self.send_transcript(vec![conn.clone()], true);
             self.tell_recovering(&conn);
         }
-        let identity = server::identity(&self.config.name, &self.config.agent);
-        self.send_to(vec![conn.clone()], identity);
+        self.send_identity_and_state(&conn);
         self.send_to(vec![conn], server::mcp_servers());
     }
 
@@ -208,6 +207,7 @@ impl Core {
         self.terminal_error = None;
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
+        self.keep_agent_state();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

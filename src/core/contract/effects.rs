@@ -93,6 +93,13 @@ pub enum Event {
         ops: Vec<StoreOp>,
         error: String,
     },
+    /// The host's answer to `AuthorCall::RunCallable`: the callable's result
+    /// or the error its caller is told.
+    CallableDone {
+        conn: ConnId,
+        id: String,
+        result: Result<Value, String>,
+    },
 }
 
 /// The closed set of timers the core arms (in its own table, see `timers.rs`).
@@ -189,6 +196,8 @@ pub enum Effect {
     AbortTools {
         calls: Vec<CallId>,
     },
+    /// Run the author's code for the agent as a whole (`author_calls.rs`).
+    Author(crate::core::contract::author_calls::AuthorCall),
 }
 
 /// Durable writes, in order. Writes produced by one event belong together.

@@ -36,11 +36,13 @@ pub enum ConfigKey {
     AuthorAlarm,
     /// The compaction summary (`compaction.rs`).
     Summary,
+    /// The agent's synced state (`synced_state/`).
+    AgentState,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 10] = [
+    pub const ALL: [ConfigKey; 11] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -51,6 +53,7 @@ impl ConfigKey {
         ConfigKey::StreamApprovals,
         ConfigKey::AuthorAlarm,
         ConfigKey::Summary,
+        ConfigKey::AgentState,
     ];
 
     /// The row is one of the core's own shapes, stored with a shape version
@@ -75,6 +78,7 @@ impl ConfigKey {
             ConfigKey::StreamApprovals => "stream_approvals",
             ConfigKey::AuthorAlarm => "author_alarm",
             ConfigKey::Summary => "summary",
+            ConfigKey::AgentState => "agent_state",
         }
     }
 }
@@ -253,6 +257,14 @@ pub struct StoredState {
     pub author_alarm: Option<u64>,
     /// The compaction summary in use.
     pub summary: Option<Summary>,
+    /// The agent's synced state, once one was set.
+    pub agent_state: Option<Value>,
+}
+
+/// The stored row of the agent's synced state (`{"v":1,"state":…}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentStateRow {
+    pub state: Value,
 }
 
 impl StoredState {
@@ -304,6 +316,10 @@ impl StoredState {
                 self.author_alarm = Some(row.at);
             }
             ConfigKey::Summary => self.summary = Some(decode(text)?),
+            ConfigKey::AgentState => {
+                let row: AgentStateRow = decode(text)?;
+                self.agent_state = Some(row.state);
+            }
         }
         Ok(())
     }

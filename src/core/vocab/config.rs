@@ -207,6 +207,8 @@ pub struct CoreConfig {
     /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
     pub compact: Option<crate::core::vocab::hooks::Compact>,
     pub settings: CoreSettings,
+    /// The synced state and the callable methods (`agent_api.rs`).
+    pub agent_api: crate::core::vocab::agent_api::AgentApi,
 }
 
 impl CoreConfig {
@@ -220,6 +222,7 @@ impl CoreConfig {
             hooks: Default::default(),
             compact: None,
             settings: CoreSettings::default(),
+            agent_api: Default::default(),
         }
     }
 

@@ -1,3 +1,4 @@
+pub mod agent_api;
 pub mod config;
 pub mod context_policy;
 pub mod file_urls;

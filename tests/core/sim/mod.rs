@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
-    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
-    StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
+    LogEvent, StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -115,6 +115,8 @@ pub struct Sim {
     pub log: Vec<LogEvent>,
     /// When the agent's own alarm ran (`Effect::AuthorAlarm`), in order.
     pub author_alarms: Vec<u64>,
+    /// What the core asked of the author's code (`Effect::Author`), in order.
+    pub author_calls: Vec<AuthorCall>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -190,6 +192,7 @@ impl Sim {
             misdelivered: Vec::new(),
             log: Vec::new(),
             author_alarms: Vec::new(),
+            author_calls: Vec::new(),
         }
     }
 
@@ -455,6 +458,13 @@ impl Sim {
         self.apply_effects();
     }
 
+    /// The agent's own code sets the synced state (`Core::set_state`).
+    pub fn set_state(&mut self, state: Value) -> Result<(), String> {
+        let result = self.core.set_state(state, self.now);
+        self.apply_effects();
+        result
+    }
+
     /// Carries out the core's effects through the host's own `carry_out`: a
     /// run of writes as one transaction; when it fails, the frames queued
     /// after it (up to the next write) are held back and the core is told.
@@ -609,6 +619,7 @@ impl Sim {
             }
             Effect::TurnEnded(response) => self.responses.push(response),
             Effect::StepEnded(report) => self.step_reports.push(report),
+            Effect::Author(call) => self.author_calls.push(call),
             Effect::AbortTools { calls } => {
                 self.aborted_tools.extend(&calls);
                 self.agenda.retain(|s| !calls.contains(&s.work.call()));

@@ -12,7 +12,6 @@ use crate::core::{
     ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
-use serde_json::Value;
 
 use crate::core::StateSource;
 

@@ -37,11 +37,13 @@ pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
+pub use data::cron::Cron;
 pub use rows::persisted::{
     ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
     SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
+pub use rows::schedule_row::{Repeat, ScheduleRow};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -54,6 +56,7 @@ pub use vocab::hooks::{
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
 pub use vocab::log_level::LogLevel;
+pub use vocab::schedule::{ScheduleError, ScheduleRequest, ScheduleWhen};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{
@@ -99,6 +102,8 @@ pub struct Core {
     last_closed: Option<turn::active::ClosedTurn>,
     next_call: CallId,
     timers: TimerTable,
+    /// The author's schedules (`admit/schedules.rs`).
+    schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
@@ -122,6 +127,10 @@ impl Core {
         let mut timers = TimerTable::default();
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
+        }
+        let schedules = data::schedule_table::ScheduleTable::restore(stored.schedules);
+        if let Some(at) = schedules.next_due() {
+            timers.set(Timer::Schedules, at);
         }
         let mut transcript = Transcript::load(history);
         let origins = queue
@@ -147,6 +156,7 @@ impl Core {
             last_closed: None,
             next_call: 1,
             timers,
+            schedules,
             effects: Vec::new(),
             log: Vec::new(),
         }
@@ -172,8 +182,9 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => {
-                // The author's alarm is disarmed when it fires (if it is due).
-                if timer != Timer::AuthorAlarm {
+                // The author's alarm and schedules are disarmed when they
+                // fire (if they are due).
+                if !matches!(timer, Timer::AuthorAlarm | Timer::Schedules) {
                     self.timers.clear(timer);
                 }
                 self.on_timer(timer);
@@ -334,9 +345,10 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
-            Timer::Heartbeat | Timer::AuthorAlarm => {
+            Timer::Heartbeat | Timer::AuthorAlarm | Timer::Schedules => {
                 self.on_heartbeat();
                 self.fire_author_alarm();
+                self.fire_schedules();
             }
             Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
                 self.on_model_timer(timer)

@@ -207,6 +207,7 @@ impl Core {
         self.terminal_error = None;
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
+        self.keep_schedules();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

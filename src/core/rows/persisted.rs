@@ -36,11 +36,13 @@ pub enum ConfigKey {
     AuthorAlarm,
     /// The compaction summary (`compaction.rs`).
     Summary,
+    /// The author's schedules (`schedule_row.rs`).
+    Schedules,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 10] = [
+    pub const ALL: [ConfigKey; 11] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -51,6 +53,7 @@ impl ConfigKey {
         ConfigKey::StreamApprovals,
         ConfigKey::AuthorAlarm,
         ConfigKey::Summary,
+        ConfigKey::Schedules,
     ];
 
     /// The row is one of the core's own shapes, stored with a shape version
@@ -75,6 +78,7 @@ impl ConfigKey {
             ConfigKey::StreamApprovals => "stream_approvals",
             ConfigKey::AuthorAlarm => "author_alarm",
             ConfigKey::Summary => "summary",
+            ConfigKey::Schedules => "schedules",
         }
     }
 }
@@ -247,6 +251,8 @@ pub struct StoredState {
     pub author_alarm: Option<u64>,
     /// The compaction summary in use.
     pub summary: Option<Summary>,
+    /// The author's schedules.
+    pub schedules: Vec<crate::core::rows::schedule_row::ScheduleRow>,
 }
 
 impl StoredState {
@@ -298,6 +304,10 @@ impl StoredState {
                 self.author_alarm = Some(row.at);
             }
             ConfigKey::Summary => self.summary = Some(decode(text)?),
+            ConfigKey::Schedules => {
+                let row: crate::core::rows::schedule_row::SchedulesRow = decode(text)?;
+                self.schedules = row.schedules;
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@ pub mod hooks;
 pub mod ids;
 pub mod limits;
 pub mod log_level;
+pub mod schedule;
 pub mod submit;
 pub mod tool_spec;
 pub mod turn_config;

@@ -113,6 +113,8 @@ pub struct Sim {
     pub log: Vec<LogEvent>,
     /// When the agent's own alarm ran (`Effect::AuthorAlarm`), in order.
     pub author_alarms: Vec<u64>,
+    /// Schedules the core asked to run: (when, name, payload).
+    pub schedule_runs: Vec<(u64, String, serde_json::Value)>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -187,6 +189,7 @@ impl Sim {
             misdelivered: Vec::new(),
             log: Vec::new(),
             author_alarms: Vec::new(),
+            schedule_runs: Vec::new(),
         }
     }
 
@@ -564,6 +567,9 @@ impl Sim {
                 }
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
+            Effect::RunSchedule { name, payload, .. } => {
+                self.schedule_runs.push((self.now, name, payload))
+            }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);

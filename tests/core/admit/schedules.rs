@@ -160,7 +160,7 @@ fn missed_periods_fire_once_after_a_long_absence() {
         .collect();
     assert_eq!(
         fired,
-        ["minute", "tick"],
+        ["tick", "minute"],
         "each once, not once per missed period"
     );
     let next: Vec<u64> = core.schedules().iter().map(|s| s.next_at).collect();

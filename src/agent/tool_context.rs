@@ -30,6 +30,10 @@ pub struct ToolContext {
     pub messages: Vec<UIMessage>,
     /// The agent's environment (`None` when the tool is called outside an agent).
     pub env: Option<AgentEnv>,
+    /// The agent running the tool (its storage, schedules, turns; `None`
+    /// when the tool is called outside an agent).
+    #[cfg(target_arch = "wasm32")]
+    pub agent: Option<super::handle::AgentHandle>,
 }
 
 impl std::fmt::Debug for ToolContext {

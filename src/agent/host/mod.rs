@@ -33,6 +33,7 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod debug_author;
 mod frames;
 mod model_stream;
 
@@ -60,6 +61,8 @@ pub struct AgentHost {
     authorize: Authorizer,
     on_request: RequestHook,
     on_author_alarm: AlarmHook,
+    /// The definition's schedule callbacks, by name.
+    schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
@@ -134,11 +137,19 @@ impl AgentHost {
             let alarms = alarms.clone();
             Box::pin(async move { alarms.on_alarm(agent).await })
         });
+        let mut schedule_callbacks = definition.schedule_callbacks();
+        if debug_tools {
+            schedule_callbacks.extend(debug_author::schedule_callbacks());
+        }
         let host = Rc::new(AgentHost {
             state,
             authorize,
             on_request,
             on_author_alarm,
+            schedule_callbacks: schedule_callbacks
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect(),
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
@@ -206,6 +217,9 @@ impl AgentHost {
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
+        }
+        if self.debug_tools && path.contains(debug_author::ROUTES) {
+            return debug_author::serve(req, self.handle()).await;
         }
         if self.debug_tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
             self.store.fail_next_message_write();
@@ -452,6 +466,11 @@ impl AgentHost {
                 let run = (self.on_author_alarm)(self.handle());
                 spawn_local(run);
             }
+            Effect::RunSchedule {
+                name,
+                callback,
+                payload,
+            } => self.run_schedule(&name, &callback, payload),
             Effect::AbortModel { call } => {
                 if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
                     controller.abort();
@@ -471,6 +490,7 @@ impl AgentHost {
                     abort: abort.signal(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
+                    agent: Some(self.handle()),
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {
@@ -518,6 +538,23 @@ impl AgentHost {
                 let on_chat_response = self.hooks.on_chat_response.clone();
                 spawn_local(on_chat_response(response));
             }
+        }
+    }
+
+    /// A schedule is due: its callback runs with its payload (a callback
+    /// the definition does not register, or a payload it cannot read, is
+    /// logged).
+    fn run_schedule(self: &Rc<Self>, name: &str, callback: &str, payload: serde_json::Value) {
+        let run = match self.schedule_callbacks.get(callback) {
+            Some(registered) => registered.start(payload, self.handle()),
+            None => Err(format!("no schedule callback `{callback}` is registered")),
+        };
+        match run {
+            Ok(run) => spawn_local(run),
+            Err(e) => self.log_line(
+                crate::log::LogLevel::Error,
+                &format!("schedule `{name}` could not run: {e}"),
+            ),
         }
     }
 
@@ -583,6 +620,10 @@ impl CoreHost for AgentHost {
 
     fn env(&self) -> &Env {
         &self.env
+    }
+
+    fn author_storage(&self) -> super::author_storage::AuthorStorage {
+        super::author_storage::AuthorStorage::new(self.state.storage().sql())
     }
 }
 

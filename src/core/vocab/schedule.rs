@@ -47,6 +47,8 @@ pub enum ScheduleError {
     TooMany,
     #[error("an interval is at least 1 second")]
     ZeroInterval,
+    #[error("the payload does not serialise: {0}")]
+    BadPayload(String),
     #[error("bad cron expression: {0}")]
     BadCron(String),
     #[error("the cron expression `{0}` is never due")]

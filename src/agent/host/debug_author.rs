@@ -2,7 +2,8 @@
 //! author's storage and schedules from outside, under `…/__debug/author/`:
 //! `sql` `{query, bindings}`, `kv-put` `{key, value}`, `kv-get?key=`,
 //! `schedule` `{name, callback, payload, when}`, `schedules`, `cancel`
-//! `{name}`. Callbacks: `record` appends its payload to the key-value entry
+//! `{name}`. A tool `kv_put {key, value}` writes the key-value store from a
+//! turn. Callbacks: `record` appends its payload to the key-value entry
 //! `fired`; `chat` submits its payload's `text` as a user message.
 
 use serde::Deserialize;
@@ -12,11 +13,35 @@ use worker::{Request, Response};
 use crate::agent::author_storage::SqlValue;
 use crate::agent::handle::AgentHandle;
 use crate::agent::schedule_callback::ScheduleCallback;
+use crate::agent::tool::ServerTool;
+use crate::agent::tool_context::ToolContext;
 use crate::core::ScheduleWhen;
 use crate::protocol::UIMessage;
 
 /// The path segment the routes live under.
 pub const ROUTES: &str = "/__debug/author/";
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct KvPutInput {
+    key: String,
+    value: Value,
+}
+
+/// The tool `DEBUG_TOOLS=1` adds: writes the key-value store.
+pub fn tools() -> Vec<ServerTool> {
+    vec![ServerTool::new(
+        "kv_put",
+        "Test only: stores `value` under `key` in the agent's key-value store.",
+        |input: KvPutInput, ctx: ToolContext| async move {
+            let agent = ctx.agent.ok_or("no agent")?;
+            agent
+                .storage()
+                .put(&input.key, &input.value)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(json!({ "stored": input.key }))
+        },
+    )]
+}
 
 #[derive(Deserialize)]
 struct SqlBody {

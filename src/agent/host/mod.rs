@@ -118,6 +118,7 @@ impl AgentHost {
         let mut tools = definition.tools();
         if debug_tools {
             tools.extend(super::debug_tools::tools());
+            tools.extend(debug_author::tools());
         }
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;

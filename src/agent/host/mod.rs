@@ -581,6 +581,9 @@ impl AgentHost {
     }
 
     pub fn on_alarm(self: &Rc<Self>) {
+        // The platform's alarm is spent once it fires: the next durable
+        // deadline is asked for again even if it did not move.
+        self.alarm_asked.set(None);
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 

@@ -33,3 +33,9 @@ pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall
 pub use crate::agent::{AgentHandle, AgentStub, Connection, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};
+
+#[cfg(target_arch = "wasm32")]
+pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
+/// The author's own storage and schedules (see `AgentHandle::storage` and
+/// `AgentHandle::schedule`).
+pub use crate::core::{Repeat, ScheduleError, ScheduleWhen};

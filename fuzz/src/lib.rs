@@ -390,7 +390,7 @@ impl Sim {
             // `carry_out` hands writes over as `Step::Write`.
             Effect::Store(op) => unreachable!("a write outside a batch: {op:?}"),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
-            Effect::AuthorAlarm => {}
+            Effect::AuthorAlarm | Effect::RunSchedule { .. } => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
             Effect::RunTool {
                 call, tool_call_id, ..

@@ -62,6 +62,13 @@ pub trait AgentDefinition: 'static {
         async {}
     }
 
+    /// The callbacks the agent's schedules run, by name (see
+    /// `AgentHandle::schedule`).
+    #[cfg(target_arch = "wasm32")]
+    fn schedule_callbacks(&self) -> Vec<super::schedule_callback::ScheduleCallback> {
+        Vec::new()
+    }
+
     /// Decides whether a request may open a socket or read the transcript.
     /// The default requires `?token=` to match `AUTH_TOKEN` when that is set.
     fn authorize(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {

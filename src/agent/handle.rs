@@ -26,6 +26,8 @@ pub(crate) trait CoreHost {
     fn carry_out_effects(self: Rc<Self>);
     /// The worker's environment.
     fn env(&self) -> &worker::Env;
+    /// The author's own storage (`author_storage.rs`).
+    fn author_storage(&self) -> super::author_storage::AuthorStorage;
 }
 
 /// A submission and where it stands (serialises as the status routes send
@@ -64,7 +66,7 @@ impl AgentHandle {
 
     /// Runs `f` on the core at the current time and carries out what it
     /// asked for.
-    fn with_core<R>(&self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+    pub(crate) fn with_core<R>(&self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
         let result = f(&mut self.host.core().borrow_mut(), self.now_ms());
         self.host.clone().carry_out_effects();
         result
@@ -153,5 +155,9 @@ impl AgentHandle {
     /// `Err(reason)`: refused, nothing changed.
     pub fn set_state(&self, state: Value) -> Result<(), String> {
         self.with_core(|core, now| core.set_state(state, now))
+    }
+
+    pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
+        self.host.author_storage()
     }
 }

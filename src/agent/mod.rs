@@ -17,6 +17,9 @@
 //!    `chat_agent!` macro that declares the Durable Object class.
 
 pub mod access;
+pub mod author_sql_guard;
+#[cfg(target_arch = "wasm32")]
+pub mod author_storage;
 #[cfg(target_arch = "wasm32")]
 mod author_hooks;
 #[cfg(target_arch = "wasm32")]
@@ -36,12 +39,16 @@ mod engine_config;
 #[cfg(target_arch = "wasm32")]
 pub mod handle;
 #[cfg(target_arch = "wasm32")]
+mod handle_schedules;
+#[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
 mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
+#[cfg(target_arch = "wasm32")]
+pub mod schedule_callback;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
@@ -52,11 +59,17 @@ pub use access::{Refusal, RequestInfo};
 pub use callable::{CallContext, Callable};
 #[cfg(target_arch = "wasm32")]
 pub use connection::Connection;
+#[cfg(target_arch = "wasm32")]
+pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
+pub use handle_schedules::Schedule;
+#[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
+#[cfg(target_arch = "wasm32")]
+pub use schedule_callback::ScheduleCallback;
 pub use settings::{AgentSettings, Vars};
 pub use tool::{ServerTool, ToolFuture, ToolHandler};
 pub use tool_context::{AbortSignal, AgentEnv, ToolContext};

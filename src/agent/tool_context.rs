@@ -31,8 +31,8 @@ pub struct ToolContext {
     pub messages: Vec<UIMessage>,
     /// The agent's environment (`None` when the tool is called outside an agent).
     pub env: Option<AgentEnv>,
-    /// The agent itself, e.g. to read or set its synced state (`None` when
-    /// the tool is called outside an agent).
+    /// The agent running the tool (its synced state, storage, schedules,
+    /// turns; `None` when the tool is called outside an agent).
     #[cfg(target_arch = "wasm32")]
     pub agent: Option<super::handle::AgentHandle>,
 }

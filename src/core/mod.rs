@@ -41,12 +41,14 @@ pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
+pub use data::cron::Cron;
 pub use rows::persisted::{
     AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
 pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
+pub use rows::schedule_row::{Repeat, ScheduleRow};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -63,6 +65,7 @@ pub use vocab::message_metadata::{
     standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
 };
 pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
+pub use vocab::schedule::{ScheduleError, ScheduleRequest, ScheduleWhen};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{
@@ -115,6 +118,8 @@ pub struct Core {
     synced: synced_state::value::SyncedState,
     /// Callable methods running, per connection.
     calls: callables::in_flight::CallsInFlight,
+    /// The author's schedules (`admit/schedules.rs`).
+    schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
@@ -138,6 +143,10 @@ impl Core {
         let mut timers = TimerTable::default();
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
+        }
+        let schedules = data::schedule_table::ScheduleTable::restore(stored.schedules);
+        if let Some(at) = schedules.next_due() {
+            timers.set(Timer::Schedules, at);
         }
         let mut transcript = Transcript::load(history);
         let origins = queue
@@ -170,6 +179,7 @@ impl Core {
             timers,
             synced,
             calls: Default::default(),
+            schedules,
             effects: Vec::new(),
             log: Vec::new(),
         }
@@ -195,8 +205,9 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => {
-                // The author's alarm is disarmed when it fires (if it is due).
-                if timer != Timer::AuthorAlarm {
+                // The author's alarm and schedules are disarmed when they
+                // fire (if they are due).
+                if !matches!(timer, Timer::AuthorAlarm | Timer::Schedules) {
                     self.timers.clear(timer);
                 }
                 self.on_timer(timer);
@@ -358,9 +369,10 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
-            Timer::Heartbeat | Timer::AuthorAlarm => {
+            Timer::Heartbeat | Timer::AuthorAlarm | Timer::Schedules => {
                 self.on_heartbeat();
                 self.fire_author_alarm();
+                self.fire_schedules();
             }
             Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
                 self.on_model_timer(timer)

@@ -36,6 +36,8 @@ use super::tool_context::{AbortController as ToolAbort, ToolContext};
 mod author_calls;
 #[cfg(feature = "debug-routes")]
 mod debug;
+#[cfg(feature = "debug-routes")]
+mod debug_author;
 mod frames;
 mod model_stream;
 
@@ -61,6 +63,8 @@ pub struct AgentHost {
     authorize: Authorizer,
     on_request: RequestHook,
     on_author_alarm: AlarmHook,
+    /// The definition's schedule callbacks, by name.
+    schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
@@ -129,6 +133,7 @@ impl AgentHost {
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(super::debug_tools::tools());
+            tools.extend(debug_author::tools());
         }
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
@@ -150,11 +155,21 @@ impl AgentHost {
             let alarms = alarms.clone();
             Box::pin(async move { alarms.on_alarm(agent).await })
         });
+        #[allow(unused_mut)]
+        let mut schedule_callbacks = definition.schedule_callbacks();
+        #[cfg(feature = "debug-routes")]
+        if debug.tools {
+            schedule_callbacks.extend(debug_author::schedule_callbacks());
+        }
         let host = Rc::new(AgentHost {
             state,
             authorize,
             on_request,
             on_author_alarm,
+            schedule_callbacks: schedule_callbacks
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect(),
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
@@ -225,6 +240,10 @@ impl AgentHost {
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
+        }
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools && path.contains(debug_author::ROUTES) {
+            return debug_author::serve(req, self.handle()).await;
         }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
@@ -459,6 +478,11 @@ impl AgentHost {
                 let run = (self.on_author_alarm)(self.handle());
                 spawn_local(run);
             }
+            Effect::RunSchedule {
+                name,
+                callback,
+                payload,
+            } => self.run_schedule(&name, &callback, payload),
             Effect::AbortModel { call } => {
                 if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
                     controller.abort();
@@ -537,6 +561,23 @@ impl AgentHost {
         }
     }
 
+    /// A schedule is due: its callback runs with its payload (a callback
+    /// the definition does not register, or a payload it cannot read, is
+    /// logged).
+    fn run_schedule(self: &Rc<Self>, name: &str, callback: &str, payload: serde_json::Value) {
+        let run = match self.schedule_callbacks.get(callback) {
+            Some(registered) => registered.start(payload, self.handle()),
+            None => Err(format!("no schedule callback `{callback}` is registered")),
+        };
+        match run {
+            Ok(run) => spawn_local(run),
+            Err(e) => self.log_line(
+                crate::log::LogLevel::Error,
+                &format!("schedule `{name}` could not run: {e}"),
+            ),
+        }
+    }
+
     /// The durable alarm outlives the isolate: a cut turn is woken by it.
     fn set_alarm(&self, at_ms: u64) {
         let storage = self.state.storage();
@@ -559,6 +600,9 @@ impl AgentHost {
     }
 
     pub fn on_alarm(self: &Rc<Self>) {
+        // The platform's alarm is spent once it fires: the next durable
+        // deadline is asked for again even if it did not move.
+        self.alarm_asked.set(None);
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
@@ -599,6 +643,10 @@ impl CoreHost for AgentHost {
 
     fn env(&self) -> &Env {
         &self.env
+    }
+
+    fn author_storage(&self) -> super::author_storage::AuthorStorage {
+        super::author_storage::AuthorStorage::new(self.state.storage().sql())
     }
 }
 

@@ -208,6 +208,7 @@ impl Core {
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
         self.keep_agent_state();
+        self.keep_schedules();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

@@ -120,6 +120,9 @@ pub enum Timer {
     /// The alarm the agent's own code scheduled (`author_alarm.rs`); durable,
     /// fired when the durable alarm finds it due.
     AuthorAlarm,
+    /// The earliest of the author's schedules (`admit/schedules.rs`);
+    /// durable, fired when the durable alarm finds it due.
+    Schedules,
     /// Checks that the running model stream is still producing events.
     ModelStall,
     /// A model call that failed transiently is tried again.
@@ -135,7 +138,10 @@ pub enum Timer {
 impl Timer {
     /// Must survive the isolate (mapped onto the durable alarm).
     pub fn is_durable(self) -> bool {
-        matches!(self, Timer::Heartbeat | Timer::AuthorAlarm)
+        matches!(
+            self,
+            Timer::Heartbeat | Timer::AuthorAlarm | Timer::Schedules
+        )
     }
 }
 
@@ -172,6 +178,13 @@ pub enum Effect {
     /// The alarm the agent's own code scheduled is due: run its `on_alarm`
     /// (once; its stored row is already gone).
     AuthorAlarm,
+    /// Schedule `name` is due: run the definition's callback `callback`
+    /// with `payload` (once; its stored row already moved on).
+    RunSchedule {
+        name: String,
+        callback: String,
+        payload: Value,
+    },
     /// Ask the parent agent on channel `conn` to run one of this turn's client
     /// tools; its answer comes back as `Event::ToolDone`.
     CallRemoteTool {

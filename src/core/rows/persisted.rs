@@ -38,11 +38,13 @@ pub enum ConfigKey {
     Summary,
     /// The agent's synced state (`synced_state/`).
     AgentState,
+    /// The author's schedules (`schedule_row.rs`).
+    Schedules,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 11] = [
+    pub const ALL: [ConfigKey; 12] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -54,6 +56,7 @@ impl ConfigKey {
         ConfigKey::AuthorAlarm,
         ConfigKey::Summary,
         ConfigKey::AgentState,
+        ConfigKey::Schedules,
     ];
 
     /// The row is one of the core's own shapes, stored with a shape version
@@ -79,6 +82,7 @@ impl ConfigKey {
             ConfigKey::AuthorAlarm => "author_alarm",
             ConfigKey::Summary => "summary",
             ConfigKey::AgentState => "agent_state",
+            ConfigKey::Schedules => "schedules",
         }
     }
 }
@@ -257,6 +261,8 @@ pub struct StoredState {
     pub author_alarm: Option<u64>,
     /// The compaction summary in use.
     pub summary: Option<Summary>,
+    /// The author's schedules.
+    pub schedules: Vec<crate::core::rows::schedule_row::ScheduleRow>,
     /// The agent's synced state, once one was set.
     pub agent_state: Option<Value>,
 }
@@ -319,6 +325,10 @@ impl StoredState {
             ConfigKey::AgentState => {
                 let row: AgentStateRow = decode(text)?;
                 self.agent_state = Some(row.state);
+            }
+            ConfigKey::Schedules => {
+                let row: crate::core::rows::schedule_row::SchedulesRow = decode(text)?;
+                self.schedules = row.schedules;
             }
         }
         Ok(())

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod log_level;
 pub mod message_metadata;
 pub mod step_config;
+pub mod schedule;
 pub mod submit;
 pub mod tool_spec;
 pub mod turn_config;

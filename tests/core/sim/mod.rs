@@ -117,6 +117,8 @@ pub struct Sim {
     pub author_alarms: Vec<u64>,
     /// What the core asked of the author's code (`Effect::Author`), in order.
     pub author_calls: Vec<AuthorCall>,
+    /// Schedules the core asked to run: (when, name, payload).
+    pub schedule_runs: Vec<(u64, String, serde_json::Value)>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -193,6 +195,7 @@ impl Sim {
             log: Vec::new(),
             author_alarms: Vec::new(),
             author_calls: Vec::new(),
+            schedule_runs: Vec::new(),
         }
     }
 
@@ -575,6 +578,9 @@ impl Sim {
                 }
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
+            Effect::RunSchedule { name, payload, .. } => {
+                self.schedule_runs.push((self.now, name, payload))
+            }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);

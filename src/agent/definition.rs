@@ -12,7 +12,6 @@ use crate::core::{
     ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
-
 use crate::core::StateSource;
 
 use super::access::{require_token, Refusal, RequestInfo};

@@ -17,11 +17,11 @@
 //!    `chat_agent!` macro that declares the Durable Object class.
 
 pub mod access;
+#[cfg(target_arch = "wasm32")]
+mod author_hooks;
 pub mod author_sql_guard;
 #[cfg(target_arch = "wasm32")]
 pub mod author_storage;
-#[cfg(target_arch = "wasm32")]
-mod author_hooks;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
@@ -56,11 +56,11 @@ pub mod tool;
 pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
+#[cfg(target_arch = "wasm32")]
+pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use callable::{CallContext, Callable};
 #[cfg(target_arch = "wasm32")]
 pub use connection::Connection;
-#[cfg(target_arch = "wasm32")]
-pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};

@@ -47,8 +47,8 @@ pub use rows::persisted::{
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
-pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use rows::schedule_row::{Repeat, ScheduleRow};
+pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -64,8 +64,8 @@ pub use vocab::log_level::LogLevel;
 pub use vocab::message_metadata::{
     standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
 };
-pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
 pub use vocab::schedule::{ScheduleError, ScheduleRequest, ScheduleWhen};
+pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{

@@ -22,8 +22,8 @@ use crate::protocol::server;
 use crate::store::SqlStore;
 
 use super::access::{request_info, Refusal, RequestInfo};
-use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
 use super::author_hooks::AuthorHooks;
+use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
 use super::connection::{Attachment, Connection};
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};

@@ -9,11 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { workerFor, waitUntil, tab, rid } from '../support/e2e.mjs';
-import { chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
+import { chatRequest, userMessage, isDone, getMessages, TEST_BUILD_DIR } from '../support/harness.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 15000;
-const DEBUG = { bindings: { DEBUG_TOOLS: '1' } };
+const DEBUG = { bindings: { DEBUG_TOOLS: '1' }, buildDir: TEST_BUILD_DIR };
 
 const route = (room, name) => `/agents/chat-agent/${room}/__debug/author/${name}`;
 

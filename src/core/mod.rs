@@ -17,6 +17,7 @@ mod admit;
 pub mod contract;
 pub mod data;
 mod logging;
+mod mcp;
 mod recovery;
 pub mod rows;
 mod turn;
@@ -102,6 +103,8 @@ pub struct Core {
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
+    /// The MCP servers' frame and tools, as the host last set them.
+    mcp: mcp::McpView,
 }
 
 impl Core {
@@ -149,6 +152,7 @@ impl Core {
             timers,
             effects: Vec::new(),
             log: Vec::new(),
+            mcp: mcp::McpView::default(),
         }
     }
 

@@ -44,7 +44,8 @@ impl Core {
         }
         let identity = server::identity(&self.config.name, &self.config.agent);
         self.send_to(vec![conn.clone()], identity);
-        self.send_to(vec![conn], server::mcp_servers());
+        let mcp = self.mcp_frame();
+        self.send_to(vec![conn], mcp);
     }
 
     /// A tab that connects during a recovery learns of it (after the offer or transcript).

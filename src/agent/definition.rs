@@ -10,6 +10,8 @@ use crate::core::{
     TurnContext,
 };
 
+use crate::mcp::McpServer;
+
 use super::access::{require_token, Refusal, RequestInfo};
 #[cfg(target_arch = "wasm32")]
 use super::handle::AgentHandle;
@@ -31,6 +33,13 @@ pub trait AgentDefinition: 'static {
     }
 
     fn tools(&self) -> Vec<ServerTool> {
+        Vec::new()
+    }
+
+    /// MCP servers the agent is always connected to (connected on every
+    /// start; their tools are offered as `mcp_<id>_<tool>`). Servers added
+    /// at run time go through `AgentHandle::add_mcp_server`.
+    fn mcp_servers(&self) -> Vec<McpServer> {
         Vec::new()
     }
 

@@ -47,6 +47,8 @@ const MIGRATIONS: &[&[&str]] = &[
         "CREATE INDEX chat_tool_calls_by_message ON chat_tool_calls(message_id)",
         "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) SELECT json_extract(p.value, '$.toolCallId'), m.id FROM (SELECT id, body FROM chat_messages WHERE pieces = 1 AND json_valid(body) AND json_extract(body, '$.role') = 'assistant' AND json_type(body, '$.parts') = 'array') AS m, json_each(m.body, '$.parts') AS p WHERE p.type = 'object' AND json_type(p.value, '$.toolCallId') = 'text'",
     ],
+    // 6: the MCP servers the agent's code added (see store::mcp_servers).
+    &["CREATE TABLE chat_mcp_servers (id TEXT PRIMARY KEY, record TEXT NOT NULL)"],
 ];
 
 /// The version this build writes.

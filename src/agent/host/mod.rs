@@ -34,6 +34,8 @@ use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
 mod frames;
+mod mcp;
+mod mcp_http;
 mod model_stream;
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
@@ -89,6 +91,8 @@ pub struct AgentHost {
     /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
     /// (see `channel_auth.rs`).
     channel_secret: Option<String>,
+    /// The MCP servers the agent is connected to (see `mcp.rs`).
+    mcp: mcp::McpClients,
 }
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
@@ -120,6 +124,7 @@ impl AgentHost {
         let stored = store.load()?;
         let name = stored_name(&store);
         let config = core_config(&definition, &settings, &tools, &name, agent);
+        let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
@@ -159,10 +164,12 @@ impl AgentHost {
             debug_memory,
             debug_tools,
             channel_secret,
+            mcp,
         });
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
+        host.start_mcp(definition.mcp_servers());
         Ok(host)
     }
 
@@ -465,7 +472,9 @@ impl AgentHost {
             } => {
                 let host = self.clone();
                 let tool = self.tools.get(&tool_name).cloned();
+                let mcp_tool = self.mcp_tool(&tool_name).filter(|_| tool.is_none());
                 let abort = ToolAbort::default();
+                let signal = abort.signal();
                 let ctx = ToolContext {
                     tool_call_id: tool_call_id.clone(),
                     abort: abort.signal(),
@@ -474,9 +483,10 @@ impl AgentHost {
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {
-                    let result = match tool {
-                        Some(tool) => tool.call_with(input, ctx).await,
-                        None => Err(format!("Tool '{tool_name}' is not available.")),
+                    let result = match (tool, mcp_tool) {
+                        (Some(tool), _) => tool.call_with(input, ctx).await,
+                        (None, Some(target)) => host.call_mcp_tool(target, input, signal).await,
+                        (None, None) => Err(format!("Tool '{tool_name}' is not available.")),
                     };
                     host.tool_runs.borrow_mut().remove(&call);
                     host.dispatch(Event::ToolDone {
@@ -510,6 +520,7 @@ impl AgentHost {
                 let host = self.clone();
                 let before_turn = self.hooks.before_turn.clone();
                 spawn_local(async move {
+                    host.mcp_ready_for_turn().await;
                     let config = before_turn(context).await;
                     host.dispatch(Event::TurnPrepared { turn, config });
                 });
@@ -583,6 +594,18 @@ impl CoreHost for AgentHost {
 
     fn env(&self) -> &Env {
         &self.env
+    }
+
+    fn add_mcp_server(self: Rc<Self>, server: crate::mcp::McpServer) -> Result<String, String> {
+        AgentHost::add_mcp_server(&self, server)
+    }
+
+    fn remove_mcp_server(self: Rc<Self>, name: &str) -> Result<bool, String> {
+        AgentHost::remove_mcp_server(&self, name)
+    }
+
+    fn mcp_servers(&self) -> Vec<crate::mcp::ServerInfo> {
+        self.mcp_server_list()
     }
 }
 

@@ -36,10 +36,11 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
-    /// MCP servers the agent is always connected to (connected on every
-    /// start; their tools are offered as `mcp_<id>_<tool>`). Servers added
-    /// at run time go through `AgentHandle::add_mcp_server`.
-    fn mcp_servers(&self) -> Vec<McpServer> {
+    /// MCP servers the agent is always connected to, e.g. from a URL and a
+    /// token among the worker's vars and secrets (connected on every start;
+    /// their tools are offered as `mcp_<id>_<tool>`). Servers added at run
+    /// time go through `AgentHandle::add_mcp_server`.
+    fn mcp_servers(&self, _vars: &Vars) -> Vec<McpServer> {
         Vec::new()
     }
 

@@ -115,6 +115,7 @@ impl AgentHost {
         let debug_tools = lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1");
         let channel_secret = lookup(CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
         let settings = definition.settings(&Vars(&lookup));
+        let declared_mcp = definition.mcp_servers(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
         let mut tools = definition.tools();
         if debug_tools {
@@ -169,7 +170,7 @@ impl AgentHost {
         HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
-        host.start_mcp(definition.mcp_servers());
+        host.start_mcp(declared_mcp);
         Ok(host)
     }
 

@@ -244,6 +244,27 @@ mod tests {
     }
 
     #[test]
+    fn a_list_changed_notification_on_an_answer_is_noted_once() {
+        let mut s = Session::new("http://x/mcp", &[]);
+        let call = s.call_tool("add", Value::Null);
+        let body: Value = serde_json::from_str(call.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["params"]["arguments"], json!({}));
+        let reply = McpReply {
+            status: 200,
+            content_type: Some("text/event-stream".into()),
+            session_id: None,
+            body: format!(
+                "data: {}\n\ndata: {}\n\n",
+                json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+                json!({"jsonrpc":"2.0","id":call.id,"result":{"content":[]}})
+            ),
+        };
+        assert_eq!(s.read(&call, &reply), Ok(json!({"content": []})));
+        assert!(s.take_tools_changed());
+        assert!(!s.take_tools_changed());
+    }
+
+    #[test]
     fn an_ended_session_is_forgotten() {
         let mut s = Session::new("http://x/mcp", &[]);
         let init = s.initialize();

@@ -3,8 +3,9 @@
 // Covers: the declared server's state and tools seen by the stock `agents` client
 // (`onMcpUpdate`), its tools offered to the model under `mcp_<server>_<tool>`, calls routed to
 // the server with their results stored (structured, error, image), a server that goes away
-// mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token that
-// is reconnected after a runtime restart, and its removal.
+// mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token (a
+// wrong one seen as a failure with its reason) that is reconnected after a runtime restart, and
+// its removal.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -113,6 +114,11 @@ test('a server added at run time with a bearer token is stored, reconnected afte
 
   const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
   assert.equal(refused.status, 400);
+  // A wrong token: the server refuses the handshake and the tabs see why.
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
+  const refusedFrame = await mcpFrame(c, (m) => m.servers['remote-tools']?.state === 'failed');
+  assert.equal(refusedFrame.mcp.servers['remote-tools'].error, 'HTTP 401: missing or wrong bearer token');
+  // The same name and URL with the right token: updated and connected again.
   const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
   assert.equal(added.status, 201);
   assert.deepEqual(await added.json(), { id: 'remote-tools' });

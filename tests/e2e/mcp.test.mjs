@@ -1,6 +1,6 @@
 // MCP servers end to end: the built worker under Miniflare, the repository's MCP server on the
 // official TypeScript SDK (tests/support/mcp-server.mjs), the scripted model and real sockets.
-// Covers: the declared server's state and tools seen by the stock `agents` client
+// Covers: the declared server's state and tools (read page by page) seen by the stock `agents` client
 // (`onMcpUpdate`), its tools offered to the model under `mcp_<server>_<tool>`, calls routed to
 // the server with their results stored (structured, error, image), a server that goes away
 // mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token (a
@@ -146,4 +146,17 @@ test('a server added at run time with a bearer token is stored, reconnected afte
   await w.restart();
   const last = await tab(w, room);
   assert.deepEqual(last.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {}, 'a removed server stays removed');
+});
+
+test('a server that lists its tools in pages has every page read and every tool offered', async (t) => {
+  const mcp = await mcpServerFor(t, { pageSize: 1 });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const c = await tab(w, `mcp-${rid()}`);
+  const frame = await mcpFrame(c, ready('demo'));
+  assert.deepEqual(mcp.listings, [null, '1', '2', '3']);
+  assert.deepEqual(frame.mcp.tools.map((tool) => tool.name), ['add', 'echo', 'fail', 'picture']);
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), 'which tools?')]));
+  await c.waitFor(isDone(id), 20000);
+  assert.deepEqual(offeredTools(w.model.requests.at(-1)).filter((n) => n.startsWith('mcp_')), ['mcp_demo_add', 'mcp_demo_echo', 'mcp_demo_fail', 'mcp_demo_picture']);
 });

@@ -1,7 +1,8 @@
 // A small MCP server for the demo and the end-to-end tests, built on the official TypeScript SDK
 // (`@modelcontextprotocol/sdk`) over its Streamable HTTP transport, one session per client.
 // Owns: the tools `add` (text and structured content), `echo`, `fail` (a tool error) and
-// `picture` (an image and text), the call log (GET /__calls), an optional bearer token, and the CLI
+// `picture` (an image and text), the call log (GET /__calls), an optional bearer token, `tools/list`
+// in pages of `pageSize` tools (cursor: the next index) when asked, and the CLI
 // `node tests/support/mcp-server.mjs [--port 8790] [--host 127.0.0.1] [--token T]`
 // (serves POST/GET/DELETE /mcp).
 
@@ -10,12 +11,13 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 /** An 8×8 red PNG, base64 (for `picture`). */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAIAQMAAAD+wSzIAAAABlBMVEX/AAD///9BHTQRAAAADklEQVQI12P4z8BQDwAEgAF/QualIQAAAABJRU5ErkJggg==';
 
-function toolServer(calls) {
+function toolServer(calls, pageSize) {
   const server = new McpServer({ name: 'durable-chat-test-tools', version: '1.0.0' }, { instructions: 'Small arithmetic and echo tools.' });
   const logged = (name, run) => async (args) => {
     calls.push({ name, args });
@@ -41,14 +43,26 @@ function toolServer(calls) {
     description: 'Draws a small picture.',
     inputSchema: {},
   }, logged('picture', () => ({ content: [{ type: 'image', mimeType: 'image/png', data: PNG }, { type: 'text', text: 'a red square' }] })));
+  if (pageSize) {
+    // The SDK lists every tool at once; its own listing (kept in its handler map) is cut in pages.
+    const listAll = server.server._requestHandlers.get('tools/list');
+    server.server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
+      const { tools } = await listAll({ method: 'tools/list', params: {} }, extra);
+      const start = Number(request.params?.cursor ?? 0);
+      const next = start + pageSize;
+      return { tools: tools.slice(start, next), ...(next < tools.length ? { nextCursor: String(next) } : {}) };
+    });
+  }
   return server;
 }
 
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
- * sessions (ids opened so far), close()}.
+ * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
+ * close()}.
  */
-export async function startMcpServer({ port = 0, host = '127.0.0.1', token } = {}) {
+export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize } = {}) {
+  const listings = [];
   const calls = [];
   const sessions = new Map();
   const opened = [];
@@ -86,9 +100,17 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token } = {
         transport.onclose = () => {
           if (transport.sessionId) sessions.delete(transport.sessionId);
         };
-        await toolServer(calls).connect(transport);
+        await toolServer(calls, pageSize).connect(transport);
       }
-      await transport.handleRequest(req, res);
+      if (req.method === 'POST') {
+        const chunks = [];
+        for await (const chunk of req) chunks.push(chunk);
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
+        if (body?.method === 'tools/list') listings.push(body.params?.cursor ?? null);
+        await transport.handleRequest(req, res, body);
+      } else {
+        await transport.handleRequest(req, res);
+      }
     } catch (err) {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(String(err?.message ?? err));
@@ -101,6 +123,7 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token } = {
     port: bound,
     calls,
     sessions: opened,
+    listings,
     async close() {
       for (const transport of sessions.values()) await transport.close().catch(() => {});
       httpServer.closeAllConnections?.();

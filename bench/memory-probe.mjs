@@ -5,7 +5,8 @@
 // Prints per agent: VmRSS growth, its split by /proc/<pid>/smaps mapping (the wasm linear
 // memory is its own large reservation, the V8 heap cage another, malloc'd C++ state — SQLite
 // connections and page caches, actor objects — lands in [heap]/anonymous arenas), our wasm
-// linear memory size (GET …/__debug/memory, served only with DEBUG_MEMORY=1) and, with --inspect,
+// linear memory size (GET …/__debug/memory, served only by the test build — bash scripts/build.sh
+// --test — with DEBUG_MEMORY=1) and, with --inspect,
 // the V8 JS heap after a forced GC.
 //
 //   node bench/memory-probe.mjs [--agents 30] [--history 50] [--workers ours,think,floor]

@@ -3,11 +3,13 @@
 # at local wasm-bindgen, wasm-opt (npm binaryen) and esbuild (npm) so it never downloads anything;
 # first bundles the demo page (demo/build.mjs). Run scripts/setup.sh first on a fresh machine.
 #
-#   bash scripts/build.sh [--dev|--release] [worker-build args…]
+#   bash scripts/build.sh [--dev|--release|--test] [worker-build args…]
 #
-# --release (the default; `wrangler deploy`, the tests, the benchmark): cargo profile `release`
-# (full LTO) and wasm-opt. --dev (the default when wrangler runs it for `wrangler dev`, which sets
-# WRANGLER_COMMAND=dev): cargo profile `wasm-dev` (no LTO, incremental) and no wasm-opt.
+# --release (the default; `wrangler deploy`): cargo profile `release` (full LTO) and wasm-opt.
+# --test (the end-to-end tests, the benchmark): the same, plus the cargo feature `debug-routes`
+# (the `DEBUG_TOOLS` / `DEBUG_MEMORY` switches and their routes, which a deploy never has).
+# --dev (the default when wrangler runs it for `wrangler dev`, which sets WRANGLER_COMMAND=dev):
+# cargo profile `wasm-dev` (no LTO, incremental) and no wasm-opt.
 # When no input changed since the last build of the same kind, nothing is rebuilt: wrangler dev runs
 # this command twice per start (once to find the entry point, once when its file watcher is ready).
 set -euo pipefail
@@ -22,6 +24,7 @@ MODE=release
 case "${1:-}" in
   --dev) MODE=dev; shift ;;
   --release) MODE=release; shift ;;
+  --test) MODE=test; shift ;;
 esac
 
 WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen || true)}"
@@ -85,6 +88,9 @@ fi
 if [ "$MODE" = dev ]; then
   echo "build: worker-build --profile wasm-dev --no-opt $*"
   worker-build --profile wasm-dev --no-opt "$@"
+elif [ "$MODE" = test ]; then
+  echo "build: worker-build --release . --features debug-routes $*"
+  worker-build --release . --features debug-routes "$@"
 else
   echo "build: worker-build --release $*"
   worker-build --release "$@"

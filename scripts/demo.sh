@@ -49,6 +49,13 @@ if [ "$has_base_url" = 0 ]; then
   VAR_ARGS+=(--var "OPENAI_BASE_URL:http://127.0.0.1:$MODEL_PORT/v1")
 fi
 
+# The demo's Coordinator reaches ChatAgents over the sub-agent channel, which is closed without a
+# CHANNEL_SECRET: a local run gets a random one unless the environment or .dev.vars sets it.
+if [ -z "${CHANNEL_SECRET:-}" ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]]*CHANNEL_SECRET[[:space:]]*=' .dev.vars; }; then
+  VAR_ARGS+=(--var "CHANNEL_SECRET:demo-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')")
+elif [ -n "${CHANNEL_SECRET:-}" ]; then
+  VAR_ARGS+=(--var "CHANNEL_SECRET:$CHANNEL_SECRET")
+fi
 if [ -z "${MCP_DEMO_URL+set}" ]; then
   echo "demo: starting the demo MCP server on 127.0.0.1:$MCP_PORT"
   node tests/support/mcp-server.mjs --host 127.0.0.1 --port "$MCP_PORT" &

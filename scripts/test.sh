@@ -22,9 +22,13 @@ python3 scripts/check-layers.py
 echo "== cargo test (native)"
 cargo test
 
-echo "== build worker (the quick build wrangler dev uses, then the release build the tests use)"
+echo "== cargo doc (the author's API pages build with no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
+echo "== build worker (the quick build wrangler dev uses, the release build a deploy uploads, then the test build: release + debug-routes)"
 bash scripts/build.sh --dev
 bash scripts/build.sh --release
+bash scripts/build.sh --test
 
 echo "== build the example agent (examples/support-agent, the crate as a library)"
 bash examples/support-agent/build.sh --dev

@@ -1,5 +1,11 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
-//! needs approval, bound as the `ChatAgent` Durable Object class.
+//! needs approval, a synced state with two callable methods
+//! (`shared_state.rs`), connection hooks (`connections.rs`), bound as the
+//! `ChatAgent` Durable Object class.
+
+#[cfg(target_arch = "wasm32")]
+mod connections;
+mod shared_state;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,6 +73,42 @@ impl AgentDefinition for DemoAgent {
         ]
     }
 
+    fn initial_state(&self) -> Option<serde_json::Value> {
+        Some(shared_state::initial_state())
+    }
+
+    fn validate_state(
+        &self,
+        next: &serde_json::Value,
+        _source: &crate::core::StateSource,
+    ) -> Result<(), String> {
+        shared_state::validate(next)
+    }
+
+    fn callables(&self) -> Vec<crate::agent::Callable> {
+        shared_state::callables()
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_connect(
+        &self,
+        connection: crate::agent::Connection,
+        request: crate::agent::RequestInfo,
+        _agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_connect(&connection, &request);
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn on_message(
+        &self,
+        connection: crate::agent::Connection,
+        text: String,
+        agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_message(&connection, &text, &agent);
+    }
+
     /// The demo's own routes (after the token check): `POST …/submit`
     /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
     /// submission), `GET …/submissions/<id>` reads its status,
@@ -99,9 +141,15 @@ mod routes {
     use serde::Deserialize;
     use worker::{Method, Request, Response};
 
+    use crate::agent::body::{read_json, refusal};
     use crate::agent::{AgentHandle, SubmitOptions};
     use crate::mcp::McpServer;
     use crate::protocol::UIMessage;
+
+    /// The most a submit body may hold (its text is one message).
+    const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
+    /// A schedule body is a number.
+    const SCHEDULE_BODY_LIMIT: usize = 1024;
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -169,12 +217,15 @@ mod routes {
         let path = req.path();
         let post = req.method() == Method::Post;
         if post && path.ends_with("/submit") {
-            let submit: Submit = match req.json().await {
+            let submit: Submit = match read_json(&mut req, SUBMIT_BODY_LIMIT).await {
                 Ok(submit) => submit,
-                Err(e) => return Response::error(format!("bad submit body: {e}"), 400).map(Some),
+                Err(e) => return refusal(&e).map(Some),
             };
             let options = SubmitOptions {
                 idempotency_key: submit.idempotency_key,
+                // Anyone who passes `authorize` reaches this route: its keys
+                // are kept apart from the agent's own.
+                caller: Some("http".into()),
                 ..Default::default()
             };
             // An empty id: the agent gives the message one.
@@ -185,9 +236,9 @@ mod routes {
             };
         }
         if post && path.ends_with("/schedule") {
-            let schedule: Schedule = match req.json().await {
+            let schedule: Schedule = match read_json(&mut req, SCHEDULE_BODY_LIMIT).await {
                 Ok(schedule) => schedule,
-                Err(e) => return Response::error(format!("bad schedule body: {e}"), 400).map(Some),
+                Err(e) => return refusal(&e).map(Some),
             };
             let at = agent.now_ms().saturating_add(schedule.in_ms);
             agent.schedule_alarm(Some(at));

@@ -4,18 +4,21 @@
 //! types, the handle and submissions, sub-agents, MCP servers, the worker's
 //! router and the `chat_agent!` macro.
 
+pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
-    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, Refusal, RequestInfo, ServerTool,
-    ToolContext, ToolFuture, Vars,
+    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, CallContext, Callable, Refusal,
+    RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
 };
 pub use crate::chat_agent;
+pub use crate::core::StateSource;
 pub use crate::core::{
-    ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy, CoreSettings,
-    ErrorDisposition, Limits, LogLevel, RecoveryConfig, RetryPolicy, SubmissionStatus, SubmitError,
-    ToolCall, ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
+    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
+    CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
+    StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
+    ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
 };
 pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
-pub use crate::model::ModelSettings;
+pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
 pub use crate::protocol::{ClientToolSchema, UIMessage};
 pub use crate::routing::check_agent_name;
 
@@ -24,8 +27,16 @@ pub use crate::routing::check_agent_name;
 pub use crate::core::{Compact, CompactionInput};
 
 #[cfg(target_arch = "wasm32")]
+pub use crate::agent::body::{read_bytes, read_json, read_text};
+#[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::{AgentHandle, AgentStub, Submission, SubmitOptions};
+pub use crate::agent::{AgentHandle, AgentStub, Connection, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};
+
+#[cfg(target_arch = "wasm32")]
+pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
+/// The author's own storage and schedules (see `AgentHandle::storage` and
+/// `AgentHandle::schedule`).
+pub use crate::core::{Repeat, ScheduleError, ScheduleWhen};

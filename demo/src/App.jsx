@@ -4,6 +4,7 @@ import { agentName, token, version } from './config.js';
 import { Chat } from './components/Chat.jsx';
 import { ErrorBoundary } from './components/ErrorBoundary.jsx';
 import { ConnectionBadge } from './components/ConnectionBadge.jsx';
+import { AgentState } from './components/AgentState.jsx';
 
 const query = token ? { token } : undefined;
 
@@ -33,6 +34,7 @@ export function App() {
           <ConnectionBadge state={connection} />
         </div>
       </header>
+      <AgentState agent={agent} />
       <ErrorBoundary>
         <Suspense fallback={<p className="loading" data-testid="loading">Loading conversation…</p>}>
           <Chat agent={agent} connection={connection} />

@@ -390,7 +390,7 @@ impl Sim {
             // `carry_out` hands writes over as `Step::Write`.
             Effect::Store(op) => unreachable!("a write outside a batch: {op:?}"),
             Effect::CallModel { call, .. } => self.model_calls.push(call),
-            Effect::AuthorAlarm => {}
+            Effect::AuthorAlarm | Effect::RunSchedule { .. } => {}
             Effect::AbortModel { call } => self.model_calls.retain(|c| *c != call),
             Effect::RunTool {
                 call, tool_call_id, ..
@@ -399,7 +399,11 @@ impl Sim {
                 call, tool_call_id, ..
             } => self.tool_runs.push((call, tool_call_id)),
             // Hooks: this agent has none (no turn is prepared by a host).
-            Effect::PrepareTurn { .. } | Effect::TurnEnded(_) | Effect::AbortTools { .. } => {}
+            Effect::PrepareTurn { .. }
+            | Effect::TurnEnded(_)
+            | Effect::StepEnded(_)
+            | Effect::AbortTools { .. }
+            | Effect::Author(_) => {}
         }
     }
 

@@ -5,14 +5,20 @@
 #[cfg(target_arch = "wasm32")]
 use std::future::Future;
 
+use serde_json::{Map, Value};
+
 use crate::core::{
-    ChatError, ChatResponse, ErrorDisposition, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig,
-    TurnContext,
+    ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
+    ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use crate::mcp::McpServer;
+use crate::core::StateSource;
 
 use super::access::{require_token, Refusal, RequestInfo};
+use super::callable::Callable;
+#[cfg(target_arch = "wasm32")]
+use super::connection::Connection;
 #[cfg(target_arch = "wasm32")]
 use super::handle::AgentHandle;
 use super::settings::{AgentSettings, Vars};
@@ -64,6 +70,13 @@ pub trait AgentDefinition: 'static {
         async {}
     }
 
+    /// The callbacks the agent's schedules run, by name (see
+    /// `AgentHandle::schedule`).
+    #[cfg(target_arch = "wasm32")]
+    fn schedule_callbacks(&self) -> Vec<super::schedule_callback::ScheduleCallback> {
+        Vec::new()
+    }
+
     /// Decides whether a request may open a socket or read the transcript.
     /// The default requires `?token=` to match `AUTH_TOKEN` when that is set.
     fn authorize(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
@@ -81,8 +94,32 @@ pub trait AgentDefinition: 'static {
     }
 
     /// Called once a turn ended and its answer is stored: its outcome, the
-    /// ids of the messages it answered and of its answer, its request id.
+    /// ids of the messages it answered and of its answer, its request id,
+    /// its steps and the tokens they used.
     async fn on_chat_response(&self, _response: ChatResponse) {}
+
+    /// Changes one model step (its number, the turn's model, the tools the
+    /// model called in the step before and the tokens used so far are in
+    /// `ctx`): its model, system prompt, the tools it offers (of the
+    /// turn's) and the tool choice. Called as each step begins; the next
+    /// step is back to the turn's settings unless it changes them again.
+    fn before_step(&self, _ctx: &StepContext) -> StepConfig {
+        StepConfig::default()
+    }
+
+    /// Called as each model step ends (its tool calls routed, server tools
+    /// run): the step's number, model, finish reason, the tools it called,
+    /// the tokens its call used, and whether another step follows.
+    async fn on_step_end(&self, _step: StepReport) {}
+
+    /// Writes metadata on the answer (`message.metadata` on the stored
+    /// message and in the tabs): the fields returned at each moment — the
+    /// answer's start, each step's end, the turn's finish — are merged into
+    /// it. The default writes none; `standard_message_metadata` writes
+    /// `createdAt`, `model` and the turn's token `usage`.
+    fn message_metadata(&self, _moment: &MetadataMoment<'_>) -> Option<Map<String, Value>> {
+        None
+    }
 
     /// Called for a turn that is about to fail. `Retry` sends the failed
     /// model call again (when `error.retryable`: it streamed nothing and the
@@ -111,5 +148,66 @@ pub trait AgentDefinition: 'static {
     /// default): older messages are left out without a summary.
     fn compaction(&self) -> Option<crate::core::Compact> {
         None
+    }
+
+    // ---- the agent as a whole: synced state, callables, connections ----
+
+    /// The synced state before anything set one (every tab gets the state
+    /// on connect). `None` (the default): no state until one is set.
+    fn initial_state(&self) -> Option<Value> {
+        None
+    }
+
+    /// Decides a state change (a tab's `setState` or the agent's own)
+    /// before it is stored. `Err(reason)`: refused; the tab that sent it is
+    /// told `reason` (`cf_agent_state_error`), nothing is stored or sent.
+    fn validate_state(&self, _next: &Value, _source: &StateSource) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Called after a state change was stored and sent to the tabs.
+    #[cfg(target_arch = "wasm32")]
+    fn on_state_changed(
+        &self,
+        _state: Value,
+        _source: StateSource,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// The methods a connected client may call (`agent.call`, `agent.stub`).
+    fn callables(&self) -> Vec<Callable> {
+        Vec::new()
+    }
+
+    /// A tab connected (after its connect frames): its request's path,
+    /// query and headers, and the connection, whose own state you may set.
+    #[cfg(target_arch = "wasm32")]
+    fn on_connect(
+        &self,
+        _connection: Connection,
+        _request: RequestInfo,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// A tab's socket closed.
+    #[cfg(target_arch = "wasm32")]
+    fn on_close(&self, _connection: Connection, _agent: AgentHandle) -> impl Future<Output = ()> {
+        async {}
+    }
+
+    /// A text frame of a type neither the chat nor the agent's state and
+    /// calls use (the author's own frames).
+    #[cfg(target_arch = "wasm32")]
+    fn on_message(
+        &self,
+        _connection: Connection,
+        _text: String,
+        _agent: AgentHandle,
+    ) -> impl Future<Output = ()> {
+        async {}
     }
 }

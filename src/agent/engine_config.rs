@@ -7,7 +7,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, ToolCall, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport, ToolCall,
+    ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
@@ -21,11 +22,12 @@ use super::tool::ServerTool;
 pub struct AsyncHooks {
     pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
     pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
+    pub on_step_end: Rc<dyn Fn(StepReport) -> LocalBoxFuture<'static, ()>>,
 }
 
 impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
-        let (prepare, respond) = (definition.clone(), definition.clone());
+        let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
         AsyncHooks {
             before_turn: Rc::new(move |ctx| {
                 let definition = prepare.clone();
@@ -34,6 +36,10 @@ impl AsyncHooks {
             on_chat_response: Rc::new(move |response| {
                 let definition = respond.clone();
                 Box::pin(async move { definition.on_chat_response(response).await })
+            }),
+            on_step_end: Rc::new(move |report| {
+                let definition = step.clone();
+                Box::pin(async move { definition.on_step_end(report).await })
             }),
         }
     }
@@ -55,6 +61,7 @@ pub fn core_config<D: AgentDefinition>(
     config.settings = settings.turns.clone();
     config.prepare_turn = true;
     let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
         on_chat_error: Some(Rc::new(move |error: &ChatError| {
             errors.on_chat_error(error)
@@ -64,6 +71,10 @@ pub fn core_config<D: AgentDefinition>(
         })),
         after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
             after.after_tool_call(call, result)
+        })),
+        before_step: Some(Rc::new(move |ctx: &StepContext| step.before_step(ctx))),
+        message_metadata: Some(Rc::new(move |moment: &MetadataMoment<'_>| {
+            metadata.message_metadata(moment)
         })),
     };
     config.compact = definition.compaction();

@@ -33,6 +33,8 @@ pub(crate) trait CoreHost {
     fn remove_mcp_server(self: Rc<Self>, name: &str) -> Result<bool, String>;
     /// The MCP servers and where each stands.
     fn mcp_servers(&self) -> Vec<ServerInfo>;
+    /// The author's own storage (`author_storage.rs`).
+    fn author_storage(&self) -> super::author_storage::AuthorStorage;
 }
 
 /// A submission and where it stands (serialises as the status routes send
@@ -42,9 +44,17 @@ pub type Submission = SubmissionRecord;
 /// Options of [`AgentHandle::submit_messages`].
 #[derive(Debug, Clone, Default)]
 pub struct SubmitOptions {
-    /// A second submit with the same key returns the first submission
-    /// (kept across restarts, for the last 256 submissions); at most 256 bytes.
+    /// A second submit with the same key and the same messages (and body)
+    /// returns the first submission (kept across restarts, for the last 256
+    /// submissions); the same key with other messages is refused as a
+    /// conflict. At most 256 bytes.
     pub idempotency_key: Option<String>,
+    /// Who the key belongs to: keys are compared only between submissions
+    /// of the same caller, so a route that strangers reach (name it, e.g.
+    /// `"http"` or the signed-in user) cannot replay or block the keys of
+    /// the agent's own code (`None`). Calls over an `AgentStub` are a caller
+    /// of their own (`stub:<caller>`).
+    pub caller: Option<String>,
     /// The custom body `before_turn` sees (`TurnContext::body`), as a
     /// tab's request body.
     pub body: Option<Map<String, Value>>,
@@ -63,7 +73,7 @@ impl AgentHandle {
 
     /// Runs `f` on the core at the current time and carries out what it
     /// asked for.
-    fn with_core<R>(&self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
+    pub(crate) fn with_core<R>(&self, f: impl FnOnce(&mut Core, u64) -> R) -> R {
         let result = f(&mut self.host.core().borrow_mut(), self.now_ms());
         self.host.clone().carry_out_effects();
         result
@@ -80,6 +90,7 @@ impl AgentHandle {
         let request = SubmitRequest {
             messages,
             idempotency_key: options.idempotency_key,
+            caller: options.caller,
             body: options.body,
         };
         self.with_core(|core, now| core.submit(request, now))
@@ -98,7 +109,10 @@ impl AgentHandle {
     }
 
     /// Appends `messages` to the transcript (a message whose id is stored
-    /// replaces it) and shows them to every tab, without a model turn.
+    /// replaces it) and shows them to every tab, without a model turn. The
+    /// tool parts of an assistant or system message must be settled and not
+    /// marked approved, unless left exactly as stored (see the trust model):
+    /// only the agent's own turn asks for an approval, only a person gives one.
     pub fn save_messages(&self, messages: Vec<UIMessage>) -> Result<Vec<String>, SubmitError> {
         self.with_core(|core, now| core.save(messages, now))
     }
@@ -156,5 +170,21 @@ impl AgentHandle {
     /// The MCP servers: id, name, URL, state, error, tool names.
     pub fn mcp_servers(&self) -> Vec<ServerInfo> {
         self.host.mcp_servers()
+    }
+
+    /// The agent's synced state (`None`: it has none yet).
+    pub fn state(&self) -> Option<Value> {
+        self.host.core().borrow().state().cloned()
+    }
+
+    /// Replaces the synced state: validated by the definition's
+    /// `validate_state`, stored, sent to every tab, then `on_state_changed`.
+    /// `Err(reason)`: refused, nothing changed.
+    pub fn set_state(&self, state: Value) -> Result<(), String> {
+        self.with_core(|core, now| core.set_state(state, now))
+    }
+
+    pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
+        self.host.author_storage()
     }
 }

@@ -3,11 +3,14 @@
 //!
 //! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
-//!    connect), `channel_auth` (the deployment's internal credential);
+//!    connect), `channel_auth` (the deployment's internal credential), `body`
+//!    (request bodies read under a limit);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
-//!    the host implements);
+//!    the host implements), `connection` (a socket as the author sees it),
+//!    `callable` (methods a client calls);
 //! 3. `definition` (the `AgentDefinition` trait an author implements);
 //! 4. `engine_config` (a definition turned into the core's configuration),
+//!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
 //!    (a parent's `chat()` to a child);
 //! 5. `host` (runs the core in a Durable Object), on top, with the
@@ -15,9 +18,19 @@
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
+mod author_hooks;
+pub mod author_sql_guard;
+#[cfg(target_arch = "wasm32")]
+pub mod author_storage;
+#[cfg(target_arch = "wasm32")]
 mod binding_model;
+pub mod body;
+pub mod callable;
 pub mod channel_auth;
+#[cfg(target_arch = "wasm32")]
+pub mod connection;
 #[doc(hidden)]
+#[cfg(feature = "debug-routes")]
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;
@@ -26,12 +39,16 @@ mod engine_config;
 #[cfg(target_arch = "wasm32")]
 pub mod handle;
 #[cfg(target_arch = "wasm32")]
+mod handle_schedules;
+#[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
 mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
+#[cfg(target_arch = "wasm32")]
+pub mod schedule_callback;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
@@ -39,11 +56,20 @@ pub mod tool;
 pub mod tool_context;
 
 pub use access::{Refusal, RequestInfo};
+#[cfg(target_arch = "wasm32")]
+pub use author_storage::{AuthorStorage, SqlValue, StorageError};
+pub use callable::{CallContext, Callable};
+#[cfg(target_arch = "wasm32")]
+pub use connection::Connection;
 pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
 #[cfg(target_arch = "wasm32")]
+pub use handle_schedules::Schedule;
+#[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
+#[cfg(target_arch = "wasm32")]
+pub use schedule_callback::ScheduleCallback;
 pub use settings::{AgentSettings, Vars};
 pub use tool::{ServerTool, ToolFuture, ToolHandler};
 pub use tool_context::{AbortSignal, AgentEnv, ToolContext};

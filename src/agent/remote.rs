@@ -14,11 +14,9 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response};
 
 use crate::protocol::UIMessage;
 
+use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
-
-/// The largest API request body an agent reads (a tab's frame limit).
-const MAX_API_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// One call, as sent: `{"op": "submit", …}`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -32,6 +30,8 @@ enum ApiCall {
             skip_serializing_if = "Option::is_none"
         )]
         idempotency_key: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         body: Option<Map<String, Value>>,
     },
@@ -71,19 +71,11 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
     if req.method() != Method::Post {
         return Response::error("POST a JSON call", 405);
     }
-    let text = req.text().await?;
-    if text.len() > MAX_API_BODY_BYTES {
-        return refuse(
-            &format!(
-                "call too large: {} bytes (limit {MAX_API_BODY_BYTES})",
-                text.len()
-            ),
-            413,
-        );
-    }
-    let call: ApiCall = match serde_json::from_str(&text) {
+    // The largest call read is a tab's frame limit.
+    let call: ApiCall = match read_json(&mut req, DEFAULT_BODY_LIMIT).await {
         Ok(call) => call,
-        Err(e) => return refuse(&format!("malformed call: {e}"), 400),
+        Err(e @ BodyError::Malformed(_)) => return refuse(&format!("malformed call: {e}"), 400),
+        Err(e) => return refuse(&format!("call refused: {e}"), e.status()),
     };
     let found = |s: Option<Submission>| match s {
         Some(s) => Response::from_json(&s),
@@ -93,10 +85,14 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
         ApiCall::Submit {
             messages,
             idempotency_key,
+            caller,
             body,
         } => {
+            // A stub's keys never meet those of the agent's own code.
+            let caller = Some(format!("stub:{}", caller.unwrap_or_default()));
             let options = SubmitOptions {
                 idempotency_key,
+                caller,
                 body,
             };
             match agent.submit_messages(messages, options) {
@@ -152,6 +148,7 @@ impl AgentStub {
         self.call(&ApiCall::Submit {
             messages,
             idempotency_key: options.idempotency_key,
+            caller: options.caller,
             body: options.body,
         })
         .await

@@ -1,8 +1,9 @@
 //! What a server tool's run receives besides its input: its tool call id, an
 //! abort signal that fires when the run is given up (its turn cancelled or
-//! cleared, its deadline passed), the turn's recent messages and the
-//! agent's environment. The signal is a single-threaded flag with wakers: a
-//! tool polls `is_aborted()` or awaits `aborted()` (e.g. in a `select`).
+//! cleared, its deadline passed), the turn's recent messages, the agent's
+//! environment and the agent itself. The signal is a single-threaded flag
+//! with wakers: a tool polls `is_aborted()` or awaits `aborted()` (e.g. in a
+//! `select`).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -30,6 +31,10 @@ pub struct ToolContext {
     pub messages: Vec<UIMessage>,
     /// The agent's environment (`None` when the tool is called outside an agent).
     pub env: Option<AgentEnv>,
+    /// The agent running the tool (its synced state, storage, schedules,
+    /// turns; `None` when the tool is called outside an agent).
+    #[cfg(target_arch = "wasm32")]
+    pub agent: Option<super::handle::AgentHandle>,
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -14,12 +14,14 @@
 // durable row shapes, the host contract, data structures that never name
 // `Core`, then the behaviours, one folder per concern.
 mod admit;
+mod callables;
 pub mod contract;
 pub mod data;
 mod logging;
 mod mcp;
 mod recovery;
 pub mod rows;
+mod synced_state;
 mod turn;
 pub mod vocab;
 
@@ -31,6 +33,8 @@ use serde_json::Value;
 use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
+pub use callables::in_flight::MAX_CALLS_IN_FLIGHT;
+pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
 pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_MESSAGES};
@@ -38,11 +42,14 @@ pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
+pub use data::cron::Cron;
 pub use rows::persisted::{
-    ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals, StreamRecord,
-    SubmissionRecord, SubmissionStatus, TerminalError,
+    AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
+    StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
+pub use rows::schedule_row::{Repeat, ScheduleRow};
+pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -55,10 +62,15 @@ pub use vocab::hooks::{
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
 pub use vocab::log_level::LogLevel;
+pub use vocab::message_metadata::{
+    standard_message_metadata, usage_json, MessageMetadata, MetadataMoment, StepReport,
+};
+pub use vocab::schedule::{ScheduleError, ScheduleRequest, ScheduleWhen};
+pub use vocab::step_config::{BeforeStep, StepConfig, StepContext};
 pub use vocab::submit::{SubmitError, SubmitRequest, KEPT_SUBMISSIONS};
 pub use vocab::tool_spec::{ApprovalRule, ToolSpec};
 pub use vocab::turn_config::{
-    TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
+    StopWhen, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 
 use admit::inputs::TabInputs;
@@ -98,8 +110,17 @@ pub struct Core {
     compaction: CompactionState,
     /// The last turn closed, until a write fails or another closes.
     last_closed: Option<turn::active::ClosedTurn>,
+    /// How many messages the last logged context cut left out (a trimmed
+    /// context is logged when the cut moves, not on every request).
+    logged_cut: Option<usize>,
     next_call: CallId,
     timers: TimerTable,
+    /// The agent's synced state.
+    synced: synced_state::value::SyncedState,
+    /// Callable methods running, per connection.
+    calls: callables::in_flight::CallsInFlight,
+    /// The author's schedules (`admit/schedules.rs`).
+    schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
@@ -126,11 +147,19 @@ impl Core {
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
         }
+        let schedules = data::schedule_table::ScheduleTable::restore(stored.schedules);
+        if let Some(at) = schedules.next_due() {
+            timers.set(Timer::Schedules, at);
+        }
         let mut transcript = Transcript::load(history);
         let origins = queue
             .iter()
             .map(|t| (t.request_id.as_str(), t.message_ids.as_slice()));
         transcript.restore_reservations(origins);
+        let synced = synced_state::value::SyncedState::restored(
+            stored.agent_state,
+            config.agent_api.initial_state.as_ref(),
+        );
         Core {
             config,
             ids,
@@ -148,8 +177,12 @@ impl Core {
             finished: Default::default(),
             submissions: admit::submission_list::Submissions::restore(stored.submissions),
             last_closed: None,
+            logged_cut: None,
             next_call: 1,
             timers,
+            synced,
+            calls: Default::default(),
+            schedules,
             effects: Vec::new(),
             log: Vec::new(),
             mcp: mcp::McpView::default(),
@@ -176,8 +209,9 @@ impl Core {
                 result,
             } => self.on_tool_done(call, &tool_call_id, result),
             Event::Timer(timer) => {
-                // The author's alarm is disarmed when it fires (if it is due).
-                if timer != Timer::AuthorAlarm {
+                // The author's alarm and schedules are disarmed when they
+                // fire (if they are due).
+                if !matches!(timer, Timer::AuthorAlarm | Timer::Schedules) {
                     self.timers.clear(timer);
                 }
                 self.on_timer(timer);
@@ -194,9 +228,10 @@ impl Core {
             } => self.on_programmatic_chat(conn, message, tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
-            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, config),
+            Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
             Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
+            Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
         }
         self.write_down_queue();
     }
@@ -315,11 +350,11 @@ impl Core {
             }) => self.on_tool_approval(conn, &tool_call_id, approved, auto_continue),
             Ok(ClientFrame::ResumeRequest { probe_id }) => self.on_resume_probe(conn, probe_id),
             Ok(ClientFrame::ResumeAck { id }) => self.on_resume_ack(conn, &id),
-            // Documented ignores: transcript pushes (the server owns history),
-            // non-POST chat requests, and frames that are not chat frames.
-            Ok(ClientFrame::MessagesPush)
-            | Ok(ClientFrame::NotPost)
-            | Err(FrameError::Unknown(_)) => {}
+            // Documented ignores: transcript pushes (the server owns history)
+            // and non-POST chat requests.
+            Ok(ClientFrame::MessagesPush) | Ok(ClientFrame::NotPost) => {}
+            // Not a chat frame: the agent's state and calls, else the author's.
+            Err(FrameError::Unknown(kind)) => self.on_agent_frame(conn, &kind, text),
             Err(error) => self.reject_frame(conn, text, &error.to_string()),
         }
     }
@@ -338,9 +373,10 @@ impl Core {
             Timer::Continuation => self.try_start_continuation(),
             Timer::Debounce => self.pump(),
             Timer::FlushChunks => self.flush_chunks(),
-            Timer::Heartbeat | Timer::AuthorAlarm => {
+            Timer::Heartbeat | Timer::AuthorAlarm | Timer::Schedules => {
                 self.on_heartbeat();
                 self.fire_author_alarm();
+                self.fire_schedules();
             }
             Timer::ModelStall | Timer::ModelRetry | Timer::ModelDeadline => {
                 self.on_model_timer(timer)

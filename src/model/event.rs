@@ -41,8 +41,33 @@ pub enum FinishReason {
 /// Token accounting reported by the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// Tokens of the request (the input).
     pub prompt_tokens: u64,
+    /// Tokens of the reply (the output).
     pub completion_tokens: u64,
+    /// Input tokens the provider read from its prompt cache, when it says.
+    pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    /// The sum of two reports (cached tokens: known if either knows them).
+    pub fn plus(self, other: Usage) -> Usage {
+        let cached = match (self.cached_tokens, other.cached_tokens) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        Usage {
+            prompt_tokens: self.prompt_tokens.saturating_add(other.prompt_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_add(other.completion_tokens),
+            cached_tokens: cached,
+        }
+    }
 }
 
 /// Why a streamed reply could not be read to its end.
@@ -62,6 +87,27 @@ pub enum ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_adds_up_and_cached_tokens_stay_unknown_until_reported() {
+        let a = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: None,
+        };
+        let b = Usage {
+            prompt_tokens: 7,
+            completion_tokens: 3,
+            cached_tokens: Some(4),
+        };
+        assert_eq!(a.plus(a).cached_tokens, None);
+        let sum = a.plus(b);
+        assert_eq!(
+            (sum.prompt_tokens, sum.completion_tokens, sum.cached_tokens),
+            (17, 5, Some(4))
+        );
+        assert_eq!(sum.total_tokens(), 22);
+    }
 
     #[test]
     fn errors_render_as_readable_sentences() {

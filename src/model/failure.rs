@@ -20,6 +20,8 @@ pub struct ModelFailure {
     /// provider saying it was done) rather than the provider stating an error:
     /// what it sent so far stands, and the answer can be continued.
     pub cut: bool,
+    /// The HTTP status the provider answered with, for a non-2xx answer.
+    pub status: Option<u16>,
 }
 
 impl ModelFailure {
@@ -31,6 +33,7 @@ impl ModelFailure {
             retry_after_ms: None,
             context_overflow: false,
             cut: false,
+            status: None,
         }
     }
 
@@ -42,6 +45,7 @@ impl ModelFailure {
             retry_after_ms: None,
             context_overflow: false,
             cut: false,
+            status: None,
         }
     }
 
@@ -70,6 +74,7 @@ impl ModelFailure {
             retry_after_ms: hint,
             context_overflow: false,
             cut: false,
+            status: Some(status),
         }
     }
 
@@ -85,6 +90,29 @@ impl ModelFailure {
     pub fn overflowing_context(mut self) -> Self {
         self.context_overflow = true;
         self
+    }
+}
+
+impl ModelFailure {
+    /// What the failure says without the provider's own words (which may
+    /// name internal hosts or echo a masked key): its status class, for the
+    /// tabs and storage; the full text goes to the agent's log only.
+    pub fn status_class(&self) -> String {
+        if let Some(status) = self.status {
+            let phrase = super::openai::errors::reason_phrase(status)
+                .map(|p| format!(" {p}"))
+                .unwrap_or_default();
+            let overflow = match self.context_overflow {
+                true => " (the request is too long for the model)",
+                false => "",
+            };
+            return format!("The model provider answered {status}{phrase}{overflow}.");
+        }
+        match (self.cut, self.transient) {
+            (true, _) => "The model stream broke off.".into(),
+            (false, true) => "The model provider failed or could not be reached.".into(),
+            (false, false) => "The model call failed.".into(),
+        }
     }
 }
 
@@ -122,6 +150,28 @@ mod tests {
             assert!(
                 !ModelFailure::http(status, "x", None, None).transient,
                 "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_status_class_leaves_the_providers_words_out() {
+        let leaky = "401 Unauthorized: key sk-****abcd refused by gw.internal.corp:8443";
+        let class = ModelFailure::http(401, leaky, None, None).status_class();
+        assert_eq!(class, "The model provider answered 401 Unauthorized.");
+        let overflow = ModelFailure::http(400, "too long: 9000 tokens", None, None)
+            .overflowing_context()
+            .status_class();
+        assert!(overflow.starts_with("The model provider answered 400 Bad Request (the request"));
+        for failure in [
+            ModelFailure::transient("fetch to 10.0.0.7 failed"),
+            ModelFailure::cut_off("reset by 10.0.0.7"),
+            ModelFailure::permanent("secret detail"),
+        ] {
+            let class = failure.status_class();
+            assert!(
+                !class.contains("10.0.0.7") && !class.contains("secret"),
+                "{class}"
             );
         }
     }

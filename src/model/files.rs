@@ -6,11 +6,45 @@
 //! text note naming the file and its link for any other file given by link
 //! (Chat Completions takes no file by URL). Workers AI's binding is given
 //! text only: each file becomes such a note (its models' multimodal inputs
-//! differ by model and are not sent).
+//! differ by model and are not sent). Before any of that, a file given by an
+//! `http(s)` link whose host the deployment does not allow becomes a text note
+//! (`keep_allowed_links`): the provider never fetches a link a user chose.
 
 use serde_json::{json, Value};
 
-use super::ModelFile;
+use super::{ModelFile, ModelMessage, ModelRequest};
+
+/// Turns every file of `request` given by an `http(s)` link whose host is
+/// not one of `hosts` (lower-case names, matched exactly) into a text note
+/// after its message's text. `data:` files are kept.
+pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
+    for message in &mut request.messages {
+        let ModelMessage::User { content, files } = message else {
+            continue;
+        };
+        let (kept, noted): (Vec<ModelFile>, Vec<ModelFile>) =
+            std::mem::take(files).into_iter().partition(|file| {
+                file.url.starts_with("data:")
+                    || link_host(&file.url).is_some_and(|host| hosts.contains(&host))
+            });
+        *files = kept;
+        if !noted.is_empty() {
+            *content = text_with_notes(content, &noted);
+        }
+    }
+}
+
+/// The host of an `http(s)` link, lower-cased (without port or user).
+pub fn link_host(url: &str) -> Option<String> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => host_port.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
 
 /// The OpenAI-compatible `content` array of a user message with files.
 pub fn openai_content(text: &str, files: &[ModelFile]) -> Value {
@@ -140,6 +174,50 @@ mod tests {
             content.to_string(),
             r#"[{"type":"file","file":{"filename":"file","file_data":"data:text/plain;base64,aGk="}}]"#
         );
+    }
+
+    #[test]
+    fn a_link_to_a_host_not_allowed_becomes_a_note_and_data_files_stay() {
+        let mut request = request_with(vec![
+            file("image/png", PNG, Some("dot.png")),
+            file(
+                "image/jpeg",
+                "https://evil.example/track.jpg",
+                Some("cat.jpg"),
+            ),
+            file("image/jpeg", "https://cdn.example.com/ok.jpg", None),
+        ]);
+        keep_allowed_links(&mut request, &["cdn.example.com".to_string()]);
+        let body = crate::model::openai::request_body(&request);
+        assert!(!body.contains(r#""url":"https://evil.example"#), "{body}");
+        assert!(
+            body.contains("[Attached file cat.jpg (image/jpeg): https://evil.example/track.jpg]")
+        );
+        assert!(body.contains(
+            r#"{"type":"image_url","image_url":{"url":"https://cdn.example.com/ok.jpg"}}"#
+        ));
+        assert!(body.contains(r#"{"type":"image_url","image_url":{"url":"data:image/png"#));
+        let mut none_allowed = request_with(vec![file(
+            "image/jpeg",
+            "https://cdn.example.com/ok.jpg",
+            None,
+        )]);
+        keep_allowed_links(&mut none_allowed, &[]);
+        assert!(!crate::model::openai::request_body(&none_allowed).contains("image_url"));
+    }
+
+    #[test]
+    fn the_host_of_a_link_is_read_without_user_or_port() {
+        assert_eq!(
+            link_host("https://Example.com/x").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            link_host("https://u:p@cdn.example.com:8443/x?y").as_deref(),
+            Some("cdn.example.com")
+        );
+        assert_eq!(link_host("https://[::1]:80/").as_deref(), Some("::1"));
+        assert_eq!(link_host("https://"), None);
     }
 
     #[test]

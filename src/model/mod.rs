@@ -32,5 +32,6 @@ pub enum Provider {
 }
 
 pub use request::{
-    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, ToolChoice, ToolDefinition,
+    ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, StructuredOutput,
+    ToolChoice, ToolDefinition,
 };

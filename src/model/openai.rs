@@ -13,7 +13,7 @@
 //!   decoder so an adapter can feed raw body bytes.
 
 mod decoder;
-mod errors;
+pub(crate) mod errors;
 mod provider;
 mod request;
 mod stream;
@@ -26,3 +26,4 @@ pub use provider::OpenAiCompatible;
 pub use request::request_body;
 pub(crate) use request::{message_json, tool_definition_json};
 pub use stream::StreamDecoder;
+pub(crate) use wire::usage_from_json;

@@ -49,12 +49,62 @@ impl ModelRequest {
     }
 }
 
-/// Which model to ask and how to sample. `None` leaves the provider's default in place.
+/// Which model to ask and how to sample. `None` (and empty) leaves the
+/// provider's default in place.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelSettings {
     pub model: String,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// Nucleus sampling: only tokens within this probability mass.
+    pub top_p: Option<f64>,
+    /// Asks for a reproducible sample (where the provider honours it).
+    pub seed: Option<i64>,
+    /// The model stops before writing any of these (OpenAI takes up to 4).
+    pub stop: Vec<String>,
+    /// The answer must be JSON following this schema.
+    pub structured_output: Option<StructuredOutput>,
+    /// Further fields of the provider's request body, by their wire names
+    /// (`reasoning_effort`, `service_tier`, …), added as they are. They
+    /// never replace a field the agent writes itself (the model, the
+    /// messages, streaming, tools, tool choice, and the sampling settings
+    /// above when set): a key the body already has is left out.
+    pub provider_options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Structured output: the answer is JSON that follows `schema`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructuredOutput {
+    /// The schema's name (OpenAI asks for one: letters, digits, `_` and `-`).
+    pub name: String,
+    /// A JSON Schema object.
+    pub schema: serde_json::Value,
+    /// OpenAI's strict mode: the schema is followed exactly (it must then
+    /// list every property as required and forbid others).
+    pub strict: bool,
+}
+
+impl StructuredOutput {
+    /// A strict schema named `name`.
+    pub fn new(name: &str, schema: serde_json::Value) -> StructuredOutput {
+        StructuredOutput {
+            name: name.to_string(),
+            schema,
+            strict: true,
+        }
+    }
+}
+
+impl ModelSettings {
+    /// Adds the provider options to a request body: each key the body does
+    /// not have yet, in the options' order.
+    pub fn add_provider_options(&self, body: &mut serde_json::Map<String, serde_json::Value>) {
+        for (key, value) in &self.provider_options {
+            if !body.contains_key(key) {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
 }
 
 /// One message of the conversation as the provider sees it (built by the caller

@@ -10,11 +10,11 @@ use std::cell::Cell;
 
 use serde_json::{json, Map, Value};
 
-use super::openai::{message_json, tool_definition_json, CompletionDecoder};
+use super::openai::{message_json, tool_definition_json, usage_from_json, CompletionDecoder};
 use super::sse::{SseEvent, SseParser};
 use super::{
     BindingCall, CallPlan, FinishReason, ModelError, ModelEvent, ModelFailure, ModelProvider,
-    ModelRequest, ResponseDecoder, ToolChoice,
+    ModelRequest, ResponseDecoder, ToolChoice, Usage,
 };
 
 /// The Workers AI provider.
@@ -45,7 +45,11 @@ impl WorkersAi {
     }
 
     /// The `run` input for `request`. Files in user messages become text
-    /// notes (see `model::files`).
+    /// notes (see `model::files`). Sampling settings go as the binding
+    /// names them; structured output is its JSON mode
+    /// (`response_format: {type: "json_schema", json_schema}`); stop
+    /// sequences are not part of the binding's input (a model that takes
+    /// them gets them through the provider options, added as for OpenAI).
     pub fn input(request: &ModelRequest) -> String {
         let mut input = Map::new();
         input.insert(
@@ -76,6 +80,19 @@ impl WorkersAi {
         if let Some(max_tokens) = request.settings.max_tokens {
             input.insert("max_tokens".into(), json!(max_tokens));
         }
+        if let Some(top_p) = request.settings.top_p {
+            input.insert("top_p".into(), json!(top_p));
+        }
+        if let Some(seed) = request.settings.seed {
+            input.insert("seed".into(), json!(seed));
+        }
+        if let Some(output) = &request.settings.structured_output {
+            input.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": output.schema}),
+            );
+        }
+        request.settings.add_provider_options(&mut input);
         Value::Object(input).to_string()
     }
 }
@@ -146,6 +163,8 @@ pub struct WorkersAiDecoder {
     openai: Option<CompletionDecoder>,
     id_prefix: String,
     native_calls: u32,
+    /// The token counts a native event reported (the last one, before `[DONE]`).
+    usage: Option<Usage>,
     finished: bool,
 }
 
@@ -187,6 +206,9 @@ impl WorkersAiDecoder {
             if !text.is_empty() {
                 out.push(ModelEvent::TextDelta(text.to_string()));
             }
+        }
+        if let Some(usage) = chunk.get("usage").and_then(usage_from_json) {
+            self.usage = Some(usage);
         }
         for call in chunk
             .get("tool_calls")
@@ -237,7 +259,7 @@ impl WorkersAiDecoder {
         };
         out.push(ModelEvent::Finished {
             reason,
-            usage: None,
+            usage: self.usage,
         });
         self.finished = true;
     }

@@ -90,6 +90,8 @@ pub enum UIMessageChunk {
     Finish {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
     },
     Abort {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,8 +161,22 @@ mod tests {
             (
                 UIMessageChunk::Finish {
                     finish_reason: Some("stop".into()),
+                    message_metadata: None,
                 },
                 json!({"type":"finish","finishReason":"stop"}),
+            ),
+            (
+                UIMessageChunk::Finish {
+                    finish_reason: Some("stop".into()),
+                    message_metadata: Some(json!({"model": "m"})),
+                },
+                json!({"type":"finish","finishReason":"stop","messageMetadata":{"model":"m"}}),
+            ),
+            (
+                UIMessageChunk::MessageMetadata {
+                    message_metadata: json!({"step": 1}),
+                },
+                json!({"type":"message-metadata","messageMetadata":{"step":1}}),
             ),
         ];
         for (chunk, expected) in cases {

@@ -2,6 +2,7 @@
 //! `UIMessage` and `UIMessageChunk`, and the parent ↔ child channel of
 //! sub-agents. Serde only; no behaviour.
 
+pub mod agent_frames;
 pub mod channel;
 pub mod chunk;
 pub mod client;

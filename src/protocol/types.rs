@@ -24,3 +24,9 @@ pub const RPC_CHAT: &str = "cf_agent_rpc_chat";
 pub const RPC_STARTED: &str = "cf_agent_rpc_started";
 pub const RPC_TOOL_CALL: &str = "cf_agent_rpc_tool_call";
 pub const RPC_TOOL_RESULT: &str = "cf_agent_rpc_tool_result";
+
+// Frames of the agent as a whole (not of the chat): synced state and
+// callable methods (see protocol/agent_frames.rs).
+pub const STATE: &str = "cf_agent_state";
+pub const STATE_ERROR: &str = "cf_agent_state_error";
+pub const RPC: &str = "rpc";

@@ -150,13 +150,24 @@ impl SqlStore {
     }
 
     /// One move to the quarantine, as one transaction (a row is never both
-    /// in its table and quarantined, so it is reported once).
+    /// in its table and quarantined, so it is reported once), reported after
+    /// the transaction commits.
     fn moved(
         &self,
-        body: impl FnOnce(&SqlStorage) -> worker::Result<()> + 'static,
+        body: impl FnOnce(&SqlStorage) -> worker::Result<quarantine::Moved> + 'static,
     ) -> worker::Result<()> {
         let sql = self.sql.clone();
-        schema::transaction(&self.storage, move || body(&sql))
+        let done = std::rc::Rc::new(std::cell::RefCell::new(None));
+        let inside = done.clone();
+        schema::transaction(&self.storage, move || {
+            *inside.borrow_mut() = Some(body(&sql)?);
+            Ok(())
+        })?;
+        // Reported once committed: a move rolled back moved nothing.
+        if let Some(moved) = done.borrow_mut().take() {
+            moved.report();
+        }
+        Ok(())
     }
 
     /// Test only: the next `PutMessage` fails inside its transaction, so
@@ -257,10 +268,11 @@ impl SqlStore {
                     "chat_stream_chunks",
                     "chat_config",
                     "chat_tool_calls",
+                    "chat_quarantine",
+                    "chat_pieces",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
-                sql.exec("DELETE FROM chat_pieces WHERE kind <> 'quarantine'", None)?;
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier

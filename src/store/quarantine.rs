@@ -1,7 +1,7 @@
 //! Rows that no longer parse are moved out of the way, never skipped on
 //! every wake: the quarantine table keeps the value (split like any other)
-//! and the reason, the row leaves its table, and the move is reported once
-//! (`console.error`, readable in `wrangler tail`). Every table's rows are
+//! and the reason, the row leaves its table, and the move is reported once,
+//! after it is committed (`console.error`, readable in `wrangler tail`). Every table's rows are
 //! covered: messages, stream records, chunk-log rows and config rows (a row
 //! of a newer shape version than this release reads included). A stream
 //! record that cannot be read is settled: its chunk log is removed with it.
@@ -14,6 +14,34 @@ fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
+/// A row moved to the quarantine table, reported once the move is committed
+/// (a move that rolls back moved nothing and says nothing).
+#[derive(Debug)]
+pub struct Moved {
+    source: String,
+    key: String,
+    bytes: usize,
+    reason: String,
+}
+
+impl Moved {
+    /// The one report of the move (`console.error`).
+    pub fn report(&self) {
+        let Moved {
+            source,
+            key,
+            bytes,
+            reason,
+        } = self;
+        crate::log::write(
+            crate::log::LogLevel::Error,
+            &format!(
+                "storage: quarantined unreadable {source} row {key:?} ({bytes} bytes): {reason}"
+            ),
+        );
+    }
+}
+
 /// Moves `value` (a row of `source` under `key`) to the quarantine table.
 fn keep(
     sql: &SqlStorage,
@@ -21,7 +49,7 @@ fn keep(
     key: &str,
     value: &str,
     reason: &str,
-) -> worker::Result<()> {
+) -> worker::Result<Moved> {
     #[derive(serde::Deserialize)]
     struct Next {
         id: f64,
@@ -47,28 +75,28 @@ fn keep(
             SqlStorageValue::from(count),
         ],
     )?;
-    crate::log::write(
-        crate::log::LogLevel::Error,
-        &format!(
-            "storage: quarantined unreadable {source} row {key:?} ({} bytes): {reason}",
-            value.len()
-        ),
-    );
-    Ok(())
+    Ok(Moved {
+        source: source.to_string(),
+        key: key.to_string(),
+        bytes: value.len(),
+        reason: reason.to_string(),
+    })
 }
 
 /// An unreadable transcript row.
-pub fn message(sql: &SqlStorage, id: &str, body: &str, reason: &str) -> worker::Result<()> {
-    keep(sql, "chat_messages", id, body, reason)?;
+pub fn message(sql: &SqlStorage, id: &str, body: &str, reason: &str) -> worker::Result<Moved> {
+    let moved = keep(sql, "chat_messages", id, body, reason)?;
     sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![id.into()])?;
-    pieces::drop_pieces(sql, Kind::Message, id, None)
+    pieces::drop_pieces(sql, Kind::Message, id, None)?;
+    Ok(moved)
 }
 
 /// An unreadable config row.
-pub fn config(sql: &SqlStorage, key: &str, value: &str, reason: &str) -> worker::Result<()> {
-    keep(sql, "chat_config", key, value, reason)?;
+pub fn config(sql: &SqlStorage, key: &str, value: &str, reason: &str) -> worker::Result<Moved> {
+    let moved = keep(sql, "chat_config", key, value, reason)?;
     sql.exec("DELETE FROM chat_config WHERE key = ?", vec![key.into()])?;
-    pieces::drop_pieces(sql, Kind::Config, key, None)
+    pieces::drop_pieces(sql, Kind::Config, key, None)?;
+    Ok(moved)
 }
 
 /// An unreadable chunk-log row (the rest of the log is still read).
@@ -78,14 +106,15 @@ pub fn chunks(
     first_seq: u64,
     bodies: &str,
     reason: &str,
-) -> worker::Result<()> {
+) -> worker::Result<Moved> {
     let key = format!("{request_id}:{first_seq}");
-    keep(sql, "chat_stream_chunks", &key, bodies, reason)?;
+    let moved = keep(sql, "chat_stream_chunks", &key, bodies, reason)?;
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ? AND first_seq = ?",
         vec![request_id.into(), SqlStorageValue::from(first_seq as i64)],
     )?;
-    pieces::drop_pieces(sql, Kind::Chunks, request_id, Some(first_seq))
+    pieces::drop_pieces(sql, Kind::Chunks, request_id, Some(first_seq))?;
+    Ok(moved)
 }
 
 /// An unreadable stream record: quarantined, and the stream settled.
@@ -94,8 +123,8 @@ pub fn stream(
     request_id: &str,
     record: &str,
     reason: &str,
-) -> worker::Result<()> {
-    keep(sql, "chat_streams", request_id, record, reason)?;
+) -> worker::Result<Moved> {
+    let moved = keep(sql, "chat_streams", request_id, record, reason)?;
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ?",
         vec![request_id.into()],
@@ -105,12 +134,12 @@ pub fn stream(
         "DELETE FROM chat_streams WHERE request_id = ?",
         vec![request_id.into()],
     )?;
-    Ok(())
+    Ok(moved)
 }
 
 /// An unreadable submission row.
-pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<()> {
-    keep(sql, "chat_submissions", id, record, reason)?;
+pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<Moved> {
+    let moved = keep(sql, "chat_submissions", id, record, reason)?;
     sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![id.into()])?;
-    Ok(())
+    Ok(moved)
 }

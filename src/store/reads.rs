@@ -53,7 +53,7 @@ impl SqlStore {
                 Err(e) => {
                     crate::log::write(
                         crate::log::LogLevel::Error,
-                        &format!("storage: reading message {} failed: {e}", row.id),
+                        &format!("storage: reading message {:?} failed: {e}", row.id),
                     );
                     continue;
                 }
@@ -63,10 +63,13 @@ impl SqlStore {
                 Err(e) => {
                     // The row leaves the table: a remembered frame cut may cover it.
                     self.snapshot_cut.set(None);
-                    if let Err(e) = quarantine::message(&self.sql, &row.id, &body, &e.to_string()) {
+                    let (id, reason) = (row.id.clone(), e.to_string());
+                    let moved =
+                        self.moved(move |sql| quarantine::message(sql, &id, &body, &reason));
+                    if let Err(e) = moved {
                         crate::log::write(
                             crate::log::LogLevel::Error,
-                            &format!("storage: quarantine of {} failed: {e}", row.id),
+                            &format!("storage: quarantine of {:?} failed: {e}", row.id),
                         );
                     }
                 }

@@ -40,14 +40,19 @@ const MIGRATIONS: &[&[&str]] = &[
     // 5: the tool call ids of each assistant message, so that finding the
     // owner of a call (a result, an approval, a fresh id's uniqueness) is an
     // index lookup, not a walk of the history. Filled from the stored
-    // messages (a message split over pieces is left out of the index: it is
-    // found again once rewritten).
+    // messages held in one row (6 adds those split over pieces).
     &[
         "CREATE TABLE chat_tool_calls (tool_call_id TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY (tool_call_id, message_id))",
         "CREATE INDEX chat_tool_calls_by_message ON chat_tool_calls(message_id)",
         "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) SELECT json_extract(p.value, '$.toolCallId'), m.id FROM (SELECT id, body FROM chat_messages WHERE pieces = 1 AND json_valid(body) AND json_extract(body, '$.role') = 'assistant' AND json_type(body, '$.parts') = 'array') AS m, json_each(m.body, '$.parts') AS p WHERE p.type = 'object' AND json_type(p.value, '$.toolCallId') = 'text'",
     ],
-    // 6: the MCP servers the agent's code added (see store::mcp_servers).
+    // 6: the tool calls of messages split over pieces, which 5 left out: each
+    // such message is put back together (its row's piece, then its
+    // `chat_pieces` in order) and its calls indexed, so every stored call is.
+    &[
+        "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) WITH RECURSIVE joined(id, pieces, n, body) AS (SELECT id, pieces, 0, body FROM chat_messages WHERE pieces > 1 UNION ALL SELECT j.id, j.pieces, c.n, j.body || c.piece FROM joined AS j JOIN chat_pieces AS c ON c.kind = 'message' AND c.key = j.id AND c.sub = 0 AND c.n = j.n + 1), m AS (SELECT id, body FROM joined WHERE n = pieces - 1 AND json_valid(body) AND json_extract(body, '$.role') = 'assistant' AND json_type(body, '$.parts') = 'array') SELECT json_extract(p.value, '$.toolCallId'), m.id FROM m, json_each(m.body, '$.parts') AS p WHERE p.type = 'object' AND json_type(p.value, '$.toolCallId') = 'text'",
+    ],
+    // 7: the MCP servers the agent's code added (see store::mcp_servers).
     &["CREATE TABLE chat_mcp_servers (id TEXT PRIMARY KEY, record TEXT NOT NULL)"],
 ];
 

@@ -98,7 +98,9 @@ pub struct MemStore {
     rows_read: Cell<usize>,
     /// `History` calls the core has made so far.
     history_calls: Cell<usize>,
-    /// `chat_quarantine` (kept by a clear, as the SQLite store keeps it).
+    /// `count_before` calls (a `COUNT(*)` in the SQLite store) so far.
+    count_calls: Cell<usize>,
+    /// `chat_quarantine` (emptied by a clear, as the SQLite store's).
     quarantine: Vec<QuarantinedRow>,
 }
 
@@ -126,6 +128,7 @@ impl MemStore {
             tool_calls: BTreeSet::new(),
             rows_read: Cell::new(0),
             history_calls: Cell::new(0),
+            count_calls: Cell::new(0),
             quarantine: Vec::new(),
         }
     }
@@ -208,6 +211,7 @@ impl MemStore {
                 self.chunks.clear();
                 self.config.clear();
                 self.tool_calls.clear();
+                self.quarantine.clear();
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log (as the SQLite store's).

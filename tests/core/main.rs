@@ -11,10 +11,14 @@
 //!   resume, join recovery, cut streams, the chunk log, refused writes,
 //!   quarantined rows).
 //! * `data`: the stored history and the transcript.
+//! * `synced_state`: the agent's state, synced to every tab.
+//! * `callables`: methods a tab calls over the socket; frames left to the author.
 
 mod sim;
 
 mod admit;
+mod callables;
 mod data;
 mod recovery;
+mod synced_state;
 mod turn;

@@ -498,7 +498,7 @@ test('a tab joining mid-stream is offered the stream instead of the transcript, 
 
   const b = await connect(w.url, AGENT, room);
   await b.waitFor('cf_agent_mcp_servers');
-  assert.deepEqual(b.frames.slice(0, 3).map((f) => f.type), ['cf_agent_stream_resuming', 'cf_agent_identity', 'cf_agent_mcp_servers']);
+  assert.deepEqual(b.frames.slice(0, 4).map((f) => f.type), ['cf_agent_stream_resuming', 'cf_agent_identity', 'cf_agent_state', 'cf_agent_mcp_servers']);
   assert.deepEqual(b.frames[0], { type: 'cf_agent_stream_resuming', id });
   assert.ok(!b.frames.some((f) => f.type === 'cf_agent_chat_messages'), 'no transcript while a stream is offered');
   // Its probe (sent by the real client on connect) is answered with the same offer.
@@ -635,5 +635,5 @@ test('while a continuation waits for the rest of its batch, a probe from a tab t
   assert.equal(other.reason, 'idle');
   // A tab opening now is not parked either: plain connect frames.
   const c = await tab(w, room);
-  assert.deepEqual(c.frames.map((f) => f.type), ['cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers']);
+  assert.deepEqual(c.frames.map((f) => f.type), ['cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_state', 'cf_agent_mcp_servers']);
 });

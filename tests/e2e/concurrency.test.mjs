@@ -294,8 +294,8 @@ test('a tab connecting while a debounced turn waits is told it is pending, then 
 
   const c = await connect(w.url, AGENT, room);
   await c.waitFor('cf_agent_mcp_servers');
-  assert.deepEqual(c.frames.map((f) => f.type).slice(0, 4), [
-    'cf_agent_stream_pending', 'cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers',
+  assert.deepEqual(c.frames.map((f) => f.type).slice(0, 5), [
+    'cf_agent_stream_pending', 'cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_state', 'cf_agent_mcp_servers',
   ]);
   assert.deepEqual(c.frames[0], { type: 'cf_agent_stream_pending', id: s.r3 });
   assert.equal(c.frames[1].connect, true);

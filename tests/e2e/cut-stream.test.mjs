@@ -65,3 +65,38 @@ for (const hook of ['think', 'agents']) describe(`with ${hook === 'think' ? '@cl
     assert.deepEqual(a.errors, []);
   });
 });
+
+test('a tab joining the recovery of a cut continuation shows the stored answer once, at every moment', async (t) => {
+  const w = await workerFor(t);
+  const room = 'cut-continuation-join';
+  const a = await tab(w, room);
+  const id = rid();
+  const full = Array.from({ length: 120 }, (_, i) => `w${i + 1}`).join(' ');
+  // Cut after two words inside the isolate; its recovery (a continuation) is then cut by a
+  // restart mid-text, so the stream a joining tab is offered is that continuation.
+  a.send(chatRequest(id, [userMessage(rid('u'), 'a long story [truncate-once] [tokens:120] [delay:25]')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'recovering');
+  const continuation = await a.waitFor((f) => f.type === 'cf_agent_use_chat_response' && f.id !== id && f.continuation && !f.done, TURN_MS);
+  await a.waitFor(() => responsesOf(a.frames, continuation.id).filter((f) => String(f.body).includes('text-delta')).length >= 20, TURN_MS);
+  await w.restart();
+
+  const c = await mountAgentChat({ url: w.url, name: room, hook: 'agents' });
+  t.after(() => c.unmount());
+  const text = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+  const seen = [];
+  const look = () => {
+    const shown = c.chat.messages.filter((m) => m.role === 'assistant').map(text);
+    seen.push(shown);
+    return shown.length === 1 && shown[0] === full && c.chat.status === 'ready';
+  };
+  await c.waitFor(look, TURN_MS);
+  await c.settled();
+  look();
+  for (const shown of seen) {
+    assert.ok(shown.length <= 1, `one assistant message: ${JSON.stringify(shown)}`);
+    for (const s of shown) assert.ok(full.startsWith(s), `the tab showed text the answer does not have: ${JSON.stringify(s.slice(-120))}`);
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(text(stored.at(-1)), full);
+  assert.deepEqual(c.errors, []);
+});

@@ -1,7 +1,8 @@
 // `wrangler deploy`, checked without network: `wrangler deploy --dry-run --outdir DIR` runs the
 // build command (the optimised release build) and bundles the worker exactly as a deploy would,
 // then this test reads what would be uploaded: both Durable Object classes exported and bound,
-// the SQLite migration for both, the demo page inside the wasm, the wasm the release build made.
+// the SQLite migration for both, the demo page inside the wasm, the wasm the release build made,
+// and none of the test build's debug routes and tools.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,6 +42,10 @@ test('wrangler deploy --dry-run bundles the release worker with both Durable Obj
   const text = wasm.toString('latin1');
   assert.match(text, /<!doctype html>/i, 'the demo page is inside the wasm');
   assert.match(text, /<meta name="app-version" content="\d+\.\d+\.\d+"/, 'stamped with the crate version');
+  // The test switches are compiled out of a deploy: no route, tool or var of theirs is in it.
+  for (const needle of ['__debug/', 'fail-next-message-write', 'large_output', 'DEBUG_TOOLS', 'DEBUG_MEMORY']) {
+    assert.ok(!text.includes(needle), `the deploy bundle holds no ${needle}`);
+  }
 
   // The migration wrangler sends with the upload: read with wrangler's own config reader.
   const { unstable_readConfig } = await import(join(ROOT, 'node_modules', 'wrangler', 'wrangler-dist', 'cli.js'));

@@ -54,3 +54,51 @@ test('a file over the size limit is refused on its request and nothing stored ch
   assert.equal(a.isOpen, true, 'the socket stays open');
   await a.close();
 });
+
+const userWithFile = (id, text, file) => ({ id, role: 'user', parts: [{ type: 'text', text }, { type: 'file', filename: 'f', ...file }] });
+
+test('a malformed or mistyped data: URL is refused at admission, so it cannot fail later requests', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'files-bad-data';
+  const a = await tab(w, room);
+  const rows = [
+    { mediaType: 'image/png', url: 'data:image/png;base64,not*base64', why: /malformed data: URL/ },
+    { mediaType: 'image/png', url: 'data:text/html;base64,PGgxPmhpPC9oMT4=', why: /media type is not the part's mediaType/ },
+    { mediaType: 'text/plain', url: 'file:///etc/passwd', why: /neither a data: URL nor an http\(s\) link/ },
+  ];
+  for (const row of rows) {
+    const id = rid();
+    const before = w.model.requests.length;
+    a.send(chatRequest(id, [userWithFile(rid('u'), 'look', { mediaType: row.mediaType, url: row.url })]));
+    const refusal = await a.waitFor(isDone(id), 20000);
+    assert.equal(refusal.error, true, row.url);
+    assert.match(refusal.body, row.why);
+    assert.ok(!refusal.body.includes(row.url), 'the url is not echoed');
+    assert.equal(w.model.requests.length, before, 'the model was not called');
+  }
+  assert.deepEqual(await getMessages(w.url, AGENT, room), [], 'nothing stored');
+  const next = rid();
+  a.send(chatRequest(next, [{ id: rid('u'), role: 'user', parts: [{ type: 'text', text: 'still fine?' }] }]));
+  assert.equal((await a.waitFor(isDone(next), 20000)).outcome, 'completed', 'later requests are unaffected');
+  assert.equal(a.isOpen, true);
+});
+
+test('a file given by a link reaches the model as a text note unless its host is allowed', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, { bindings: { FILE_LINK_HOSTS: 'cdn.example.com' } });
+  const room = 'files-links';
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [{ id: rid('u'), role: 'user', parts: [
+    { type: 'text', text: 'what are these?' },
+    { type: 'file', mediaType: 'image/jpeg', url: 'http://169.254.169.254/latest/meta-data/x.jpg', filename: 'meta.jpg' },
+    { type: 'file', mediaType: 'image/jpeg', url: 'https://cdn.example.com/cat.jpg', filename: 'cat.jpg' },
+  ] }]));
+  assert.equal((await a.waitFor(isDone(id), 20000)).outcome, 'completed');
+  const user = w.model.requests.at(-1).messages.filter((m) => m.role === 'user').at(-1);
+  const images = user.content.filter((p) => p.type === 'image_url').map((p) => p.image_url.url);
+  assert.deepEqual(images, ['https://cdn.example.com/cat.jpg'], 'only the allowed host is fetched by the provider');
+  const notes = user.content.filter((p) => p.type === 'text').map((p) => p.text).join('\n');
+  assert.match(notes, /\[Attached file meta\.jpg \(image\/jpeg\): http:\/\/169\.254\.169\.254\/latest\/meta-data\/x\.jpg\]/);
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored[0].parts.filter((p) => p.type === 'file').length, 2, 'stored as sent');
+});

@@ -17,15 +17,16 @@ const AGENT = 'ChatAgent';
 const TURN_MS = 15000;
 
 /** Connect and wait until the connect frames (ending with mcp_servers) arrived. */
-test('a new connection receives the transcript (connect:true), then identity, then the MCP state, and nothing else', async (t) => {
+test('a new connection receives the transcript (connect:true), then identity and the agent state, then the MCP state, and nothing else', async (t) => {
   const w = await workerFor(t);
   const c = await tab(w, 'room-connect');
   assert.deepEqual(c.frames.map((f) => f.type), [
-    'cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers',
+    'cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_state', 'cf_agent_mcp_servers',
   ]);
   assert.deepEqual(c.frames[0], { type: 'cf_agent_chat_messages', messages: [], connect: true });
-  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: 'room-connect', agent: 'chat-agent' });
-  assert.deepEqual(c.frames[2], {
+  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: 'room-connect', agent: 'chat-agent', stateFollows: true });
+  assert.deepEqual(c.frames[2], { type: 'cf_agent_state', state: {} });
+  assert.deepEqual(c.frames[3], {
     type: 'cf_agent_mcp_servers', mcp: { servers: {}, tools: [], prompts: [], resources: [] },
   });
 });
@@ -350,7 +351,7 @@ test('history survives a restart of the worker process', async (t) => {
   assert.deepEqual(await getMessages(w.url, AGENT, room), before);
   const c = await tab(w, room);
   assert.deepEqual(c.frames[0], { type: 'cf_agent_chat_messages', messages: before, connect: true });
-  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: room, agent: 'chat-agent' });
+  assert.deepEqual(c.frames[1], { type: 'cf_agent_identity', name: room, agent: 'chat-agent', stateFollows: true });
 
   // A turn after the restart sends the whole history to the model.
   const id2 = rid();
@@ -532,13 +533,13 @@ test('a socket without _pk still gets a connection of its own', async (t) => {
   t.after(() => ws.terminate());
   const frames = [];
   await new Promise((resolve, reject) => {
-    ws.on('message', (d) => { frames.push(JSON.parse(d.toString())); if (frames.length === 3) resolve(); });
+    ws.on('message', (d) => { frames.push(JSON.parse(d.toString())); if (frames.length === 4) resolve(); });
     ws.on('error', reject);
   });
-  assert.deepEqual(frames.map((f) => f.type), ['cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_mcp_servers']);
+  assert.deepEqual(frames.map((f) => f.type), ['cf_agent_chat_messages', 'cf_agent_identity', 'cf_agent_state', 'cf_agent_mcp_servers']);
   ws.send(JSON.stringify({ type: 'cf_agent_stream_resume_request', probeId: 'p' }));
-  await waitUntil(() => frames.length === 4);
-  assert.deepEqual(frames[3], { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId: 'p' });
+  await waitUntil(() => frames.length === 5);
+  assert.deepEqual(frames[4], { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId: 'p' });
 });
 
 test('open tabs keep chatting after the agent sat idle long enough to be evicted (sockets re-adopted from their attachments)', async (t) => {

@@ -7,7 +7,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
 import { workerFor, rid, chunkFrames, followContinuation, toolPart, tab } from '../support/e2e.mjs';
 import { sqliteFiles, largestStoredValue } from '../support/sqlite-files.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
@@ -76,7 +76,7 @@ test('three 900 KB client tool results answered automatically are stored whole a
 });
 
 test('a 3 MB server tool output is stored whole and read back identical after a restart', async (t) => {
-  const w = await workerFor(t, { bindings: { DEBUG_TOOLS: '1' }, miniflare: { unsafePreventEviction: true } });
+  const w = await workerFor(t, { bindings: { DEBUG_TOOLS: '1' }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true } });
   const room = 'lv-server-tool';
   const a = await tab(w, room);
   const id = rid();

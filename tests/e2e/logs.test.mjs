@@ -70,3 +70,49 @@ test('a refused frame is one warning naming the connection and the reason', asyn
   assert.equal(lines.length, 1, w.logs.map((l) => l.message).join('\n'));
   assert.equal(lines[0].level, 'warn');
 });
+
+test('a request id or _pk with a newline cannot forge a log line', async (t) => {
+  const w = await loggedWorker(t);
+  const room = 'room-logs-forged';
+  const forged = `[chat-agent ${room}] turn ended request=forged outcome=completed steps=1`;
+  const pk = `pk-${rid()}\n${forged}`;
+  const a = await tab(w, room, { pk });
+  const id = `r-${rid()} trigger=forged\n${forged}`;
+  a.send(chatRequest(id, [userMessage(rid('u'), 'hello')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the turn ran under its id');
+  a.send('{"type":"cf_agent_use_chat_request","id":"x","init":{"method":"POST","body":"{not json"}}');
+  await a.waitFor((f) => f.error === true || f.type === 'cf_agent_chat_error');
+  await sleep(200);
+  const lines = w.logs.map((l) => l.message);
+  const ours = lines.filter((m) => m.includes('forged'));
+  assert.ok(ours.length >= 3, `the start, the end and the refused frame: ${ours.join(' | ')}`);
+  for (const line of ours) {
+    assert.ok(!/[\r\n]/.test(line), `one line: ${JSON.stringify(line)}`);
+  }
+  assert.ok(ours.some((m) => /turn started request="r-[^"]*" trigger=submit queued=/.test(m)), 'the id is quoted, the real fields follow it');
+  assert.ok(ours.some((m) => /frame refused conn="pk-/.test(m)), 'the _pk is quoted');
+});
+
+test('a provider\'s error text goes to the log; the tabs and the stored error get only its status class', async (t) => {
+  const w = await loggedWorker(t, { MODEL_ERROR_DETAIL: '' });
+  const room = 'room-logs-detail';
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'please fail [http:401]')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'error');
+  const error = a.frames.find((f) => f.id === id && f.error === true);
+  assert.equal(error.body, 'The model provider answered 401 Unauthorized.');
+  // The stored error record, as a tab that joins later is shown it.
+  const c = await tab(w, room);
+  c.send({ type: 'cf_agent_stream_resume_request', probeId: 'p1' });
+  await c.waitFor((f) => f.type === 'cf_agent_stream_resuming' && f.id === id, TURN_MS);
+  c.send({ type: 'cf_agent_stream_resume_ack', id });
+  const replayed = await c.waitFor((f) => f.id === id && f.done === true, TURN_MS);
+  assert.equal(replayed.body, error.body);
+  const frames = JSON.stringify([...a.frames, ...c.frames]);
+  assert.ok(!frames.includes('scripted error'), 'the provider\'s words reach no tab');
+  await sleep(200);
+  const logged = w.logs.filter((l) => l.message.includes('model call failed') && l.message.includes('scripted error 401'));
+  assert.equal(logged.length, 1, w.logs.map((l) => l.message).join('\n'));
+  assert.equal(logged[0].level, 'warn');
+});

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chatRequest, userMessage, getMessages, isDone, textOf } from '../support/harness.mjs';
-import { sqliteFiles, querySqlite } from '../support/sqlite-files.mjs';
+import { sqliteFiles, querySqlite, execSqlite } from '../support/sqlite-files.mjs';
 import { workerFor, rid, probeAnswer as probeShared, followContinuation as followShared, toolPart, waitUntil, toolMessages, tab } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
@@ -66,8 +66,8 @@ test('a transcript stored by release 312ec6c reads back unchanged and the conver
   };
   // Only the objects that woke were migrated: this one, and the cut stream's (its durable alarm
   // was due); the two others wait for their own wake.
-  assert.deepEqual(await versionOf(), [0, 0, 6, 6]);
-  // Version 5 indexed the tool calls already stored (the transcript's weather call among them).
+  assert.deepEqual(await versionOf(), [0, 0, 7, 7]);
+  // Versions 5 and 6 indexed the tool calls already stored (the transcript's weather call among them).
   const indexed = (await sqliteFiles(w.persistDir))
     .filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_tool_calls'").length > 0)
     .flatMap((f) => querySqlite(f, 'SELECT tool_call_id FROM chat_tool_calls'));
@@ -139,4 +139,44 @@ test('a stream cut under release 312ec6c is settled after the upgrade and the tu
   const c = await tab(w, room);
   const answer = await probeAnswer(c);
   assert.equal(answer.type, 'cf_agent_stream_resume_none', 'nothing left open');
+});
+
+test('a tool call stored in a message split over pieces before the tool call index existed is indexed by the upgrade, and its result lands', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-migration-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'split-call';
+  const first = await workerFor(t, { persistDir: dir });
+  const a = await tab(first, room);
+  const id = rid();
+  const timezone = { name: 'getUserTimezone', description: "The user's IANA timezone, read from the browser.", parameters: { type: 'object', properties: {} } };
+  a.send(chatRequest(id, [userMessage(rid('u'), "what's my timezone?")], { clientTools: [timezone] }));
+  await a.waitFor(isDone(id), TURN_MS);
+  const waiting = (await getMessages(first.url, AGENT, room)).at(-1);
+  const call = waiting.parts.find((p) => p.toolCallId);
+  assert.equal(call.state, 'input-available');
+  await first.close();
+
+  // As a release before the index (schema 4) left it: the answer split over two pieces, and
+  // a conversation that went on past the in-memory window after it.
+  const [file] = (await sqliteFiles(dir)).filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_messages'").length);
+  execSqlite(file, `INSERT INTO chat_pieces (kind, key, sub, n, piece) SELECT 'message', id, 0, 1, substr(body, 41) FROM chat_messages WHERE id = '${waiting.id}'`);
+  execSqlite(file, `UPDATE chat_messages SET body = substr(body, 1, 40), pieces = 2 WHERE id = '${waiting.id}'`);
+  const later = Array.from({ length: 40 }, (_, i) => [
+    `('later-u${i}', (SELECT MAX(seq) FROM chat_messages) + 1, '{"id":"later-u${i}","role":"user","parts":[{"type":"text","text":"q${i}"}]}')`,
+    `('later-a${i}', (SELECT MAX(seq) FROM chat_messages) + 1, '{"id":"later-a${i}","role":"assistant","parts":[{"type":"text","text":"a${i}"}]}')`,
+  ]).flat();
+  for (const row of later) execSqlite(file, `INSERT INTO chat_messages (id, seq, body) VALUES ${row}`);
+  execSqlite(file, "DROP TABLE chat_tool_calls; UPDATE chat_meta SET value = '4' WHERE key = 'schema_version'");
+
+  const w = await workerFor(t, { persistDir: dir });
+  const b = await tab(w, room);
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 82, 'the split message reads back whole, with what followed');
+  assert.deepEqual(querySqlite(file, `SELECT message_id FROM chat_tool_calls WHERE tool_call_id = '${call.toolCallId}'`), [{ message_id: waiting.id }], 'the upgrade indexed its call');
+  b.send({ type: 'cf_agent_tool_result', toolCallId: call.toolCallId, toolName: 'getUserTimezone', output: { timezone: 'Europe/Oslo' }, autoContinue: false });
+  const answered = await waitUntil(async () => {
+    const part = toolPart(await getMessages(w.url, AGENT, room), call.toolCallId);
+    return part?.state === 'output-available' ? part : null;
+  }, { timeoutMs: 5000, intervalMs: 100, what: 'the result on the call far back' });
+  assert.deepEqual(answered.output, { timezone: 'Europe/Oslo' });
 });

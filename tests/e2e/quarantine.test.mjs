@@ -107,3 +107,60 @@ test('a message row far back that is not JSON is left out of the transcript fram
   const rows = querySqlite(file, 'SELECT source, key FROM chat_quarantine');
   assert.deepEqual(rows.map((r) => [r.source, r.key]), [['chat_messages', victim]]);
 });
+
+test('a move to the quarantine that rolls back is not reported as done', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-quarantine-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'q-rollback';
+  const first = await workerFor(t, { persistDir: dir });
+  const a = await tab(first, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'hello')]));
+  await a.waitFor(isDone(id), TURN_MS);
+  await first.close();
+
+  // While stopped: an unreadable config row, and a table that refuses to let it go, so its move
+  // (copied to the quarantine, then deleted) fails halfway and is rolled back.
+  const [file] = (await sqliteFiles(dir)).filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_config'").length);
+  execSqlite(file, "INSERT OR REPLACE INTO chat_config (key, value) VALUES ('queue', '{not json')");
+  execSqlite(file, "CREATE TRIGGER keep_queue BEFORE DELETE ON chat_config WHEN old.key = 'queue' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+
+  const logs = [];
+  const w = await workerFor(t, { persistDir: dir, miniflare: { handleStructuredLogs: (log) => logs.push(log) } });
+  await getMessages(w.url, AGENT, room).catch(() => null);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 0, 'the move was rolled back');
+  assert.deepEqual(querySqlite(file, "SELECT value FROM chat_config WHERE key = 'queue'"), [{ value: '{not json' }]);
+  const said = logs.filter((l) => l.message.includes('quarantined'));
+  assert.deepEqual(said, [], 'no line says a row was quarantined');
+});
+
+test('a clear deletes the quarantined rows with the rest of the conversation', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-quarantine-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'q-clear';
+  const first = await workerFor(t, { persistDir: dir });
+  const a = await tab(first, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'my card number is 4242')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  const [question] = await getMessages(first.url, AGENT, room);
+  await first.close();
+  let file;
+  for (const f of await sqliteFiles(dir)) {
+    if (querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_messages'").length) file = f;
+  }
+  execSqlite(file, `UPDATE chat_messages SET body = '{"id":"${question.id}", "text":"my card number is 4242", broken' WHERE id = '${question.id}'`);
+
+  const w = await workerFor(t, { persistDir: dir });
+  const b = await tab(w, room);
+  await getMessages(w.url, AGENT, room);
+  assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 1, 'the row was quarantined');
+  b.send({ type: 'cf_agent_chat_clear' });
+  await waitUntil(() => querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n === 0, { timeoutMs: TURN_MS, what: 'the quarantine emptied' });
+  const left = querySqlite(file, "SELECT COUNT(*) AS n FROM chat_pieces")[0].n;
+  assert.equal(left, 0, 'no piece of it is left');
+  const next = rid();
+  b.send(chatRequest(next, [userMessage(rid('u'), 'hello again')]));
+  assert.equal((await b.waitFor(isDone(next), TURN_MS)).outcome, 'completed', 'the agent carries on');
+});

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { startWorker, connect, chatRequest, userMessage, getMessages } from '../support/harness.mjs';
+import { startWorker, connect, chatRequest, userMessage, getMessages, DEFAULT_BINDINGS } from '../support/harness.mjs';
 
 let w;
 before(async () => { w = await startWorker(); });
@@ -63,14 +63,14 @@ test('a tab connected to the child sees the delegated turn live under a server-m
 });
 
 /** Opens the child's side of the channel straight on the Durable Object, as a parent agent does
- * (the worker refuses the channel path from outside), with the credential a parent sends when
- * no CHANNEL_SECRET is set: the child's Durable Object id. */
+ * (the worker refuses the channel path from outside), with the credential a parent sends: the
+ * deployment's CHANNEL_SECRET. */
 async function openChannel(name) {
   const ns = await w.mf.getDurableObjectNamespace('ChatAgent');
   const id = ns.idFromName(name);
   const stub = ns.get(id);
   const res = await stub.fetch(`https://agent/agents/chat-agent/${name}/__chat-channel`, {
-    headers: { Upgrade: 'websocket', 'x-durable-chat-channel': `id:${id.toString()}` },
+    headers: { Upgrade: 'websocket', 'x-durable-chat-channel': `secret:${DEFAULT_BINDINGS.CHANNEL_SECRET}` },
   });
   const ws = res.webSocket;
   assert.ok(ws, 'the child accepted the channel');

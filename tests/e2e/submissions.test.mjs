@@ -10,7 +10,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { workerFor, waitUntil, tab, rid } from '../support/e2e.mjs';
+import { workerFor, waitUntil, tab, rid, chatApi } from '../support/e2e.mjs';
 import { chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
 
@@ -146,4 +146,57 @@ test('an alarm the agent scheduled fires after a restart and its on_alarm submit
   assert.equal(textOf(stored[0]), 'scheduled check-in');
   assert.match(textOf(stored[1]), /scheduled check-in/, 'the scripted model echoed it');
   assert.equal(w.model.requests.filter((r) => JSON.stringify(r.messages).includes('scheduled check-in')).length, 1, 'run once');
+});
+
+test('an idempotency key is bound to its messages (other messages are a conflict) and to its caller', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'sub-key';
+  const first = await submit(w, room, { text: 'pay invoice 7', idempotencyKey: 'pay-1' });
+  assert.equal(first.status, 202);
+  const accepted = await first.json();
+  const retry = await submit(w, room, { text: 'pay invoice 7', idempotencyKey: 'pay-1' });
+  assert.equal((await retry.json()).id, accepted.id, 'a retry is the same submission');
+  const other = await submit(w, room, { text: 'pay invoice 8 instead', idempotencyKey: 'pay-1' });
+  assert.equal(other.status, 400, 'the same key with other messages is refused');
+  assert.match(await other.text(), /idempotency key conflict/);
+
+  // The agent's own code (here over its stub) has keys of its own: the route's key does not reach them.
+  const stubbed = await chatApi(w, room, { op: 'submit', messages: [userMessage('', 'pay invoice 7')], idempotencyKey: 'pay-1' });
+  assert.equal(stubbed.status, 200, JSON.stringify(stubbed.body));
+  assert.notEqual(stubbed.body.id, accepted.id, 'another caller, another submission');
+  await waitUntil(async () => (await status(w, room, stubbed.body.id)).status === 'completed', { timeoutMs: TURN_MS, intervalMs: 100, what: 'the stub submission ran' });
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.filter((m) => m.role === 'user' && textOf(m) === 'pay invoice 8 instead').length, 0, 'the conflicting message was not stored');
+});
+
+test('a 20 MB POST is refused with 413, declared or streamed without a length, and the agent carries on', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = 'sub-huge';
+  const huge = JSON.stringify({ text: 'x'.repeat(20 * 1024 * 1024) });
+  const declared = await submit(w, room, JSON.parse(huge));
+  assert.equal(declared.status, 413, 'a declared length over the limit');
+  assert.match((await declared.json()).error, /body too large/);
+  // The same bytes in 1 MiB chunks, with no content-length: reading stops at the limit.
+  const bytes = Buffer.from(huge);
+  const streamed = await w.fetch(`/agents/chat-agent/${room}/submit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    duplex: 'half',
+    body: new ReadableStream({
+      start(controller) {
+        for (let at = 0; at < bytes.length; at += 1024 * 1024) controller.enqueue(bytes.subarray(at, at + 1024 * 1024));
+        controller.close();
+      },
+    }),
+  }).catch((e) => ({ status: `aborted: ${e.cause?.code ?? e.message}` }));
+  assert.ok(streamed.status === 413 || String(streamed.status).startsWith('aborted'), `refused: ${streamed.status}`);
+  const api = await chatApi(w, room, { op: 'submit', messages: [userMessage('', 'x'.repeat(20 * 1024 * 1024))] });
+  assert.equal(api.status, 413, 'the submission API too');
+  assert.deepEqual(await getMessages(w.url, AGENT, room), [], 'nothing stored');
+
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'still there?')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the agent is fine');
+  await a.close();
 });

@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
 import { workerFor, rid, chunkFrames, waitUntil, tab } from '../support/e2e.mjs';
 import { sqliteFiles, querySqlite } from '../support/sqlite-files.mjs';
 
@@ -27,7 +27,7 @@ async function rowsOf(persistDir, sql) {
 }
 
 test('a refused answer write ends the turn with an error for every tab, keeps the chunk log, and a restart finishes the answer', async (t) => {
-  const w = await workerFor(t, { bindings: { DEBUG_TOOLS: '1' }, miniflare: { unsafePreventEviction: true } });
+  const w = await workerFor(t, { bindings: { DEBUG_TOOLS: '1' }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true } });
   const room = 'wf-answer';
   const a = await tab(w, room);
   const b = await tab(w, room);
@@ -49,6 +49,13 @@ test('a refused answer write ends the turn with an error for every tab, keeps th
   assert.deepEqual((await rowsOf(w.persistDir, 'SELECT request_id FROM chat_streams')).map((r) => r.request_id), [id]);
   const chunks = await rowsOf(w.persistDir, `SELECT first_seq FROM chat_stream_chunks WHERE request_id = '${id}'`);
   assert.ok(chunks.length > 0, 'the chunk log stays');
+  // What the live agent serves is what is stored: a page loaded now shows no unsaved answer
+  // (which the restart below would change).
+  assert.deepEqual((await getMessages(w.url, AGENT, room)).map((m) => m.id), [uid], 'get-messages serves what is stored');
+  const joining = await tab(w, room);
+  const snapshot = joining.frames.find((f) => f.type === 'cf_agent_chat_messages');
+  assert.deepEqual(snapshot.messages.map((m) => m.id), [uid], 'so does a tab that connects');
+  joining.close();
 
   await w.restart();
   const messages = await waitUntil(async () => {
@@ -64,4 +71,18 @@ test('a refused answer write ends the turn with an error for every tab, keeps th
   c.send(chatRequest(next, [...messages, userMessage(rid('u'), 'and then?')]));
   const done = await c.waitFor(isDone(next), TURN_MS);
   assert.equal(done.outcome, 'completed');
+});
+
+test('the write-failure route answers only POST: any other method is refused and arms nothing', async (t) => {
+  const w = await workerFor(t, { bindings: { DEBUG_TOOLS: '1' }, buildDir: TEST_BUILD_DIR });
+  const room = 'wf-method';
+  for (const method of ['GET', 'PUT', 'DELETE']) {
+    const res = await w.fetch(`/agents/chat-agent/${room}/__debug/fail-next-message-write`, { method });
+    assert.equal(res.status, 405, method);
+  }
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), 'hello')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'no write was refused');
+  assert.equal((await getMessages(w.url, AGENT, room)).length, 2);
 });

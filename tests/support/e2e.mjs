@@ -1,11 +1,12 @@
 // Shared helpers for the end-to-end suites in tests/e2e/: a per-test worker, request ids like the
 // client's nanoid(8), response-frame filters, and waiting on the scripted model's request log.
 // Owns: workerFor, rid, responsesOf, chunkFrames, typesOf, waitUntil, waitForModelRequests,
-// modelTexts, toolMessages, offeredTools, probe, probeAnswer, followContinuation, toolPart, terminalOf.
+// modelTexts, toolMessages, offeredTools, probe, probeAnswer, followContinuation, toolPart, terminalOf,
+// chatApi.
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { connect, startWorker, isResponse, isDone } from './harness.mjs';
+import { connect, startWorker, isResponse, isDone, kebab, DEFAULT_BINDINGS } from './harness.mjs';
 
 /** Start a fresh worker (own model server and storage) closed when test `t` ends. */
 export async function workerFor(t, opts) {
@@ -147,4 +148,26 @@ export function terminalOf(client, id, timeoutMs = 20000) {
   if (hit) return Promise.resolve(hit);
   const cursor = client.cursor;
   return client.waitFor(isDone(id), timeoutMs).finally(() => { client.cursor = cursor; });
+}
+
+/**
+ * One call of an agent's internal submission API (`…/__chat-api`, what an `AgentStub` sends),
+ * made straight on its Durable Object with the deployment's channel credential (the worker
+ * refuses the path from outside). Returns `{status, body}` (body parsed when JSON).
+ */
+export async function chatApi(worker, room, call, { agent = 'ChatAgent', credential } = {}) {
+  const ns = await worker.mf.getDurableObjectNamespace(agent);
+  const id = ns.idFromName(room);
+  const res = await ns.get(id).fetch(`https://agent/agents/${kebab(agent)}/${room}/__chat-api`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-durable-chat-channel': credential ?? `secret:${DEFAULT_BINDINGS.CHANNEL_SECRET}`,
+    },
+    body: typeof call === 'string' ? call : JSON.stringify(call),
+  });
+  const text = await res.text();
+  let body = text;
+  try { body = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body };
 }

@@ -15,15 +15,22 @@ import { startModelServer } from './model-server.mjs';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BUILD_DIR = join(ROOT, 'build');
+/** The test build (`bash scripts/build.sh --test`): the release build with the `debug-routes`
+ * feature, which the suites that turn on `DEBUG_TOOLS` run on (a deploy build has no such switch). */
+export const TEST_BUILD_DIR = join(ROOT, 'target', 'worker-test');
 export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
-/** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker). */
+/** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker), plus the
+ * deployment's channel secret and, for readable failures, the provider's error text on the tabs
+ * (a deploy shows them only their status class). */
 export const DEFAULT_BINDINGS = {
   OPENAI_BASE_URL: '',
   OPENAI_API_KEY: 'test-key',
   MODEL: 'scripted-model',
   MESSAGE_CONCURRENCY: 'queue',
   LOG_LEVEL: 'info',
+  CHANNEL_SECRET: 'test-channel-secret',
+  MODEL_ERROR_DETAIL: 'tabs',
 };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */
@@ -86,7 +93,7 @@ export function miniflareOptions({ buildDir, persistDir, bindings, port, options
  */
 export async function startWorker({ persistDir, bindings = {}, model, miniflare = {}, buildDir = BUILD_DIR } = {}) {
   for (const f of ['index.js', 'index_bg.wasm']) {
-    if (!existsSync(join(buildDir, f))) throw new Error(`${join(buildDir, f)} missing: run bash scripts/build.sh first`);
+    if (!existsSync(join(buildDir, f))) throw new Error(`${join(buildDir, f)} missing: run bash scripts/build.sh ${buildDir === TEST_BUILD_DIR ? '--test' : ''} first`);
   }
   const ownDir = !persistDir;
   const dir = persistDir ?? (await mkdtemp(join(tmpdir(), 'durable-chat-do-')));

@@ -1,8 +1,9 @@
 //! An example agent built on `durable-chat` used as a library (`default-features = false`): a
 //! support agent with a typed tool (`lookup_order`), a tool that needs the user's approval
-//! (`refund`), turn and tool hooks (a French prompt on request, refunds of `X-` orders blocked,
-//! each ended turn logged), its Durable Object class `SupportAgentDO` and the worker's fetch
-//! entry. It is the README's "Writing your own agent", built and tested end to end.
+//! (`refund`), turn and tool hooks (a French prompt on request, an order as JSON on request,
+//! refunds of `X-` orders blocked, each step and each ended turn logged with its token usage),
+//! metadata on each answer (when it was started, the model, the tokens used, the agent's own
+//! `source`), its Durable Object class `SupportAgentDO` and the worker's fetch entry. It is the README's "Writing your own agent", built and tested end to end.
 
 #[cfg(target_arch = "wasm32")]
 mod worker_entry;
@@ -10,6 +11,7 @@ mod worker_entry;
 use durable_chat::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 pub struct SupportAgent;
 
@@ -41,13 +43,55 @@ impl AgentDefinition for SupportAgent {
         ]
     }
 
-    // A tab may ask for French answers with a custom body: `{ "locale": "fr" }`.
+    // A tab may ask for French answers with a custom body: `{ "locale": "fr" }`, and for the
+    // order as JSON of a fixed shape, sampled steadily: `{ "format": "order" }`.
     async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
         let french = ctx.body.get("locale").and_then(|l| l.as_str()) == Some("fr");
-        TurnConfig {
+        let config = TurnConfig {
             system: french.then(|| format!("{} Answer in French.", self.system_prompt())),
             ..Default::default()
+        };
+        if ctx.body.get("format").and_then(|f| f.as_str()) != Some("order") {
+            return config;
         }
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "order": { "type": "string" }, "status": { "type": "string" } },
+            "required": ["order", "status"],
+            "additionalProperties": false
+        });
+        let options = serde_json::json!({ "reasoning_effort": "low" });
+        TurnConfig {
+            structured_output: Some(StructuredOutput::new("order_status", schema)),
+            top_p: Some(0.5),
+            seed: Some(7),
+            stop: Some(vec!["END".into()]),
+            provider_options: options.as_object().cloned().unwrap_or_default(),
+            ..config
+        }
+    }
+
+    // Every answer says when it was started, which model wrote it and the tokens it used, and
+    // that this server wrote it (`message.metadata` in the tabs and in the stored message).
+    fn message_metadata(&self, moment: &MetadataMoment<'_>) -> Option<Map<String, Value>> {
+        let mut fields = standard_message_metadata(moment)?;
+        if let MetadataMoment::Start { .. } = moment {
+            fields.insert("source".into(), "support-agent".into());
+        }
+        Some(fields)
+    }
+
+    // Each model step goes to the Worker's log with the tokens it used.
+    #[cfg(target_arch = "wasm32")]
+    async fn on_step_end(&self, step: StepReport) {
+        let line = serde_json::json!({
+            "requestId": step.request_id,
+            "step": step.step,
+            "tools": step.tool_calls,
+            "inputTokens": step.usage.map(|u| u.prompt_tokens),
+            "outputTokens": step.usage.map(|u| u.completion_tokens),
+        });
+        worker::console_log!("step end {line}");
     }
 
     // Orders numbered `X-…` are refunded by a person: the model reads why, nobody is asked.
@@ -69,6 +113,8 @@ impl AgentDefinition for SupportAgent {
             "outcome": response.outcome,
             "answerId": response.answer_id,
             "messageIds": response.message_ids,
+            "steps": response.steps,
+            "outputTokens": response.usage.map(|u| u.completion_tokens),
         });
         worker::console_log!("chat response {line}");
     }

@@ -8,7 +8,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable};
-use serde::{Deserialize, Serialize};
 use wasm_bindgen_futures::spawn_local;
 use worker::{
     AbortController, Delay, Env, Request, Response, State, WebSocket, WebSocketIncomingMessage,
@@ -23,8 +22,9 @@ use crate::protocol::server;
 use crate::store::SqlStore;
 
 use super::access::{request_info, Refusal, RequestInfo};
-use super::channel_auth::{channel_allowed, CHANNEL_AUTH_HEADER, CHANNEL_SECRET_VAR};
-use super::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
+use super::author_hooks::AuthorHooks;
+use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
+use super::connection::{Attachment, Connection};
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};
 use super::handle::{AgentHandle, CoreHost};
@@ -33,19 +33,22 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod author_calls;
+#[cfg(feature = "debug-routes")]
+mod debug;
+#[cfg(feature = "debug-routes")]
+mod debug_author;
 mod frames;
 mod mcp;
 mod mcp_http;
 mod model_stream;
 
-/// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
-#[derive(Debug, Serialize, Deserialize)]
-struct Attachment {
-    conn: String,
-    /// A parent agent's `chat()` channel rather than a browser tab.
-    #[serde(default)]
-    channel: bool,
-}
+/// The var naming (comma-separated) the hosts whose file links reach the
+/// model's provider.
+const FILE_LINK_HOSTS_VAR: &str = "FILE_LINK_HOSTS";
+
+/// The var that shows a failed model call's full text to the tabs.
+const MODEL_ERROR_DETAIL_VAR: &str = "MODEL_ERROR_DETAIL";
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
@@ -62,6 +65,8 @@ pub struct AgentHost {
     authorize: Authorizer,
     on_request: RequestHook,
     on_author_alarm: AlarmHook,
+    /// The definition's schedule callbacks, by name.
+    schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
     /// The provider the settings chose, or the failure every model call meets.
@@ -71,6 +76,8 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
     hooks: AsyncHooks,
+    /// The definition's callables, state and connection hooks.
+    author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
     tool_runs: RefCell<HashMap<CallId, ToolAbort>>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
@@ -84,19 +91,21 @@ pub struct AgentHost {
     /// The durable deadline this instance last set the alarm for (an alarm
     /// set by an earlier instance is kept until this one asks otherwise).
     alarm_asked: std::cell::Cell<Option<u64>>,
-    /// `DEBUG_MEMORY=1`: serve `GET …/__debug/memory` (see `debug_memory`).
-    debug_memory: bool,
-    /// `DEBUG_TOOLS=1`: test-only tool and route (see `debug_tools.rs`).
-    debug_tools: bool,
-    /// `CHANNEL_SECRET`, when set: the credential a parent's channel carries
+    /// The test and benchmark switches (`debug-routes` builds only).
+    #[cfg(feature = "debug-routes")]
+    debug: debug::DebugSwitches,
+    /// `MODEL_ERROR_DETAIL=tabs`: a failed model call's full text reaches
+    /// the tabs (else only its status class; the log always has it).
+    model_error_detail_to_tabs: bool,
+    /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
+    /// provider is given (any other link becomes a text note).
+    link_hosts: Vec<String>,
+    /// The credential a parent's channel and the submission API carry
     /// (see `channel_auth.rs`).
-    channel_secret: Option<String>,
+    channel_policy: ChannelPolicy,
     /// The MCP servers the agent is connected to (see `mcp.rs`).
     mcp: mcp::McpClients,
 }
-
-/// Agents constructed by this wasm instance (for `…/__debug/memory`).
-static HOSTS_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn now_ms() -> u64 {
     js_sys::Date::now() as u64
@@ -111,20 +120,32 @@ impl AgentHost {
     ) -> worker::Result<Rc<Self>> {
         let definition = Rc::new(definition);
         let lookup = |name: &str| env_value(&env, name);
-        let debug_memory = lookup("DEBUG_MEMORY").as_deref() == Some("1");
-        let debug_tools = lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1");
-        let channel_secret = lookup(CHANNEL_SECRET_VAR).filter(|s| !s.is_empty());
+        #[cfg(feature = "debug-routes")]
+        let debug = debug::DebugSwitches::from_vars(lookup);
+        let channel_policy = ChannelPolicy::from_vars(lookup);
+        let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
+        let link_hosts = lookup(FILE_LINK_HOSTS_VAR)
+            .unwrap_or_default()
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
         let settings = definition.settings(&Vars(&lookup));
         let declared_mcp = definition.mcp_servers(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
+        #[allow(unused_mut)]
         let mut tools = definition.tools();
-        if debug_tools {
+        #[cfg(feature = "debug-routes")]
+        if debug.tools {
             tools.extend(super::debug_tools::tools());
+            tools.extend(debug_author::tools());
         }
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
-        let config = core_config(&definition, &settings, &tools, &name, agent);
+        let mut config = core_config(&definition, &settings, &tools, &name, agent);
+        let author = AuthorHooks::of(&definition);
+        config.agent_api = author.agent_api(&definition);
         let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
@@ -140,11 +161,21 @@ impl AgentHost {
             let alarms = alarms.clone();
             Box::pin(async move { alarms.on_alarm(agent).await })
         });
+        #[allow(unused_mut)]
+        let mut schedule_callbacks = definition.schedule_callbacks();
+        #[cfg(feature = "debug-routes")]
+        if debug.tools {
+            schedule_callbacks.extend(debug_author::schedule_callbacks());
+        }
         let host = Rc::new(AgentHost {
             state,
             authorize,
             on_request,
             on_author_alarm,
+            schedule_callbacks: schedule_callbacks
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect(),
             store,
             core: RefCell::new(core),
             model_provider: settings.model_provider().map(|p| match p {
@@ -157,17 +188,21 @@ impl AgentHost {
                 .map(|t| (t.spec.name.clone(), t))
                 .collect(),
             hooks: AsyncHooks::of(&definition),
+            author,
             tool_runs: RefCell::new(HashMap::new()),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
-            debug_memory,
-            debug_tools,
-            channel_secret,
+            #[cfg(feature = "debug-routes")]
+            debug,
+            channel_policy,
+            model_error_detail_to_tabs,
+            link_hosts,
             mcp,
         });
-        HOSTS_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(feature = "debug-routes")]
+        debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
         host.start_mcp(declared_mcp);
@@ -198,26 +233,25 @@ impl AgentHost {
             // the deployment's credential (see channel_auth.rs).
             let presented = req.headers().get(CHANNEL_AUTH_HEADER)?;
             let own_id = self.state.id().to_string();
-            let allowed = channel_allowed(
-                presented.as_deref(),
-                self.channel_secret.as_deref(),
-                &own_id,
-            );
-            if !allowed {
+            if let Some(warning) = self.channel_policy.warning() {
+                crate::log::write(crate::log::LogLevel::Warn, warning);
+            }
+            if !self.channel_policy.allows(presented.as_deref(), &own_id) {
                 return Response::error("Forbidden", 403);
             }
         } else if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
             return Response::error(refusal.reason, refusal.status);
         }
-        if self.debug_memory && path.ends_with("/__debug/memory") {
-            return Response::from_json(&self.debug_memory());
+        #[cfg(feature = "debug-routes")]
+        if let Some(response) = self.debug_route(&req, path) {
+            return response;
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
         }
-        if self.debug_tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
-            self.store.fail_next_message_write();
-            return Response::ok("armed");
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools && path.contains(debug_author::ROUTES) {
+            return debug_author::serve(req, self.handle()).await;
         }
         if path.ends_with("/get-messages") {
             let messages = self.core.borrow().messages();
@@ -239,40 +273,28 @@ impl AgentHost {
             true => self.unique_conn_id(Some(format!("channel:{}", random_token(12)))),
             false => self.unique_conn_id(pk),
         };
+        let request = request_info(&req)?;
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
         pair.server.serialize_attachment(Attachment {
             conn: conn.to_string(),
             channel,
+            state: None,
         })?;
+        let connection = Connection::new(&conn, pair.server.clone());
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
         self.dispatch(if channel {
             Event::Adopted { conn }
         } else {
             Event::Connected { conn }
         });
+        if !channel {
+            spawn_local((self.author.on_connect)(
+                (connection, request),
+                self.handle(),
+            ));
+        }
         Response::from_websocket(pair.client)
-    }
-
-    /// Debug-only (`DEBUG_MEMORY=1`) figures for memory investigations: the
-    /// size of this wasm instance's linear memory and how many agents it has
-    /// constructed (one shared instance ⇒ the count grows across agents).
-    fn debug_memory(&self) -> serde_json::Value {
-        use wasm_bindgen::JsCast;
-        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-        let bytes = memory
-            .buffer()
-            .unchecked_into::<js_sys::ArrayBuffer>()
-            .byte_length();
-        let core = self.core.borrow();
-        serde_json::json!({
-            "wasmMemoryBytes": bytes,
-            "hostsCreated": HOSTS_CREATED.load(std::sync::atomic::Ordering::Relaxed),
-            "windowMessages": core.window_len(),
-            "sockets": self.sockets.borrow().len(),
-            "pendingTimers": usize::from(self.wake.borrow().is_some()),
-            "sqliteDatabaseBytes": self.store.database_size(),
-        })
     }
 
     /// The client picks `_pk`; two sockets with the same one stay distinct.
@@ -339,9 +361,13 @@ impl AgentHost {
         // hibernatable socket's close frame by itself); fails harmlessly on a
         // socket that is already gone.
         let _ = ws.close(Some(1000), None::<&str>);
-        if let Some((conn, _)) = self.conn_of(&ws) {
+        if let Some((conn, channel)) = self.conn_of(&ws) {
             self.sockets.borrow_mut().remove(&conn);
-            self.dispatch(Event::Disconnected { conn });
+            self.dispatch(Event::Disconnected { conn: conn.clone() });
+            if !channel {
+                let connection = Connection::new(&conn, ws);
+                spawn_local((self.author.on_close)(connection, self.handle()));
+            }
         }
     }
 
@@ -390,7 +416,7 @@ impl AgentHost {
     }
 
     /// One line of the host's own, after the agent's prefix.
-    fn log_line(&self, level: crate::log::LogLevel, text: &str) {
+    pub(super) fn log_line(&self, level: crate::log::LogLevel, text: &str) {
         if !level.shown_at(crate::log::threshold()) {
             return;
         }
@@ -454,12 +480,17 @@ impl AgentHost {
             Effect::Store(op) => self.execute(vec![Effect::Store(op)]),
             Effect::CallModel { call, request } => {
                 let host = self.clone();
-                spawn_local(async move { host.run_model(call, request).await });
+                spawn_local(async move { host.run_model(call, *request).await });
             }
             Effect::AuthorAlarm => {
                 let run = (self.on_author_alarm)(self.handle());
                 spawn_local(run);
             }
+            Effect::RunSchedule {
+                name,
+                callback,
+                payload,
+            } => self.run_schedule(&name, &callback, payload),
             Effect::AbortModel { call } => {
                 if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
                     controller.abort();
@@ -481,6 +512,7 @@ impl AgentHost {
                     abort: abort.signal(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
+                    agent: Some(self.handle()),
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {
@@ -523,13 +555,38 @@ impl AgentHost {
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
                     let config = before_turn(context).await;
-                    host.dispatch(Event::TurnPrepared { turn, config });
+                    host.dispatch(Event::TurnPrepared {
+                        turn,
+                        config: Box::new(config),
+                    });
                 });
             }
             Effect::TurnEnded(response) => {
                 let on_chat_response = self.hooks.on_chat_response.clone();
                 spawn_local(on_chat_response(response));
             }
+            Effect::StepEnded(report) => {
+                let on_step_end = self.hooks.on_step_end.clone();
+                spawn_local(on_step_end(report));
+            }
+            Effect::Author(call) => self.run_author_call(call),
+        }
+    }
+
+    /// A schedule is due: its callback runs with its payload (a callback
+    /// the definition does not register, or a payload it cannot read, is
+    /// logged).
+    fn run_schedule(self: &Rc<Self>, name: &str, callback: &str, payload: serde_json::Value) {
+        let run = match self.schedule_callbacks.get(callback) {
+            Some(registered) => registered.start(payload, self.handle()),
+            None => Err(format!("no schedule callback `{callback}` is registered")),
+        };
+        match run {
+            Ok(run) => spawn_local(run),
+            Err(e) => self.log_line(
+                crate::log::LogLevel::Error,
+                &format!("schedule `{name}` could not run: {e}"),
+            ),
         }
     }
 
@@ -555,6 +612,9 @@ impl AgentHost {
     }
 
     pub fn on_alarm(self: &Rc<Self>) {
+        // The platform's alarm is spent once it fires: the next durable
+        // deadline is asked for again even if it did not move.
+        self.alarm_asked.set(None);
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
@@ -607,6 +667,10 @@ impl CoreHost for AgentHost {
 
     fn mcp_servers(&self) -> Vec<crate::mcp::ServerInfo> {
         self.mcp_server_list()
+    }
+
+    fn author_storage(&self) -> super::author_storage::AuthorStorage {
+        super::author_storage::AuthorStorage::new(self.state.storage().sql())
     }
 }
 

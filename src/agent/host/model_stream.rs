@@ -38,7 +38,27 @@ impl AgentHost {
         };
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
+            let failure = self.for_tabs(failure);
             self.dispatch(Event::ModelFailed { call, failure });
+        }
+    }
+
+    /// The provider's own words go to the log; the tabs, the stored error
+    /// record and the hooks get the status class, unless the worker's var
+    /// `MODEL_ERROR_DETAIL=tabs` shows the full text (while developing).
+    fn for_tabs(&self, failure: ModelFailure) -> ModelFailure {
+        const MAX_LOGGED_CHARS: usize = 1000;
+        let detail: String = failure.text.chars().take(MAX_LOGGED_CHARS).collect();
+        self.log_line(
+            crate::log::LogLevel::Warn,
+            &format!("model call failed: {detail:?}"),
+        );
+        match self.model_error_detail_to_tabs {
+            true => failure,
+            false => ModelFailure {
+                text: failure.status_class(),
+                ..failure
+            },
         }
     }
 
@@ -50,9 +70,10 @@ impl AgentHost {
         self: &Rc<Self>,
         provider: &P,
         call: CallId,
-        request: ModelRequest,
+        mut request: ModelRequest,
         signal: &AbortSignal,
     ) -> Result<(), ModelFailure> {
+        crate::model::files::keep_allowed_links(&mut request, &self.link_hosts);
         let plan = provider.plan(&request);
         drop(request);
         let mut body = match plan {

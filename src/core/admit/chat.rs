@@ -42,8 +42,7 @@ impl Core {
             self.send_transcript(vec![conn.clone()], true);
             self.tell_recovering(&conn);
         }
-        let identity = server::identity(&self.config.name, &self.config.agent);
-        self.send_to(vec![conn.clone()], identity);
+        self.send_identity_and_state(&conn);
         let mcp = self.mcp_frame();
         self.send_to(vec![conn], mcp);
     }
@@ -203,11 +202,14 @@ impl Core {
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
         self.compaction.reset();
+        self.logged_cut = None;
         self.inputs.reset();
         self.recovery.reset();
         self.terminal_error = None;
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
+        self.keep_agent_state();
+        self.keep_schedules();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

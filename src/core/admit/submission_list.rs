@@ -19,10 +19,16 @@ impl Submissions {
         self.records.iter().find(|r| r.id == id)
     }
 
-    pub(in crate::core::admit) fn by_key(&self, key: &str) -> Option<&SubmissionRecord> {
-        self.records
-            .iter()
-            .find(|r| r.idempotency_key.as_deref() == Some(key))
+    /// The submission `caller` made under idempotency key `key`.
+    pub(in crate::core::admit) fn by_key(
+        &self,
+        caller: Option<&str>,
+        key: &str,
+    ) -> Option<&SubmissionRecord> {
+        self.records.iter().find(|r| {
+            r.idempotency_key.as_deref() == Some(key)
+                && r.caller.as_deref().filter(|c| !c.is_empty()) == caller
+        })
     }
 
     /// The unfinished submission whose turn is request `request_id`.

@@ -15,7 +15,7 @@ use crate::core::rows::persisted::{StoredState, SubmissionRecord, SubmissionStat
 use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::submit::{
-    SubmitError, SubmitRequest, KEPT_SUBMISSIONS, MAX_IDEMPOTENCY_KEY_BYTES,
+    submission_digest, SubmitError, SubmitRequest, KEPT_SUBMISSIONS, MAX_IDEMPOTENCY_KEY_BYTES,
 };
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
@@ -86,6 +86,10 @@ impl Core {
         request: SubmitRequest,
     ) -> Result<SubmissionRecord, SubmitError> {
         let key = request.idempotency_key.filter(|k| !k.is_empty());
+        let caller = request.caller.filter(|c| !c.is_empty());
+        let digest = key
+            .as_ref()
+            .map(|_| submission_digest(&request.messages, request.body.as_ref()));
         if let Some(key) = &key {
             if key.len() > MAX_IDEMPOTENCY_KEY_BYTES {
                 return Err(SubmitError(format!(
@@ -93,7 +97,15 @@ impl Core {
                     key.len()
                 )));
             }
-            if let Some(existing) = self.submissions.by_key(key) {
+            if let Some(existing) = self.submissions.by_key(caller.as_deref(), key) {
+                // A row written before keys were bound to messages has no digest.
+                let same = existing.request_digest.is_none() || existing.request_digest == digest;
+                if !same {
+                    return Err(SubmitError(
+                        "idempotency key conflict: the key was already used for other messages"
+                            .into(),
+                    ));
+                }
                 return Ok(existing.clone());
             }
         }
@@ -109,6 +121,13 @@ impl Core {
             ));
         }
         self.admit_messages(&mut messages)?;
+        if let Some(body) = &request.body {
+            self.config
+                .settings
+                .limits
+                .check_body(body)
+                .map_err(SubmitError)?;
+        }
         if let Some(error) = self.queue_full() {
             return Err(SubmitError(error));
         }
@@ -116,6 +135,8 @@ impl Core {
         let mut record = SubmissionRecord {
             id: id.clone(),
             idempotency_key: key,
+            caller,
+            request_digest: digest,
             status: SubmissionStatus::Queued,
             message_ids: Vec::new(),
             answer_message_id: None,
@@ -193,6 +214,7 @@ impl Core {
         mut messages: Vec<UIMessage>,
     ) -> Result<Vec<String>, SubmitError> {
         self.admit_messages(&mut messages)?;
+        self.check_saved_tool_parts(&messages)?;
         let mut ids = Vec::with_capacity(messages.len());
         for message in messages {
             let entry = self.transcript.upsert(message);

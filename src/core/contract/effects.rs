@@ -14,6 +14,7 @@ use crate::protocol::UIMessage;
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::{CallId, ConnId};
+use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,10 +75,11 @@ pub enum Event {
     Named {
         name: String,
     },
-    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose.
+    /// The host's answer to `Effect::PrepareTurn`: what `before_turn` chose
+    /// (boxed: a turn's config is many times the size of any other event).
     TurnPrepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
     /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
     /// (`None` cancels); one alarm at a time, a later call replaces it.
@@ -90,6 +92,13 @@ pub enum Event {
     StoreWriteFailed {
         ops: Vec<StoreOp>,
         error: String,
+    },
+    /// The host's answer to `AuthorCall::RunCallable`: the callable's result
+    /// or the error its caller is told.
+    CallableDone {
+        conn: ConnId,
+        id: String,
+        result: Result<Value, String>,
     },
 }
 
@@ -111,6 +120,9 @@ pub enum Timer {
     /// The alarm the agent's own code scheduled (`author_alarm.rs`); durable,
     /// fired when the durable alarm finds it due.
     AuthorAlarm,
+    /// The earliest of the author's schedules (`admit/schedules.rs`);
+    /// durable, fired when the durable alarm finds it due.
+    Schedules,
     /// Checks that the running model stream is still producing events.
     ModelStall,
     /// A model call that failed transiently is tried again.
@@ -126,7 +138,10 @@ pub enum Timer {
 impl Timer {
     /// Must survive the isolate (mapped onto the durable alarm).
     pub fn is_durable(self) -> bool {
-        matches!(self, Timer::Heartbeat | Timer::AuthorAlarm)
+        matches!(
+            self,
+            Timer::Heartbeat | Timer::AuthorAlarm | Timer::Schedules
+        )
     }
 }
 
@@ -146,9 +161,10 @@ pub enum Effect {
     },
     Store(StoreOp),
     /// Ask the model and feed its streamed reply back as `Event::Model`.
+    /// (The request is boxed: it is many times the size of any other effect.)
     CallModel {
         call: CallId,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     },
     AbortModel {
         call: CallId,
@@ -162,6 +178,13 @@ pub enum Effect {
     /// The alarm the agent's own code scheduled is due: run its `on_alarm`
     /// (once; its stored row is already gone).
     AuthorAlarm,
+    /// Schedule `name` is due: run the definition's callback `callback`
+    /// with `payload` (once; its stored row already moved on).
+    RunSchedule {
+        name: String,
+        callback: String,
+        payload: Value,
+    },
     /// Ask the parent agent on channel `conn` to run one of this turn's client
     /// tools; its answer comes back as `Event::ToolDone`.
     CallRemoteTool {
@@ -179,11 +202,15 @@ pub enum Effect {
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
     TurnEnded(ChatResponse),
+    /// A model step ended: the agent's `on_step_end`.
+    StepEnded(StepReport),
     /// These server tool runs were given up (their turn was cancelled or
     /// cleared, or their deadline passed): fire their abort signals.
     AbortTools {
         calls: Vec<CallId>,
     },
+    /// Run the author's code for the agent as a whole (`author_calls.rs`).
+    Author(crate::core::contract::author_calls::AuthorCall),
 }
 
 /// Durable writes, in order. Writes produced by one event belong together.

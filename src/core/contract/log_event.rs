@@ -145,6 +145,25 @@ impl LogEvent {
     }
 }
 
+/// An id a client chose (a request id, a connection's `_pk`): written as is
+/// when it holds only characters ids are made of, else quoted with its
+/// control characters, quotes and spaces escaped, so an id can neither end
+/// the line nor pass for another field.
+struct Id<'a>(&'a str);
+
+impl fmt::Display for Id<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plain = !self.0.is_empty()
+            && self.0.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '#' | '~')
+            });
+        match plain {
+            true => f.write_str(self.0),
+            false => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
 /// Free text in a line: quoted, on one line, at most 200 characters.
 struct Quoted<'a>(&'a str);
 
@@ -178,7 +197,8 @@ impl fmt::Display for LogEvent {
                 waited_ms,
             } => write!(
                 f,
-                "turn started request={request_id} trigger={trigger} queued={queued} waited_ms={waited_ms}"
+                "turn started request={} trigger={trigger} queued={queued} waited_ms={waited_ms}",
+                Id(request_id)
             ),
             LogEvent::TurnEnded {
                 request_id,
@@ -190,7 +210,8 @@ impl fmt::Display for LogEvent {
             } => {
                 write!(
                     f,
-                    "turn ended request={request_id} outcome={} steps={steps} ms={duration_ms} streamed_bytes={model_bytes} tokens~{}",
+                    "turn ended request={} outcome={} steps={steps} ms={duration_ms} streamed_bytes={model_bytes} tokens~{}",
+                    Id(request_id),
                     end.as_str(),
                     model_bytes.div_ceil(4)
                 )?;
@@ -205,7 +226,8 @@ impl fmt::Display for LogEvent {
                 context_bytes,
             } => write!(
                 f,
-                "step started request={request_id} step={step} context_bytes={context_bytes}"
+                "step started request={} step={step} context_bytes={context_bytes}",
+                Id(request_id)
             ),
             LogEvent::ModelRetry {
                 request_id,
@@ -214,7 +236,8 @@ impl fmt::Display for LogEvent {
                 reason,
             } => write!(
                 f,
-                "model retry request={request_id} attempt={attempt} delay_ms={delay_ms} reason={}",
+                "model retry request={} attempt={attempt} delay_ms={delay_ms} reason={}",
+                Id(request_id),
                 Quoted(reason)
             ),
             LogEvent::ContextTrimmed {
@@ -224,7 +247,8 @@ impl fmt::Display for LogEvent {
                 budget,
             } => write!(
                 f,
-                "context trimmed request={request_id} omitted_messages={omitted} kept_bytes={kept_bytes} budget={budget}"
+                "context trimmed request={} omitted_messages={omitted} kept_bytes={kept_bytes} budget={budget}",
+                Id(request_id)
             ),
             LogEvent::ContextOverflow {
                 request_id,
@@ -233,7 +257,8 @@ impl fmt::Display for LogEvent {
                 reason,
             } => write!(
                 f,
-                "context overflow request={request_id} sent_bytes={sent_bytes} retry_budget={budget} reason={}",
+                "context overflow request={} sent_bytes={sent_bytes} retry_budget={budget} reason={}",
+                Id(request_id),
                 Quoted(reason)
             ),
             LogEvent::Recovery {
@@ -249,14 +274,14 @@ impl fmt::Display for LogEvent {
                     RecoveryStep::Parked => "recovery parked (waiting for a person)",
                     RecoveryStep::Exhausted => "recovery budget exhausted",
                 };
-                write!(f, "{what} cause={cause} root={root}")?;
+                write!(f, "{what} cause={cause} root={}", Id(root))?;
                 if *step != RecoveryStep::Parked {
                     write!(f, " attempt={attempt}/{max_attempts}")?;
                 }
                 Ok(())
             }
             LogEvent::FrameRefused { conn, reason } => {
-                write!(f, "frame refused conn={conn} reason={}", Quoted(reason))
+                write!(f, "frame refused conn={} reason={}", Id(conn), Quoted(reason))
             }
         }
     }
@@ -287,5 +312,33 @@ mod tests {
         assert!(!line.contains('\n'), "{line}");
         assert!(line.starts_with("frame refused conn=tab reason=\"bad 'frame' next line"));
         assert!(line.len() < 260 && line.ends_with("...\""), "{line}");
+    }
+
+    #[test]
+    fn a_client_chosen_id_cannot_end_the_line_or_pass_for_a_field() {
+        let forged = "r1 outcome=completed\n[chat-agent victim] turn ended request=x";
+        let started = LogEvent::TurnStarted {
+            request_id: forged.into(),
+            trigger: "submit",
+            queued: 0,
+            waited_ms: 0,
+        };
+        let line = started.to_string();
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with("turn started request=\"r1 outcome=completed\\n[chat-agent"));
+        let refused = LogEvent::FrameRefused {
+            conn: "tab\r\nx".into(),
+            reason: "r".into(),
+        };
+        assert!(refused
+            .to_string()
+            .starts_with("frame refused conn=\"tab\\r\\nx\" "));
+        let plain = LogEvent::FrameRefused {
+            conn: "V1StGXR8_Z5jdHi6B-myT#2".into(),
+            reason: "r".into(),
+        };
+        assert!(plain
+            .to_string()
+            .starts_with("frame refused conn=V1StGXR8_Z5jdHi6B-myT#2 "));
     }
 }

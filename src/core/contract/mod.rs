@@ -1,3 +1,4 @@
+pub mod author_calls;
 pub mod carry_out;
 pub mod effects;
 pub mod history;

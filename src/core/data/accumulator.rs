@@ -17,6 +17,10 @@ pub fn apply_chunk(message: &mut UIMessage, chunk: &UIMessageChunk) -> bool {
             message_metadata: Some(meta),
             ..
         } => merge_metadata(message, meta),
+        C::Finish {
+            message_metadata: Some(meta),
+            ..
+        } => merge_metadata(message, meta),
         C::Start { .. } | C::Finish { .. } => {}
         C::MessageMetadata { message_metadata } => merge_metadata(message, message_metadata),
         C::StartStep => message.parts.push(Part::StepStart),

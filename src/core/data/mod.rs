@@ -2,6 +2,8 @@ pub mod accumulator;
 pub mod connections;
 pub mod context;
 pub mod context_window;
+pub mod cron;
 pub mod queue;
+pub mod schedule_table;
 pub mod timers;
 pub mod transcript;

@@ -2,6 +2,7 @@
 //! are reconciled into it, how tool results and approvals land on their part,
 //! and the repair of unanswered tool calls before the model is called.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -36,6 +37,10 @@ pub struct Transcript {
     history: Rc<dyn History>,
     /// The store may hold messages placed before the window.
     older: bool,
+    /// How many stored messages are placed before the window, by the
+    /// window's start: counted once per window position (the messages
+    /// before the window change only after entering it).
+    older_count: Cell<Option<(u64, usize)>>,
 }
 
 impl Default for Transcript {
@@ -70,6 +75,7 @@ impl Transcript {
             reserved: BTreeMap::new(),
             history,
             older,
+            older_count: Cell::new(None),
         };
         let mut pages = 0;
         while transcript.older && transcript.last_assistant().is_none() && pages < 4 {
@@ -177,11 +183,29 @@ impl Transcript {
         &self.history
     }
 
+    /// How many stored messages are placed before the window (0 when none
+    /// can be): read from the store once per window position.
+    pub fn count_before_window(&self) -> usize {
+        if !self.older {
+            return 0;
+        }
+        let start = self.window_start();
+        match self.older_count.get() {
+            Some((at, count)) if at == start => count,
+            _ => {
+                let count = self.history.count_before(start);
+                self.older_count.set(Some((start, count)));
+                count
+            }
+        }
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.seq_by_id.clear();
         self.reserved.clear();
         self.older = false;
+        self.older_count.set(None);
     }
 
     pub fn last(&self) -> Option<&UIMessage> {
@@ -311,6 +335,24 @@ impl Transcript {
         self.entries.insert(at, entry.clone());
         self.next_seq = self.next_seq.max(seq + 1);
         entry
+    }
+
+    /// A write of this message was refused (its batch rolled back): the
+    /// window goes back to the stored copy, or forgets a message that was
+    /// never stored, so what is served is what is stored.
+    pub fn revert_to_stored(&mut self, id: &str) {
+        let Some(i) = self.position(id) else {
+            return;
+        };
+        match self.history.find(id) {
+            Some(stored) if stored.seq == self.entries[i].seq => {
+                self.entries[i].message = stored.message;
+            }
+            _ => {
+                self.entries.remove(i);
+                self.seq_by_id.remove(id);
+            }
+        }
     }
 
     pub fn seq_of(&self, id: &str) -> Option<u64> {

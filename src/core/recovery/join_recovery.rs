@@ -6,12 +6,14 @@
 //! live chunks follow as continuation frames, which the client appends to the
 //! same message. (Offered the recovery's stream instead, the stock client
 //! would show its resumed stream, whose `start` names no message, as a second
-//! answer until the turn ends.) Its probe is answered `idle`: the cut stream
+//! answer until the turn ends.) A cut stream that was itself a continuation
+//! is replayed without its chunks: they would be appended a second time to
+//! the answer the tab was sent on connect. Its probe is answered `idle`: the cut stream
 //! was offered and the recovery reaches it live.
 
 use crate::protocol::{server, ResponseFrame};
 
-use crate::core::recovery::resume::replay_frames;
+use crate::core::recovery::resume::{replay_frames, replayed};
 use crate::core::rows::persisted::{OpenStream, StreamRecord};
 use crate::core::turn::terminal::cut_off_frame;
 use crate::core::vocab::ids::ConnId;
@@ -67,8 +69,8 @@ impl Core {
         let last = cut_off_frame(id, &record.origin_message_ids, record.continuation);
         // The parts the cut left open were closed when the partial was
         // stored; the replay closes them too, so the tab's copy matches.
-        let closing = closing_chunks(&cut.chunks);
-        let chunks = cut.chunks.iter().chain(&closing).map(String::as_str);
+        let closing = closing_chunks(replayed(cut).as_slice());
+        let chunks = replayed(cut).chain(&closing).map(String::as_str);
         let mut frames = replay_frames(id, chunks, record.continuation, last);
         if let Some(active) = &self.active {
             // What the recovery streamed before the tab joined, as the live

@@ -3,6 +3,7 @@
 
 use crate::protocol::{server, ResponseFrame};
 
+use crate::core::rows::persisted::OpenStream;
 use crate::core::turn::terminal::{
     caught_up_frame, cut_off_frame, failed_replay_frame, late_ack_frame,
 };
@@ -101,7 +102,7 @@ impl Core {
             let cut_off = cut_off_frame(id, &orphan.record.origin_message_ids, continuation);
             let frames = replay_frames(
                 id,
-                orphan.chunks.iter().map(String::as_str),
+                replayed(orphan).map(String::as_str),
                 continuation,
                 cut_off,
             );
@@ -159,4 +160,19 @@ pub(in crate::core) fn replay_frames<'a>(
         .collect();
     frames.push(last);
     frames
+}
+
+/// The chunks of a cut stream a joining tab is replayed. A continuation's
+/// `start` names no message, so the stock client appends its replay to the
+/// answer it shows, which the transcript sent on connect already holds with
+/// those chunks: such a replay carries none (its end frame still binds the
+/// tab). Any other stream's replay rebuilds the answer it names from its
+/// first chunk.
+pub(in crate::core) fn replayed(cut: &OpenStream) -> std::slice::Iter<'_, String> {
+    let chunks: &[String] = if cut.record.continuation {
+        &[]
+    } else {
+        &cut.chunks
+    };
+    chunks.iter()
 }

@@ -6,7 +6,9 @@
 //! request id for every tab and a parent agent's channel (and is recorded for
 //! tabs that connect later); a failed write no turn owns is told to every
 //! connection. The host holds back the frames queued after the failed batch
-//! and before the next write (they announced what was not stored).
+//! and before the next write (they announced what was not stored), and the
+//! refused messages go back to their stored copy in the transcript, so what
+//! `get-messages` and a connecting tab are served is what is stored.
 
 use crate::protocol::server;
 
@@ -23,6 +25,13 @@ pub fn write_failed_text(error: &str) -> String {
 impl Core {
     pub(in crate::core) fn on_store_write_failed(&mut self, ops: &[StoreOp], error: &str) {
         let text = write_failed_text(error);
+        // What is served (`get-messages`, a connecting tab's transcript) is
+        // what is stored: the refused messages go back to their stored copy.
+        for op in ops {
+            if let StoreOp::PutMessage { message, .. } = op {
+                self.transcript.revert_to_stored(&message.id);
+            }
+        }
         let mut told = false;
         // The batch closed the last turn (its `done` frame was held back).
         if let Some(closed) = self.last_closed.take() {

@@ -1,3 +1,4 @@
 pub mod persisted;
 pub mod row_limits;
+pub mod schedule_row;
 pub mod shape;

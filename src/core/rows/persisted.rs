@@ -36,11 +36,15 @@ pub enum ConfigKey {
     AuthorAlarm,
     /// The compaction summary (`compaction.rs`).
     Summary,
+    /// The agent's synced state (`synced_state/`).
+    AgentState,
+    /// The author's schedules (`schedule_row.rs`).
+    Schedules,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 10] = [
+    pub const ALL: [ConfigKey; 12] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -51,6 +55,8 @@ impl ConfigKey {
         ConfigKey::StreamApprovals,
         ConfigKey::AuthorAlarm,
         ConfigKey::Summary,
+        ConfigKey::AgentState,
+        ConfigKey::Schedules,
     ];
 
     /// The row is one of the core's own shapes, stored with a shape version
@@ -75,6 +81,8 @@ impl ConfigKey {
             ConfigKey::StreamApprovals => "stream_approvals",
             ConfigKey::AuthorAlarm => "author_alarm",
             ConfigKey::Summary => "summary",
+            ConfigKey::AgentState => "agent_state",
+            ConfigKey::Schedules => "schedules",
         }
     }
 }
@@ -210,6 +218,12 @@ pub struct SubmissionRecord {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Who the idempotency key belongs to (`SubmitRequest::caller`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// What the key was used for (`submission_digest`): a repeat must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
     pub status: SubmissionStatus,
     /// Ids of the submitted messages, as stored.
     pub message_ids: Vec<String>,
@@ -247,6 +261,16 @@ pub struct StoredState {
     pub author_alarm: Option<u64>,
     /// The compaction summary in use.
     pub summary: Option<Summary>,
+    /// The author's schedules.
+    pub schedules: Vec<crate::core::rows::schedule_row::ScheduleRow>,
+    /// The agent's synced state, once one was set.
+    pub agent_state: Option<Value>,
+}
+
+/// The stored row of the agent's synced state (`{"v":1,"state":…}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentStateRow {
+    pub state: Value,
 }
 
 impl StoredState {
@@ -298,6 +322,14 @@ impl StoredState {
                 self.author_alarm = Some(row.at);
             }
             ConfigKey::Summary => self.summary = Some(decode(text)?),
+            ConfigKey::AgentState => {
+                let row: AgentStateRow = decode(text)?;
+                self.agent_state = Some(row.state);
+            }
+            ConfigKey::Schedules => {
+                let row: crate::core::rows::schedule_row::SchedulesRow = decode(text)?;
+                self.schedules = row.schedules;
+            }
         }
         Ok(())
     }

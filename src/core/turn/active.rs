@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::model::FinishReason;
+use crate::model::{FinishReason, Usage};
 use crate::protocol::UIMessage;
 
 use crate::core::data::queue::QueuedTurn;
@@ -51,11 +51,15 @@ pub(in crate::core) struct ModelCall {
 }
 
 /// How the model ended a step, known once its stream finished.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(in crate::core) struct StepEnd {
     pub(in crate::core) finish_reason: FinishReason,
     /// The model called tools, so another step may follow.
     pub(in crate::core) called_tools: bool,
+    /// The names of the tools it called, in order.
+    pub(in crate::core) tool_names: Vec<String>,
+    /// What the provider reported for the step's call.
+    pub(in crate::core) usage: Option<Usage>,
     /// A call waits for a person (a browser tool or an approval): the turn
     /// ends after this step and resumes as a continuation.
     pub(in crate::core) waits_on_person: bool,
@@ -121,9 +125,21 @@ pub(in crate::core) struct ActiveTurn {
     pub(in crate::core) model_bytes: usize,
     /// When the turn started (for its log line).
     pub(in crate::core) started_at: u64,
+    /// Tokens the turn's steps used so far, as the provider reported them.
+    pub(in crate::core) usage: Option<Usage>,
+    /// The current step's settings, when `before_step` changed the turn's.
+    pub(in crate::core) step_settings: Option<TurnSettings>,
+    /// The tools the model called in the last step that ended.
+    pub(in crate::core) last_step_tools: Vec<String>,
 }
 
 impl ActiveTurn {
+    /// The settings of the current step: the turn's, with what
+    /// `before_step` changed for it.
+    pub(in crate::core) fn step_settings(&self) -> &TurnSettings {
+        self.step_settings.as_ref().unwrap_or(&self.settings)
+    }
+
     pub(in crate::core) fn continuation(&self) -> bool {
         self.turn.is_continuation()
     }

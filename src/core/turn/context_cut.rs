@@ -128,10 +128,7 @@ impl Core {
         }
         // Cut: place the messages by their ordinal in the whole conversation.
         let older_total = if has_older {
-            self.transcript
-                .history()
-                .count_before(self.transcript.window_start())
-                .max(older.len())
+            self.transcript.count_before_window().max(older.len())
         } else {
             0
         };

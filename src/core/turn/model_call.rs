@@ -6,7 +6,7 @@
 //! may send it again within the same budget, or the turn ends). Phase
 //! changes go through the transitions in `phases.rs`.
 
-use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest};
+use crate::model::{FinishReason, ModelEvent, ModelFailure, ModelMessage, ModelRequest, Usage};
 use crate::protocol::{Outcome, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::Timer;
@@ -18,6 +18,7 @@ use crate::core::turn::active::{ModelCall, StepCall, StepRequest, TurnPhase};
 use crate::core::turn::context_cut::ContextBounds;
 use crate::core::vocab::hooks::{ChatError, ErrorDisposition};
 use crate::core::vocab::ids::CallId;
+use crate::core::vocab::step_config::{StepConfig, StepContext};
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
@@ -32,6 +33,7 @@ impl Core {
         };
         active.steps += 1;
         self.emit(UIMessageChunk::StartStep);
+        self.prepare_step();
         self.enter_calling_model(StepRequest {
             budget: self.config.settings.context.max_bytes,
             sent_bytes: 0,
@@ -43,7 +45,8 @@ impl Core {
     /// The step's request: the conversation up to the answer being written
     /// (which replaces its stored copy: a recovery continues one), within
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
-    /// window that leaves messages out is logged when `log_trim`.
+    /// window that leaves out another number of messages than the last one
+    /// logged is logged when `log_trim`.
     pub(in crate::core) fn step_request(
         &mut self,
         context_budget: usize,
@@ -51,7 +54,9 @@ impl Core {
     ) -> Option<ModelRequest> {
         let compacted = self.compacted_step_context(context_budget);
         let (request, omitted) = self.build_step_request(context_budget, compacted)?;
-        if omitted > 0 && log_trim {
+        // Logged when the cut moves: a long conversation trims every request.
+        if omitted > 0 && log_trim && self.logged_cut != Some(omitted) {
+            self.logged_cut = Some(omitted);
             let request_id = self.active.as_ref()?.turn.request_id.clone();
             self.log(LogEvent::ContextTrimmed {
                 request_id,
@@ -79,7 +84,7 @@ impl Core {
         if has_content(&active.message) {
             context.push(&active.message);
         }
-        let turn = &active.settings;
+        let turn = active.step_settings();
         let (messages, earlier) = match compacted {
             Some(messages) => (messages, 0),
             None => {
@@ -110,6 +115,30 @@ impl Core {
         Some((request, omitted))
     }
 
+    /// Asks `before_step` (when the agent has one) what the step about to
+    /// start changes; the step's request and its tool routing use it.
+    fn prepare_step(&mut self) {
+        let Some(hook) = self.config.hooks.before_step.clone() else {
+            return;
+        };
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.step_settings = None;
+        let context = StepContext {
+            request_id: active.turn.request_id.clone(),
+            trigger: active.turn.trigger,
+            step: active.steps,
+            model: active.settings.model.model.clone(),
+            previous_tool_calls: active.last_step_tools.clone(),
+            usage: active.usage,
+        };
+        let config = hook(&context);
+        if config != StepConfig::default() {
+            active.step_settings = Some(config.applied_to(&active.settings));
+        }
+    }
+
     /// A server tool offered only when a turn adds it (a client tool of the
     /// same name that replaces it is offered as usual).
     pub(in crate::core) fn opt_in_only(
@@ -135,7 +164,7 @@ impl Core {
         if has_content(&active.message) {
             recent.push((active.seq, active.message.clone()));
         }
-        let system = active.settings.system.clone();
+        let system = active.step_settings().system.clone();
         self.compacted_context(&system, &recent, budget)
     }
 
@@ -239,7 +268,7 @@ impl Core {
                     input_text_delta: delta,
                 });
             }
-            ModelEvent::Finished { reason, .. } => self.on_step_streamed(reason),
+            ModelEvent::Finished { reason, usage } => self.on_step_streamed(reason, usage),
         }
     }
 
@@ -298,9 +327,9 @@ impl Core {
 
     /// The model finished a step: route each tool call (server run, approval,
     /// client) and end the step once every server tool is done.
-    fn on_step_streamed(&mut self, reason: FinishReason) {
+    fn on_step_streamed(&mut self, reason: FinishReason, usage: Option<Usage>) {
         self.close_open_text();
-        let calls = self.enter_running_tools(reason);
+        let calls = self.enter_running_tools(reason, usage);
         let limit = self.config.settings.limits.max_tool_calls_per_step;
         for (n, call) in calls.iter().enumerate() {
             if limit > 0 && n >= limit {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::FinishReason;
+use crate::model::{FinishReason, Usage};
 use crate::protocol::{server, Outcome, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::{Effect, StoreOp, Timer};
@@ -79,6 +79,7 @@ impl Core {
             self.recovery.new_stream();
         }
         let request_id = turn.request_id.clone();
+        let start_metadata = self.start_metadata(&turn);
         self.log(LogEvent::TurnStarted {
             request_id: request_id.clone(),
             trigger: trigger_label(&turn),
@@ -100,6 +101,9 @@ impl Core {
             log: ChunkLog::default(),
             model_bytes: 0,
             started_at: self.now,
+            usage: None,
+            step_settings: None,
+            last_step_tools: Vec::new(),
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -110,7 +114,7 @@ impl Core {
         }
         self.emit(UIMessageChunk::Start {
             message_id: (!continuation).then_some(message_id),
-            message_metadata: None,
+            message_metadata: start_metadata,
         });
         match prepare {
             Some((turn, context)) => self.effects.push(Effect::PrepareTurn { turn, context }),
@@ -139,6 +143,8 @@ impl Core {
             add_tools: Vec::new(),
             remove_tools: Vec::new(),
             tool_choice: None,
+            stop_when: self.config.settings.stop_when.clone(),
+            step_tools: None,
         }
     }
 
@@ -193,7 +199,7 @@ impl Core {
         }
         self.effects.push(Effect::CallModel {
             call: id,
-            request: model_request,
+            request: Box::new(model_request),
         });
     }
 
@@ -209,6 +215,7 @@ impl Core {
     pub(in crate::core) fn enter_running_tools(
         &mut self,
         finish_reason: FinishReason,
+        usage: Option<Usage>,
     ) -> Vec<StepCall> {
         let Some(active) = self.active.as_mut() else {
             return Vec::new();
@@ -217,9 +224,12 @@ impl Core {
             TurnPhase::CallingModel(call) => std::mem::take(&mut call.calls),
             _ => BTreeMap::new(),
         };
+        self.count_step_usage(usage);
         self.leave_model_call(TurnPhase::RunningTools(StepEnd {
             finish_reason,
             called_tools: !calls.is_empty(),
+            tool_names: calls.values().map(|c| c.name.clone()).collect(),
+            usage,
             waits_on_person: false,
         }));
         calls.into_values().collect()
@@ -250,7 +260,7 @@ impl Core {
         if !active.running_tools.is_empty() {
             return;
         }
-        let (finish_reason, more) = match &active.phase {
+        let (end, more) = match &active.phase {
             TurnPhase::RunningApprovedCalls => {
                 self.begin_step();
                 return;
@@ -259,19 +269,26 @@ impl Core {
                 return
             }
             TurnPhase::RunningTools(end) => (
-                end.finish_reason,
+                end.clone(),
                 end.called_tools
                     && !end.waits_on_person
-                    && active.steps < active.settings.max_steps,
+                    && active.steps < active.settings.max_steps
+                    && !active.settings.stops_after(active.steps, &end.tool_names),
             ),
         };
         self.emit(UIMessageChunk::FinishStep);
+        self.report_step_end(&end, more);
+        if let Some(active) = self.active.as_mut() {
+            active.last_step_tools = end.tool_names.clone();
+        }
         if more {
             self.begin_step();
             return;
         }
+        let message_metadata = self.finish_metadata();
         self.emit(UIMessageChunk::Finish {
-            finish_reason: Some(finish_reason_text(finish_reason).to_string()),
+            finish_reason: Some(finish_reason_text(end.finish_reason).to_string()),
+            message_metadata,
         });
         self.end_turn(Outcome::Completed, None);
     }
@@ -352,12 +369,18 @@ impl Core {
             message_ids: message_ids.clone(),
             answer_id: persist.then(|| active.message.id.clone()),
             error: error.clone(),
+            usage: active.usage,
+            steps: active.steps,
         };
         if let Some(text) = error {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
-        self.effects.push(Effect::TurnEnded(response));
+        // A turn that ends `recovering` is not over: its recovery continues
+        // the answer, and the author hears of it once, when that one ends.
+        if outcome != Outcome::Recovering {
+            self.effects.push(Effect::TurnEnded(response));
+        }
         Some(active.turn)
     }
 
@@ -385,6 +408,8 @@ impl Core {
             message_ids: active.turn.message_ids.clone(),
             answer_id: None,
             error: None,
+            usage: active.usage,
+            steps: active.steps,
         }));
     }
 

@@ -135,7 +135,7 @@ impl Core {
         let offered = self
             .active
             .as_ref()
-            .is_none_or(|a| a.settings.offers(&call.name, opt_in));
+            .is_none_or(|a| a.step_settings().offers(&call.name, opt_in));
         let error = match (&parsed, offered && (is_client || spec.is_some())) {
             (_, false) => Some(format!(
                 "Model tried to call unavailable tool '{}'.",

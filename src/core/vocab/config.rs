@@ -161,6 +161,9 @@ pub struct CoreSettings {
     pub tool_timeout_ms: u64,
     /// Which log events the core keeps for the host (`LOG_LEVEL`, see `log.rs`).
     pub log_level: crate::core::vocab::log_level::LogLevel,
+    /// Conditions that end every turn after a step (a turn's `before_turn`
+    /// may add more); none by default.
+    pub stop_when: Vec<crate::core::vocab::turn_config::StopWhen>,
 }
 
 /// Default deadline of one tool run: five minutes.
@@ -180,6 +183,7 @@ impl Default for CoreSettings {
             context: Default::default(),
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
             log_level: Default::default(),
+            stop_when: Vec::new(),
         }
     }
 }
@@ -203,6 +207,8 @@ pub struct CoreConfig {
     /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
     pub compact: Option<crate::core::vocab::hooks::Compact>,
     pub settings: CoreSettings,
+    /// The synced state and the callable methods (`agent_api.rs`).
+    pub agent_api: crate::core::vocab::agent_api::AgentApi,
 }
 
 impl CoreConfig {
@@ -216,6 +222,7 @@ impl CoreConfig {
             hooks: Default::default(),
             compact: None,
             settings: CoreSettings::default(),
+            agent_api: Default::default(),
         }
     }
 

@@ -4,13 +4,17 @@
 //! or rewrite a result), for server and client tools alike. They are
 //! synchronous so a decision lands in the same event that needed it: a tool
 //! result is never held by the agent's code while the isolate may die.
-//! What ended turns report (`ChatResponse`) goes out as an effect.
+//! What ended turns report (`ChatResponse`) and ended steps (`StepReport`)
+//! goes out as an effect; message metadata the author writes on the answer
+//! (`MessageMetadata`) is asked for inline, where the chunk carrying it is
+//! made (see `message_metadata.rs`).
 
 use std::fmt;
 use std::rc::Rc;
 
 use serde_json::Value;
 
+use crate::model::Usage;
 use crate::protocol::{Outcome, UIMessage};
 
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -87,6 +91,11 @@ pub struct ChatResponse {
     pub answer_id: Option<String>,
     /// The error text of a failed turn.
     pub error: Option<String>,
+    /// Tokens the turn's model calls used, summed over its steps (as far as
+    /// the provider reported them; `None`: it reported none).
+    pub usage: Option<Usage>,
+    /// Model steps the turn began.
+    pub steps: u32,
 }
 
 pub type OnChatError = Rc<dyn Fn(&ChatError) -> ErrorDisposition>;
@@ -99,6 +108,10 @@ pub struct Hooks {
     pub on_chat_error: Option<OnChatError>,
     pub before_tool_call: Option<BeforeToolCall>,
     pub after_tool_call: Option<AfterToolCall>,
+    /// Changes one model step's model, prompt or tools (`step_config.rs`).
+    pub before_step: Option<crate::core::vocab::step_config::BeforeStep>,
+    /// Writes metadata on the answer (`None`: none is written).
+    pub message_metadata: Option<crate::core::vocab::message_metadata::MessageMetadata>,
 }
 
 impl fmt::Debug for Hooks {
@@ -107,6 +120,8 @@ impl fmt::Debug for Hooks {
             .field("on_chat_error", &self.on_chat_error.is_some())
             .field("before_tool_call", &self.before_tool_call.is_some())
             .field("after_tool_call", &self.after_tool_call.is_some())
+            .field("before_step", &self.before_step.is_some())
+            .field("message_metadata", &self.message_metadata.is_some())
             .finish()
     }
 }

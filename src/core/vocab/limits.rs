@@ -52,6 +52,13 @@ pub struct Limits {
     /// file, base64-encoded), in bytes. It is sent to the model with every
     /// request that includes its message.
     pub max_file_part_bytes: usize,
+    /// The text of one message (its `text` parts together), in bytes. A
+    /// stored message is sent to the model with every later request.
+    pub max_message_text_bytes: usize,
+    /// The custom body of one chat request or submission (its keys other
+    /// than `messages`, `trigger` and `clientTools`, as JSON), in bytes. It
+    /// is kept for later turns and shown to `before_turn`.
+    pub max_body_bytes: usize,
 }
 
 impl Default for Limits {
@@ -70,6 +77,8 @@ impl Default for Limits {
             max_model_stream_bytes: 1_950_000,
             max_tool_calls_per_step: 32,
             max_file_part_bytes: 1024 * 1024,
+            max_message_text_bytes: 1024 * 1024,
+            max_body_bytes: 64 * 1024,
         }
     }
 }
@@ -94,8 +103,27 @@ impl Limits {
                 self.max_messages
             ));
         }
+        self.check_body(&request.body)?;
         self.check_messages(&request.messages)?;
         self.check_client_tools(request.client_tools.as_deref().unwrap_or_default())
+    }
+
+    /// A custom body, measured as the JSON it is kept as.
+    pub fn check_body(
+        &self,
+        body: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), String> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        let bytes = serde_json::to_string(body).map_or(usize::MAX, |text| text.len());
+        if bytes > self.max_body_bytes {
+            return Err(format!(
+                "custom body too large: {bytes} bytes (limit {})",
+                self.max_body_bytes
+            ));
+        }
+        Ok(())
     }
 
     /// Each message's parts and id (the count of messages is the caller's).
@@ -119,6 +147,31 @@ impl Limits {
             ));
         }
         for m in messages {
+            let text_bytes: usize = m
+                .parts
+                .iter()
+                .map(|part| match part {
+                    crate::protocol::Part::Text(t) => t.text.len(),
+                    _ => 0,
+                })
+                .sum();
+            if text_bytes > self.max_message_text_bytes {
+                return Err(format!(
+                    "the text of message {} is too long: {text_bytes} bytes (limit {})",
+                    m.id, self.max_message_text_bytes
+                ));
+            }
+            let unreadable = m.parts.iter().find_map(|part| match part {
+                crate::protocol::Part::Other(map)
+                    if map.get("type").and_then(serde_json::Value::as_str) == Some("file") =>
+                {
+                    super::file_urls::file_part_error(map)
+                }
+                _ => None,
+            });
+            if let Some(why) = unreadable {
+                return Err(format!("a file in message {} {why}", m.id));
+            }
             let too_large = m.parts.iter().find_map(|part| match part {
                 crate::protocol::Part::Other(map)
                     if map.get("type").and_then(serde_json::Value::as_str) == Some("file") =>

@@ -1,9 +1,14 @@
+pub mod agent_api;
 pub mod config;
 pub mod context_policy;
+pub mod file_urls;
 pub mod hooks;
 pub mod ids;
 pub mod limits;
 pub mod log_level;
+pub mod message_metadata;
+pub mod schedule;
+pub mod step_config;
 pub mod submit;
 pub mod tool_spec;
 pub mod turn_config;

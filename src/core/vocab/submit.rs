@@ -16,10 +16,37 @@ pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
 pub struct SubmitRequest {
     /// User messages to store and answer (a message without an id gets one).
     pub messages: Vec<UIMessage>,
-    /// A second submit with the same key returns the first submission.
+    /// A second submit with the same key (and caller) and the same messages
+    /// returns the first submission; other messages under it are refused.
     pub idempotency_key: Option<String>,
+    /// Who the key belongs to: keys are compared only between submissions
+    /// of the same caller (`None` and `Some("")` are the agent's own code).
+    pub caller: Option<String>,
     /// The custom body `before_turn` sees, as a tab's request body.
     pub body: Option<Map<String, Value>>,
+}
+
+/// A digest of what a submission asked for (its messages as handed in and
+/// its body), kept with its idempotency key: the same key with other
+/// messages is a conflict, not a repeat. FNV-1a, 64 bits, in hex.
+pub fn submission_digest(messages: &[UIMessage], body: Option<&Map<String, Value>>) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    feed(
+        serde_json::to_string(messages)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    feed(&[0]);
+    if let Some(body) = body {
+        feed(serde_json::to_string(body).unwrap_or_default().as_bytes());
+    }
+    format!("{hash:016x}")
 }
 
 /// Why the agent's own code was refused; nothing was stored.

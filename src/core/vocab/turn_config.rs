@@ -1,10 +1,11 @@
 //! A turn as the author's `before_turn` sees and shapes it: why it runs
 //! (`TurnTrigger`), what it is given (`TurnContext`), what the hook may change
-//! (`TurnConfig`) and the turn's resulting settings (`TurnSettings`).
+//! (`TurnConfig`: the model, sampling, structured output, provider options,
+//! tools, when to stop) and the turn's resulting settings (`TurnSettings`).
 
 use serde_json::{Map, Value};
 
-use crate::model::{ModelSettings, ToolChoice};
+use crate::model::{ModelSettings, StructuredOutput, ToolChoice};
 use crate::protocol::{ClientToolSchema, UIMessage};
 
 /// Why a turn runs (`TurnContext::trigger`).
@@ -61,6 +62,43 @@ pub struct TurnConfig {
     pub remove_tools: Vec<String>,
     /// Whether the model may, must or must not call a tool (`None`: it decides).
     pub tool_choice: Option<ToolChoice>,
+    /// Nucleus sampling (`top_p`).
+    pub top_p: Option<f64>,
+    /// A seed for a reproducible sample, where the provider honours it.
+    pub seed: Option<i64>,
+    /// Stop sequences (`Some(vec![])` sends none even if the agent has some).
+    pub stop: Option<Vec<String>>,
+    /// The answer must be JSON following this schema.
+    pub structured_output: Option<StructuredOutput>,
+    /// Provider options for this turn, by their wire names, over the
+    /// agent's (a key named here replaces the agent's value); see
+    /// [`ModelSettings::provider_options`] for how they reach the request.
+    pub provider_options: Map<String, Value>,
+    /// More conditions that end the turn after a step (besides the agent's
+    /// and the step limit): see [`StopWhen`].
+    pub stop_when: Vec<StopWhen>,
+}
+
+/// A condition on the turn's steps: once a step that called tools ends and
+/// any of the turn's conditions holds, no further model step follows and
+/// the turn ends (its answer holds the tool calls and results so far).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopWhen {
+    /// After this many model steps (a step limit below `max_steps`).
+    StepCount(u32),
+    /// After a step in which the model called the tool of this name.
+    ToolCalled(String),
+}
+
+impl StopWhen {
+    /// Whether the condition holds after step number `steps` (1-based)
+    /// whose tool calls named `called`.
+    pub fn holds(&self, steps: u32, called: &[String]) -> bool {
+        match self {
+            StopWhen::StepCount(n) => steps >= *n,
+            StopWhen::ToolCalled(name) => called.iter().any(|c| c == name),
+        }
+    }
 }
 
 /// A turn's settings: the agent's, with what `before_turn` changed.
@@ -74,6 +112,10 @@ pub struct TurnSettings {
     pub add_tools: Vec<String>,
     pub remove_tools: Vec<String>,
     pub tool_choice: Option<ToolChoice>,
+    /// The agent's conditions and the turn's (any one ends the turn).
+    pub stop_when: Vec<StopWhen>,
+    /// One step's narrower tool list (`before_step`), within the turn's.
+    pub step_tools: Option<Vec<String>>,
 }
 
 impl TurnSettings {
@@ -95,6 +137,22 @@ impl TurnSettings {
         if config.tool_choice.is_some() {
             self.tool_choice = config.tool_choice;
         }
+        self.model.top_p = config.top_p.or(self.model.top_p);
+        self.model.seed = config.seed.or(self.model.seed);
+        if let Some(stop) = config.stop {
+            self.model.stop = stop;
+        }
+        if config.structured_output.is_some() {
+            self.model.structured_output = config.structured_output;
+        }
+        self.model.provider_options.extend(config.provider_options);
+        self.stop_when.extend(config.stop_when);
+    }
+
+    /// Whether the turn ends after step number `steps`, whose tool calls
+    /// named `called`.
+    pub fn stops_after(&self, steps: u32, called: &[String]) -> bool {
+        self.stop_when.iter().any(|c| c.holds(steps, called))
     }
 
     /// Whether the turn offers the tool `name`; `opt_in` tools only when added.
@@ -104,6 +162,10 @@ impl TurnSettings {
             .tools
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name));
-        (added || (listed && !opt_in)) && !self.remove_tools.iter().any(|n| n == name)
+        let in_step = self
+            .step_tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name));
+        (added || (listed && !opt_in)) && in_step && !self.remove_tools.iter().any(|n| n == name)
     }
 }

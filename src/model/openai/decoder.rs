@@ -317,6 +317,25 @@ mod tests {
         let usage = Usage {
             prompt_tokens: 12,
             completion_tokens: 3,
+            cached_tokens: None,
+        };
+        assert_eq!(
+            events.last(),
+            Some(&finished(FinishReason::Stop, Some(usage)))
+        );
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_where_openai_reports_them() {
+        let (events, _) = decode(&[
+            &chunk(r#"{"content":"hi"}"#, r#""stop""#),
+            r#"{"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":96}}}"#,
+            "[DONE]",
+        ]);
+        let usage = Usage {
+            prompt_tokens: 120,
+            completion_tokens: 3,
+            cached_tokens: Some(96),
         };
         assert_eq!(
             events.last(),

@@ -68,7 +68,8 @@ fn one_line_excerpt(text: &str, max_chars: usize) -> String {
     excerpt
 }
 
-fn reason_phrase(status: u16) -> Option<&'static str> {
+/// The reason phrase of an HTTP status the providers use.
+pub(crate) fn reason_phrase(status: u16) -> Option<&'static str> {
     Some(match status {
         400 => "Bad Request",
         401 => "Unauthorized",

@@ -188,12 +188,16 @@ mod tests {
                 retry_after_ms: Some(1500),
                 context_overflow: false,
                 cut: false,
+                status: Some(429),
             }
         );
         let failure = provider.http_failure(401, "bad key", &|_: &str| None);
         assert_eq!(
             failure,
-            ModelFailure::permanent("401 Unauthorized: bad key")
+            ModelFailure {
+                status: Some(401),
+                ..ModelFailure::permanent("401 Unauthorized: bad key")
+            }
         );
     }
 

@@ -3,11 +3,15 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::model::{ModelMessage, ModelRequest, ModelToolCall, ToolChoice, ToolDefinition};
+use crate::model::{
+    ModelMessage, ModelRequest, ModelToolCall, StructuredOutput, ToolChoice, ToolDefinition,
+};
 
 /// The request body: `stream: true` with usage reporting, the conversation in
 /// Chat Completions shape, and `tools` (omitted when there are none).
-/// `temperature` and `max_tokens` are only sent when set.
+/// `temperature`, `max_tokens`, `top_p`, `seed`, `stop` and `response_format`
+/// (structured output) are only sent when set; the provider options last,
+/// each only where the body has no such key.
 pub fn request_body(request: &ModelRequest) -> String {
     let ModelRequest {
         settings,
@@ -30,6 +34,18 @@ pub fn request_body(request: &ModelRequest) -> String {
     if let Some(max_tokens) = settings.max_tokens {
         body.insert("max_tokens".into(), json!(max_tokens));
     }
+    if let Some(top_p) = settings.top_p {
+        body.insert("top_p".into(), json!(top_p));
+    }
+    if let Some(seed) = settings.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    if !settings.stop.is_empty() {
+        body.insert("stop".into(), json!(settings.stop));
+    }
+    if let Some(output) = &settings.structured_output {
+        body.insert("response_format".into(), response_format_json(output));
+    }
     if !tools.is_empty() {
         body.insert(
             "tools".into(),
@@ -39,7 +55,20 @@ pub fn request_body(request: &ModelRequest) -> String {
             body.insert("tool_choice".into(), tool_choice_json(choice));
         }
     }
+    settings.add_provider_options(&mut body);
     Value::Object(body).to_string()
+}
+
+/// Chat Completions' structured output: `{type: "json_schema", json_schema: {name, schema, strict}}`.
+fn response_format_json(output: &StructuredOutput) -> Value {
+    json!({
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.name,
+            "schema": output.schema,
+            "strict": output.strict,
+        },
+    })
 }
 
 /// Chat Completions' `tool_choice`: `"auto"`, `"none"`, `"required"` or a named function.
@@ -161,6 +190,7 @@ mod tests {
             model: "gpt-test".into(),
             temperature: Some(0.5),
             max_tokens: Some(256),
+            ..ModelSettings::default()
         };
         let messages = weather_conversation("weather?");
         let tools = vec![ToolDefinition {
@@ -263,6 +293,7 @@ mod tests {
                 model: "gpt-test".into(),
                 temperature: Some(0.5),
                 max_tokens: Some(256),
+                ..ModelSettings::default()
             },
             messages: [
                 weather_conversation("weather in \"Oslo\"?\n🌍"),
@@ -326,5 +357,57 @@ mod tests {
         assert_eq!(parsed(&request_body(&request))["tool_choice"], "required");
         request.tools.clear();
         assert!(parsed(&request_body(&request)).get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn sampling_options_and_structured_output_are_sent_in_chat_completions_form() {
+        let mut request = ModelRequest::user_text("m", "hi");
+        request.settings.top_p = Some(0.9);
+        request.settings.seed = Some(42);
+        request.settings.stop = vec!["END".into(), "\n\n".into()];
+        request.settings.structured_output = Some(StructuredOutput::new(
+            "order",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+        ));
+        let body = parsed(&request_body(&request));
+        assert_eq!(body["top_p"], json!(0.9));
+        assert_eq!(body["seed"], json!(42));
+        assert_eq!(body["stop"], json!(["END", "\n\n"]));
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {
+                "name": "order",
+                "schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+                "strict": true
+            }})
+        );
+    }
+
+    #[test]
+    fn provider_options_are_added_but_never_replace_the_agents_own_fields() {
+        let mut request = ModelRequest::user_text("m", "hi");
+        request.settings.temperature = Some(0.1);
+        let options = json!({
+            "reasoning_effort": "low",
+            "model": "other",
+            "stream": false,
+            "temperature": 2.0,
+            "messages": [],
+            "service_tier": "flex",
+            "top_p": 0.5
+        });
+        request.settings.provider_options = options.as_object().cloned().unwrap_or_default();
+        let body = parsed(&request_body(&request));
+        assert_eq!(body["reasoning_effort"], "low");
+        assert_eq!(body["service_tier"], "flex");
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["temperature"], json!(0.1));
+        assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            body["top_p"],
+            json!(0.5),
+            "a sampling setting the agent left unset may come from the options"
+        );
     }
 }

@@ -130,7 +130,8 @@ mod tests {
                     reason: FinishReason::ToolCalls,
                     usage: Some(Usage {
                         prompt_tokens: 7,
-                        completion_tokens: 9
+                        completion_tokens: 9,
+                        cached_tokens: None,
                     }),
                 })
             );

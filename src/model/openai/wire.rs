@@ -43,10 +43,20 @@ struct FunctionWire {
     arguments: Option<Value>,
 }
 
+/// `usage` of a chunk; servers vary in how they name the cached part of the
+/// prompt (`prompt_tokens_details.cached_tokens`, OpenAI's; or a flat
+/// `cached_tokens`).
 #[derive(Deserialize)]
 pub(super) struct UsageWire {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptTokensWire>,
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensWire {
+    cached_tokens: Option<u64>,
 }
 
 impl ToolCallWire {
@@ -62,13 +72,24 @@ impl ToolCallWire {
 }
 
 impl UsageWire {
-    /// Missing counts are reported as zero.
+    /// Missing counts are reported as zero; cached tokens only when given.
     pub(super) fn into_usage(self) -> Usage {
         Usage {
             prompt_tokens: self.prompt_tokens.unwrap_or(0),
             completion_tokens: self.completion_tokens.unwrap_or(0),
+            cached_tokens: self
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(self.cached_tokens),
         }
     }
+}
+
+/// A `usage` object as any of the dialects' streams report it.
+pub(crate) fn usage_from_json(value: &Value) -> Option<Usage> {
+    serde_json::from_value::<UsageWire>(value.clone())
+        .ok()
+        .map(UsageWire::into_usage)
 }
 
 pub(super) fn finish_reason_from_wire(reason: &str) -> FinishReason {

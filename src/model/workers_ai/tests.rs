@@ -21,6 +21,7 @@ fn the_input_keeps_tool_schemas_as_plain_json_and_streams() {
             model: "@cf/meta/llama-3.3-70b-instruct-fp8-fast".into(),
             temperature: Some(0.3),
             max_tokens: None,
+            ..ModelSettings::default()
         },
         messages: vec![ModelMessage::User {
             content: "weather?".into(),
@@ -157,4 +158,54 @@ fn tool_choice_none_offers_no_tools_and_a_named_tool_is_offered_alone() {
     request.tool_choice = Some(ToolChoice::None);
     let input: Value = serde_json::from_str(&WorkersAi::input(&request)).unwrap_or_default();
     assert!(input.get("tools").is_none());
+}
+
+#[test]
+fn sampling_options_structured_output_and_provider_options_reach_the_input() {
+    let mut request = ModelRequest::user_text("@cf/m", "hi");
+    request.settings.top_p = Some(0.8);
+    request.settings.seed = Some(7);
+    request.settings.stop = vec!["END".into()];
+    request.settings.structured_output = Some(crate::model::StructuredOutput::new(
+        "city",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+    ));
+    let options = json!({"reasoning": {"effort": "low"}, "stream": false});
+    request.settings.provider_options = options.as_object().cloned().unwrap_or_default();
+    let input: Value = serde_json::from_str(&WorkersAi::input(&request)).unwrap_or_default();
+    assert_eq!(input["top_p"], json!(0.8));
+    assert_eq!(input["seed"], json!(7));
+    assert!(
+        input.get("stop").is_none(),
+        "not part of the binding's input"
+    );
+    assert_eq!(
+        input["response_format"],
+        json!({"type": "json_schema", "json_schema":
+            {"type": "object", "properties": {"name": {"type": "string"}}}})
+    );
+    assert_eq!(input["reasoning"], json!({"effort": "low"}));
+    assert_eq!(input["stream"], true, "the agent's own field is kept");
+}
+
+#[test]
+fn usage_on_a_native_line_is_reported_with_the_finish() {
+    let body = concat!(
+        "data: {\"response\":\"Hi\"}\n\n",
+        "data: {\"response\":\"\",\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (events, end) = decode_all(body);
+    assert_eq!(end, Ok(()));
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finished {
+            reason: FinishReason::Stop,
+            usage: Some(crate::model::Usage {
+                prompt_tokens: 11,
+                completion_tokens: 2,
+                cached_tokens: None,
+            }),
+        })
+    );
 }

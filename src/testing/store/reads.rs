@@ -21,6 +21,12 @@ impl MemStore {
         self.history_calls.get()
     }
 
+    /// `count_before` calls the core has made so far (each a `COUNT(*)`
+    /// over the history in the SQLite store).
+    pub fn count_calls(&self) -> usize {
+        self.count_calls.get()
+    }
+
     fn entry_of(&self, id: &str) -> Option<Entry> {
         let row = self.messages.get(id)?;
         history::read_row(row.seq, &row.body).ok()
@@ -88,6 +94,7 @@ impl History for RefCell<MemStore> {
     fn count_before(&self, seq: u64) -> usize {
         let store = self.borrow();
         store.counted(Vec::new());
+        store.count_calls.set(store.count_calls.get() + 1);
         store.by_seq.range(..(seq, 0)).count()
     }
 }

@@ -5,5 +5,6 @@ mod channel;
 mod concurrency;
 mod continuation;
 mod programmatic;
+mod schedules;
 mod submissions;
 mod trust;

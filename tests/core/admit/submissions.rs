@@ -16,7 +16,7 @@ fn request(id: &str, text: &str, key: Option<&str>) -> SubmitRequest {
     SubmitRequest {
         messages: vec![UIMessage::user_text(id, text)],
         idempotency_key: key.map(str::to_string),
-        body: None,
+        ..Default::default()
     }
 }
 
@@ -82,7 +82,8 @@ fn the_same_idempotency_key_returns_the_first_submission_and_runs_nothing_more()
     sim.script(Reply::text("once"));
     let first = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     sim.run_until_idle();
-    let again = submit(&mut sim, "k-u2", "hello again", Some("order-42"));
+    // A retry: the same messages under the same key.
+    let again = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     assert_eq!(again.id, first.id);
     assert_eq!(again.status, SubmissionStatus::Completed);
     sim.run_until_idle();
@@ -94,7 +95,7 @@ fn the_same_idempotency_key_returns_the_first_submission_and_runs_nothing_more()
     );
     // A restarted agent still knows the key.
     sim.evict();
-    let after = submit(&mut sim, "k-u3", "and again", Some("order-42"));
+    let after = submit(&mut sim, "k-u1", "hello", Some("order-42"));
     assert_eq!(after.id, first.id);
     assert_eq!(sim.requests().len(), 1);
 }
@@ -412,4 +413,141 @@ fn submissions_kept_are_bounded_oldest_finished_first() {
     let state = sim.store.stored_state();
     assert_eq!(state.submissions.len(), kept);
     assert!(state.submission(first.as_deref().unwrap()).is_none());
+}
+
+/// The stored answer `id`, as the agent's own code would read it.
+fn stored_message(sim: &Sim, id: &str) -> UIMessage {
+    serde_json::from_value(sim.store.message(id).expect("stored")).expect("a message")
+}
+
+/// `message` with its part `c1` rewritten by `edit` (the JSON of the part).
+fn with_part(message: &UIMessage, edit: impl Fn(&mut serde_json::Value)) -> UIMessage {
+    let mut value = serde_json::to_value(message).unwrap();
+    for part in value["parts"].as_array_mut().unwrap() {
+        if part["toolCallId"] == "c1" {
+            edit(part);
+        }
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+fn approved(part: &mut serde_json::Value) {
+    part["state"] = json!("approval-responded");
+    part["approval"]["approved"] = json!(true);
+}
+
+#[test]
+fn save_refuses_an_approval_no_person_gave_and_continue_then_runs_nothing() {
+    let mut sim = two_tabs();
+    let answer = approval_turn(&mut sim);
+    let asked = stored_message(&sim, &answer);
+    let forged = with_part(&asked, approved);
+    let refused = sim
+        .call(|core, now| core.save(vec![forged.clone()], now))
+        .expect_err("a forged approval is refused");
+    assert!(refused.0.contains("\"c1\""), "{refused}");
+    assert!(refused.0.contains("approval-responded"), "{refused}");
+    let mut elsewhere = forged.clone();
+    elsewhere.id = "later".into();
+    assert!(sim
+        .call(|core, now| core.save(vec![elsewhere.clone()], now))
+        .is_err());
+    let marked = with_part(&asked, |p| {
+        p["state"] = json!("output-available");
+        p["output"] = json!({"deleted": "/tmp/x"});
+        p["approval"]["approved"] = json!(true);
+    });
+    let refused = sim.call(|core, now| core.save(vec![marked.clone()], now));
+    assert!(refused.unwrap_err().0.contains("marked approved"));
+    assert_eq!(
+        stored_message(&sim, &answer),
+        asked,
+        "nothing stored changed"
+    );
+
+    sim.script(Reply::text("Nothing to run."));
+    sim.call(|core, now| core.continue_last(now)).unwrap();
+    sim.run_until_idle();
+    assert!(sim.tools.runs.is_empty(), "no call ran without a person");
+}
+
+#[test]
+fn save_takes_settled_calls_and_parts_left_as_the_agent_stores_them() {
+    let mut sim = two_tabs();
+    let answer = approval_turn(&mut sim);
+    let asked = stored_message(&sim, &answer);
+    let mut edited = asked.clone();
+    edited.metadata = Some(json!({"note": "seen"}));
+    sim.call(|core, now| core.save(vec![edited], now))
+        .expect("a waiting part saved unchanged is kept");
+    let denied = with_part(&asked, |p| {
+        p["state"] = json!("output-denied");
+        p["approval"]["approved"] = json!(false);
+    });
+    let mut report = with_part(&asked, |p| {
+        p["state"] = json!("output-available");
+        p["output"] = json!({"deleted": "nothing"});
+        p["approval"] = serde_json::Value::Null;
+    });
+    report.id = "report".into();
+    sim.call(|core, now| core.save(vec![denied, report], now))
+        .expect("settled calls are saved");
+
+    // A person's approval is kept by a save that leaves it as stored, and runs.
+    let answer = {
+        sim.script(Reply::tool_call(
+            "c2",
+            "delete_file",
+            json!({"path": "/tmp/y"}),
+        ));
+        sim.send("a", chat_request("r2", &[user("u2", "delete /tmp/y")]));
+        sim.run_until_idle();
+        sim.store.message_ids().last().unwrap().clone()
+    };
+    sim.send("a", approval("c2", true, false));
+    sim.run_until_idle();
+    let approved_by_person = stored_message(&sim, &answer);
+    sim.call(|core, now| core.save(vec![approved_by_person], now))
+        .expect("a person's approval saved unchanged is kept");
+    sim.script_tool("delete_file", ToolReply::ok(json!({"deleted": "/tmp/y"})))
+        .script(Reply::text("Deleted."));
+    sim.call(|core, now| core.continue_last(now)).unwrap();
+    sim.run_until_idle();
+    assert_eq!(sim.tools.runs.len(), 1, "the approved call ran");
+    assert_eq!(sim.tools.runs[0].input, json!({"path": "/tmp/y"}));
+}
+
+#[test]
+fn an_idempotency_key_is_bound_to_its_messages_and_to_its_caller() {
+    let mut sim = two_tabs();
+    sim.script(Reply::text("One.")).script(Reply::text("Two."));
+    let first = submit(&mut sim, "k-u1", "pay invoice 7", Some("job-1"));
+    sim.run_until_idle();
+    let repeat = submit(&mut sim, "k-u1", "pay invoice 7", Some("job-1"));
+    assert_eq!(repeat.id, first.id, "a repeat returns the first submission");
+    let conflict =
+        sim.call(|core, now| core.submit(request("k-u2", "pay invoice 8", Some("job-1")), now));
+    let error = conflict.expect_err("other messages under the same key").0;
+    assert!(error.contains("idempotency key conflict"), "{error}");
+    assert_eq!(sim.store.message_ids().len(), 2, "nothing stored");
+
+    // Another caller's key of the same name is its own.
+    let routed = sim
+        .call(|core, now| {
+            core.submit(
+                SubmitRequest {
+                    caller: Some("http".into()),
+                    ..request("k-u3", "pay invoice 7", Some("job-1"))
+                },
+                now,
+            )
+        })
+        .expect("another caller");
+    assert_ne!(routed.id, first.id);
+    sim.run_until_idle();
+    sim.evict();
+    let again =
+        sim.call(|core, now| core.submit(request("k-u4", "pay invoice 9", Some("job-1")), now));
+    assert!(again.is_err(), "the binding survives a restart");
+    assert_eq!(stored(&sim, &routed.id).caller.as_deref(), Some("http"));
 }

@@ -315,3 +315,32 @@ fn programmatic_turns_meet_the_pending_turn_limit_and_never_overwrite_an_answer(
     assert_eq!(text_of(&stored), answer_text);
     assert_eq!(sim.transcript().len(), 6);
 }
+
+#[test]
+fn an_oversized_custom_body_or_message_text_is_refused_on_its_request_and_nothing_is_kept() {
+    let mut sim = Sim::with(|c| {
+        c.settings.limits.max_body_bytes = 1_000;
+        c.settings.limits.max_message_text_bytes = 2_000;
+    });
+    sim.connect("a");
+    let big_body = json!({"notes": "n".repeat(1_200)});
+    sim.send("a", chat_request_with("r1", &[user("u1", "hi")], big_body));
+    let long_text = "t".repeat(2_500);
+    sim.send("a", chat_request("r2", &[user("u2", &long_text)]));
+    sim.run_until_idle();
+    let frames = sim.frames("a").to_vec();
+    let body_refusal = terminal(&frames, "r1").expect("answered on r1");
+    assert_eq!(body_refusal["error"], true);
+    assert!(body_refusal["body"]
+        .as_str()
+        .unwrap()
+        .contains("custom body too large"));
+    let text_refusal = terminal(&frames, "r2").expect("answered on r2");
+    assert!(text_refusal["body"]
+        .as_str()
+        .unwrap()
+        .contains("the text of message u2 is too long: 2500 bytes (limit 2000)"));
+    assert!(sim.store.message_ids().is_empty(), "nothing stored");
+    assert!(sim.requests().is_empty(), "no model call");
+    assert!(sim.store.stored_state().body.is_empty(), "no body kept");
+}

@@ -1,3 +1,4 @@
 //! The stored history and the transcript.
 
+mod cron;
 mod history;

@@ -94,6 +94,7 @@ fn a_chunk_too_large_to_log_is_sent_live_without_seq_and_left_out_of_replay() {
         ],
         end: End::Finish(FinishReason::Stop),
         every_ms: 10,
+        usage: None,
     });
     sim.send("a", chat_request("r1", &[user("u1", "big")]));
     sim.advance(25);

@@ -137,3 +137,23 @@ fn a_cut_answer_with_a_newer_message_after_it_fails_as_before() {
         "completed"
     );
 }
+
+#[test]
+fn the_author_hears_of_a_recovered_turn_once_when_its_answer_is_final() {
+    let mut sim = two_tabs();
+    sim.script(Reply::text("The answer is").then_cut())
+        .script(Reply::text(" forty-two."));
+    sim.send("a", chat_request("r1", &[user("u1", "what is it?")]));
+    sim.run_until_idle();
+
+    let outcomes: Vec<_> = sim.responses.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        vec![durable_chat::protocol::Outcome::Completed],
+        "one report, with the outcome the turn ended with"
+    );
+    let response = &sim.responses[0];
+    assert_eq!(response.message_ids, vec!["u1".to_string()]);
+    let answer = sim.transcript()[1]["id"].as_str().map(str::to_string);
+    assert_eq!(response.answer_id, answer, "the stored, finished answer");
+}

@@ -266,3 +266,59 @@ fn a_turn_queued_before_a_later_message_keeps_its_place_and_context_across_an_ev
         "r2 is answered without the later message in its context"
     );
 }
+
+/// The text a tab shows for the answer once a recovery it joined is over:
+/// the transcript it was sent on connect (`joined`), with the continuation
+/// frames it got after its ACK (`after`) appended to the last assistant
+/// message (a continuation's `start` names no message, so the stock client
+/// appends its chunks to what it shows).
+fn shown_after_join(joined: &[Value], after: &[Value], cut: &str, recovery: &str) -> String {
+    let snapshot = of_type(joined, MESSAGES)[0]["messages"].clone();
+    let stored: Value = snapshot
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .unwrap_or_default();
+    format!(
+        "{}{}{}",
+        text_of(&stored),
+        deltas(after, cut),
+        deltas(after, recovery)
+    )
+}
+
+#[test]
+fn a_tab_joining_the_recovery_of_a_cut_continuation_shows_the_stored_answer_once() {
+    let mut sim = two_tabs();
+    // The answer is cut, its recovery (a continuation) is cut too, and the
+    // second recovery streams slowly while tab "c" joins.
+    sim.script(Reply::text("The answer is").then_cut())
+        .script(Reply::text(" forty").then_cut())
+        .script(Reply::words(30).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "what is it?")]));
+    sim.advance(100);
+    let recovery = running(sim.frames("b"));
+    sim.connect("c");
+    let joined = sim.take_frames("c");
+    assert_eq!(kinds(&joined)[0], RESUMING, "{joined:?}");
+    let cut = joined[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(cut, "r1", "offered the cut continuation");
+    sim.send("c", resume_ack(&cut));
+    sim.run_until_idle();
+    let after = sim.take_frames("c");
+    assert!(responses(&after, &cut)
+        .iter()
+        .all(|f| f["continuation"] == true));
+    assert!(
+        responses(&after, &cut).iter().all(|f| f["done"] == true),
+        "a continuation's replay carries none of its chunks (the transcript holds them): {after:?}"
+    );
+    assert_eq!(terminal(&after, &cut).unwrap()["outcome"], "aborted");
+    assert_eq!(terminal(&after, &recovery).unwrap()["outcome"], "completed");
+    let answer = sim.transcript().last().cloned().unwrap();
+    assert_eq!(sim.transcript().len(), 2, "one answer");
+    assert_eq!(
+        shown_after_join(&joined, &after, &cut, &recovery),
+        text_of(&answer),
+        "the tab shows the stored answer, once"
+    );
+}

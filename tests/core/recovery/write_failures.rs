@@ -133,3 +133,31 @@ fn a_refused_write_no_turn_owns_is_told_to_every_connection() {
             .contains("could not save"));
     }
 }
+
+#[test]
+fn after_a_refused_answer_write_what_is_served_is_what_is_stored() {
+    let mut sim = two_tabs();
+    sim.script(Reply::words(30).every(20));
+    sim.send("a", chat_request("r1", &[user("u1", "tell me a story")]));
+    sim.advance(300);
+    sim.store.rows_mut().fail_next_message_write = true;
+    sim.run_until_idle();
+    assert_eq!(sim.store.message_ids(), ["u1"]);
+
+    // `get-messages`, and the transcript a tab that connects now is sent.
+    let served: Vec<Value> = sim
+        .core()
+        .messages()
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        served,
+        sim.store.transcript(),
+        "get-messages serves what is stored"
+    );
+    sim.connect("c");
+    let c = sim.take_frames("c");
+    let snapshot = of_type(&c, MESSAGES);
+    assert_eq!(snapshot[0]["messages"], json!(sim.store.transcript()));
+}

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
-    ApprovalRule, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event, LogEvent,
-    StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
+    LogEvent, StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -44,7 +44,7 @@ enum Work {
     },
     Prepared {
         turn: CallId,
-        config: TurnConfig,
+        config: Box<TurnConfig>,
     },
 }
 
@@ -105,6 +105,8 @@ pub struct Sim {
     pub prepared: Vec<TurnContext>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
+    /// What `Effect::StepEnded` reported, in order.
+    pub step_reports: Vec<StepReport>,
     /// Server tool runs whose abort signal fired.
     pub aborted_tools: Vec<CallId>,
     /// Frames sent to a connection that is not open.
@@ -113,6 +115,10 @@ pub struct Sim {
     pub log: Vec<LogEvent>,
     /// When the agent's own alarm ran (`Effect::AuthorAlarm`), in order.
     pub author_alarms: Vec<u64>,
+    /// What the core asked of the author's code (`Effect::Author`), in order.
+    pub author_calls: Vec<AuthorCall>,
+    /// Schedules the core asked to run: (when, name, payload).
+    pub schedule_runs: Vec<(u64, String, serde_json::Value)>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -183,10 +189,13 @@ impl Sim {
             },
             prepared: Vec::new(),
             responses: Vec::new(),
+            step_reports: Vec::new(),
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
             log: Vec::new(),
             author_alarms: Vec::new(),
+            author_calls: Vec::new(),
+            schedule_runs: Vec::new(),
         }
     }
 
@@ -452,6 +461,13 @@ impl Sim {
         self.apply_effects();
     }
 
+    /// The agent's own code sets the synced state (`Core::set_state`).
+    pub fn set_state(&mut self, state: Value) -> Result<(), String> {
+        let result = self.core.set_state(state, self.now);
+        self.apply_effects();
+        result
+    }
+
     /// Carries out the core's effects through the host's own `carry_out`: a
     /// run of writes as one transaction; when it fails, the frames queued
     /// after it (up to the next write) are held back and the core is told.
@@ -540,10 +556,11 @@ impl Sim {
                 });
                 self.model.requests.push(ModelCall {
                     at: self.now,
-                    request,
+                    request: *request,
                 });
                 let start = self.now;
                 let mut at = start;
+                let usage = reply.usage;
                 for event in reply.events {
                     at += reply.every_ms;
                     self.schedule(at, Work::Model { call, event });
@@ -554,16 +571,16 @@ impl Sim {
                         at,
                         Work::Model {
                             call,
-                            event: ModelEvent::Finished {
-                                reason,
-                                usage: None,
-                            },
+                            event: ModelEvent::Finished { reason, usage },
                         },
                     ),
                     End::Fail(failure) => self.schedule(at, Work::ModelFailed { call, failure }),
                 }
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
+            Effect::RunSchedule { name, payload, .. } => {
+                self.schedule_runs.push((self.now, name, payload))
+            }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
                 self.agenda.retain(|s| s.work.call() != call);
@@ -603,9 +620,12 @@ impl Sim {
                 let config = (self.preparer.hook)(&context);
                 self.prepared.push(context);
                 let at = self.now + self.preparer.delay_ms;
+                let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
             }
             Effect::TurnEnded(response) => self.responses.push(response),
+            Effect::StepEnded(report) => self.step_reports.push(report),
+            Effect::Author(call) => self.author_calls.push(call),
             Effect::AbortTools { calls } => {
                 self.aborted_tools.extend(&calls);
                 self.agenda.retain(|s| !calls.contains(&s.work.call()));

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::Value;
 
 use durable_chat::core::CallId;
-use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
+use durable_chat::model::{FinishReason, ModelEvent, ModelFailure, Usage};
 pub use durable_chat::model::{ModelMessage, ModelRequest, ModelToolCall, ToolDefinition};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +24,8 @@ pub struct Reply {
     pub events: Vec<ModelEvent>,
     pub end: End,
     pub every_ms: u64,
+    /// The usage reported with the finish.
+    pub usage: Option<Usage>,
 }
 
 impl Reply {
@@ -42,6 +44,7 @@ impl Reply {
             events,
             end: End::Finish(FinishReason::Stop),
             every_ms: 0,
+            usage: None,
         }
     }
 
@@ -61,6 +64,7 @@ impl Reply {
             events: Vec::new(),
             end: End::Finish(FinishReason::ToolCalls),
             every_ms: 0,
+            usage: None,
         };
         for (id, name, args) in calls {
             reply = reply.and_tool_call(id, name, args.clone());
@@ -80,6 +84,7 @@ impl Reply {
             events: Vec::new(),
             end: End::Fail(failure),
             every_ms: 0,
+            usage: None,
         }
     }
 
@@ -110,6 +115,16 @@ impl Reply {
             }
         }
         self.end = End::Finish(FinishReason::ToolCalls);
+        self
+    }
+
+    /// The provider reports these token counts with the finish.
+    pub fn with_usage(mut self, prompt: u64, completion: u64, cached: Option<u64>) -> Reply {
+        self.usage = Some(Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cached_tokens: cached,
+        });
         self
     }
 

@@ -49,6 +49,11 @@ impl SimStore {
         (shared.rows_read(), shared.history_calls())
     }
 
+    /// How many times the core has counted the stored messages before a place.
+    pub fn history_counts(&self) -> usize {
+        self.shared.borrow().count_calls()
+    }
+
     /// Applies a run of writes as one transaction, as the host does. Only an
     /// injected failure may refuse it (the batch comes back); any other
     /// refusal is a write the core must never issue.

@@ -222,3 +222,38 @@ fn the_message_bound_reads_no_further_back_than_it_reaches() {
     assert_eq!(reads[0], reads[1], "rows read for 240 and for 600 messages");
     assert!(reads[0] <= 40, "no more rows than the bound: {}", reads[0]);
 }
+
+/// Over 40 more turns of a long conversation (one step each), how many times
+/// the stored messages were counted to place the cut, and how many times a
+/// trimmed context was logged.
+fn counts_and_trim_logs_over_forty_turns() -> (usize, usize) {
+    let mut sim = Sim::with(|c| c.settings.context.max_messages = 40);
+    sim.connect("a");
+    grow(&mut sim, 60, 10);
+    let counts = sim.store.history_counts();
+    let logged = sim.log.len();
+    for i in 60..100 {
+        grow_one(&mut sim, i, 10);
+    }
+    let trims = sim.log[logged..]
+        .iter()
+        .filter(|e| matches!(e, durable_chat::core::LogEvent::ContextTrimmed { .. }))
+        .count();
+    (sim.store.history_counts() - counts, trims)
+}
+
+#[test]
+fn placing_the_cut_counts_the_history_once_per_window_position_and_logs_when_the_cut_moves() {
+    let (counts, trims) = counts_and_trim_logs_over_forty_turns();
+    println!("over 40 trimmed turns: {counts} counts of the history, {trims} trim log lines");
+    // 40 turns add 80 messages: the in-memory window moves a few times, the
+    // cut once per 16 messages (see the test above), not every turn.
+    assert!(
+        counts <= 6,
+        "counted the history {counts} times in 40 turns"
+    );
+    assert!(
+        (4..=6).contains(&trims),
+        "logged a trimmed context {trims} times in 40 turns"
+    );
+}

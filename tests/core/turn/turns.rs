@@ -352,12 +352,16 @@ fn malformed_frames_are_answered_without_panicking_and_leave_the_store_alone() {
     for frame in [
         r#"{"type":"cf_agent_use_chat_request","id":"r8","init":{"method":"GET"}}"#,
         r#"{"type":"cf_agent_chat_messages","messages":[]}"#,
-        r#"{"type":"rpc","id":"1","method":"x","args":[]}"#,
         r#"{"type":"cf_agent_tool_result","toolCallId":"nobody","output":1,"autoContinue":false}"#,
     ] {
         sim.send("a", frame);
         assert!(sim.take_frames("a").is_empty(), "{frame}");
     }
+    // A call of a method the agent does not have is answered on its id.
+    sim.send("a", r#"{"type":"rpc","id":"1","method":"x","args":[]}"#);
+    let got = sim.take_frames("a");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["success"], false);
     assert!(sim.store.ops.is_empty(), "no frame above wrote anything");
     assert!(sim.frames("b").is_empty());
     assert!(!sim.core().is_busy());

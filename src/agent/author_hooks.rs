@@ -1,0 +1,79 @@
+//! The definition's hooks for the agent as a whole, type-erased for the
+//! host: the synced state's initial value and validator (handed to the
+//! core), `on_state_changed`, the callables by name, and the connection
+//! hooks (`on_connect`, `on_close`, `on_message`).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use serde_json::Value;
+
+use crate::core::{AgentApi, StateSource};
+
+use super::access::RequestInfo;
+use super::callable::Callable;
+use super::connection::Connection;
+use super::definition::AgentDefinition;
+use super::handle::AgentHandle;
+
+type Hook<A> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, ()>>;
+
+pub struct AuthorHooks {
+    pub callables: HashMap<String, Callable>,
+    pub on_state_changed: Hook<(Value, StateSource)>,
+    pub on_connect: Hook<(Connection, RequestInfo)>,
+    pub on_close: Hook<Connection>,
+    pub on_message: Hook<(Connection, String)>,
+}
+
+impl AuthorHooks {
+    pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AuthorHooks {
+        let callables = definition
+            .callables()
+            .into_iter()
+            .map(|c| (c.name().to_string(), c))
+            .collect();
+        let d = definition.clone();
+        let on_state_changed: Hook<(Value, StateSource)> =
+            Rc::new(move |(state, source), agent| {
+                let d = d.clone();
+                Box::pin(async move { d.on_state_changed(state, source, agent).await })
+            });
+        let d = definition.clone();
+        let on_connect: Hook<(Connection, RequestInfo)> = Rc::new(move |(conn, req), agent| {
+            let d = d.clone();
+            Box::pin(async move { d.on_connect(conn, req, agent).await })
+        });
+        let d = definition.clone();
+        let on_close: Hook<Connection> = Rc::new(move |conn, agent| {
+            let d = d.clone();
+            Box::pin(async move { d.on_close(conn, agent).await })
+        });
+        let d = definition.clone();
+        let on_message: Hook<(Connection, String)> = Rc::new(move |(conn, text), agent| {
+            let d = d.clone();
+            Box::pin(async move { d.on_message(conn, text, agent).await })
+        });
+        AuthorHooks {
+            callables,
+            on_state_changed,
+            on_connect,
+            on_close,
+            on_message,
+        }
+    }
+
+    /// What the core needs of them: the initial state, the validator, the
+    /// callables' names.
+    pub fn agent_api<D: AgentDefinition>(&self, definition: &Rc<D>) -> AgentApi {
+        let validator = definition.clone();
+        AgentApi {
+            initial_state: definition.initial_state(),
+            validate_state: Some(Rc::new(move |next: &Value, source: &StateSource| {
+                validator.validate_state(next, source)
+            })),
+            callables: self.callables.keys().cloned().collect(),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Carries out what the core asks of the author's code for the agent as a
+//! whole (`AuthorCall`): a callable run for a connection (its outcome fed
+//! back as `Event::CallableDone`), `on_state_changed`, and `on_message` for
+//! frames of the author's own types. Each is awaited off the event that
+//! asked for it.
+
+use std::rc::Rc;
+
+use wasm_bindgen_futures::spawn_local;
+
+use crate::core::{AuthorCall, Event};
+
+use super::super::callable::CallContext;
+use super::super::connection::Connection;
+use super::AgentHost;
+
+impl AgentHost {
+    pub(super) fn run_author_call(self: &Rc<Self>, call: AuthorCall) {
+        match call {
+            AuthorCall::RunCallable {
+                conn,
+                id,
+                method,
+                args,
+            } => {
+                let socket = self.sockets.borrow().get(&conn).cloned();
+                let callable = self.author.callables.get(&method).cloned();
+                let host = self.clone();
+                spawn_local(async move {
+                    let result = match (callable, socket) {
+                        (Some(callable), Some(ws)) => {
+                            let ctx = CallContext {
+                                connection: Connection::new(&conn, ws),
+                                agent: host.handle(),
+                            };
+                            callable.call_with(args, ctx).await
+                        }
+                        (None, _) => Err(format!("Method {method} does not exist")),
+                        (_, None) => Err("Connection closed".to_string()),
+                    };
+                    host.dispatch(Event::CallableDone { conn, id, result });
+                });
+            }
+            AuthorCall::StateChanged { state, source } => {
+                let state = Rc::unwrap_or_clone(state);
+                spawn_local((self.author.on_state_changed)(
+                    (state, source),
+                    self.handle(),
+                ));
+            }
+            AuthorCall::OtherFrame { conn, text } => {
+                let Some(ws) = self.sockets.borrow().get(&conn).cloned() else {
+                    return;
+                };
+                let connection = Connection::new(&conn, ws);
+                spawn_local((self.author.on_message)((connection, text), self.handle()));
+            }
+        }
+    }
+}

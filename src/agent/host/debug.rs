@@ -1,0 +1,91 @@
+//! The host's test and benchmark routes, compiled only with the cargo
+//! feature `debug-routes` (the test build, `scripts/build.sh --test`; a
+//! deploy leaves it off) and then still off unless their var is `1`:
+//! `DEBUG_MEMORY` serves `GET …/__debug/memory` (this wasm instance's linear
+//! memory, for `bench/memory-probe.mjs`), `DEBUG_TOOLS` adds the tools of
+//! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write`.
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use worker::{Method, Request, Response};
+
+use super::AgentHost;
+use crate::agent::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
+
+/// The route that reports memory figures.
+const MEMORY_ROUTE: &str = "/__debug/memory";
+
+/// Agents constructed by this wasm instance (for `…/__debug/memory`).
+static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
+
+/// What a debug route does once its method matched.
+type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
+
+/// Which switches the worker's vars turned on.
+pub(super) struct DebugSwitches {
+    memory: bool,
+    pub(super) tools: bool,
+}
+
+impl DebugSwitches {
+    pub(super) fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> DebugSwitches {
+        DebugSwitches {
+            memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
+            tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
+        }
+    }
+}
+
+pub(super) fn host_created() {
+    HOSTS_CREATED.fetch_add(1, Ordering::Relaxed);
+}
+
+impl AgentHost {
+    /// The answer of a debug route that is on, if `path` names one; each
+    /// answers only its own method (405 otherwise).
+    pub(super) fn debug_route(
+        self: &Rc<Self>,
+        req: &Request,
+        path: &str,
+    ) -> Option<worker::Result<Response>> {
+        let (method, answer): (Method, DebugAnswer) =
+            if self.debug.memory && path.ends_with(MEMORY_ROUTE) {
+                (Method::Get, |host| {
+                    Response::from_json(&host.debug_memory())
+                })
+            } else if self.debug.tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
+                (Method::Post, |host| {
+                    host.store.fail_next_message_write();
+                    Response::ok("armed")
+                })
+            } else {
+                return None;
+            };
+        if req.method() != method {
+            return Some(Response::error(format!("{method} only"), 405));
+        }
+        Some(answer(self))
+    }
+
+    /// Figures for memory investigations: the size of this wasm instance's
+    /// linear memory and how many agents it has constructed (one shared
+    /// instance ⇒ the count grows across agents).
+    fn debug_memory(&self) -> serde_json::Value {
+        use wasm_bindgen::JsCast;
+        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+        let bytes = memory
+            .buffer()
+            .unchecked_into::<js_sys::ArrayBuffer>()
+            .byte_length();
+        let core = self.core.borrow();
+        serde_json::json!({
+            "wasmMemoryBytes": bytes,
+            "hostsCreated": HOSTS_CREATED.load(Ordering::Relaxed),
+            "windowMessages": core.window_len(),
+            "sockets": self.sockets.borrow().len(),
+            "pendingTimers": usize::from(self.wake.borrow().is_some()),
+            "sqliteDatabaseBytes": self.store.database_size(),
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! Test-only (`DEBUG_TOOLS=1`) routes and schedule callbacks that drive the
+//! author's storage and schedules from outside, under `…/__debug/author/`:
+//! `sql` `{query, bindings}`, `kv-put` `{key, value}`, `kv-get?key=`,
+//! `schedule` `{name, callback, payload, when}`, `schedules`, `cancel`
+//! `{name}`. A tool `kv_put {key, value}` writes the key-value store from a
+//! turn. Callbacks: `record` appends its payload to the key-value entry
+//! `fired`; `chat` submits its payload's `text` as a user message.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{Request, Response};
+
+use crate::agent::author_storage::SqlValue;
+use crate::agent::handle::AgentHandle;
+use crate::agent::schedule_callback::ScheduleCallback;
+use crate::agent::tool::ServerTool;
+use crate::agent::tool_context::ToolContext;
+use crate::core::ScheduleWhen;
+use crate::protocol::UIMessage;
+
+/// The path segment the routes live under.
+pub const ROUTES: &str = "/__debug/author/";
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct KvPutInput {
+    key: String,
+    value: Value,
+}
+
+/// The tool `DEBUG_TOOLS=1` adds: writes the key-value store.
+pub fn tools() -> Vec<ServerTool> {
+    vec![ServerTool::new(
+        "kv_put",
+        "Test only: stores `value` under `key` in the agent's key-value store.",
+        |input: KvPutInput, ctx: ToolContext| async move {
+            let agent = ctx.agent.ok_or("no agent")?;
+            agent
+                .storage()
+                .put(&input.key, &input.value)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(json!({ "stored": input.key }))
+        },
+    )]
+}
+
+#[derive(Deserialize)]
+struct SqlBody {
+    query: String,
+    #[serde(default)]
+    bindings: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct KvBody {
+    key: String,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+struct ScheduleBody {
+    name: String,
+    callback: String,
+    #[serde(default)]
+    payload: Value,
+    when: ScheduleWhen,
+}
+
+#[derive(Deserialize)]
+struct CancelBody {
+    name: String,
+}
+
+pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Response> {
+    let path = req.path();
+    let Some((_, route)) = path.split_once(ROUTES) else {
+        return Response::error("Not found", 404);
+    };
+    let storage = agent.storage();
+    match route {
+        "sql" => {
+            let body: SqlBody = req.json().await?;
+            let bindings = body.bindings.into_iter().map(binding).collect();
+            match storage.sql::<Value>(&body.query, bindings) {
+                Ok(rows) => Response::from_json(&rows),
+                Err(e) => Response::error(e.to_string(), 400),
+            }
+        }
+        "kv-put" => {
+            let body: KvBody = req.json().await?;
+            match storage.put(&body.key, &body.value) {
+                Ok(()) => Response::ok("stored"),
+                Err(e) => Response::error(e.to_string(), 400),
+            }
+        }
+        "kv-get" => {
+            let url = req.url()?;
+            let key = url
+                .query_pairs()
+                .find(|(k, _)| k == "key")
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            match storage.get::<Value>(&key) {
+                Ok(value) => Response::from_json(&json!({ "value": value })),
+                Err(e) => Response::error(e.to_string(), 400),
+            }
+        }
+        "schedule" => {
+            let body: ScheduleBody = req.json().await?;
+            match agent.schedule(&body.name, &body.callback, body.when, body.payload) {
+                Ok(row) => Response::from_json(&row),
+                Err(e) => Response::error(e.to_string(), 400),
+            }
+        }
+        "schedules" => Response::from_json(&agent.schedules()),
+        "cancel" => {
+            let body: CancelBody = req.json().await?;
+            Response::from_json(&json!({ "cancelled": agent.cancel_schedule(&body.name) }))
+        }
+        _ => Response::error("Not found", 404),
+    }
+}
+
+fn binding(value: Value) -> SqlValue {
+    match value {
+        Value::Null => SqlValue::Null,
+        Value::Bool(b) => SqlValue::Boolean(b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => SqlValue::String(s),
+        other => SqlValue::String(other.to_string()),
+    }
+}
+
+/// The callbacks `DEBUG_TOOLS=1` adds.
+pub fn schedule_callbacks() -> Vec<ScheduleCallback> {
+    vec![
+        ScheduleCallback::new("record", |payload: Value, agent: AgentHandle| async move {
+            let storage = agent.storage();
+            let mut fired: Vec<Value> = storage.get("fired").ok().flatten().unwrap_or_default();
+            fired.push(payload);
+            let _ = storage.put("fired", &fired);
+        }),
+        ScheduleCallback::new("chat", |payload: Value, agent: AgentHandle| async move {
+            let text = payload["text"].as_str().unwrap_or("scheduled").to_string();
+            let message = UIMessage::user_text("", text);
+            let _ = agent.submit_messages(vec![message], Default::default());
+        }),
+    ]
+}

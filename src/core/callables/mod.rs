@@ -1,0 +1,3 @@
+pub mod calls;
+pub mod in_flight;
+pub mod other_frames;

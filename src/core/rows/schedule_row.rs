@@ -1,0 +1,37 @@
+//! The stored shape of the author's schedules: one `Schedules` config row
+//! holding every schedule with the instant it is next due. Bounded by
+//! `vocab::schedule` (count, payload, names) to stay one small row.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How a schedule repeats after it fired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Repeat {
+    /// Fires once, then is gone.
+    Once,
+    /// Due again on the next minute its cron expression allows.
+    Cron(String),
+    /// Due again this many seconds after it fired.
+    Every(u64),
+}
+
+/// One schedule (also what `Core::schedules` lists).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleRow {
+    pub name: String,
+    pub callback: String,
+    pub payload: Value,
+    pub repeat: Repeat,
+    /// When it is next due (ms since the epoch).
+    pub next_at: u64,
+}
+
+/// The `Schedules` config row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulesRow {
+    pub schedules: Vec<ScheduleRow>,
+}

@@ -1,0 +1,2 @@
+pub mod state;
+pub mod value;

@@ -1,0 +1,50 @@
+//! The demo agent's synced state and callable methods: the state starts as
+//! `{}`; `echo(value)` answers its argument unchanged; `setStateField(key,
+//! value)` sets one top-level field of the state (every tab sees it) and
+//! answers the new state. A state that is not a JSON object is refused.
+
+use serde_json::{Map, Value};
+
+use crate::agent::{CallContext, Callable};
+
+pub fn initial_state() -> Value {
+    Value::Object(Map::new())
+}
+
+/// The demo's state stays a JSON object.
+pub fn validate(next: &Value) -> Result<(), String> {
+    match next.is_object() {
+        true => Ok(()),
+        false => Err("the state must be a JSON object".to_string()),
+    }
+}
+
+pub fn callables() -> Vec<Callable> {
+    vec![
+        Callable::new("echo", |(value,): (Value,)| async move {
+            Ok::<_, String>(value)
+        }),
+        Callable::new("setStateField", set_state_field),
+    ]
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn set_state_field((key, value): (String, Value), ctx: CallContext) -> Result<Value, String> {
+    let mut state = match ctx.agent.state() {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    state.insert(key, value);
+    let state = Value::Object(state);
+    ctx.agent.set_state(state.clone())?;
+    Ok(state)
+}
+
+/// Natively there is no agent to set the state of.
+#[cfg(not(target_arch = "wasm32"))]
+async fn set_state_field(
+    (_key, _value): (String, Value),
+    _ctx: CallContext,
+) -> Result<Value, String> {
+    Err("setStateField runs in an agent".to_string())
+}

@@ -1,0 +1,3 @@
+//! Callable methods over the socket, and frames left to the author.
+
+mod calls;

@@ -1,0 +1,170 @@
+//! The synced state: sent on connect after an identity that says it
+//! follows; a tab's `setState` is validated, stored and sent to every other
+//! tab; a refusal reaches only the sender and changes nothing; the agent's
+//! own change reaches every tab; the state survives an eviction and a clear.
+
+use std::rc::Rc;
+
+use crate::sim::*;
+use durable_chat::core::{AuthorCall, ConfigKey, StateSource};
+use serde_json::{json, Value};
+
+fn set_state(state: Value) -> String {
+    json!({"type": "cf_agent_state", "state": state}).to_string()
+}
+
+fn with_state(initial: Value) -> Sim {
+    Sim::with(|config| config.agent_api.initial_state = Some(initial))
+}
+
+fn stored_state(sim: &Sim) -> Option<Value> {
+    sim.store
+        .config_json(ConfigKey::AgentState)
+        .map(|row| row["state"].clone())
+}
+
+fn state_changes(sim: &Sim) -> Vec<(Value, StateSource)> {
+    sim.author_calls
+        .iter()
+        .filter_map(|call| match call {
+            AuthorCall::StateChanged { state, source } => {
+                Some((Value::clone(state), source.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn without_a_state_a_tab_gets_a_plain_identity_and_no_state_frame() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    let identity = of_type(sim.frames("a"), "cf_agent_identity")[0].clone();
+    assert_eq!(identity.get("stateFollows"), None);
+    assert!(of_type(sim.frames("a"), "cf_agent_state").is_empty());
+}
+
+#[test]
+fn a_tab_gets_the_state_right_after_an_identity_that_says_it_follows() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    let kinds = kinds(sim.frames("a"));
+    let at = kinds
+        .iter()
+        .position(|k| *k == "cf_agent_identity")
+        .unwrap();
+    assert_eq!(kinds[at + 1], "cf_agent_state");
+    assert_eq!(sim.frames("a")[at]["stateFollows"], true);
+    assert_eq!(sim.frames("a")[at + 1]["state"], json!({}));
+    assert_eq!(stored_state(&sim), None, "the initial state is not written");
+}
+
+#[test]
+fn a_tabs_change_is_stored_and_sent_to_every_other_tab() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    sim.send("a", set_state(json!({"count": 1})));
+    assert!(sim.frames("a").is_empty(), "the sender already has it");
+    assert_eq!(
+        sim.frames("b"),
+        [json!({"type": "cf_agent_state", "state": {"count": 1}})]
+    );
+    assert_eq!(stored_state(&sim), Some(json!({"count": 1})));
+    assert_eq!(sim.core().state(), Some(&json!({"count": 1})));
+    assert_eq!(
+        state_changes(&sim),
+        [(json!({"count": 1}), StateSource::Connection(Rc::from("a")))]
+    );
+}
+
+#[test]
+fn a_refused_change_is_told_to_its_tab_only_and_changes_nothing() {
+    let mut sim = Sim::with(|config| {
+        config.agent_api.initial_state = Some(json!({"count": 0}));
+        config.agent_api.validate_state = Some(Rc::new(|next: &Value, _: &StateSource| match next
+            ["count"]
+            .as_i64()
+        {
+            Some(n) if n >= 0 => Ok(()),
+            _ => Err("count must not be negative".to_string()),
+        }));
+    });
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    sim.send("a", set_state(json!({"count": -1})));
+    assert_eq!(
+        sim.frames("a"),
+        [json!({"type": "cf_agent_state_error", "error": "count must not be negative"})]
+    );
+    assert!(sim.frames("b").is_empty(), "nothing broadcast");
+    assert_eq!(stored_state(&sim), None, "nothing stored");
+    assert_eq!(sim.core().state(), Some(&json!({"count": 0})));
+    assert!(state_changes(&sim).is_empty());
+    sim.send("a", set_state(json!({"count": 2})));
+    assert_eq!(of_type(sim.frames("b"), "cf_agent_state").len(), 1);
+}
+
+#[test]
+fn the_agents_own_change_reaches_every_tab() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    sim.set_state(json!({"topic": "rust"})).unwrap();
+    for tab in ["a", "b"] {
+        assert_eq!(
+            sim.frames(tab),
+            [json!({"type": "cf_agent_state", "state": {"topic": "rust"}})]
+        );
+    }
+    assert_eq!(
+        state_changes(&sim),
+        [(json!({"topic": "rust"}), StateSource::Server)]
+    );
+}
+
+#[test]
+fn the_state_survives_an_eviction_and_a_chat_clear() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.send("a", set_state(json!({"notes": ["milk"]})));
+    sim.send("a", clear());
+    sim.evict();
+    assert_eq!(sim.core().state(), Some(&json!({"notes": ["milk"]})));
+    sim.connect("late");
+    let state = of_type(sim.frames("late"), "cf_agent_state")[0].clone();
+    assert_eq!(state["state"], json!({"notes": ["milk"]}));
+}
+
+#[test]
+fn a_first_change_gives_an_agent_without_initial_state_a_state() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.send("a", set_state(json!(42)));
+    sim.evict();
+    sim.connect("b");
+    let identity = of_type(sim.frames("b"), "cf_agent_identity")[0].clone();
+    assert_eq!(identity["stateFollows"], true);
+    assert_eq!(of_type(sim.frames("b"), "cf_agent_state")[0]["state"], 42);
+}
+
+#[test]
+fn a_state_over_the_row_limit_is_refused_and_a_frame_without_state_is_answered() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.clear_frames();
+    let big = "x".repeat(durable_chat::core::MAX_ROW_BYTES);
+    assert!(sim.set_state(json!({ "big": big })).is_err());
+    assert_eq!(stored_state(&sim), None);
+    assert!(sim.frames("a").is_empty());
+    sim.send("a", r#"{"type":"cf_agent_state"}"#);
+    let error = of_type(sim.frames("a"), "cf_agent_state_error")[0].clone();
+    assert!(error["error"]
+        .as_str()
+        .unwrap()
+        .contains("`state` is missing"));
+    assert_eq!(sim.core().state(), Some(&json!({})));
+}

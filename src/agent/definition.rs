@@ -12,8 +12,8 @@ use crate::core::{
     ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
-use crate::mcp::McpServer;
 use crate::core::StateSource;
+use crate::mcp::McpServer;
 
 use super::access::{require_token, Refusal, RequestInfo};
 use super::callable::Callable;

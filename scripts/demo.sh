@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # THE demo command: set-up, then `wrangler dev` on 127.0.0.1:${PORT:-8787} (wrangler runs
 # scripts/build.sh itself). Without a real OPENAI_BASE_URL (environment or .dev.vars) it also starts
-# the scripted model server on 127.0.0.1:${MODEL_PORT:-8788} and points the worker at it.
+# the scripted model server on 127.0.0.1:${MODEL_PORT:-8788} and points the worker at it. Unless
+# MCP_DEMO_URL is set (to a server of your own, or to "" for none), it starts the repository's MCP
+# server (tests/support/mcp-server.mjs) on 127.0.0.1:${MCP_PORT:-8790} and connects the demo agent to it.
 # Extra args go to wrangler dev (e.g. --persist-to .wrangler/demo-state).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,8 +19,11 @@ PORT="${PORT:-8787}"
 MODEL_PORT="${MODEL_PORT:-8788}"
 VAR_ARGS=()
 MODEL_PID=""
+MCP_PORT="${MCP_PORT:-8790}"
+MCP_PID=""
 cleanup() {
   if [ -n "$MODEL_PID" ]; then kill "$MODEL_PID" 2>/dev/null || true; fi
+  if [ -n "$MCP_PID" ]; then kill "$MCP_PID" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -50,6 +55,20 @@ if [ -z "${CHANNEL_SECRET:-}" ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]
   VAR_ARGS+=(--var "CHANNEL_SECRET:demo-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')")
 elif [ -n "${CHANNEL_SECRET:-}" ]; then
   VAR_ARGS+=(--var "CHANNEL_SECRET:$CHANNEL_SECRET")
+fi
+if [ -z "${MCP_DEMO_URL+set}" ]; then
+  echo "demo: starting the demo MCP server on 127.0.0.1:$MCP_PORT"
+  node tests/support/mcp-server.mjs --host 127.0.0.1 --port "$MCP_PORT" &
+  MCP_PID=$!
+  for _ in $(seq 1 50); do
+    if node -e "fetch('http://127.0.0.1:$MCP_PORT/__calls').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; then break; fi
+    kill -0 "$MCP_PID" 2>/dev/null || { echo "demo: MCP server failed to start" >&2; exit 1; }
+    sleep 0.1
+  done
+  MCP_DEMO_URL="http://127.0.0.1:$MCP_PORT/mcp"
+fi
+if [ -n "$MCP_DEMO_URL" ]; then
+  VAR_ARGS+=(--var "MCP_DEMO_URL:$MCP_DEMO_URL")
 fi
 
 echo "demo: starting wrangler dev (it builds the worker first: a few minutes the first time, then seconds)"

@@ -10,8 +10,9 @@ mod shared_state;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{AgentDefinition, ServerTool};
+use crate::agent::{AgentDefinition, ServerTool, Vars};
 use crate::core::ApprovalRule;
+use crate::mcp::McpServer;
 
 pub struct DemoAgent;
 
@@ -37,6 +38,16 @@ pub struct DeleteFileInput {
 impl AgentDefinition for DemoAgent {
     fn system_prompt(&self) -> String {
         "You are a helpful assistant in a demo chat. Use the tools when they help.".to_string()
+    }
+
+    /// The repository's small MCP server (`tests/support/mcp-server.mjs`,
+    /// started by `scripts/demo.sh`) when `MCP_DEMO_URL` is set; its tools
+    /// are offered as `mcp_demo_add`, `mcp_demo_echo`, ….
+    fn mcp_servers(&self, vars: &Vars) -> Vec<McpServer> {
+        match vars.get("MCP_DEMO_URL") {
+            Some(url) if !url.trim().is_empty() => vec![McpServer::new("demo", url.trim())],
+            _ => Vec::new(),
+        }
     }
 
     fn tools(&self) -> Vec<ServerTool> {
@@ -132,6 +143,7 @@ mod routes {
 
     use crate::agent::body::{read_json, refusal};
     use crate::agent::{AgentHandle, SubmitOptions};
+    use crate::mcp::McpServer;
     use crate::protocol::UIMessage;
 
     /// The most a submit body may hold (its text is one message).
@@ -150,6 +162,55 @@ mod routes {
     struct Submit {
         text: String,
         idempotency_key: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    struct AddMcpServer {
+        name: String,
+        url: String,
+        token: Option<String>,
+    }
+
+    /// `GET …/mcp-servers` lists the agent's MCP servers, `POST …/mcp-servers`
+    /// `{"name", "url", "token"?}` adds one (stored; connected now and after
+    /// every restart), `POST …/mcp-servers/<name>/remove` removes it.
+    async fn mcp_routes(
+        req: &mut Request,
+        path: &str,
+        agent: &AgentHandle,
+    ) -> worker::Result<Option<Response>> {
+        let post = req.method() == Method::Post;
+        if path.ends_with("/mcp-servers") {
+            if !post {
+                return Response::from_json(&agent.mcp_servers()).map(Some);
+            }
+            let add: AddMcpServer = match req.json().await {
+                Ok(add) => add,
+                Err(e) => return Response::error(format!("bad server body: {e}"), 400).map(Some),
+            };
+            let mut server = McpServer::new(&add.name, &add.url);
+            if let Some(token) = add.token {
+                server = server.bearer(&token);
+            }
+            return match agent.add_mcp_server(server) {
+                Ok(id) => Ok(Some(
+                    Response::from_json(&serde_json::json!({ "id": id }))?.with_status(201),
+                )),
+                Err(e) => Response::error(e, 400).map(Some),
+            };
+        }
+        let Some((_, rest)) = path.split_once("/mcp-servers/") else {
+            return Ok(None);
+        };
+        match rest.strip_suffix("/remove") {
+            Some(name) if post => match agent.remove_mcp_server(name) {
+                Ok(removed) => {
+                    Response::from_json(&serde_json::json!({ "removed": removed })).map(Some)
+                }
+                Err(e) => Response::error(e, 400).map(Some),
+            },
+            _ => Ok(None),
+        }
     }
 
     pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Option<Response>> {
@@ -182,6 +243,9 @@ mod routes {
             let at = agent.now_ms().saturating_add(schedule.in_ms);
             agent.schedule_alarm(Some(at));
             return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
+        }
+        if let Some(answer) = mcp_routes(&mut req, &path, &agent).await? {
+            return Ok(Some(answer));
         }
         let Some((_, rest)) = path.split_once("/submissions/") else {
             return Ok(None);

@@ -87,6 +87,7 @@ pub mod core;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod log;
+pub mod mcp;
 pub mod model;
 pub mod prelude;
 pub mod protocol;

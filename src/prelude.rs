@@ -1,8 +1,8 @@
 //! Everything an agent's author uses, in one import:
 //! `use durable_chat::prelude::*;` — the definition trait and its settings,
 //! the tool builder and what a tool run gets, the turn and tool hooks'
-//! types, the handle and submissions, sub-agents, the worker's router and the
-//! `chat_agent!` macro.
+//! types, the handle and submissions, sub-agents, MCP servers, the worker's
+//! router and the `chat_agent!` macro.
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
@@ -17,6 +17,7 @@ pub use crate::core::{
     StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
     ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
 };
+pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
 pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
 pub use crate::protocol::{ClientToolSchema, UIMessage};
 pub use crate::routing::check_agent_name;

@@ -13,6 +13,7 @@ use crate::core::{
 };
 
 use crate::core::StateSource;
+use crate::mcp::McpServer;
 
 use super::access::{require_token, Refusal, RequestInfo};
 use super::callable::Callable;
@@ -38,6 +39,14 @@ pub trait AgentDefinition: 'static {
     }
 
     fn tools(&self) -> Vec<ServerTool> {
+        Vec::new()
+    }
+
+    /// MCP servers the agent is always connected to, e.g. from a URL and a
+    /// token among the worker's vars and secrets (connected on every start;
+    /// their tools are offered as `mcp_<id>_<tool>`). Servers added at run
+    /// time go through `AgentHandle::add_mcp_server`.
+    fn mcp_servers(&self, _vars: &Vars) -> Vec<McpServer> {
         Vec::new()
     }
 

@@ -16,6 +16,7 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use crate::core::{Core, SubmissionRecord, SubmitError, SubmitRequest};
+use crate::mcp::{McpServer, ServerInfo};
 use crate::protocol::UIMessage;
 
 /// What a handle needs of the host that runs the agent.
@@ -26,6 +27,12 @@ pub(crate) trait CoreHost {
     fn carry_out_effects(self: Rc<Self>);
     /// The worker's environment.
     fn env(&self) -> &worker::Env;
+    /// Adds (or updates) an MCP server for good; its id.
+    fn add_mcp_server(self: Rc<Self>, server: McpServer) -> Result<String, String>;
+    /// Removes an MCP server the agent's code added; whether there was one.
+    fn remove_mcp_server(self: Rc<Self>, name: &str) -> Result<bool, String>;
+    /// The MCP servers and where each stands.
+    fn mcp_servers(&self) -> Vec<ServerInfo>;
     /// The author's own storage (`author_storage.rs`).
     fn author_storage(&self) -> super::author_storage::AuthorStorage;
 }
@@ -143,6 +150,26 @@ impl AgentHandle {
     /// The worker's environment (bindings, vars, secrets).
     pub fn env(&self) -> &worker::Env {
         self.host.env()
+    }
+
+    /// Connects the agent to an MCP server, for good: stored, connected
+    /// now and again after every restart, its tools offered to the model as
+    /// `mcp_<id>_<tool>`. Returns the server's id (its name normalized). A
+    /// server of the same name and URL is updated (headers, options); the
+    /// same name with another URL is refused.
+    pub fn add_mcp_server(&self, server: McpServer) -> Result<String, String> {
+        self.host.clone().add_mcp_server(server)
+    }
+
+    /// Disconnects and forgets the MCP server named `name` (added by the
+    /// agent's code; a declared one stays). `Ok(false)`: no such server.
+    pub fn remove_mcp_server(&self, name: &str) -> Result<bool, String> {
+        self.host.clone().remove_mcp_server(name)
+    }
+
+    /// The MCP servers: id, name, URL, state, error, tool names.
+    pub fn mcp_servers(&self) -> Vec<ServerInfo> {
+        self.host.mcp_servers()
     }
 
     /// The agent's synced state (`None`: it has none yet).

@@ -18,6 +18,7 @@ mod callables;
 pub mod contract;
 pub mod data;
 mod logging;
+mod mcp;
 mod recovery;
 pub mod rows;
 mod synced_state;
@@ -123,6 +124,8 @@ pub struct Core {
     effects: Vec<Effect>,
     /// Log events for the host (see `log.rs`).
     log: Vec<LogEvent>,
+    /// The MCP servers' frame and tools, as the host last set them.
+    mcp: mcp::McpView,
 }
 
 impl Core {
@@ -182,6 +185,7 @@ impl Core {
             schedules,
             effects: Vec::new(),
             log: Vec::new(),
+            mcp: mcp::McpView::default(),
         }
     }
 

@@ -1,7 +1,8 @@
 // The README's demo command, as a user runs it: `bash scripts/demo.sh` (set-up, the scripted model
 // server, `wrangler dev`, which builds the worker through wrangler.toml's build command, the quick
 // dev build). Checks that the chat page is served on 127.0.0.1 and that a turn with a server tool
-// completes over a real WebSocket, then stops everything the command started.
+// completes over a real WebSocket, that the demo agent is connected to the repository's MCP server
+// and a turn calls one of its tools, then stops everything the command started.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,10 +25,11 @@ const freePort = () => new Promise((resolve) => {
 
 /** Start `bash scripts/demo.sh` in its own process group; returns { url, output(), stop() }. */
 async function startDemo() {
-  const [port, modelPort] = [await freePort(), await freePort()];
+  const [port, modelPort, mcpPort] = [await freePort(), await freePort(), await freePort()];
   const state = mkdtempSync(join(tmpdir(), 'durable-chat-demo-'));
-  const env = { ...process.env, PORT: String(port), MODEL_PORT: String(modelPort) };
+  const env = { ...process.env, PORT: String(port), MODEL_PORT: String(modelPort), MCP_PORT: String(mcpPort) };
   delete env.OPENAI_BASE_URL;
+  delete env.MCP_DEMO_URL;
   const child = spawn('bash', ['scripts/demo.sh', '--persist-to', state], {
     cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -101,4 +103,15 @@ test('the demo command serves the chat page under wrangler dev and answers a wea
   const weather = stored[1].parts.find((p) => p.type === 'tool-get_weather');
   assert.equal(weather?.state, 'output-available');
   assert.deepEqual(weather.output, { city: 'Paris', tempC: 21 });
+
+  // The demo's MCP server: the agent is connected to it and a turn calls its `add`.
+  const mcpRoom = `demo-mcp-${Date.now()}`;
+  const mcpTab = await connect(demo.url, 'ChatAgent', mcpRoom);
+  await mcpTab.waitFor((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.demo?.state === 'ready', 20000);
+  mcpTab.send(chatRequest('r2', [userMessage('u2', '[tool:mcp_demo_add:{"a":2,"b":3}]')]));
+  assert.equal((await mcpTab.waitFor(isDone('r2'), 30000)).outcome, 'completed');
+  await mcpTab.close();
+  const added = (await getMessages(demo.url, 'ChatAgent', mcpRoom))[1].parts.find((p) => p.type === 'tool-mcp_demo_add');
+  assert.equal(added?.state, 'output-available');
+  assert.deepEqual(added.output, { sum: 5 });
 });

@@ -74,7 +74,7 @@ function containerStub() {
  *   Resolves once the socket is connected (connect frames received); the hook may be resuming.
  *   `chat` is the latest hook result; `frames`/`sent` are parsed frames received/sent by its socket.
  */
-export async function mountAgentChat({ url, name, agent = 'ChatAgent', hook = 'think', chatOptions = {} }) {
+export async function mountAgentChat({ url, name, agent = 'ChatAgent', hook = 'think', chatOptions = {}, agentOptions = {} }) {
   const host = new URL(url).host;
   const frames = [];
   const sent = [];
@@ -106,7 +106,7 @@ export async function mountAgentChat({ url, name, agent = 'ChatAgent', hook = 't
   const options = typeof chatOptions === 'function' ? chatOptions(ctx) : chatOptions;
 
   function App() {
-    const agentConn = useAgent({ agent, name, host, WebSocket: RecordingWebSocket });
+    const agentConn = useAgent({ agent, name, host, WebSocket: RecordingWebSocket, ...agentOptions });
     const chat = useAgentChat({
       agent: agentConn,
       onError: (e) => errors.push(e),

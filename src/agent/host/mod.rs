@@ -39,6 +39,8 @@ mod debug;
 #[cfg(feature = "debug-routes")]
 mod debug_author;
 mod frames;
+mod mcp;
+mod mcp_http;
 mod model_stream;
 
 /// The var naming (comma-separated) the hosts whose file links reach the
@@ -101,6 +103,8 @@ pub struct AgentHost {
     /// The credential a parent's channel and the submission API carry
     /// (see `channel_auth.rs`).
     channel_policy: ChannelPolicy,
+    /// The MCP servers the agent is connected to (see `mcp.rs`).
+    mcp: mcp::McpClients,
 }
 
 fn now_ms() -> u64 {
@@ -127,6 +131,7 @@ impl AgentHost {
             .filter(|h| !h.is_empty())
             .collect();
         let settings = definition.settings(&Vars(&lookup));
+        let declared_mcp = definition.mcp_servers(&Vars(&lookup));
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
@@ -141,6 +146,7 @@ impl AgentHost {
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
+        let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
@@ -193,11 +199,13 @@ impl AgentHost {
             channel_policy,
             model_error_detail_to_tabs,
             link_hosts,
+            mcp,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
+        host.start_mcp(declared_mcp);
         Ok(host)
     }
 
@@ -496,7 +504,9 @@ impl AgentHost {
             } => {
                 let host = self.clone();
                 let tool = self.tools.get(&tool_name).cloned();
+                let mcp_tool = self.mcp_tool(&tool_name).filter(|_| tool.is_none());
                 let abort = ToolAbort::default();
+                let signal = abort.signal();
                 let ctx = ToolContext {
                     tool_call_id: tool_call_id.clone(),
                     abort: abort.signal(),
@@ -506,9 +516,10 @@ impl AgentHost {
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
                 spawn_local(async move {
-                    let result = match tool {
-                        Some(tool) => tool.call_with(input, ctx).await,
-                        None => Err(format!("Tool '{tool_name}' is not available.")),
+                    let result = match (tool, mcp_tool) {
+                        (Some(tool), _) => tool.call_with(input, ctx).await,
+                        (None, Some(target)) => host.call_mcp_tool(target, input, signal).await,
+                        (None, None) => Err(format!("Tool '{tool_name}' is not available.")),
                     };
                     host.tool_runs.borrow_mut().remove(&call);
                     host.dispatch(Event::ToolDone {
@@ -542,6 +553,7 @@ impl AgentHost {
                 let host = self.clone();
                 let before_turn = self.hooks.before_turn.clone();
                 spawn_local(async move {
+                    host.mcp_ready_for_turn().await;
                     let config = before_turn(context).await;
                     host.dispatch(Event::TurnPrepared {
                         turn,
@@ -643,6 +655,18 @@ impl CoreHost for AgentHost {
 
     fn env(&self) -> &Env {
         &self.env
+    }
+
+    fn add_mcp_server(self: Rc<Self>, server: crate::mcp::McpServer) -> Result<String, String> {
+        AgentHost::add_mcp_server(&self, server)
+    }
+
+    fn remove_mcp_server(self: Rc<Self>, name: &str) -> Result<bool, String> {
+        AgentHost::remove_mcp_server(&self, name)
+    }
+
+    fn mcp_servers(&self) -> Vec<crate::mcp::ServerInfo> {
+        self.mcp_server_list()
     }
 
     fn author_storage(&self) -> super::author_storage::AuthorStorage {

@@ -43,7 +43,8 @@ impl Core {
             self.tell_recovering(&conn);
         }
         self.send_identity_and_state(&conn);
-        self.send_to(vec![conn], server::mcp_servers());
+        let mcp = self.mcp_frame();
+        self.send_to(vec![conn], mcp);
     }
 
     /// A tab that connects during a recovery learns of it (after the offer or transcript).

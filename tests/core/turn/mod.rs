@@ -8,6 +8,7 @@ mod deadlines;
 mod files;
 mod large_values;
 mod logs;
+mod mcp_tools;
 mod model_options;
 mod model_retry;
 mod server_tools;

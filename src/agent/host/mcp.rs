@@ -1,0 +1,368 @@
+//! The host's side of the agent's MCP client: the servers (declared by the
+//! definition, added and removed by the agent's code and stored), each
+//! one's session and the connect in flight; connecting on start and when a
+//! server is added (again after an eviction, from the stored rows), the
+//! servers' tools and state handed to the core after every change, a
+//! model's call sent to its server, and failed servers tried again when a
+//! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::Value;
+use wasm_bindgen_futures::spawn_local;
+use worker::Delay;
+
+use crate::agent::tool_context::AbortSignal;
+use crate::log::LogLevel;
+use crate::mcp::servers::ServerInfo;
+use crate::mcp::{
+    tool_outcome, Connect, ConnectStep, McpError, McpServer, ServerRecord, ServerState, Servers,
+    Session,
+};
+
+use super::mcp_http::exchange;
+use super::{now_ms, AgentHost};
+
+/// The deadline of each request of a handshake.
+const CONNECT_TIMEOUT_MS: u64 = 10_000;
+/// The deadline of a call when its server sets none.
+const CALL_TIMEOUT_MS: u64 = 60_000;
+/// How long a starting turn (or a call) waits for servers still connecting.
+const WAIT_FOR_CONNECTING_MS: u64 = 5_000;
+/// A failed server is tried again by the first turn this long after it failed.
+const RETRY_FAILED_AFTER_MS: u64 = 10_000;
+
+/// The servers and their sessions (see the module header).
+pub(super) struct McpClients {
+    state: RefCell<McpState>,
+}
+
+#[derive(Default)]
+struct McpState {
+    servers: Servers,
+    sessions: HashMap<String, Session>,
+    /// The generation of the connect in flight for a server (a newer
+    /// connect, or the server's removal, makes an older one's outcome moot).
+    connecting: HashMap<String, u64>,
+    next_generation: u64,
+    failed_at: HashMap<String, u64>,
+}
+
+impl McpClients {
+    /// No server yet; `own_tools` are names no MCP tool may take.
+    pub(super) fn new(own_tools: impl IntoIterator<Item = String>) -> McpClients {
+        McpClients {
+            state: RefCell::new(McpState {
+                servers: Servers::new(own_tools),
+                ..McpState::default()
+            }),
+        }
+    }
+}
+
+impl AgentHost {
+    /// On start: the definition's servers and the stored ones, each connected.
+    pub(super) fn start_mcp(self: &Rc<Self>, declared: Vec<McpServer>) {
+        let mut ids = Vec::new();
+        for server in declared {
+            let name = server.name.clone();
+            match self.mcp.state.borrow_mut().servers.add(server, true) {
+                Ok(id) => ids.push(id),
+                Err(e) => self.log_line(
+                    LogLevel::Error,
+                    &format!("mcp: server '{name}' refused: {e}"),
+                ),
+            }
+        }
+        let rows = self.store.mcp_server_rows().unwrap_or_else(|e| {
+            self.log_line(
+                LogLevel::Error,
+                &format!("mcp: stored servers unreadable: {e}"),
+            );
+            Vec::new()
+        });
+        for (id, json) in rows {
+            let added = ServerRecord::read(&json)
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    self.mcp
+                        .state
+                        .borrow_mut()
+                        .servers
+                        .add(r.server, false)
+                        .map_err(|e| e.to_string())
+                });
+            match added {
+                Ok(id) => ids.push(id),
+                Err(e) => self.log_line(
+                    LogLevel::Error,
+                    &format!("mcp: stored server '{id}' skipped: {e}"),
+                ),
+            }
+        }
+        if ids.is_empty() {
+            return;
+        }
+        self.publish_mcp();
+        for id in ids {
+            self.connect_mcp(id);
+        }
+    }
+
+    /// Adds (or updates) a server for good: stored, connected, announced.
+    pub(crate) fn add_mcp_server(self: &Rc<Self>, server: McpServer) -> Result<String, String> {
+        let record =
+            serde_json::to_string(&ServerRecord::of(&server)).map_err(|e| e.to_string())?;
+        let id = self
+            .mcp
+            .state
+            .borrow_mut()
+            .servers
+            .add(server, false)
+            .map_err(|e| e.to_string())?;
+        if let Err(e) = self.store.put_mcp_server(&id, &record) {
+            let _ = self.mcp.state.borrow_mut().servers.remove(&id);
+            return Err(format!("the MCP server could not be stored: {e}"));
+        }
+        self.publish_mcp();
+        self.connect_mcp(id.clone());
+        Ok(id)
+    }
+
+    /// Removes a server the agent's code added: forgotten, its session ended.
+    pub(crate) fn remove_mcp_server(self: &Rc<Self>, name: &str) -> Result<bool, String> {
+        let (id, session) = {
+            let mut state = self.mcp.state.borrow_mut();
+            let Some(id) = state.servers.id_of(name) else {
+                return Ok(false);
+            };
+            state.servers.remove(&id).map_err(|e| e.to_string())?;
+            state.connecting.remove(&id);
+            state.failed_at.remove(&id);
+            (id.clone(), state.sessions.remove(&id))
+        };
+        self.store
+            .delete_mcp_server(&id)
+            .map_err(|e| format!("the MCP server could not be forgotten: {e}"))?;
+        if let Some(end) = session.and_then(|s| s.end()) {
+            spawn_local(async move {
+                let _ = exchange(&end, CONNECT_TIMEOUT_MS, None).await;
+            });
+        }
+        self.publish_mcp();
+        Ok(true)
+    }
+
+    /// The servers and where each stands.
+    pub(crate) fn mcp_server_list(&self) -> Vec<ServerInfo> {
+        self.mcp.state.borrow().servers.list()
+    }
+
+    /// The server and tool name behind the offered tool `name`, if it is an MCP tool.
+    pub(super) fn mcp_tool(&self, name: &str) -> Option<(String, String)> {
+        self.mcp.state.borrow().servers.resolve(name)
+    }
+
+    /// Before a turn's `before_turn`: failed servers are tried again (at
+    /// most every `RETRY_FAILED_AFTER_MS`), and servers still connecting
+    /// are waited for a little, so the turn is offered their tools.
+    pub(super) async fn mcp_ready_for_turn(self: &Rc<Self>) {
+        let now = now_ms();
+        let retry: Vec<String> = {
+            let state = self.mcp.state.borrow();
+            state
+                .servers
+                .ids()
+                .into_iter()
+                .filter(|id| state.servers.state(id) == Some(ServerState::Failed))
+                .filter(|id| !state.connecting.contains_key(id))
+                .filter(|id| {
+                    state
+                        .failed_at
+                        .get(id)
+                        .is_none_or(|at| now.saturating_sub(*at) >= RETRY_FAILED_AFTER_MS)
+                })
+                .collect()
+        };
+        for id in retry {
+            self.connect_mcp(id);
+        }
+        self.wait_for_connecting(None).await;
+    }
+
+    /// Waits (at most `WAIT_FOR_CONNECTING_MS`) while server `only` (or any
+    /// server) is connecting.
+    async fn wait_for_connecting(&self, only: Option<&str>) {
+        let until = now_ms().saturating_add(WAIT_FOR_CONNECTING_MS);
+        loop {
+            let busy = {
+                let state = self.mcp.state.borrow();
+                match only {
+                    Some(id) => state.connecting.contains_key(id),
+                    None => !state.connecting.is_empty(),
+                }
+            };
+            if !busy || now_ms() >= until {
+                return;
+            }
+            Delay::from(Duration::from_millis(25)).await;
+        }
+    }
+
+    fn connect_mcp(self: &Rc<Self>, id: String) {
+        let host = self.clone();
+        spawn_local(async move { host.run_connect(id).await });
+    }
+
+    /// One handshake with server `id`; its outcome is the server's new state.
+    async fn run_connect(self: Rc<Self>, id: String) {
+        let started = {
+            let mut state = self.mcp.state.borrow_mut();
+            let Some(server) = state.servers.server(&id).cloned() else {
+                return;
+            };
+            state.next_generation += 1;
+            let generation = state.next_generation;
+            state.connecting.insert(id.clone(), generation);
+            state.sessions.remove(&id);
+            state.servers.set_connecting(&id);
+            (generation, server)
+        };
+        let (generation, server) = started;
+        self.publish_mcp();
+        let mut session = Session::new(&server.url, &server.headers);
+        let (mut connect, mut request) = Connect::start(&mut session);
+        let outcome = loop {
+            let reply = exchange(&request, CONNECT_TIMEOUT_MS, None).await;
+            match connect.on_reply(&mut session, reply) {
+                ConnectStep::Send(next) => request = next,
+                ConnectStep::Done(outcome) => break outcome,
+            }
+        };
+        {
+            let mut state = self.mcp.state.borrow_mut();
+            if state.connecting.get(&id) != Some(&generation) {
+                return;
+            }
+            state.connecting.remove(&id);
+            match outcome {
+                Ok(connected) => {
+                    self.log_line(
+                        LogLevel::Info,
+                        &format!(
+                            "mcp: server '{id}' ready with {} tools",
+                            connected.tools.len()
+                        ),
+                    );
+                    state.servers.set_ready(&id, connected);
+                    state.sessions.insert(id.clone(), session);
+                    state.failed_at.remove(&id);
+                }
+                Err(e) => {
+                    self.log_line(LogLevel::Warn, &format!("mcp: server '{id}' failed: {e}"));
+                    state.servers.set_failed(&id, &e.to_string());
+                    state.failed_at.insert(id.clone(), now_ms());
+                }
+            }
+        }
+        self.publish_mcp();
+    }
+
+    /// A model's call to the server's tool `tool` (offered under another
+    /// name). A session the server ended is opened again once; a server
+    /// that cannot be reached is marked failed. Every failure is a tool
+    /// error the model reads.
+    pub(super) async fn call_mcp_tool(
+        self: &Rc<Self>,
+        (id, tool): (String, String),
+        input: Value,
+        abort: AbortSignal,
+    ) -> Result<Value, String> {
+        let name = self
+            .mcp
+            .state
+            .borrow()
+            .servers
+            .server(&id)
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| id.clone());
+        for attempt in 0..2 {
+            self.wait_for_connecting(Some(&id)).await;
+            let prepared = {
+                let mut state = self.mcp.state.borrow_mut();
+                let timeout = state
+                    .servers
+                    .server(&id)
+                    .and_then(|s| s.timeout_ms)
+                    .unwrap_or(CALL_TIMEOUT_MS);
+                state.sessions.get_mut(&id).map(|session| {
+                    (
+                        session.call_tool(&tool, input.clone()),
+                        session.clone(),
+                        timeout,
+                    )
+                })
+            };
+            let Some((request, mut reader, timeout)) = prepared else {
+                return Err(format!("The MCP server '{name}' is not connected."));
+            };
+            let read = match exchange(&request, timeout, Some(abort.clone())).await {
+                Ok(reply) => reader.read(&request, &reply),
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(result) => {
+                    if reader.take_tools_changed() {
+                        self.connect_mcp(id.clone());
+                    }
+                    return tool_outcome(&result);
+                }
+                Err(McpError::SessionExpired) if attempt == 0 => {
+                    self.clone().run_connect(id.clone()).await;
+                }
+                Err(e) if e.is_transport() => {
+                    self.mark_mcp_failed(&id, &e);
+                    return Err(format!("The MCP server '{name}' failed: {e}"));
+                }
+                Err(e) => return Err(format!("The MCP tool '{tool}' of '{name}' failed: {e}")),
+            }
+        }
+        Err(format!("The MCP server '{name}' ended the session again."))
+    }
+
+    fn mark_mcp_failed(self: &Rc<Self>, id: &str, error: &McpError) {
+        {
+            let mut state = self.mcp.state.borrow_mut();
+            if state.connecting.contains_key(id) {
+                return;
+            }
+            state.sessions.remove(id);
+            state.servers.set_failed(id, &error.to_string());
+            state.failed_at.insert(id.to_string(), now_ms());
+        }
+        self.log_line(
+            LogLevel::Warn,
+            &format!("mcp: server '{id}' failed: {error}"),
+        );
+        self.publish_mcp();
+    }
+
+    /// Hands the servers' tools and frame to the core (which tells the tabs
+    /// when the frame changed).
+    fn publish_mcp(self: &Rc<Self>) {
+        let (frame, tools) = {
+            let state = self.mcp.state.borrow();
+            (state.servers.frame(), state.servers.tool_specs())
+        };
+        let effects = {
+            let mut core = self.core.borrow_mut();
+            core.set_mcp(frame, tools);
+            core.take_effects()
+        };
+        self.execute(effects);
+        self.schedule_timers();
+    }
+}

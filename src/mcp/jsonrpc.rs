@@ -1,0 +1,262 @@
+//! JSON-RPC 2.0 as MCP's Streamable HTTP transport carries it: the HTTP
+//! request the host sends (`McpRequest`), the reply it hands back
+//! (`McpReply`), and reading that reply — a JSON body or a
+//! `text/event-stream` of messages — for the response to one request id,
+//! noting the server's notifications seen on the way. Every way it can
+//! fail is one `McpError` with text a person (or the model) can read.
+
+use serde_json::{json, Value};
+
+use crate::model::sse::{SseEvent, SseParser};
+
+/// The largest reply body the host reads (a bigger one is refused).
+pub const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+
+/// One HTTP request to an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpRequest {
+    /// `POST` (a message) or `DELETE` (ending the session).
+    pub method: &'static str,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    /// The JSON-RPC message (none for `DELETE`).
+    pub body: Option<String>,
+    /// The JSON-RPC id the reply must answer (`None`: a notification).
+    pub id: Option<u64>,
+}
+
+/// What the server answered, as the host read it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct McpReply {
+    pub status: u16,
+    pub content_type: Option<String>,
+    /// The `Mcp-Session-Id` header.
+    pub session_id: Option<String>,
+    pub body: String,
+}
+
+/// Why an exchange with an MCP server failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// The request did not get an answer (refused connection, DNS, reset).
+    #[error("could not reach the server: {0}")]
+    Unreachable(String),
+    #[error("no answer within {0} ms")]
+    Timeout(u64),
+    /// A non-2xx status (a 404 for a known session is `SessionExpired`).
+    #[error("HTTP {status}{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
+    Http { status: u16, body: String },
+    /// The server no longer knows the session: initialize again.
+    #[error("the server ended the session")]
+    SessionExpired,
+    /// A JSON-RPC error response.
+    #[error("error {code}: {message}")]
+    Rpc { code: i64, message: String },
+    /// An answer that is not what the protocol says.
+    #[error("unreadable answer: {0}")]
+    Malformed(String),
+    /// A reply body over `MAX_REPLY_BYTES`.
+    #[error("the answer is larger than {MAX_REPLY_BYTES} bytes")]
+    TooLarge,
+}
+
+impl McpError {
+    /// Whether the server (or the network) is gone rather than refusing.
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self,
+            McpError::Unreachable(_) | McpError::Timeout(_) | McpError::SessionExpired
+        ) || matches!(self, McpError::Http { status, .. } if *status >= 500)
+    }
+}
+
+/// A JSON-RPC request body.
+pub fn request_body(id: u64, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A JSON-RPC notification body.
+pub fn notification_body(method: &str) -> String {
+    json!({"jsonrpc": "2.0", "method": method}).to_string()
+}
+
+/// What one reply said: the response to the request, if it had an id, and
+/// the methods of the notifications that came with it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReadReply {
+    pub result: Option<Value>,
+    pub notifications: Vec<String>,
+}
+
+/// Reads `reply` for the response to request `id` (`None`: a notification,
+/// which only needs a 2xx). `had_session`: a 404 then means the session ended.
+pub fn read_reply(
+    reply: &McpReply,
+    id: Option<u64>,
+    had_session: bool,
+) -> Result<ReadReply, McpError> {
+    if reply.status == 404 && had_session {
+        return Err(McpError::SessionExpired);
+    }
+    if !(200..300).contains(&reply.status) {
+        return Err(McpError::Http {
+            status: reply.status,
+            body: snippet(&reply.body),
+        });
+    }
+    let Some(id) = id else {
+        return Ok(ReadReply::default());
+    };
+    let is_sse = reply
+        .content_type
+        .as_deref()
+        .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+    let messages: Vec<Value> = if is_sse {
+        sse_messages(&reply.body)?
+    } else {
+        match serde_json::from_str::<Value>(&reply.body) {
+            Ok(Value::Array(batch)) => batch,
+            Ok(one) => vec![one],
+            Err(e) => return Err(McpError::Malformed(format!("not JSON: {e}"))),
+        }
+    };
+    let mut read = ReadReply::default();
+    for message in messages {
+        if message.get("id").is_none() {
+            if let Some(method) = message.get("method").and_then(Value::as_str) {
+                read.notifications.push(method.to_string());
+            }
+            continue;
+        }
+        if message.get("id").and_then(Value::as_u64) != Some(id) || message.get("method").is_some()
+        {
+            continue;
+        }
+        if let Some(error) = message.get("error") {
+            return Err(McpError::Rpc {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+                    .to_string(),
+            });
+        }
+        read.result = Some(message.get("result").cloned().unwrap_or(Value::Null));
+        return Ok(read);
+    }
+    Err(McpError::Malformed(format!("no response to request {id}")))
+}
+
+/// The JSON messages of an event-stream body (events with no data, such as
+/// a priming event, are skipped).
+fn sse_messages(body: &str) -> Result<Vec<Value>, McpError> {
+    let mut parser = SseParser::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    parser.feed(body.as_bytes(), &mut events);
+    parser.finish(&mut events);
+    let mut out = Vec::new();
+    for event in events {
+        if event.is_oversized() {
+            return Err(McpError::TooLarge);
+        }
+        if event.data.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(&event.data) {
+            Ok(Value::Array(batch)) => out.extend(batch),
+            Ok(message) => out.push(message),
+            Err(e) => return Err(McpError::Malformed(format!("an event is not JSON: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The start of a body, for an error text.
+fn snippet(body: &str) -> String {
+    let body = body.trim();
+    match body.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &body[..at]),
+        None => body.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(content_type: &str, body: &str) -> McpReply {
+        McpReply {
+            status: 200,
+            content_type: Some(content_type.into()),
+            session_id: None,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn a_json_body_answers_its_request() {
+        let r = reply(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":3,"result":{"ok":true}}"#,
+        );
+        assert_eq!(
+            read_reply(&r, Some(3), false).unwrap().result,
+            Some(json!({"ok": true}))
+        );
+    }
+
+    #[test]
+    fn an_event_stream_is_read_past_notifications_to_the_response() {
+        let body = "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n\
+                    data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"tools\":[]}}\n\n";
+        let read = read_reply(&reply("text/event-stream", body), Some(7), true).unwrap();
+        assert_eq!(read.result, Some(json!({"tools": []})));
+        assert_eq!(read.notifications, ["notifications/tools/list_changed"]);
+    }
+
+    #[test]
+    fn an_error_response_is_an_rpc_error() {
+        let r = reply(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}"#,
+        );
+        assert_eq!(
+            read_reply(&r, Some(1), false),
+            Err(McpError::Rpc {
+                code: -32602,
+                message: "Unknown tool".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_404_for_a_known_session_means_it_ended() {
+        let r = McpReply {
+            status: 404,
+            ..McpReply::default()
+        };
+        assert_eq!(read_reply(&r, Some(1), true), Err(McpError::SessionExpired));
+        assert!(matches!(
+            read_reply(&r, Some(1), false),
+            Err(McpError::Http { status: 404, .. })
+        ));
+    }
+
+    #[test]
+    fn a_reply_without_the_response_or_not_json_is_malformed() {
+        let other = reply(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+        );
+        assert!(matches!(
+            read_reply(&other, Some(1), false),
+            Err(McpError::Malformed(_))
+        ));
+        let html = reply("text/html", "<html>");
+        assert!(matches!(
+            read_reply(&html, Some(1), false),
+            Err(McpError::Malformed(_))
+        ));
+    }
+}

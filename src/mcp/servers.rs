@@ -1,0 +1,386 @@
+//! The servers an agent is connected to, by id: each one's description,
+//! whether the definition declared it or the agent's code added it, its
+//! state (connecting, ready, failed with a reason), what its handshake
+//! learnt, and the names its tools are offered under. From it come the
+//! tool specs the core offers the model, the server and tool a model's call
+//! names, and the `cf_agent_mcp_servers` frame tabs see.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::core::{ApprovalRule, ToolSpec};
+use crate::protocol::types::MCP_SERVERS;
+
+use super::connect::Connected;
+use super::jsonrpc::McpError;
+use super::names::{server_id, ToolNames};
+use super::record::McpServer;
+
+/// Where a server stands (the `state` the `agents` client knows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerState {
+    Connecting,
+    Ready,
+    Failed,
+}
+
+/// One server and what is known of it.
+#[derive(Debug, Clone)]
+struct Entry {
+    server: McpServer,
+    declared: bool,
+    state: ServerState,
+    error: Option<String>,
+    capabilities: Option<Value>,
+    instructions: Option<String>,
+    /// The server's tools as it listed them.
+    tools: Vec<Value>,
+    /// The name each tool is offered under, in the order of `tools`.
+    offered: Vec<String>,
+}
+
+/// A server as the agent's code sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfo {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub state: ServerState,
+    pub error: Option<String>,
+    /// Declared by the definition (not removable at run time).
+    pub declared: bool,
+    /// The names its tools are offered to the model under.
+    pub tools: Vec<String>,
+}
+
+/// The servers (see the module header).
+#[derive(Debug, Default)]
+pub struct Servers {
+    entries: BTreeMap<String, Entry>,
+    /// The agent's own tool names, which no MCP tool may take.
+    own_tools: HashSet<String>,
+}
+
+impl Servers {
+    pub fn new(own_tools: impl IntoIterator<Item = String>) -> Servers {
+        Servers {
+            entries: BTreeMap::new(),
+            own_tools: own_tools.into_iter().collect(),
+        }
+    }
+
+    /// Adds `server` (state connecting) and returns its id. A server of the
+    /// same id and URL is updated in place (its headers and options); one
+    /// with another URL is refused, as is a declared one changed at run time.
+    pub fn add(&mut self, server: McpServer, declared: bool) -> Result<String, McpError> {
+        server.check().map_err(McpError::Malformed)?;
+        let id = server_id(&server.name)?;
+        if let Some(entry) = self.entries.get_mut(&id) {
+            if entry.server.url != server.url {
+                return Err(McpError::Malformed(format!(
+                    "an MCP server named '{}' is already connected to {}",
+                    entry.server.name, entry.server.url
+                )));
+            }
+            if entry.declared && !declared {
+                return Err(McpError::Malformed(format!(
+                    "the MCP server '{}' is declared by the agent's definition",
+                    entry.server.name
+                )));
+            }
+            entry.server = server;
+            entry.state = ServerState::Connecting;
+            entry.error = None;
+            return Ok(id);
+        }
+        self.entries.insert(
+            id.clone(),
+            Entry {
+                server,
+                declared,
+                state: ServerState::Connecting,
+                error: None,
+                capabilities: None,
+                instructions: None,
+                tools: Vec::new(),
+                offered: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// Removes the server named (or of id) `name`, if the agent's code added it.
+    pub fn remove(&mut self, name: &str) -> Result<Option<McpServer>, McpError> {
+        let Some(id) = self.id_of(name) else {
+            return Ok(None);
+        };
+        if self.entries.get(&id).is_some_and(|e| e.declared) {
+            return Err(McpError::Malformed(format!(
+                "the MCP server '{name}' is declared by the agent's definition"
+            )));
+        }
+        let removed = self.entries.remove(&id).map(|e| e.server);
+        self.rename();
+        Ok(removed)
+    }
+
+    /// The id of the server named (or of id) `name`.
+    pub fn id_of(&self, name: &str) -> Option<String> {
+        let id = server_id(name).ok()?;
+        self.entries.contains_key(&id).then_some(id)
+    }
+
+    pub fn server(&self, id: &str) -> Option<&McpServer> {
+        self.entries.get(id).map(|e| &e.server)
+    }
+
+    pub fn state(&self, id: &str) -> Option<ServerState> {
+        self.entries.get(id).map(|e| e.state)
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.entries.keys().cloned().collect()
+    }
+
+    pub fn set_connecting(&mut self, id: &str) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.state = ServerState::Connecting;
+            entry.error = None;
+        }
+    }
+
+    /// A handshake finished: the server's tools are offered from now on.
+    pub fn set_ready(&mut self, id: &str, connected: Connected) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.state = ServerState::Ready;
+            entry.error = None;
+            entry.capabilities = Some(connected.capabilities);
+            entry.instructions = connected.instructions;
+            entry.tools = connected.tools;
+        }
+        self.rename();
+    }
+
+    /// The server failed (`error` says why): its tools are withdrawn.
+    pub fn set_failed(&mut self, id: &str, error: &str) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.state = ServerState::Failed;
+            entry.error = Some(error.to_string());
+        }
+    }
+
+    /// Gives every tool its offered name, servers in id order.
+    fn rename(&mut self) {
+        let mut taken = self.own_tools.clone();
+        for (id, entry) in self.entries.iter_mut() {
+            let mut names = ToolNames::new(id, &mut taken);
+            entry.offered = entry
+                .tools
+                .iter()
+                .map(|t| names.name(t.get("name").and_then(Value::as_str).unwrap_or_default()))
+                .collect();
+        }
+    }
+
+    /// The tools of the ready servers, as the core offers them.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut out = Vec::new();
+        for entry in self
+            .entries
+            .values()
+            .filter(|e| e.state == ServerState::Ready)
+        {
+            for (tool, name) in entry.tools.iter().zip(&entry.offered) {
+                let text = |key: &str| tool.get(key).and_then(Value::as_str);
+                let description = text("description").or(text("title")).unwrap_or_default();
+                let parameters = match tool.get("inputSchema") {
+                    Some(schema @ Value::Object(_)) => schema.clone(),
+                    _ => json!({"type": "object"}),
+                };
+                let mut spec = ToolSpec::new(name, description, parameters).not_overridable();
+                if entry.server.needs_approval {
+                    spec = spec.needs_approval(ApprovalRule::Always);
+                }
+                if let Some(ms) = entry.server.timeout_ms {
+                    spec = spec.timeout_ms(ms);
+                }
+                out.push(spec);
+            }
+        }
+        out
+    }
+
+    /// The server id and the server's own name of the tool offered as `offered`.
+    pub fn resolve(&self, offered: &str) -> Option<(String, String)> {
+        self.entries.iter().find_map(|(id, entry)| {
+            let at = entry.offered.iter().position(|n| n == offered)?;
+            let tool = entry.tools.get(at)?.get("name")?.as_str()?;
+            Some((id.clone(), tool.to_string()))
+        })
+    }
+
+    /// The servers as the agent's code sees them.
+    pub fn list(&self) -> Vec<ServerInfo> {
+        self.entries
+            .iter()
+            .map(|(id, e)| ServerInfo {
+                id: id.clone(),
+                name: e.server.name.clone(),
+                url: e.server.url.clone(),
+                state: e.state,
+                error: e.error.clone(),
+                declared: e.declared,
+                tools: match e.state {
+                    ServerState::Ready => e.offered.clone(),
+                    _ => Vec::new(),
+                },
+            })
+            .collect()
+    }
+
+    /// The `cf_agent_mcp_servers` frame: every server by id, and the ready
+    /// servers' tools (each with its `serverId`).
+    pub fn frame(&self) -> String {
+        let mut servers = Map::new();
+        let mut tools = Vec::new();
+        for (id, e) in &self.entries {
+            servers.insert(
+                id.clone(),
+                json!({
+                    "name": e.server.name,
+                    "server_url": e.server.url,
+                    "auth_url": null,
+                    "state": e.state,
+                    "capabilities": e.capabilities,
+                    "instructions": e.instructions,
+                    "error": e.error,
+                }),
+            );
+            if e.state == ServerState::Ready {
+                for tool in &e.tools {
+                    let mut tool = tool.clone();
+                    if let Some(map) = tool.as_object_mut() {
+                        map.insert("serverId".into(), json!(id));
+                    }
+                    tools.push(tool);
+                }
+            }
+        }
+        json!({
+            "type": MCP_SERVERS,
+            "mcp": {"servers": servers, "tools": tools, "prompts": [], "resources": []},
+        })
+        .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connected(tools: &[&str]) -> Connected {
+        Connected {
+            capabilities: json!({"tools": {}}),
+            instructions: Some("hi".into()),
+            tools: tools
+                .iter()
+                .map(|n| json!({"name": n, "description": format!("does {n}"), "inputSchema": {"type":"object","properties":{"a":{"type":"number"}}}}))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_ready_servers_offer_tools_under_their_prefix() {
+        let mut servers = Servers::new(["get_weather".to_string()]);
+        let id = servers
+            .add(McpServer::new("Demo", "http://m/mcp"), false)
+            .unwrap();
+        assert!(
+            servers.tool_specs().is_empty(),
+            "connecting servers offer nothing"
+        );
+        servers.set_ready(&id, connected(&["add", "echo"]));
+        let specs = servers.tool_specs();
+        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["mcp_demo_add", "mcp_demo_echo"]);
+        assert!(
+            !specs[0].is_overridable(),
+            "a client tool never replaces an MCP tool"
+        );
+        assert_eq!(specs[0].description, "does add");
+        assert_eq!(
+            servers.resolve("mcp_demo_echo"),
+            Some(("demo".into(), "echo".into()))
+        );
+        servers.set_failed(&id, "gone");
+        assert!(servers.tool_specs().is_empty());
+        assert_eq!(servers.resolve("get_weather"), None);
+    }
+
+    #[test]
+    fn a_server_needing_approval_offers_tools_that_need_it() {
+        let mut servers = Servers::default();
+        let id = servers
+            .add(
+                McpServer::new("ops", "http://m/")
+                    .needs_approval()
+                    .timeout_ms(900),
+                false,
+            )
+            .unwrap();
+        servers.set_ready(&id, connected(&["restart"]));
+        let spec = &servers.tool_specs()[0];
+        assert!(spec.approval.required_for(&json!({})));
+        assert_eq!(spec.timeout_ms, Some(900));
+    }
+
+    #[test]
+    fn the_same_name_with_another_url_is_refused_and_declared_servers_stay() {
+        let mut servers = Servers::default();
+        servers
+            .add(McpServer::new("Demo", "http://a/"), true)
+            .unwrap();
+        assert!(servers
+            .add(McpServer::new("demo", "http://b/"), false)
+            .is_err());
+        assert!(servers
+            .add(McpServer::new("demo", "http://a/"), false)
+            .is_err());
+        assert!(servers.remove("Demo").is_err());
+        assert_eq!(servers.remove("other").unwrap(), None);
+    }
+
+    #[test]
+    fn the_frame_carries_each_server_and_the_ready_tools() {
+        let mut servers = Servers::default();
+        let ready = servers
+            .add(McpServer::new("Demo", "http://a/mcp"), false)
+            .unwrap();
+        servers.set_ready(&ready, connected(&["add"]));
+        let failed = servers
+            .add(McpServer::new("Down", "http://b/mcp"), false)
+            .unwrap();
+        servers.set_failed(&failed, "could not reach the server: refused");
+        let frame: Value = serde_json::from_str(&servers.frame()).unwrap();
+        assert_eq!(frame["type"], "cf_agent_mcp_servers");
+        let demo = &frame["mcp"]["servers"]["demo"];
+        assert_eq!(demo["state"], "ready");
+        assert_eq!(demo["server_url"], "http://a/mcp");
+        assert_eq!(demo["instructions"], "hi");
+        assert_eq!(demo["auth_url"], Value::Null);
+        assert_eq!(frame["mcp"]["servers"]["down"]["state"], "failed");
+        assert_eq!(
+            frame["mcp"]["servers"]["down"]["error"],
+            "could not reach the server: refused"
+        );
+        assert_eq!(
+            frame["mcp"]["tools"],
+            json!([{"name":"add","description":"does add","inputSchema":{"type":"object","properties":{"a":{"type":"number"}}},"serverId":"demo"}])
+        );
+        assert_eq!(frame["mcp"]["prompts"], json!([]));
+    }
+}

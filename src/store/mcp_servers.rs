@@ -1,0 +1,44 @@
+//! The MCP servers the agent's code added at run time: one row of
+//! `chat_mcp_servers` per server id, its value the JSON `mcp::ServerRecord`
+//! (a shape with its own version). Declared servers are not stored: the
+//! definition declares them again on every start.
+
+use serde::Deserialize;
+use worker::SqlStorageValue;
+
+use super::SqlStore;
+
+#[derive(Deserialize)]
+struct ServerRow {
+    id: String,
+    record: String,
+}
+
+impl SqlStore {
+    /// Every stored server row: its id and JSON.
+    pub fn mcp_server_rows(&self) -> worker::Result<Vec<(String, String)>> {
+        let rows: Vec<ServerRow> = self
+            .sql
+            .exec("SELECT id, record FROM chat_mcp_servers ORDER BY id", None)?
+            .to_array()?;
+        Ok(rows.into_iter().map(|r| (r.id, r.record)).collect())
+    }
+
+    /// Stores (or replaces) server `id`'s row.
+    pub fn put_mcp_server(&self, id: &str, record: &str) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT OR REPLACE INTO chat_mcp_servers (id, record) VALUES (?, ?)",
+            vec![SqlStorageValue::from(id), SqlStorageValue::from(record)],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets server `id`.
+    pub fn delete_mcp_server(&self, id: &str) -> worker::Result<()> {
+        self.sql.exec(
+            "DELETE FROM chat_mcp_servers WHERE id = ?",
+            vec![SqlStorageValue::from(id)],
+        )?;
+        Ok(())
+    }
+}

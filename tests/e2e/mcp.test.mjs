@@ -1,0 +1,162 @@
+// MCP servers end to end: the built worker under Miniflare, the repository's MCP server on the
+// official TypeScript SDK (tests/support/mcp-server.mjs), the scripted model and real sockets.
+// Covers: the declared server's state and tools (read page by page) seen by the stock `agents` client
+// (`onMcpUpdate`), its tools offered to the model under `mcp_<server>_<tool>`, calls routed to
+// the server with their results stored (structured, error, image), a server that goes away
+// mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token (a
+// wrong one seen as a failure with its reason) that is reconnected after a runtime restart, and
+// its removal.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { workerFor, tab, rid, waitUntil, offeredTools, toolMessages, waitForModelRequests } from '../support/e2e.mjs';
+import { startMcpServer } from '../support/mcp-server.mjs';
+import { mountAgentChat } from '../support/agent-chat-node.mjs';
+
+async function mcpServerFor(t, opts) {
+  const server = await startMcpServer(opts);
+  t.after(() => server.close());
+  return server;
+}
+
+/** The latest cf_agent_mcp_servers frame a tab got (from frame `since` on) whose `pred` holds. */
+function mcpFrame(client, pred, { since = 0, timeoutMs = 10000 } = {}) {
+  const match = (f) => f.type === 'cf_agent_mcp_servers' && pred(f.mcp);
+  return waitUntil(() => client.frames.slice(since).findLast(match), { timeoutMs, what: 'an MCP state frame' });
+}
+
+const ready = (id) => (mcp) => mcp.servers[id]?.state === 'ready';
+
+/** A turn whose user message asks the scripted model to call `tool` with `args`. */
+async function toolTurn(client, tool, args, timeoutMs = 20000) {
+  const id = rid();
+  client.send(chatRequest(id, [userMessage(rid('u'), `[tool:${tool}:${JSON.stringify(args)}]`)]));
+  return client.waitFor(isDone(id), timeoutMs);
+}
+
+function toolPartOf(messages, tool) {
+  return messages.flatMap((m) => m.parts).find((p) => p.type === `tool-${tool}`);
+}
+
+test('the declared server is seen by the agents client and its tools are offered, called and stored', async (t) => {
+  const mcp = await mcpServerFor(t);
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const room = `mcp-${rid()}`;
+
+  const updates = [];
+  const client = await mountAgentChat({ url: w.url, name: room, hook: 'agents', agentOptions: { onMcpUpdate: (state) => updates.push(state) } });
+  t.after(() => client.unmount());
+  const seen = await waitUntil(() => updates.find((u) => u.servers.demo?.state === 'ready'), { what: 'a ready server in onMcpUpdate' });
+  assert.equal(seen.servers.demo.name, 'demo');
+  assert.equal(seen.servers.demo.server_url, mcp.url);
+  assert.equal(seen.servers.demo.auth_url, null);
+  assert.equal(seen.servers.demo.error, null);
+  assert.equal(seen.servers.demo.instructions, 'Small arithmetic and echo tools.');
+  assert.deepEqual(seen.tools.map((tool) => [tool.name, tool.serverId]).sort(), [['add', 'demo'], ['echo', 'demo'], ['fail', 'demo'], ['picture', 'demo']]);
+
+  const c = await tab(w, room);
+  await mcpFrame(c, ready('demo'));
+  const done = await toolTurn(c, 'mcp_demo_add', { a: 2, b: 3 });
+  assert.equal(done.outcome, 'completed');
+  const [first, second] = await waitForModelRequests(w.model, 2);
+  const offered = offeredTools(first);
+  for (const name of ['mcp_demo_add', 'mcp_demo_echo', 'mcp_demo_fail', 'mcp_demo_picture']) assert.ok(offered.includes(name), `${name} offered: ${offered}`);
+  const add = first.tools.find((tool) => tool.function.name === 'mcp_demo_add');
+  assert.equal(add.function.description, 'Adds two numbers.');
+  assert.deepEqual(Object.keys(add.function.parameters.properties).sort(), ['a', 'b']);
+  assert.deepEqual(mcp.calls, [{ name: 'add', args: { a: 2, b: 3 } }]);
+  assert.deepEqual(JSON.parse(toolMessages(second)[0].content), { sum: 5 });
+
+  await toolTurn(c, 'mcp_demo_fail', {});
+  await toolTurn(c, 'mcp_demo_picture', {});
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  const added = toolPartOf(stored, 'mcp_demo_add');
+  assert.equal(added.state, 'output-available');
+  assert.deepEqual(added.output, { sum: 5 });
+  const failed = toolPartOf(stored, 'mcp_demo_fail');
+  assert.equal(failed.state, 'output-error');
+  assert.equal(failed.errorText, 'the tool failed on purpose');
+  const picture = toolPartOf(stored, 'mcp_demo_picture');
+  assert.match(picture.output, /^\[image \(image\/png\), about \d+ bytes, not shown\]\n\na red square$/);
+});
+
+test('a server that goes away mid-turn gives a tool error, the turn goes on and the tabs see it failed', async (t) => {
+  const mcp = await mcpServerFor(t);
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const c = await tab(w, `mcp-${rid()}`);
+  await mcpFrame(c, ready('demo'));
+  await mcp.close();
+
+  const done = await toolTurn(c, 'mcp_demo_echo', { text: 'hi' });
+  assert.equal(done.outcome, 'completed');
+  const requests = await waitForModelRequests(w.model, 2);
+  const result = toolMessages(requests.at(-1))[0].content;
+  assert.match(result, /MCP server 'demo' failed/);
+  const failed = await mcpFrame(c, (m) => m.servers.demo?.state === 'failed');
+  assert.match(failed.mcp.servers.demo.error, /could not reach the server|HTTP 5/);
+  assert.deepEqual(failed.mcp.tools, []);
+
+  // The next turn is not offered the failed server's tools.
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), 'hello again')]));
+  await c.waitFor(isDone(id), 20000);
+  assert.ok(!offeredTools(w.model.requests.at(-1)).some((n) => n.startsWith('mcp_')));
+});
+
+test('a server added at run time with a bearer token is stored, reconnected after a restart, listed and removed', async (t) => {
+  const mcp = await mcpServerFor(t, { token: 'sesame' });
+  const w = await workerFor(t);
+  const room = `mcp-${rid()}`;
+  const base = `/agents/chat-agent/${room}`;
+  const c = await tab(w, room);
+  assert.deepEqual(c.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {});
+
+  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
+  assert.equal(refused.status, 400);
+  // A wrong token: the server refuses the handshake and the tabs see why.
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
+  const refusedFrame = await mcpFrame(c, (m) => m.servers['remote-tools']?.state === 'failed');
+  assert.equal(refusedFrame.mcp.servers['remote-tools'].error, 'HTTP 401: missing or wrong bearer token');
+  // The same name and URL with the right token: updated and connected again.
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
+  assert.equal(added.status, 201);
+  assert.deepEqual(await added.json(), { id: 'remote-tools' });
+  await mcpFrame(c, ready('remote-tools'));
+  const sessionsBefore = mcp.sessions.length;
+
+  await w.restart();
+  const after = await tab(w, room);
+  await mcpFrame(after, ready('remote-tools'));
+  assert.ok(mcp.sessions.length > sessionsBefore, 'a new session was opened after the restart');
+  const done = await toolTurn(after, 'mcp_remote-tools_echo', { text: 'after restart' });
+  assert.equal(done.outcome, 'completed');
+  assert.deepEqual(mcp.calls.at(-1), { name: 'echo', args: { text: 'after restart' } });
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  assert.equal(toolPartOf(stored, 'mcp_remote-tools_echo').output, 'echo: after restart');
+
+  const listed = await (await w.fetch(`${base}/mcp-servers`)).json();
+  assert.deepEqual(listed.map((s) => [s.id, s.state, s.declared]), [['remote-tools', 'ready', false]]);
+  assert.ok(listed[0].tools.includes('mcp_remote-tools_add'));
+
+  const mark = after.mark();
+  const removed = await w.fetch(`${base}/mcp-servers/remote-tools/remove`, { method: 'POST' });
+  assert.deepEqual(await removed.json(), { removed: true });
+  await mcpFrame(after, (m) => Object.keys(m.servers).length === 0, { since: mark });
+  await w.restart();
+  const last = await tab(w, room);
+  assert.deepEqual(last.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {}, 'a removed server stays removed');
+});
+
+test('a server that lists its tools in pages has every page read and every tool offered', async (t) => {
+  const mcp = await mcpServerFor(t, { pageSize: 1 });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const c = await tab(w, `mcp-${rid()}`);
+  const frame = await mcpFrame(c, ready('demo'));
+  assert.deepEqual(mcp.listings, [null, '1', '2', '3']);
+  assert.deepEqual(frame.mcp.tools.map((tool) => tool.name), ['add', 'echo', 'fail', 'picture']);
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), 'which tools?')]));
+  await c.waitFor(isDone(id), 20000);
+  assert.deepEqual(offeredTools(w.model.requests.at(-1)).filter((n) => n.startsWith('mcp_')), ['mcp_demo_add', 'mcp_demo_echo', 'mcp_demo_fail', 'mcp_demo_picture']);
+});

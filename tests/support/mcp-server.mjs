@@ -1,0 +1,145 @@
+// A small MCP server for the demo and the end-to-end tests, built on the official TypeScript SDK
+// (`@modelcontextprotocol/sdk`) over its Streamable HTTP transport, one session per client.
+// Owns: the tools `add` (text and structured content), `echo`, `fail` (a tool error) and
+// `picture` (an image and text), the call log (GET /__calls), an optional bearer token, `tools/list`
+// in pages of `pageSize` tools (cursor: the next index) when asked, and the CLI
+// `node tests/support/mcp-server.mjs [--port 8790] [--host 127.0.0.1] [--token T]`
+// (serves POST/GET/DELETE /mcp).
+
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+/** An 8×8 red PNG, base64 (for `picture`). */
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAIAQMAAAD+wSzIAAAABlBMVEX/AAD///9BHTQRAAAADklEQVQI12P4z8BQDwAEgAF/QualIQAAAABJRU5ErkJggg==';
+
+function toolServer(calls, pageSize) {
+  const server = new McpServer({ name: 'durable-chat-test-tools', version: '1.0.0' }, { instructions: 'Small arithmetic and echo tools.' });
+  const logged = (name, run) => async (args) => {
+    calls.push({ name, args });
+    return run(args);
+  };
+  server.registerTool('add', {
+    description: 'Adds two numbers.',
+    inputSchema: { a: z.number(), b: z.number() },
+    outputSchema: { sum: z.number() },
+  }, logged('add', ({ a, b }) => ({
+    content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }],
+    structuredContent: { sum: a + b },
+  })));
+  server.registerTool('echo', {
+    description: 'Says the text back.',
+    inputSchema: { text: z.string() },
+  }, logged('echo', ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] })));
+  server.registerTool('fail', {
+    description: 'Always fails.',
+    inputSchema: {},
+  }, logged('fail', () => ({ isError: true, content: [{ type: 'text', text: 'the tool failed on purpose' }] })));
+  server.registerTool('picture', {
+    description: 'Draws a small picture.',
+    inputSchema: {},
+  }, logged('picture', () => ({ content: [{ type: 'image', mimeType: 'image/png', data: PNG }, { type: 'text', text: 'a red square' }] })));
+  if (pageSize) {
+    // The SDK lists every tool at once; its own listing (kept in its handler map) is cut in pages.
+    const listAll = server.server._requestHandlers.get('tools/list');
+    server.server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
+      const { tools } = await listAll({ method: 'tools/list', params: {} }, extra);
+      const start = Number(request.params?.cursor ?? 0);
+      const next = start + pageSize;
+      return { tools: tools.slice(start, next), ...(next < tools.length ? { nextCursor: String(next) } : {}) };
+    });
+  }
+  return server;
+}
+
+/**
+ * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
+ * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
+ * close()}.
+ */
+export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize } = {}) {
+  const listings = [];
+  const calls = [];
+  const sessions = new Map();
+  const opened = [];
+  const httpServer = http.createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/__calls') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(calls));
+      return;
+    }
+    if (url.pathname !== '/mcp') {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    if (token && req.headers.authorization !== `Bearer ${token}`) {
+      res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong bearer token');
+      return;
+    }
+    try {
+      const sessionId = req.headers['mcp-session-id'];
+      let transport = sessionId ? sessions.get(sessionId) : undefined;
+      if (sessionId && !transport) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+        return;
+      }
+      if (!transport) {
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, transport);
+            opened.push(id);
+          },
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.delete(transport.sessionId);
+        };
+        await toolServer(calls, pageSize).connect(transport);
+      }
+      if (req.method === 'POST') {
+        const chunks = [];
+        for await (const chunk of req) chunks.push(chunk);
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
+        if (body?.method === 'tools/list') listings.push(body.params?.cursor ?? null);
+        await transport.handleRequest(req, res, body);
+      } else {
+        await transport.handleRequest(req, res);
+      }
+    } catch (err) {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(String(err?.message ?? err));
+    }
+  });
+  await new Promise((resolve) => httpServer.listen(port, host, resolve));
+  const bound = httpServer.address().port;
+  return {
+    url: `http://${host}:${bound}/mcp`,
+    port: bound,
+    calls,
+    sessions: opened,
+    listings,
+    async close() {
+      for (const transport of sessions.values()) await transport.close().catch(() => {});
+      httpServer.closeAllConnections?.();
+      await new Promise((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const arg = (name, fallback) => {
+    const at = process.argv.indexOf(`--${name}`);
+    return at > 0 ? process.argv[at + 1] : fallback;
+  };
+  const server = await startMcpServer({ port: Number(arg('port', 8790)), host: arg('host', '127.0.0.1'), token: arg('token') });
+  console.log(`mcp server: ${server.url}`);
+  const stop = () => server.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}

@@ -53,7 +53,7 @@ const MIGRATIONS: &[&[&str]] = &[
         "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) WITH RECURSIVE joined(id, pieces, n, body) AS (SELECT id, pieces, 0, body FROM chat_messages WHERE pieces > 1 UNION ALL SELECT j.id, j.pieces, c.n, j.body || c.piece FROM joined AS j JOIN chat_pieces AS c ON c.kind = 'message' AND c.key = j.id AND c.sub = 0 AND c.n = j.n + 1), m AS (SELECT id, body FROM joined WHERE n = pieces - 1 AND json_valid(body) AND json_extract(body, '$.role') = 'assistant' AND json_type(body, '$.parts') = 'array') SELECT json_extract(p.value, '$.toolCallId'), m.id FROM m, json_each(m.body, '$.parts') AS p WHERE p.type = 'object' AND json_type(p.value, '$.toolCallId') = 'text'",
     ],
     // 7: the MCP servers the agent's code added (see store::mcp_servers).
-    &["CREATE TABLE chat_mcp_servers (id TEXT PRIMARY KEY, record TEXT NOT NULL)"],
+    &["CREATE TABLE IF NOT EXISTS chat_mcp_servers (id TEXT PRIMARY KEY, record TEXT NOT NULL)"],
 ];
 
 /// The version this build writes.

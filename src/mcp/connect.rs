@@ -152,6 +152,7 @@ mod tests {
             status: 200,
             content_type: Some("text/event-stream".into()),
             session_id: Some("s1".into()),
+            www_authenticate: None,
             body: format!(
                 "event: message\ndata: {}\n\n",
                 json!({"jsonrpc":"2.0","id":request.id,"result":result})

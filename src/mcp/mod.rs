@@ -5,12 +5,14 @@
 //! becomes for the model (`content`), the names the model sees
 //! (`names`), the servers an agent is connected to with their state and
 //! the `cf_agent_mcp_servers` frame (`servers`), and their stored rows
-//! (`record`). The host (`agent::mcp`) carries the requests out with `fetch`.
+//! (`record`), and OAuth for servers that ask a person to sign in
+//! (`oauth`). The host (`agent::mcp`) carries the requests out with `fetch`.
 
 pub mod connect;
 pub mod content;
 pub mod jsonrpc;
 pub mod names;
+pub mod oauth;
 pub mod record;
 pub mod servers;
 pub mod session;

@@ -203,6 +203,7 @@ mod tests {
             status: 200,
             content_type: Some("application/json".into()),
             session_id: session.map(str::to_string),
+            www_authenticate: None,
             body: body.to_string(),
         }
     }
@@ -253,6 +254,7 @@ mod tests {
             status: 200,
             content_type: Some("text/event-stream".into()),
             session_id: None,
+            www_authenticate: None,
             body: format!(
                 "data: {}\n\ndata: {}\n\n",
                 json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),

@@ -59,6 +59,14 @@ impl Session {
         self.protocol_version = None;
     }
 
+    /// Sends `Authorization: Bearer <token>` from now on (an OAuth sign-in's
+    /// access token, in place of any earlier one).
+    pub fn set_bearer(&mut self, token: &str) {
+        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        self.headers
+            .push(("authorization".to_string(), format!("Bearer {token}")));
+    }
+
     /// Takes the note that the server's tool list changed.
     pub fn take_tools_changed(&mut self) -> bool {
         std::mem::take(&mut self.tools_changed)

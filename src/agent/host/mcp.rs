@@ -7,7 +7,7 @@
 //! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use crate::mcp::{
 };
 
 use super::mcp_http::exchange;
+use super::mcp_oauth::AfterUnauthorized;
 use super::{now_ms, AgentHost};
 
 /// The deadline of each request of a handshake.
@@ -49,6 +50,10 @@ struct McpState {
     connecting: HashMap<String, u64>,
     next_generation: u64,
     failed_at: HashMap<String, u64>,
+    /// The servers whose OAuth tokens are being refreshed.
+    refreshing: HashSet<String>,
+    /// The agent's own URL, the base of its OAuth callback.
+    agent_url: Option<String>,
 }
 
 impl McpClients {
@@ -60,6 +65,31 @@ impl McpClients {
                 ..McpState::default()
             }),
         }
+    }
+
+    pub(super) fn set_agent_url(&self, url: String) {
+        self.state.borrow_mut().agent_url = Some(url);
+    }
+
+    pub(super) fn agent_url(&self) -> Option<String> {
+        self.state.borrow().agent_url.clone()
+    }
+
+    pub(super) fn is_refreshing(&self, id: &str) -> bool {
+        self.state.borrow().refreshing.contains(id)
+    }
+
+    pub(super) fn set_refreshing(&self, id: &str, on: bool) {
+        let mut state = self.state.borrow_mut();
+        if on {
+            state.refreshing.insert(id.to_string());
+        } else {
+            state.refreshing.remove(id);
+        }
+    }
+
+    pub(super) fn server(&self, id: &str) -> Option<McpServer> {
+        self.state.borrow().servers.server(id).cloned()
     }
 }
 
@@ -147,6 +177,7 @@ impl AgentHost {
         self.store
             .delete_mcp_server(&id)
             .map_err(|e| format!("the MCP server could not be forgotten: {e}"))?;
+        self.forget_mcp_credentials(&id);
         if let Some(end) = session.and_then(|s| s.end()) {
             spawn_local(async move {
                 let _ = exchange(&end, CONNECT_TIMEOUT_MS, None).await;
@@ -212,6 +243,22 @@ impl AgentHost {
         }
     }
 
+    /// Connects server `id` again (after a sign-in).
+    pub(super) fn reconnect_mcp(self: &Rc<Self>, id: &str) {
+        self.connect_mcp(id.to_string());
+    }
+
+    /// A sign-in to server `id` failed (`error` says why).
+    pub(super) fn mcp_sign_in_failed(self: &Rc<Self>, id: &str, error: &str) {
+        {
+            let mut state = self.mcp.state.borrow_mut();
+            state.servers.set_failed(id, error);
+            state.failed_at.insert(id.to_string(), now_ms());
+        }
+        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {error}"));
+        self.publish_mcp();
+    }
+
     fn connect_mcp(self: &Rc<Self>, id: String) {
         let host = self.clone();
         spawn_local(async move { host.run_connect(id).await });
@@ -234,12 +281,36 @@ impl AgentHost {
         let (generation, server) = started;
         self.publish_mcp();
         let mut session = Session::new(&server.url, &server.headers);
-        let (mut connect, mut request) = Connect::start(&mut session);
+        let mut may_refresh = true;
         let outcome = loop {
-            let reply = exchange(&request, CONNECT_TIMEOUT_MS, None).await;
-            match connect.on_reply(&mut session, reply) {
-                ConnectStep::Send(next) => request = next,
-                ConnectStep::Done(outcome) => break outcome,
+            if let Some(token) = self.mcp_bearer(&id, &server).await {
+                session.set_bearer(&token);
+            }
+            let outcome = handshake(&mut session).await;
+            let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
+                break outcome;
+            };
+            if server.has_authorization() {
+                break outcome;
+            }
+            match self
+                .mcp_unauthorized(&id, &server, challenge.clone(), may_refresh)
+                .await
+            {
+                AfterUnauthorized::Retry => may_refresh = false,
+                AfterUnauthorized::Failed(e) => break Err(e),
+                AfterUnauthorized::SignIn(url) => {
+                    {
+                        let mut state = self.mcp.state.borrow_mut();
+                        if state.connecting.get(&id) != Some(&generation) {
+                            return;
+                        }
+                        state.connecting.remove(&id);
+                        state.servers.set_authenticating(&id, &url);
+                    }
+                    self.publish_mcp();
+                    return;
+                }
             }
         };
         {
@@ -289,8 +360,16 @@ impl AgentHost {
             .server(&id)
             .map(|s| s.name.clone())
             .unwrap_or_else(|| id.clone());
+        let server = self.mcp.server(&id);
         for attempt in 0..2 {
             self.wait_for_connecting(Some(&id)).await;
+            if let Some(server) = &server {
+                if let Some(token) = self.mcp_bearer(&id, server).await {
+                    if let Some(session) = self.mcp.state.borrow_mut().sessions.get_mut(&id) {
+                        session.set_bearer(&token);
+                    }
+                }
+            }
             let prepared = {
                 let mut state = self.mcp.state.borrow_mut();
                 let timeout = state
@@ -322,6 +401,21 @@ impl AgentHost {
                 }
                 Err(McpError::SessionExpired) if attempt == 0 => {
                     self.clone().run_connect(id.clone()).await;
+                }
+                Err(McpError::Unauthorized { .. })
+                    if server.as_ref().is_some_and(|s| !s.has_authorization()) =>
+                {
+                    let refreshed = match (&server, attempt) {
+                        (Some(server), 0) => self.refresh_mcp_tokens(&id, server).await.is_ok(),
+                        _ => false,
+                    };
+                    if !refreshed {
+                        // A new sign-in: the server shows where in its state.
+                        self.connect_mcp(id.clone());
+                        return Err(format!(
+                            "The MCP server '{name}' needs a new sign-in."
+                        ));
+                    }
                 }
                 Err(e) if e.is_transport() => {
                     self.mark_mcp_failed(&id, &e);
@@ -364,5 +458,17 @@ impl AgentHost {
         };
         self.execute(effects);
         self.schedule_timers();
+    }
+}
+
+/// `initialize`, `initialized` and the tool listing on `session`.
+async fn handshake(session: &mut Session) -> Result<crate::mcp::Connected, McpError> {
+    let (mut connect, mut request) = Connect::start(session);
+    loop {
+        let reply = exchange(&request, CONNECT_TIMEOUT_MS, None).await;
+        match connect.on_reply(session, reply) {
+            ConnectStep::Send(next) => request = next,
+            ConnectStep::Done(outcome) => return outcome,
+        }
     }
 }

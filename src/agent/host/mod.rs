@@ -41,6 +41,7 @@ mod debug_author;
 mod frames;
 mod mcp;
 mod mcp_http;
+mod mcp_oauth;
 mod model_stream;
 
 /// The var naming (comma-separated) the hosts whose file links reach the
@@ -227,6 +228,14 @@ impl AgentHost {
             self.remember_name(&name);
         }
         let internal = crate::routing::is_channel_path(path);
+        if !internal {
+            self.note_agent_url(&url);
+            if req.method() == worker::Method::Get {
+                if let Some(response) = self.mcp_oauth_callback(&url).await {
+                    return Ok(response);
+                }
+            }
+        }
         let channel = path.ends_with(crate::routing::CHANNEL_PATH);
         if internal {
             // Checked here, not only by a router: a parent's channel carries

@@ -62,7 +62,8 @@ impl Session {
     /// Sends `Authorization: Bearer <token>` from now on (an OAuth sign-in's
     /// access token, in place of any earlier one).
     pub fn set_bearer(&mut self, token: &str) {
-        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        self.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
         self.headers
             .push(("authorization".to_string(), format!("Bearer {token}")));
     }

@@ -21,7 +21,10 @@ impl SqlStore {
     pub fn mcp_server_rows(&self) -> worker::Result<Vec<(String, String)>> {
         let rows: Vec<ServerRow> = self
             .sql
-            .exec("SELECT id, record FROM chat_mcp_servers WHERE id NOT LIKE 'oauth:%' ORDER BY id", None)?
+            .exec(
+                "SELECT id, record FROM chat_mcp_servers WHERE id NOT LIKE 'oauth:%' ORDER BY id",
+                None,
+            )?
             .to_array()?;
         Ok(rows.into_iter().map(|r| (r.id, r.record)).collect())
     }

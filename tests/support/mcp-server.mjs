@@ -4,7 +4,8 @@
 // `picture` (an image and text), the call log (GET /__calls), an optional bearer token, `tools/list`
 // in pages of `pageSize` tools (cursor: the next index) when asked, and the CLI
 // `node tests/support/mcp-server.mjs [--port 8790] [--host 127.0.0.1] [--token T]`
-// (serves POST/GET/DELETE /mcp).
+// (serves POST/GET/DELETE /mcp), and with `oauth: {accessTtlSeconds}` the same server behind the
+// test authorization server of tests/support/mcp-oauth.mjs (same origin).
 
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { oauthApp } from './mcp-oauth.mjs';
 
 /** An 8×8 red PNG, base64 (for `picture`). */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAIAQMAAAD+wSzIAAAABlBMVEX/AAD///9BHTQRAAAADklEQVQI12P4z8BQDwAEgAF/QualIQAAAABJRU5ErkJggg==';
@@ -59,14 +61,14 @@ function toolServer(calls, pageSize) {
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
  * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
- * close()}.
+ * events (with `oauth`), close()}.
  */
-export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize } = {}) {
+export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth } = {}) {
   const listings = [];
   const calls = [];
   const sessions = new Map();
   const opened = [];
-  const httpServer = http.createServer(async (req, res) => {
+  const handler = async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (url.pathname === '/__calls') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -115,15 +117,21 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(String(err?.message ?? err));
     }
-  });
+  };
+  const events = [];
+  const httpServer = http.createServer();
   await new Promise((resolve) => httpServer.listen(port, host, resolve));
   const bound = httpServer.address().port;
+  const origin = `http://${host}:${bound}`;
+  httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, ...oauth }) : handler);
   return {
     url: `http://${host}:${bound}/mcp`,
     port: bound,
     calls,
     sessions: opened,
     listings,
+    /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
+    events,
     async close() {
       for (const transport of sessions.values()) await transport.close().catch(() => {});
       httpServer.closeAllConnections?.();

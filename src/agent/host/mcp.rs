@@ -412,9 +412,7 @@ impl AgentHost {
                     if !refreshed {
                         // A new sign-in: the server shows where in its state.
                         self.connect_mcp(id.clone());
-                        return Err(format!(
-                            "The MCP server '{name}' needs a new sign-in."
-                        ));
+                        return Err(format!("The MCP server '{name}' needs a new sign-in."));
                     }
                 }
                 Err(e) if e.is_transport() => {

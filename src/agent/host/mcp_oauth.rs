@@ -63,10 +63,7 @@ impl AgentHost {
     }
 
     fn store_mcp_credentials(&self, id: &str, credentials: &Credentials) {
-        if let Err(e) = self
-            .store
-            .put_mcp_credentials(id, &credentials.to_json())
-        {
+        if let Err(e) = self.store.put_mcp_credentials(id, &credentials.to_json()) {
             self.log_line(
                 LogLevel::Error,
                 &format!("mcp: the sign-in of '{id}' could not be stored: {e}"),
@@ -89,7 +86,11 @@ impl AgentHost {
 
     /// The access token to send to `server` (refreshed first when it is
     /// about to expire), if a person signed in to it.
-    pub(super) async fn mcp_bearer(self: &Rc<Self>, id: &str, server: &McpServer) -> Option<String> {
+    pub(super) async fn mcp_bearer(
+        self: &Rc<Self>,
+        id: &str,
+        server: &McpServer,
+    ) -> Option<String> {
         if server.has_authorization() {
             return None;
         }
@@ -142,7 +143,11 @@ impl AgentHost {
         outcome
     }
 
-    async fn refresh_once(self: &Rc<Self>, id: &str, server: &McpServer) -> Result<Tokens, McpError> {
+    async fn refresh_once(
+        self: &Rc<Self>,
+        id: &str,
+        server: &McpServer,
+    ) -> Result<Tokens, McpError> {
         let mut credentials = self
             .mcp_credentials(id, &server.url)
             .ok_or_else(|| McpError::Malformed("no sign-in to refresh".into()))?;
@@ -162,7 +167,13 @@ impl AgentHost {
             Ok(tokens) => tokens,
             Err(e) => {
                 // A refused refresh token is no use any more.
-                if matches!(e, McpError::Http { status: 400..=499, .. }) {
+                if matches!(
+                    e,
+                    McpError::Http {
+                        status: 400..=499,
+                        ..
+                    }
+                ) {
                     credentials.tokens = None;
                     self.store_mcp_credentials(id, &credentials);
                 }
@@ -191,7 +202,10 @@ impl AgentHost {
         if may_refresh && can_refresh && self.refresh_mcp_tokens(id, server).await.is_ok() {
             return AfterUnauthorized::Retry;
         }
-        match self.begin_authorization(id, server, stored, challenge).await {
+        match self
+            .begin_authorization(id, server, stored, challenge)
+            .await
+        {
             Ok(url) => AfterUnauthorized::SignIn(url),
             Err(e) => AfterUnauthorized::Failed(e),
         }
@@ -271,11 +285,14 @@ impl AgentHost {
         let client = match credentials.client.clone() {
             Some(client) => client,
             None => {
-                let endpoint = auth_server.registration_endpoint.as_deref().ok_or_else(|| {
-                    McpError::Malformed(
-                        "the authorization server offers no client registration".into(),
-                    )
-                })?;
+                let endpoint = auth_server
+                    .registration_endpoint
+                    .as_deref()
+                    .ok_or_else(|| {
+                        McpError::Malformed(
+                            "the authorization server offers no client registration".into(),
+                        )
+                    })?;
                 let reply = exchange(
                     &registration(endpoint, &credentials.redirect_uri),
                     OAUTH_TIMEOUT_MS,

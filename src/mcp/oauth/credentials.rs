@@ -10,7 +10,8 @@ use super::discovery::AuthServer;
 
 /// The shape version of a stored credentials row.
 pub const CREDENTIALS_VERSION: u32 = 1;
-/// An access token this close to its expiry is refreshed before use.
+/// An access token this close to its expiry is refreshed before use (or a
+/// quarter of its lifetime, if that is shorter).
 pub const REFRESH_MARGIN_MS: u64 = 30_000;
 /// An authorization not finished within this long is refused at the callback.
 pub const PENDING_TTL_MS: u64 = 10 * 60 * 1000;
@@ -30,15 +31,21 @@ pub struct Tokens {
     /// When the access token expires (ms since the epoch), if the server said.
     #[serde(default)]
     pub expires_at_ms: Option<u64>,
+    /// How long the access token lives (`expires_in`), in ms.
+    #[serde(default)]
+    pub lifetime_ms: Option<u64>,
 }
 
 impl Tokens {
     /// Whether the access token should be refreshed before use at `now_ms`.
     pub fn needs_refresh(&self, now_ms: u64) -> bool {
+        let margin = self
+            .lifetime_ms
+            .map_or(REFRESH_MARGIN_MS, |l| REFRESH_MARGIN_MS.min(l / 4));
         self.refresh_token.is_some()
             && self
                 .expires_at_ms
-                .is_some_and(|at| now_ms.saturating_add(REFRESH_MARGIN_MS) >= at)
+                .is_some_and(|at| now_ms.saturating_add(margin) >= at)
     }
 }
 
@@ -80,7 +87,11 @@ impl Credentials {
             v: CREDENTIALS_VERSION,
             server_url: server_url.to_string(),
             redirect_uri: redirect_uri.to_string(),
-            resource: server_url.split('#').next().unwrap_or(server_url).to_string(),
+            resource: server_url
+                .split('#')
+                .next()
+                .unwrap_or(server_url)
+                .to_string(),
             scope: None,
             auth_server: None,
             client: None,
@@ -138,9 +149,16 @@ mod tests {
             access_token: "a".into(),
             refresh_token: Some("r".into()),
             expires_at_ms: Some(100_000),
+            lifetime_ms: None,
         };
         assert!(!tokens.needs_refresh(60_000));
         assert!(tokens.needs_refresh(70_000));
+        tokens.lifetime_ms = Some(4_000);
+        assert!(
+            !tokens.needs_refresh(98_000),
+            "a short-lived token is used for most of its life"
+        );
+        assert!(tokens.needs_refresh(99_000));
         tokens.refresh_token = None;
         assert!(!tokens.needs_refresh(200_000), "nothing to refresh with");
     }

@@ -28,7 +28,11 @@ pub fn read_challenge(header: Option<&str>) -> Challenge {
         rest = &rest[6..];
     }
     while let Some((key, after)) = rest.split_once('=') {
-        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
         let after = after.trim_start();
         let (value, next) = match after.strip_prefix('"') {
             Some(quoted) => match quoted.find('"') {
@@ -101,16 +105,26 @@ pub fn read_resource_metadata(body: &str) -> Result<ResourceMetadata, McpError> 
         .and_then(Value::as_array)
         .and_then(|a| a.first())
         .and_then(Value::as_str)
-        .ok_or_else(|| McpError::Malformed("resource metadata names no authorization server".into()))?
+        .ok_or_else(|| {
+            McpError::Malformed("resource metadata names no authorization server".into())
+        })?
         .to_string();
     let scopes = json
         .get("scopes_supported")
         .and_then(Value::as_array)
-        .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
+        .map(|s| {
+            s.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .filter(|s| !s.is_empty());
     Ok(ResourceMetadata {
         authorization_server,
-        resource: json.get("resource").and_then(Value::as_str).map(str::to_string),
+        resource: json
+            .get("resource")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         scopes,
     })
 }
@@ -229,7 +243,10 @@ mod tests {
         assert_eq!(rm.scopes.as_deref(), Some("a b"));
         let meta = r#"{"issuer":"http://h/","authorization_endpoint":"http://h/authorize","token_endpoint":"http://h/token","registration_endpoint":"http://h/register","code_challenge_methods_supported":["S256"]}"#;
         let server = read_auth_server_metadata(meta).unwrap();
-        assert_eq!(server.registration_endpoint.as_deref(), Some("http://h/register"));
+        assert_eq!(
+            server.registration_endpoint.as_deref(),
+            Some("http://h/register")
+        );
         assert!(read_auth_server_metadata(&meta.replace("S256", "plain")).is_err());
     }
 }

@@ -159,10 +159,19 @@ pub fn read_tokens(
         .get("access_token")
         .and_then(Value::as_str)
         .ok_or_else(|| McpError::Malformed("the token answer has no access_token".into()))?;
-    let kind = json.get("token_type").and_then(Value::as_str).unwrap_or("bearer");
+    let kind = json
+        .get("token_type")
+        .and_then(Value::as_str)
+        .unwrap_or("bearer");
     if !kind.eq_ignore_ascii_case("bearer") {
-        return Err(McpError::Malformed(format!("token type '{kind}' is not bearer")));
+        return Err(McpError::Malformed(format!(
+            "token type '{kind}' is not bearer"
+        )));
     }
+    let lifetime_ms = json
+        .get("expires_in")
+        .and_then(Value::as_u64)
+        .map(|s| s.saturating_mul(1000));
     Ok(Tokens {
         access_token: access_token.to_string(),
         refresh_token: json
@@ -170,10 +179,8 @@ pub fn read_tokens(
             .and_then(Value::as_str)
             .or(previous_refresh)
             .map(str::to_string),
-        expires_at_ms: json
-            .get("expires_in")
-            .and_then(Value::as_u64)
-            .map(|s| now_ms.saturating_add(s.saturating_mul(1000))),
+        expires_at_ms: lifetime_ms.map(|l| now_ms.saturating_add(l)),
+        lifetime_ms,
     })
 }
 
@@ -191,7 +198,10 @@ fn json_of(reply: &McpReply, what: &str) -> Result<Value, McpError> {
         });
         return Err(McpError::Http {
             status: reply.status,
-            body: format!("{what}: {}", error.unwrap_or_else(|| reply.body.trim().chars().take(200).collect())),
+            body: format!(
+                "{what}: {}",
+                error.unwrap_or_else(|| reply.body.trim().chars().take(200).collect())
+            ),
         });
     }
     json.ok_or_else(|| McpError::Malformed(format!("the {what} answer is not JSON")))
@@ -240,7 +250,10 @@ mod tests {
         assert_eq!(q["client_id"], "c 1");
         assert_eq!(q["code_challenge_method"], "S256");
         assert_eq!(q["state"], "n.demo");
-        assert_eq!(q["redirect_uri"], "http://agent/agents/chat-agent/r/callback");
+        assert_eq!(
+            q["redirect_uri"],
+            "http://agent/agents/chat-agent/r/callback"
+        );
         assert_eq!(q["resource"], "http://h/mcp");
         assert_eq!(q["scope"], "mcp:tools");
     }
@@ -251,24 +264,41 @@ mod tests {
             client_id: "c".into(),
             client_secret: Some("s&t".into()),
         };
-        let request = code_exchange(&server(), &client, "co de", "ver", "http://r/cb", "http://h/mcp");
+        let request = code_exchange(
+            &server(),
+            &client,
+            "co de",
+            "ver",
+            "http://r/cb",
+            "http://h/mcp",
+        );
         let body = request.body.unwrap();
         assert!(body.contains("grant_type=authorization_code"));
         assert!(body.contains("code=co+de"));
         assert!(body.contains("code_verifier=ver"));
         assert!(body.contains("client_secret=s%26t"));
         let tokens = read_tokens(
-            &reply(200, r#"{"access_token":"a","token_type":"Bearer","expires_in":60,"refresh_token":"r"}"#),
+            &reply(
+                200,
+                r#"{"access_token":"a","token_type":"Bearer","expires_in":60,"refresh_token":"r"}"#,
+            ),
             1_000,
             None,
         )
         .unwrap();
         assert_eq!(tokens.expires_at_ms, Some(61_000));
-        let refreshed =
-            read_tokens(&reply(200, r#"{"access_token":"b","token_type":"bearer"}"#), 0, Some("r")).unwrap();
+        let refreshed = read_tokens(
+            &reply(200, r#"{"access_token":"b","token_type":"bearer"}"#),
+            0,
+            Some("r"),
+        )
+        .unwrap();
         assert_eq!(refreshed.refresh_token.as_deref(), Some("r"));
         let refused = read_tokens(
-            &reply(400, r#"{"error":"invalid_grant","error_description":"expired"}"#),
+            &reply(
+                400,
+                r#"{"error":"invalid_grant","error_description":"expired"}"#,
+            ),
             0,
             None,
         );
@@ -281,8 +311,12 @@ mod tests {
     #[test]
     fn a_registration_answer_gives_the_client() {
         let request = registration("http://as/register", "http://r/cb");
-        assert!(request.body.unwrap().contains("\"redirect_uris\":[\"http://r/cb\"]"));
-        let client = read_registration(&reply(201, r#"{"client_id":"abc","client_secret":"x"}"#)).unwrap();
+        assert!(request
+            .body
+            .unwrap()
+            .contains("\"redirect_uris\":[\"http://r/cb\"]"));
+        let client =
+            read_registration(&reply(201, r#"{"client_id":"abc","client_secret":"x"}"#)).unwrap();
         assert_eq!(client.client_id, "abc");
         assert!(read_registration(&reply(200, "{}")).is_err());
     }

@@ -160,3 +160,57 @@ test('a server that lists its tools in pages has every page read and every tool 
   await c.waitFor(isDone(id), 20000);
   assert.deepEqual(offeredTools(w.model.requests.at(-1)).filter((n) => n.startsWith('mcp_')), ['mcp_demo_add', 'mcp_demo_echo', 'mcp_demo_fail', 'mcp_demo_picture']);
 });
+
+test('a tool list that changes is read again when the server says so, and resources reach the model as text', async (t) => {
+  const mcp = await mcpServerFor(t, { extras: true });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const room = `mcp-${rid()}`;
+  const c = await tab(w, room);
+  const first = await mcpFrame(c, ready('demo'));
+  assert.ok(!first.mcp.tools.some((tool) => tool.name === 'later'), 'not there before it is added');
+
+  await toolTurn(c, 'mcp_demo_document', {});
+  const expected = '[resource memo://notes/1]\nRemember the milk.\n\n[resource link spec.pdf <https://example.com/spec.pdf>]';
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, expected);
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  assert.equal(toolPartOf(stored, 'mcp_demo_document').output, expected);
+
+  const mark = c.mark();
+  const grown = await toolTurn(c, 'mcp_demo_grow', {});
+  assert.equal(grown.outcome, 'completed');
+  const relisted = await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
+  assert.ok(relisted.mcp.tools.some((tool) => tool.name === 'grow'), 'the other tools stay');
+
+  const done = await toolTurn(c, 'mcp_demo_later', {});
+  assert.equal(done.outcome, 'completed');
+  const offered = offeredTools(w.model.requests.at(-2));
+  assert.ok(offered.includes('mcp_demo_later'), `the new tool is offered: ${offered}`);
+  assert.deepEqual(mcp.calls.at(-1), { name: 'later', args: {} });
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'here now');
+});
+
+test('a server that speaks only the older HTTP+SSE transport is reached over its event stream', async (t) => {
+  const mcp = await mcpServerFor(t, { legacySse: true, extras: true });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const room = `mcp-${rid()}`;
+  const c = await tab(w, room);
+  const frame = await mcpFrame(c, ready('demo'));
+  assert.ok(frame.mcp.tools.some((tool) => tool.name === 'add'));
+  assert.equal(mcp.sessions.length, 1, 'one event stream opened');
+
+  const done = await toolTurn(c, 'mcp_demo_add', { a: 4, b: 5 });
+  assert.equal(done.outcome, 'completed');
+  assert.deepEqual(mcp.calls.at(-1), { name: 'add', args: { a: 4, b: 5 } });
+  assert.deepEqual(JSON.parse(toolMessages(w.model.requests.at(-1)).at(-1).content), { sum: 9 });
+
+  // A list change announced on the stream is read again too.
+  const mark = c.mark();
+  await toolTurn(c, 'mcp_demo_grow', {});
+  await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
+
+  // The server goes away: the stream ends, the next call is a tool error and the turn goes on.
+  await mcp.close();
+  const after = await toolTurn(c, 'mcp_demo_echo', { text: 'anyone?' });
+  assert.equal(after.outcome, 'completed');
+  assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /MCP server 'demo'/);
+});

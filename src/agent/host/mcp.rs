@@ -16,15 +16,18 @@ use wasm_bindgen_futures::spawn_local;
 use worker::Delay;
 
 use crate::agent::tool_context::AbortSignal;
+use crate::agent::tool_context::AbortSignal as CallAbort;
 use crate::log::LogLevel;
+use crate::mcp::legacy_sse::should_fall_back;
 use crate::mcp::servers::ServerInfo;
 use crate::mcp::{
-    tool_outcome, Connect, ConnectStep, McpError, McpServer, ServerRecord, ServerState, Servers,
-    Session,
+    tool_outcome, Connect, ConnectStep, McpError, McpRequest, McpServer, ServerRecord, ServerState,
+    Servers, Session,
 };
 
 use super::mcp_http::exchange;
 use super::mcp_oauth::AfterUnauthorized;
+use super::mcp_sse::SseLink;
 use super::{now_ms, AgentHost};
 
 /// The deadline of each request of a handshake.
@@ -50,6 +53,8 @@ struct McpState {
     connecting: HashMap<String, u64>,
     next_generation: u64,
     failed_at: HashMap<String, u64>,
+    /// The event streams of servers on the older HTTP+SSE transport.
+    links: HashMap<String, Rc<SseLink>>,
     /// The servers whose OAuth tokens are being refreshed.
     refreshing: HashSet<String>,
     /// The agent's own URL, the base of its OAuth callback.
@@ -172,6 +177,9 @@ impl AgentHost {
             state.servers.remove(&id).map_err(|e| e.to_string())?;
             state.connecting.remove(&id);
             state.failed_at.remove(&id);
+            if let Some(link) = state.links.remove(&id) {
+                link.close();
+            }
             (id.clone(), state.sessions.remove(&id))
         };
         self.store
@@ -275,6 +283,9 @@ impl AgentHost {
             let generation = state.next_generation;
             state.connecting.insert(id.clone(), generation);
             state.sessions.remove(&id);
+            if let Some(link) = state.links.remove(&id) {
+                link.close();
+            }
             state.servers.set_connecting(&id);
             (generation, server)
         };
@@ -282,11 +293,12 @@ impl AgentHost {
         self.publish_mcp();
         let mut session = Session::new(&server.url, &server.headers);
         let mut may_refresh = true;
-        let outcome = loop {
+        let mut link = None;
+        let mut outcome = loop {
             if let Some(token) = self.mcp_bearer(&id, &server).await {
                 session.set_bearer(&token);
             }
-            let outcome = handshake(&mut session).await;
+            let outcome = handshake(&mut session, None).await;
             let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
                 break outcome;
             };
@@ -313,9 +325,31 @@ impl AgentHost {
                 }
             }
         };
+        if matches!(&outcome, Err(e) if should_fall_back(e)) {
+            // A server that speaks only the older HTTP+SSE transport?
+            let bearer = self.mcp_bearer(&id, &server).await;
+            let mut headers = server.headers.clone();
+            if let Some(token) = &bearer {
+                headers.push(("authorization".into(), format!("Bearer {token}")));
+            }
+            if let Ok((opened, post_url)) =
+                SseLink::open(&server.url, &headers, CONNECT_TIMEOUT_MS).await
+            {
+                let mut legacy = Session::new(&post_url, &server.headers);
+                if let Some(token) = &bearer {
+                    legacy.set_bearer(token);
+                }
+                outcome = handshake(&mut legacy, Some(&opened)).await;
+                session = legacy;
+                link = Some(opened);
+            }
+        }
         {
             let mut state = self.mcp.state.borrow_mut();
             if state.connecting.get(&id) != Some(&generation) {
+                if let Some(link) = link {
+                    link.close();
+                }
                 return;
             }
             state.connecting.remove(&id);
@@ -330,9 +364,15 @@ impl AgentHost {
                     );
                     state.servers.set_ready(&id, connected);
                     state.sessions.insert(id.clone(), session);
+                    if let Some(link) = link {
+                        state.links.insert(id.clone(), link);
+                    }
                     state.failed_at.remove(&id);
                 }
                 Err(e) => {
+                    if let Some(link) = link {
+                        link.close();
+                    }
                     self.log_line(LogLevel::Warn, &format!("mcp: server '{id}' failed: {e}"));
                     state.servers.set_failed(&id, &e.to_string());
                     state.failed_at.insert(id.clone(), now_ms());
@@ -388,13 +428,16 @@ impl AgentHost {
             let Some((request, mut reader, timeout)) = prepared else {
                 return Err(format!("The MCP server '{name}' is not connected."));
             };
-            let read = match exchange(&request, timeout, Some(abort.clone())).await {
+            let link = self.mcp.state.borrow().links.get(&id).cloned();
+            let sent = send(link.as_ref(), &request, timeout, Some(abort.clone())).await;
+            let read = match sent {
                 Ok(reply) => reader.read(&request, &reply),
                 Err(e) => Err(e),
             };
             match read {
                 Ok(result) => {
-                    if reader.take_tools_changed() {
+                    let stream_said = link.as_ref().is_some_and(|l| l.take_tools_changed());
+                    if reader.take_tools_changed() || stream_said {
                         self.connect_mcp(id.clone());
                     }
                     return tool_outcome(&result);
@@ -432,6 +475,9 @@ impl AgentHost {
                 return;
             }
             state.sessions.remove(id);
+            if let Some(link) = state.links.remove(id) {
+                link.close();
+            }
             state.servers.set_failed(id, &error.to_string());
             state.failed_at.insert(id.to_string(), now_ms());
         }
@@ -460,13 +506,30 @@ impl AgentHost {
 }
 
 /// `initialize`, `initialized` and the tool listing on `session`.
-async fn handshake(session: &mut Session) -> Result<crate::mcp::Connected, McpError> {
+async fn handshake(
+    session: &mut Session,
+    link: Option<&Rc<SseLink>>,
+) -> Result<crate::mcp::Connected, McpError> {
     let (mut connect, mut request) = Connect::start(session);
     loop {
-        let reply = exchange(&request, CONNECT_TIMEOUT_MS, None).await;
+        let reply = send(link, &request, CONNECT_TIMEOUT_MS, None).await;
         match connect.on_reply(session, reply) {
             ConnectStep::Send(next) => request = next,
             ConnectStep::Done(outcome) => return outcome,
         }
+    }
+}
+
+/// One exchange over the server's transport: its event stream when it has
+/// one (the older HTTP+SSE transport), a plain POST otherwise.
+async fn send(
+    link: Option<&Rc<SseLink>>,
+    request: &McpRequest,
+    timeout_ms: u64,
+    abort: Option<CallAbort>,
+) -> Result<crate::mcp::McpReply, McpError> {
+    match link {
+        Some(link) => link.send(request, timeout_ms, abort).await,
+        None => exchange(request, timeout_ms, abort).await,
     }
 }

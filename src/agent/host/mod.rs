@@ -42,6 +42,7 @@ mod frames;
 mod mcp;
 mod mcp_http;
 mod mcp_oauth;
+mod mcp_sse;
 mod model_stream;
 
 /// The var naming (comma-separated) the hosts whose file links reach the
@@ -108,7 +109,7 @@ pub struct AgentHost {
     mcp: mcp::McpClients,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     js_sys::Date::now() as u64
 }
 

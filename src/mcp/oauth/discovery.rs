@@ -133,7 +133,7 @@ pub fn read_resource_metadata(body: &str) -> Result<ResourceMetadata, McpError> 
 /// (with a path: RFC 8414's path insertion, then OpenID's; without: both at the root).
 pub fn auth_server_metadata_urls(issuer: &str) -> Result<Vec<String>, McpError> {
     let url = parse(issuer)?;
-    let has_path = url.path().trim_end_matches('/') != "";
+    let has_path = !url.path().trim_end_matches('/').is_empty();
     let mut urls = vec![
         well_known(&url, "oauth-authorization-server", has_path),
         well_known(&url, "openid-configuration", has_path),

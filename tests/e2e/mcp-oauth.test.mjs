@@ -6,7 +6,7 @@
 // `onMcpUpdate`; following it (the authorization server redirects back to the agent's callback)
 // connects the server and offers its tools; the callback cannot be replayed; an access token
 // that expires is refreshed before a call; after a runtime restart the stored tokens connect the
-// server without a new sign-in.
+// server without a new sign-in; a token the server stops taking is refreshed and the call sent again.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -88,9 +88,20 @@ test('a server that asks for a sign-in: the URL reaches the agents client, the c
   assert.equal(mcp.events.filter((e) => e.type === 'authorize').length, 1);
   const third = await toolTurn(after, 'mcp_locked_add', { a: 1, b: 2 });
   assert.equal(third.outcome, 'completed');
+
+  // The server stops taking the access token before it expires: the 401 leads to a refresh and
+  // the call is sent again.
+  mcp.revokeAccessTokens();
+  const fourth = await toolTurn(after, 'mcp_locked_echo', { text: 'after revocation' });
+  assert.equal(fourth.outcome, 'completed');
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: after revocation');
+  assert.ok(mcp.events.some((e) => e.type === 'refused-token'), 'the old token was refused');
+  assert.equal(mcp.events.filter((e) => e.type === 'grant').at(-1).grant, 'refresh_token');
+  assert.equal(mcp.events.filter((e) => e.type === 'authorize').length, 1, 'no new sign-in');
+
   const stored = await getMessages(w.url, 'ChatAgent', room);
   const outputs = stored.flatMap((m) => m.parts).filter((p) => p.type?.startsWith('tool-mcp_locked_')).map((p) => p.output);
-  assert.deepEqual(outputs, ['echo: signed in', 'echo: refreshed', { sum: 3 }]);
+  assert.deepEqual(outputs, ['echo: signed in', 'echo: refreshed', { sum: 3 }, 'echo: after revocation']);
 });
 
 test('a sign-in the person refuses leaves the server failed with the reason', async (t) => {

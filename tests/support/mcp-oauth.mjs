@@ -3,7 +3,8 @@
 // registration, authorize with PKCE, token, refresh; `requireBearerAuth` guarding /mcp).
 // Owns: an in-memory provider that signs the person in at once (the authorize step redirects
 // straight back with a code), access tokens that live `accessTtlSeconds`, rotating refresh tokens,
-// and a log of what happened (`events`: registrations, grants by type, refused tokens).
+// revocation of every access token (`control.revokeAccessTokens()`), and a log of what happened
+// (`events`: registrations, grants by type, refused tokens).
 
 import { randomUUID } from 'node:crypto';
 import express from 'express';
@@ -69,6 +70,11 @@ class TestAuthProvider {
     return this.issue(client.client_id, entry.resource);
   }
 
+  /** Forgets every access token (as a server that revokes them does). */
+  revokeAccessTokens() {
+    this.access.clear();
+  }
+
   async verifyAccessToken(token) {
     const entry = this.access.get(token);
     if (!entry) {
@@ -83,8 +89,9 @@ class TestAuthProvider {
  * An express app serving the authorization server at `origin` and `/mcp` through `mcpHandler`
  * once a bearer token passes; `/__calls` and other paths go to `mcpHandler` unguarded.
  */
-export function oauthApp({ origin, mcpHandler, accessTtlSeconds = 3600, events }) {
+export function oauthApp({ origin, mcpHandler, accessTtlSeconds = 3600, events, control }) {
   const provider = new TestAuthProvider({ accessTtlSeconds, events });
+  if (control) control.revokeAccessTokens = () => provider.revokeAccessTokens();
   const mcpUrl = new URL('/mcp', origin);
   const app = express();
   app.use(mcpAuthRouter({ provider, issuerUrl: new URL(origin), resourceServerUrl: mcpUrl, scopesSupported: ['mcp:tools'] }));

@@ -185,7 +185,8 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
   await new Promise((resolve) => httpServer.listen(port, host, resolve));
   const bound = httpServer.address().port;
   const origin = `http://${host}:${bound}`;
-  httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, ...oauth }) : handler);
+  const control = {};
+  httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, control, ...oauth }) : handler);
   return {
     url: `http://${host}:${bound}/mcp`,
     port: bound,
@@ -194,6 +195,8 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
     listings,
     /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
     events,
+    /** With `oauth`: makes the authorization server forget every access token it issued. */
+    revokeAccessTokens: () => control.revokeAccessTokens?.(),
     async close() {
       for (const transport of sessions.values()) await transport.close().catch(() => {});
       for (const transport of streams.values()) await transport.close().catch(() => {});

@@ -184,6 +184,14 @@ impl Servers {
         self.rename();
     }
 
+    /// A ready server's tools, listed again.
+    pub fn set_tools(&mut self, id: &str, tools: Vec<Value>) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.tools = tools;
+        }
+        self.rename();
+    }
+
     /// The server failed (`error` says why): its tools are withdrawn.
     pub fn set_failed(&mut self, id: &str, error: &str) {
         if let Some(entry) = self.entries.get_mut(id) {

@@ -68,6 +68,16 @@ impl Session {
             .push(("authorization".to_string(), format!("Bearer {token}")));
     }
 
+    /// A copy of the session for a run of up to `count` requests made
+    /// alongside others (a listing while calls go on): it numbers its
+    /// requests from a block of ids this session skips, so no two requests
+    /// in flight share an id.
+    pub fn fork(&mut self, count: u64) -> Session {
+        let fork = self.clone();
+        self.next_id += count;
+        fork
+    }
+
     /// Takes the note that the server's tool list changed.
     pub fn take_tools_changed(&mut self) -> bool {
         std::mem::take(&mut self.tools_changed)
@@ -273,6 +283,15 @@ mod tests {
         assert_eq!(s.read(&call, &reply), Ok(json!({"content": []})));
         assert!(s.take_tools_changed());
         assert!(!s.take_tools_changed());
+    }
+
+    #[test]
+    fn a_fork_never_numbers_a_request_like_its_session() {
+        let mut s = Session::new("http://x/mcp", &[]);
+        let mut fork = s.fork(3);
+        let ids: Vec<_> = (0..3).map(|_| fork.list_tools(None).id.unwrap()).collect();
+        let next = s.call_tool("add", Value::Null).id.unwrap();
+        assert!(!ids.contains(&next), "{ids:?} and {next}");
     }
 
     #[test]

@@ -176,10 +176,15 @@ test('a tool list that changes is read again when the server says so, and resour
   assert.equal(toolPartOf(stored, 'mcp_demo_document').output, expected);
 
   const mark = c.mark();
+  const sessions = mcp.sessions.length;
+  const listings = mcp.listings.length;
   const grown = await toolTurn(c, 'mcp_demo_grow', {});
   assert.equal(grown.outcome, 'completed');
   const relisted = await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
   assert.ok(relisted.mcp.tools.some((tool) => tool.name === 'grow'), 'the other tools stay');
+  assert.equal(mcp.listings.length, listings + 1, 'listed once more');
+  assert.equal(mcp.sessions.length, sessions, 'on the same session');
+  assert.ok(!c.since(mark).some((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.demo?.state !== 'ready'), 'the server stayed ready');
 
   const done = await toolTurn(c, 'mcp_demo_later', {});
   assert.equal(done.outcome, 'completed');
@@ -207,6 +212,7 @@ test('a server that speaks only the older HTTP+SSE transport is reached over its
   const mark = c.mark();
   await toolTurn(c, 'mcp_demo_grow', {});
   await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
+  assert.equal(mcp.sessions.length, 1, 'listed again on the same stream');
 
   // The server goes away: the stream ends, the next call is a tool error and the turn goes on.
   await mcp.close();

@@ -18,6 +18,7 @@ use worker::Delay;
 use crate::agent::tool_context::AbortSignal;
 use crate::agent::tool_context::AbortSignal as CallAbort;
 use crate::log::LogLevel;
+use crate::mcp::connect::MAX_TOOL_PAGES;
 use crate::mcp::legacy_sse::should_fall_back;
 use crate::mcp::servers::ServerInfo;
 use crate::mcp::{
@@ -267,6 +268,58 @@ impl AgentHost {
         self.publish_mcp();
     }
 
+    /// Lists server `id`'s tools again on its open session (it said they
+    /// changed); a listing that fails connects the server again instead.
+    fn relist_mcp(self: &Rc<Self>, id: String) {
+        let host = self.clone();
+        spawn_local(async move { host.run_relist(id).await });
+    }
+
+    async fn run_relist(self: Rc<Self>, id: String) {
+        let forked = {
+            let mut state = self.mcp.state.borrow_mut();
+            let link = state.links.get(&id).cloned();
+            state
+                .sessions
+                .get_mut(&id)
+                .map(|s| (s.fork(MAX_TOOL_PAGES as u64), link))
+        };
+        let Some((mut session, link)) = forked else {
+            return;
+        };
+        let (mut listing, mut request) = Connect::relist(&mut session);
+        let outcome = loop {
+            let reply = send(link.as_ref(), &request, CONNECT_TIMEOUT_MS, None).await;
+            match listing.on_reply(&mut session, reply) {
+                ConnectStep::Send(next) => request = next,
+                ConnectStep::Done(outcome) => break outcome,
+            }
+        };
+        match outcome {
+            Ok(listed) => {
+                {
+                    let mut state = self.mcp.state.borrow_mut();
+                    if state.connecting.contains_key(&id) || !state.sessions.contains_key(&id) {
+                        return;
+                    }
+                    state.servers.set_tools(&id, listed.tools);
+                }
+                self.log_line(
+                    LogLevel::Info,
+                    &format!("mcp: server '{id}' listed its tools again"),
+                );
+                self.publish_mcp();
+            }
+            Err(e) => {
+                self.log_line(
+                    LogLevel::Warn,
+                    &format!("mcp: server '{id}' could not list its tools again: {e}"),
+                );
+                self.connect_mcp(id);
+            }
+        }
+    }
+
     fn connect_mcp(self: &Rc<Self>, id: String) {
         let host = self.clone();
         spawn_local(async move { host.run_connect(id).await });
@@ -438,7 +491,7 @@ impl AgentHost {
                 Ok(result) => {
                     let stream_said = link.as_ref().is_some_and(|l| l.take_tools_changed());
                     if reader.take_tools_changed() || stream_said {
-                        self.connect_mcp(id.clone());
+                        self.relist_mcp(id.clone());
                     }
                     return tool_outcome(&result);
                 }

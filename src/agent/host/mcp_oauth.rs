@@ -4,14 +4,14 @@
 //! authorization server found, the agent registered as a client, a PKCE
 //! verifier and `state` kept, and the URL a person opens), and the
 //! callback `GET <agent>/callback?code&state` that trades the code for
-//! tokens and connects the server. The sign-in is stored per server
+//! tokens and connects the server (`mcp_oauth_callback.rs`). The sign-in is stored per server
 //! (`store::mcp_servers`), so it outlives restarts. The protocol is
 //! `crate::mcp::oauth`, sans-I/O.
 
 use std::rc::Rc;
 use std::time::Duration;
 
-use worker::{Delay, Response, Url};
+use worker::{Delay, Url};
 
 use crate::log::LogLevel;
 use crate::mcp::oauth::discovery::{
@@ -19,11 +19,10 @@ use crate::mcp::oauth::discovery::{
     read_resource_metadata, resource_metadata_urls,
 };
 use crate::mcp::oauth::grant::{
-    authorization_url, code_exchange, read_registration, read_tokens, refresh, registration,
-    Authorization,
+    authorization_url, read_registration, read_tokens, refresh, registration, Authorization,
 };
 use crate::mcp::oauth::pkce::{base64url, code_challenge, code_verifier};
-use crate::mcp::oauth::{server_of_state, Credentials, Pending, Tokens};
+use crate::mcp::oauth::{Credentials, Pending, Tokens};
 use crate::mcp::{McpError, McpServer};
 
 use super::super::ids::random_bytes;
@@ -31,7 +30,7 @@ use super::mcp_http::exchange;
 use super::{now_ms, AgentHost};
 
 /// The deadline of each request to an authorization server.
-const OAUTH_TIMEOUT_MS: u64 = 10_000;
+pub(super) const OAUTH_TIMEOUT_MS: u64 = 10_000;
 /// The path under the agent's own path that a sign-in redirects to.
 pub(super) const CALLBACK_SUFFIX: &str = "/callback";
 
@@ -47,7 +46,7 @@ pub(super) enum AfterUnauthorized {
 
 impl AgentHost {
     /// Server `id`'s stored sign-in, if it is for `server_url`.
-    fn mcp_credentials(&self, id: &str, server_url: &str) -> Option<Credentials> {
+    pub(super) fn mcp_credentials(&self, id: &str, server_url: &str) -> Option<Credentials> {
         let json = self.store.mcp_credentials(id).ok().flatten()?;
         match Credentials::read(&json) {
             Ok(c) if c.server_url == server_url => Some(c),
@@ -62,7 +61,7 @@ impl AgentHost {
         }
     }
 
-    fn store_mcp_credentials(&self, id: &str, credentials: &Credentials) {
+    pub(super) fn store_mcp_credentials(&self, id: &str, credentials: &Credentials) {
         if let Err(e) = self.store.put_mcp_credentials(id, &credentials.to_json()) {
             self.log_line(
                 LogLevel::Error,
@@ -328,78 +327,5 @@ impl AgentHost {
             &format!("mcp: server '{id}' waits for a sign-in"),
         );
         Ok(url)
-    }
-
-    /// `GET <agent>/callback?code&state` (or `?error&state`) for one of
-    /// the agent's servers: `None` when the request is not one (the
-    /// author's routes get it). A `state` that names one of the servers is
-    /// the proof: it was made for this authorization, is used once and
-    /// expires after ten minutes; so the callback is served before the
-    /// agent's `authorize` (a browser coming back from a sign-in carries no
-    /// agent credentials).
-    pub(super) async fn mcp_oauth_callback(self: &Rc<Self>, url: &Url) -> Option<Response> {
-        if !url.path().ends_with(CALLBACK_SUFFIX) {
-            return None;
-        }
-        let query: std::collections::HashMap<String, String> =
-            url.query_pairs().into_owned().collect();
-        let state = query.get("state")?;
-        let id = server_of_state(state)?.to_string();
-        let server = self.mcp.server(&id)?;
-        let refuse = |text: &str| Response::error(text, 400).ok();
-        let Some(mut credentials) = self.mcp_credentials(&id, &server.url) else {
-            return refuse("This sign-in is unknown or has expired.");
-        };
-        if !credentials.pending_matches(state, &id, now_ms()) {
-            return refuse("This sign-in is unknown or has expired.");
-        }
-        let Some(pending) = credentials.pending.take() else {
-            return refuse("This sign-in is unknown or has expired.");
-        };
-        self.store_mcp_credentials(&id, &credentials);
-        if let Some(error) = query.get("error") {
-            let text = match query.get("error_description") {
-                Some(d) => format!("the sign-in was refused: {error}: {d}"),
-                None => format!("the sign-in was refused: {error}"),
-            };
-            self.mcp_sign_in_failed(&id, &text);
-            return refuse(&text);
-        }
-        let Some(code) = query.get("code") else {
-            return refuse("The sign-in brought no code.");
-        };
-        let (Some(auth_server), Some(client)) =
-            (credentials.auth_server.clone(), credentials.client.clone())
-        else {
-            return refuse("This sign-in is unknown or has expired.");
-        };
-        let request = code_exchange(
-            &auth_server,
-            &client,
-            code,
-            &pending.verifier,
-            &credentials.redirect_uri,
-            &credentials.resource,
-        );
-        let tokens = match exchange(&request, OAUTH_TIMEOUT_MS, None).await {
-            Ok(reply) => read_tokens(&reply, now_ms(), None),
-            Err(e) => Err(e),
-        };
-        match tokens {
-            Ok(tokens) => {
-                credentials.tokens = Some(tokens);
-                self.store_mcp_credentials(&id, &credentials);
-                self.log_line(LogLevel::Info, &format!("mcp: server '{id}' signed in"));
-                self.reconnect_mcp(&id);
-                let home = format!("{}/", url.origin().ascii_serialization());
-                let target = Url::parse(&home).ok()?;
-                Response::redirect(target).ok()
-            }
-            Err(e) => {
-                let text = format!("the sign-in could not be completed: {e}");
-                self.mcp_sign_in_failed(&id, &text);
-                refuse(&text)
-            }
-        }
     }
 }

@@ -42,6 +42,7 @@ mod frames;
 mod mcp;
 mod mcp_http;
 mod mcp_oauth;
+mod mcp_oauth_callback;
 mod mcp_sse;
 mod model_stream;
 

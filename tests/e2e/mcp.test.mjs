@@ -5,7 +5,10 @@
 // the server with their results stored (structured, error, image), a server that goes away
 // mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token (a
 // wrong one seen as a failure with its reason) that is reconnected after a runtime restart, and
-// its removal.
+// its removal; a tool list that changes (`notifications/tools/list_changed` on a call's answer)
+// listed again on the same session; embedded resources and resource links as text for the model;
+// a server that speaks only the older HTTP+SSE transport (reached after its 405, again after a
+// restart, a list change seen on its stream, a tool error once it is gone).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -194,7 +197,7 @@ test('a tool list that changes is read again when the server says so, and resour
   assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'here now');
 });
 
-test('a server that speaks only the older HTTP+SSE transport is reached over its event stream', async (t) => {
+test('a server that speaks only the older HTTP+SSE transport is reached over its event stream, again after a restart', async (t) => {
   const mcp = await mcpServerFor(t, { legacySse: true, extras: true });
   const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
   const room = `mcp-${rid()}`;
@@ -214,9 +217,18 @@ test('a server that speaks only the older HTTP+SSE transport is reached over its
   await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
   assert.equal(mcp.sessions.length, 1, 'listed again on the same stream');
 
+  // A runtime restart: the stream is opened again and the server's tools come back.
+  await w.restart();
+  const again = await tab(w, room);
+  await mcpFrame(again, ready('demo'));
+  assert.equal(mcp.sessions.length, 2, 'a new event stream after the restart');
+  const echoed = await toolTurn(again, 'mcp_demo_echo', { text: 'after restart' });
+  assert.equal(echoed.outcome, 'completed');
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: after restart');
+
   // The server goes away: the stream ends, the next call is a tool error and the turn goes on.
   await mcp.close();
-  const after = await toolTurn(c, 'mcp_demo_echo', { text: 'anyone?' });
+  const after = await toolTurn(again, 'mcp_demo_echo', { text: 'anyone?' });
   assert.equal(after.outcome, 'completed');
   assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /MCP server 'demo'/);
 });

@@ -111,6 +111,13 @@ pub fn instance_name(path: &str) -> Option<String> {
         .map(|(_, name)| name.to_string())
 }
 
+/// The path of the agent a request path addresses, `/agents/<kebab>/<name>`.
+pub fn agent_path(path: &str) -> Option<String> {
+    agent_segments(path)
+        .flatten()
+        .map(|(namespace, name)| format!("/agents/{namespace}/{name}"))
+}
+
 pub fn route<'a>(path: &str, bindings: &[&'a str]) -> Route<'a> {
     let (namespace, name) = match agent_segments(path) {
         None => return Route::NotAgent,

@@ -64,6 +64,21 @@ impl Connect {
         (connect, request)
     }
 
+    /// Lists the tools again on an open `session` (after the server said
+    /// they changed); returns the first request. The outcome's
+    /// capabilities are `Null`: only its tools are new.
+    pub fn relist(session: &mut Session) -> (Connect, McpRequest) {
+        let request = session.list_tools(None);
+        let connect = Connect {
+            phase: Phase::Listing { pages: 1 },
+            pending: request.clone(),
+            capabilities: Value::Null,
+            instructions: None,
+            tools: Vec::new(),
+        };
+        (connect, request)
+    }
+
     /// The reply to the last request sent (or why there was none).
     pub fn on_reply(
         &mut self,
@@ -152,6 +167,7 @@ mod tests {
             status: 200,
             content_type: Some("text/event-stream".into()),
             session_id: Some("s1".into()),
+            www_authenticate: None,
             body: format!(
                 "event: message\ndata: {}\n\n",
                 json!({"jsonrpc":"2.0","id":request.id,"result":result})
@@ -220,6 +236,19 @@ mod tests {
             ConnectStep::Done(Err(McpError::Unreachable("refused".into())))
         );
         assert!(!session.is_open());
+    }
+
+    #[test]
+    fn a_relisting_reads_the_pages_on_the_open_session() {
+        let mut session = Session::new("http://mcp/", &[]);
+        let (mut connect, first) = Connect::relist(&mut session);
+        assert!(first.body.as_deref().unwrap().contains("tools/list"));
+        let page = json!({"tools":[{"name":"later"}]});
+        let ConnectStep::Done(Ok(connected)) = connect.on_reply(&mut session, answer(&first, page))
+        else {
+            panic!("expected the end of the listing");
+        };
+        assert_eq!(connected.tools, vec![json!({"name":"later"})]);
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
 /// One HTTP request to an MCP server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpRequest {
-    /// `POST` (a message) or `DELETE` (ending the session).
+    /// `POST` (a message, or an OAuth form), `GET` (a metadata document)
+    /// or `DELETE` (ending the session).
     pub method: &'static str,
     pub url: String,
     pub headers: Vec<(String, String)>,
@@ -32,6 +33,8 @@ pub struct McpReply {
     pub content_type: Option<String>,
     /// The `Mcp-Session-Id` header.
     pub session_id: Option<String>,
+    /// The `WWW-Authenticate` header (of a 401).
+    pub www_authenticate: Option<String>,
     pub body: String,
 }
 
@@ -46,6 +49,13 @@ pub enum McpError {
     /// A non-2xx status (a 404 for a known session is `SessionExpired`).
     #[error("HTTP {status}{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
     Http { status: u16, body: String },
+    /// A 401: the server wants (other) credentials; `challenge` is its
+    /// `WWW-Authenticate` header.
+    #[error("HTTP 401{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
+    Unauthorized {
+        body: String,
+        challenge: Option<String>,
+    },
     /// The server no longer knows the session: initialize again.
     #[error("the server ended the session")]
     SessionExpired,
@@ -97,6 +107,12 @@ pub fn read_reply(
 ) -> Result<ReadReply, McpError> {
     if reply.status == 404 && had_session {
         return Err(McpError::SessionExpired);
+    }
+    if reply.status == 401 {
+        return Err(McpError::Unauthorized {
+            body: snippet(&reply.body),
+            challenge: reply.www_authenticate.clone(),
+        });
     }
     if !(200..300).contains(&reply.status) {
         return Err(McpError::Http {
@@ -190,6 +206,7 @@ mod tests {
             status: 200,
             content_type: Some(content_type.into()),
             session_id: None,
+            www_authenticate: None,
             body: body.into(),
         }
     }

@@ -4,13 +4,17 @@
 //! connection handshake as a step machine (`connect`), what a tool result
 //! becomes for the model (`content`), the names the model sees
 //! (`names`), the servers an agent is connected to with their state and
-//! the `cf_agent_mcp_servers` frame (`servers`), and their stored rows
-//! (`record`). The host (`agent::mcp`) carries the requests out with `fetch`.
+//! the `cf_agent_mcp_servers` frame (`servers`), the older HTTP+SSE
+//! transport for servers that speak only that (`legacy_sse`), their stored rows
+//! (`record`), and OAuth for servers that ask a person to sign in
+//! (`oauth`). The host (`agent::mcp`) carries the requests out with `fetch`.
 
 pub mod connect;
 pub mod content;
 pub mod jsonrpc;
+pub mod legacy_sse;
 pub mod names;
+pub mod oauth;
 pub mod record;
 pub mod servers;
 pub mod session;

@@ -60,6 +60,14 @@ impl McpServer {
         self
     }
 
+    /// Whether the author gave the credentials (an `Authorization` header):
+    /// then a 401 is a failure, not a reason to ask a person to sign in.
+    pub fn has_authorization(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    }
+
     /// Whether the URL is one `fetch` can reach.
     pub fn check(&self) -> Result<(), String> {
         let url = self.url.trim();

@@ -23,6 +23,8 @@ use super::record::McpServer;
 #[serde(rename_all = "kebab-case")]
 pub enum ServerState {
     Connecting,
+    /// Waiting for a person to sign in at `auth_url`.
+    Authenticating,
     Ready,
     Failed,
 }
@@ -34,6 +36,8 @@ struct Entry {
     declared: bool,
     state: ServerState,
     error: Option<String>,
+    /// Where a person signs in while the state is `Authenticating`.
+    auth_url: Option<String>,
     capabilities: Option<Value>,
     instructions: Option<String>,
     /// The server's tools as it listed them.
@@ -51,6 +55,8 @@ pub struct ServerInfo {
     pub url: String,
     pub state: ServerState,
     pub error: Option<String>,
+    /// Where a person signs in, while the server waits for that.
+    pub auth_url: Option<String>,
     /// Declared by the definition (not removable at run time).
     pub declared: bool,
     /// The names its tools are offered to the model under.
@@ -95,6 +101,7 @@ impl Servers {
             entry.server = server;
             entry.state = ServerState::Connecting;
             entry.error = None;
+            entry.auth_url = None;
             return Ok(id);
         }
         self.entries.insert(
@@ -104,6 +111,7 @@ impl Servers {
                 declared,
                 state: ServerState::Connecting,
                 error: None,
+                auth_url: None,
                 capabilities: None,
                 instructions: None,
                 tools: Vec::new(),
@@ -150,6 +158,16 @@ impl Servers {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Connecting;
             entry.error = None;
+            entry.auth_url = None;
+        }
+    }
+
+    /// The server waits for a person to sign in at `auth_url`.
+    pub fn set_authenticating(&mut self, id: &str, auth_url: &str) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.state = ServerState::Authenticating;
+            entry.error = None;
+            entry.auth_url = Some(auth_url.to_string());
         }
     }
 
@@ -158,9 +176,18 @@ impl Servers {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Ready;
             entry.error = None;
+            entry.auth_url = None;
             entry.capabilities = Some(connected.capabilities);
             entry.instructions = connected.instructions;
             entry.tools = connected.tools;
+        }
+        self.rename();
+    }
+
+    /// A ready server's tools, listed again.
+    pub fn set_tools(&mut self, id: &str, tools: Vec<Value>) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.tools = tools;
         }
         self.rename();
     }
@@ -170,6 +197,7 @@ impl Servers {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Failed;
             entry.error = Some(error.to_string());
+            entry.auth_url = None;
         }
     }
 
@@ -233,6 +261,7 @@ impl Servers {
                 url: e.server.url.clone(),
                 state: e.state,
                 error: e.error.clone(),
+                auth_url: e.auth_url.clone(),
                 declared: e.declared,
                 tools: match e.state {
                     ServerState::Ready => e.offered.clone(),
@@ -253,7 +282,7 @@ impl Servers {
                 json!({
                     "name": e.server.name,
                     "server_url": e.server.url,
-                    "auth_url": null,
+                    "auth_url": e.auth_url,
                     "state": e.state,
                     "capabilities": e.capabilities,
                     "instructions": e.instructions,
@@ -382,5 +411,22 @@ mod tests {
             json!([{"name":"add","description":"does add","inputSchema":{"type":"object","properties":{"a":{"type":"number"}}},"serverId":"demo"}])
         );
         assert_eq!(frame["mcp"]["prompts"], json!([]));
+    }
+
+    #[test]
+    fn a_server_waiting_for_a_sign_in_shows_where_and_offers_nothing() {
+        let mut servers = Servers::default();
+        let id = servers
+            .add(McpServer::new("Locked", "http://a/mcp"), false)
+            .unwrap();
+        servers.set_authenticating(&id, "http://as/authorize?state=n.locked");
+        let frame: Value = serde_json::from_str(&servers.frame()).unwrap();
+        let locked = &frame["mcp"]["servers"]["locked"];
+        assert_eq!(locked["state"], "authenticating");
+        assert_eq!(locked["auth_url"], "http://as/authorize?state=n.locked");
+        assert!(servers.tool_specs().is_empty());
+        servers.set_ready(&id, connected(&["add"]));
+        assert_eq!(servers.list()[0].auth_url, None);
+        assert_eq!(servers.tool_specs().len(), 1);
     }
 }

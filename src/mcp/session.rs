@@ -59,6 +59,25 @@ impl Session {
         self.protocol_version = None;
     }
 
+    /// Sends `Authorization: Bearer <token>` from now on (an OAuth sign-in's
+    /// access token, in place of any earlier one).
+    pub fn set_bearer(&mut self, token: &str) {
+        self.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        self.headers
+            .push(("authorization".to_string(), format!("Bearer {token}")));
+    }
+
+    /// A copy of the session for a run of up to `count` requests made
+    /// alongside others (a listing while calls go on): it numbers its
+    /// requests from a block of ids this session skips, so no two requests
+    /// in flight share an id.
+    pub fn fork(&mut self, count: u64) -> Session {
+        let fork = self.clone();
+        self.next_id += count;
+        fork
+    }
+
     /// Takes the note that the server's tool list changed.
     pub fn take_tools_changed(&mut self) -> bool {
         std::mem::take(&mut self.tools_changed)
@@ -203,6 +222,7 @@ mod tests {
             status: 200,
             content_type: Some("application/json".into()),
             session_id: session.map(str::to_string),
+            www_authenticate: None,
             body: body.to_string(),
         }
     }
@@ -253,6 +273,7 @@ mod tests {
             status: 200,
             content_type: Some("text/event-stream".into()),
             session_id: None,
+            www_authenticate: None,
             body: format!(
                 "data: {}\n\ndata: {}\n\n",
                 json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
@@ -262,6 +283,15 @@ mod tests {
         assert_eq!(s.read(&call, &reply), Ok(json!({"content": []})));
         assert!(s.take_tools_changed());
         assert!(!s.take_tools_changed());
+    }
+
+    #[test]
+    fn a_fork_never_numbers_a_request_like_its_session() {
+        let mut s = Session::new("http://x/mcp", &[]);
+        let mut fork = s.fork(3);
+        let ids: Vec<_> = (0..3).map(|_| fork.list_tools(None).id.unwrap()).collect();
+        let next = s.call_tool("add", Value::Null).id.unwrap();
+        assert!(!ids.contains(&next), "{ids:?} and {next}");
     }
 
     #[test]

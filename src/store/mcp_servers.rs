@@ -1,7 +1,9 @@
 //! The MCP servers the agent's code added at run time: one row of
 //! `chat_mcp_servers` per server id, its value the JSON `mcp::ServerRecord`
 //! (a shape with its own version). Declared servers are not stored: the
-//! definition declares them again on every start.
+//! definition declares them again on every start. A server's OAuth
+//! sign-in (`mcp::oauth::Credentials`, declared servers' too) is a row of
+//! the same table under `oauth:<id>` (a server id holds no `:`).
 
 use serde::Deserialize;
 use worker::SqlStorageValue;
@@ -19,7 +21,10 @@ impl SqlStore {
     pub fn mcp_server_rows(&self) -> worker::Result<Vec<(String, String)>> {
         let rows: Vec<ServerRow> = self
             .sql
-            .exec("SELECT id, record FROM chat_mcp_servers ORDER BY id", None)?
+            .exec(
+                "SELECT id, record FROM chat_mcp_servers WHERE id NOT LIKE 'oauth:%' ORDER BY id",
+                None,
+            )?
             .to_array()?;
         Ok(rows.into_iter().map(|r| (r.id, r.record)).collect())
     }
@@ -40,5 +45,27 @@ impl SqlStore {
             vec![SqlStorageValue::from(id)],
         )?;
         Ok(())
+    }
+
+    /// Server `id`'s stored OAuth sign-in, if any.
+    pub fn mcp_credentials(&self, id: &str) -> worker::Result<Option<String>> {
+        let rows: Vec<ServerRow> = self
+            .sql
+            .exec(
+                "SELECT id, record FROM chat_mcp_servers WHERE id = ?",
+                vec![SqlStorageValue::from(format!("oauth:{id}"))],
+            )?
+            .to_array()?;
+        Ok(rows.into_iter().next().map(|r| r.record))
+    }
+
+    /// Stores server `id`'s OAuth sign-in.
+    pub fn put_mcp_credentials(&self, id: &str, json: &str) -> worker::Result<()> {
+        self.put_mcp_server(&format!("oauth:{id}"), json)
+    }
+
+    /// Forgets server `id`'s OAuth sign-in.
+    pub fn delete_mcp_credentials(&self, id: &str) -> worker::Result<()> {
+        self.delete_mcp_server(&format!("oauth:{id}"))
     }
 }

@@ -5,7 +5,10 @@
 // the server with their results stored (structured, error, image), a server that goes away
 // mid-turn (a tool error, the turn goes on), a server added at run time with a bearer token (a
 // wrong one seen as a failure with its reason) that is reconnected after a runtime restart, and
-// its removal.
+// its removal; a tool list that changes (`notifications/tools/list_changed` on a call's answer)
+// listed again on the same session; embedded resources and resource links as text for the model;
+// a server that speaks only the older HTTP+SSE transport (reached after its 405, again after a
+// restart, a list change seen on its stream, a tool error once it is gone).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -159,4 +162,73 @@ test('a server that lists its tools in pages has every page read and every tool 
   c.send(chatRequest(id, [userMessage(rid('u'), 'which tools?')]));
   await c.waitFor(isDone(id), 20000);
   assert.deepEqual(offeredTools(w.model.requests.at(-1)).filter((n) => n.startsWith('mcp_')), ['mcp_demo_add', 'mcp_demo_echo', 'mcp_demo_fail', 'mcp_demo_picture']);
+});
+
+test('a tool list that changes is read again when the server says so, and resources reach the model as text', async (t) => {
+  const mcp = await mcpServerFor(t, { extras: true });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const room = `mcp-${rid()}`;
+  const c = await tab(w, room);
+  const first = await mcpFrame(c, ready('demo'));
+  assert.ok(!first.mcp.tools.some((tool) => tool.name === 'later'), 'not there before it is added');
+
+  await toolTurn(c, 'mcp_demo_document', {});
+  const expected = '[resource memo://notes/1]\nRemember the milk.\n\n[resource link spec.pdf <https://example.com/spec.pdf>]';
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, expected);
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  assert.equal(toolPartOf(stored, 'mcp_demo_document').output, expected);
+
+  const mark = c.mark();
+  const sessions = mcp.sessions.length;
+  const listings = mcp.listings.length;
+  const grown = await toolTurn(c, 'mcp_demo_grow', {});
+  assert.equal(grown.outcome, 'completed');
+  const relisted = await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
+  assert.ok(relisted.mcp.tools.some((tool) => tool.name === 'grow'), 'the other tools stay');
+  assert.equal(mcp.listings.length, listings + 1, 'listed once more');
+  assert.equal(mcp.sessions.length, sessions, 'on the same session');
+  assert.ok(!c.since(mark).some((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.demo?.state !== 'ready'), 'the server stayed ready');
+
+  const done = await toolTurn(c, 'mcp_demo_later', {});
+  assert.equal(done.outcome, 'completed');
+  const offered = offeredTools(w.model.requests.at(-2));
+  assert.ok(offered.includes('mcp_demo_later'), `the new tool is offered: ${offered}`);
+  assert.deepEqual(mcp.calls.at(-1), { name: 'later', args: {} });
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'here now');
+});
+
+test('a server that speaks only the older HTTP+SSE transport is reached over its event stream, again after a restart', async (t) => {
+  const mcp = await mcpServerFor(t, { legacySse: true, extras: true });
+  const w = await workerFor(t, { bindings: { MCP_DEMO_URL: mcp.url } });
+  const room = `mcp-${rid()}`;
+  const c = await tab(w, room);
+  const frame = await mcpFrame(c, ready('demo'));
+  assert.ok(frame.mcp.tools.some((tool) => tool.name === 'add'));
+  assert.equal(mcp.sessions.length, 1, 'one event stream opened');
+
+  const done = await toolTurn(c, 'mcp_demo_add', { a: 4, b: 5 });
+  assert.equal(done.outcome, 'completed');
+  assert.deepEqual(mcp.calls.at(-1), { name: 'add', args: { a: 4, b: 5 } });
+  assert.deepEqual(JSON.parse(toolMessages(w.model.requests.at(-1)).at(-1).content), { sum: 9 });
+
+  // A list change announced on the stream is read again too.
+  const mark = c.mark();
+  await toolTurn(c, 'mcp_demo_grow', {});
+  await mcpFrame(c, (m) => m.servers.demo?.state === 'ready' && m.tools.some((tool) => tool.name === 'later'), { since: mark });
+  assert.equal(mcp.sessions.length, 1, 'listed again on the same stream');
+
+  // A runtime restart: the stream is opened again and the server's tools come back.
+  await w.restart();
+  const again = await tab(w, room);
+  await mcpFrame(again, ready('demo'));
+  assert.equal(mcp.sessions.length, 2, 'a new event stream after the restart');
+  const echoed = await toolTurn(again, 'mcp_demo_echo', { text: 'after restart' });
+  assert.equal(echoed.outcome, 'completed');
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: after restart');
+
+  // The server goes away: the stream ends, the next call is a tool error and the turn goes on.
+  await mcp.close();
+  const after = await toolTurn(again, 'mcp_demo_echo', { text: 'anyone?' });
+  assert.equal(after.outcome, 'completed');
+  assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /MCP server 'demo'/);
 });

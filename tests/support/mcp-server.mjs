@@ -1,27 +1,63 @@
 // A small MCP server for the demo and the end-to-end tests, built on the official TypeScript SDK
 // (`@modelcontextprotocol/sdk`) over its Streamable HTTP transport, one session per client.
 // Owns: the tools `add` (text and structured content), `echo`, `fail` (a tool error) and
-// `picture` (an image and text), the call log (GET /__calls), an optional bearer token, `tools/list`
+// `picture` (an image and text) — with `extras`, also `document` (an embedded resource and a
+// resource link) and `grow` (adds `later`, announced by `notifications/tools/list_changed`) — the call log (GET /__calls), an optional bearer token, `tools/list`
 // in pages of `pageSize` tools (cursor: the next index) when asked, and the CLI
 // `node tests/support/mcp-server.mjs [--port 8790] [--host 127.0.0.1] [--token T]`
-// (serves POST/GET/DELETE /mcp).
+// (serves POST/GET/DELETE /mcp), and with `oauth: {accessTtlSeconds}` the same server behind the
+// test authorization server of tests/support/mcp-oauth.mjs (same origin); with `legacySse` it
+// speaks only the older HTTP+SSE transport (GET /mcp: the event stream; POST /messages; a POST to
+// /mcp is refused with 405).
 
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { oauthApp } from './mcp-oauth.mjs';
 
 /** An 8×8 red PNG, base64 (for `picture`). */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAIAQMAAAD+wSzIAAAABlBMVEX/AAD///9BHTQRAAAADklEQVQI12P4z8BQDwAEgAF/QualIQAAAABJRU5ErkJggg==';
 
-function toolServer(calls, pageSize) {
+/** The tools only a server started with `extras` has: an embedded resource, and a tool list that grows. */
+function extraTools(server, logged, shared) {
+  const later = () => server.registerTool('later', {
+    description: 'A tool that appeared after the first listing.',
+    inputSchema: {},
+  }, logged('later', () => ({ content: [{ type: 'text', text: 'here now' }] })));
+  if (shared.grown) later();
+  server.registerTool('document', {
+    description: 'Returns a document and a link.',
+    inputSchema: {},
+  }, logged('document', () => ({
+    content: [
+      { type: 'resource', resource: { uri: 'memo://notes/1', mimeType: 'text/plain', text: 'Remember the milk.' } },
+      { type: 'resource_link', uri: 'https://example.com/spec.pdf', name: 'spec.pdf', mimeType: 'application/pdf' },
+    ],
+  })));
+  server.registerTool('grow', {
+    description: 'Adds the tool `later` and says the tool list changed.',
+    inputSchema: {},
+  }, logged('grow', async (_args, extra) => {
+    if (!shared.grown) {
+      shared.grown = true;
+      later();
+    }
+    // On this call's answer stream (a notification outside a request goes to a GET stream).
+    await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+    return { content: [{ type: 'text', text: 'grown' }] };
+  }));
+}
+
+function toolServer(calls, pageSize, shared) {
   const server = new McpServer({ name: 'durable-chat-test-tools', version: '1.0.0' }, { instructions: 'Small arithmetic and echo tools.' });
-  const logged = (name, run) => async (args) => {
+  const logged = (name, run) => async (args, extra) => {
     calls.push({ name, args });
-    return run(args);
+    return run(args, extra);
   };
   server.registerTool('add', {
     description: 'Adds two numbers.',
@@ -43,6 +79,7 @@ function toolServer(calls, pageSize) {
     description: 'Draws a small picture.',
     inputSchema: {},
   }, logged('picture', () => ({ content: [{ type: 'image', mimeType: 'image/png', data: PNG }, { type: 'text', text: 'a red square' }] })));
+  if (shared) extraTools(server, logged, shared);
   if (pageSize) {
     // The SDK lists every tool at once; its own listing (kept in its handler map) is cut in pages.
     const listAll = server.server._requestHandlers.get('tools/list');
@@ -59,18 +96,24 @@ function toolServer(calls, pageSize) {
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
  * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
- * close()}.
+ * events (with `oauth`), close()}.
  */
-export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize } = {}) {
+export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth, extras, legacySse } = {}) {
+  const streams = new Map();
+  const shared = extras ? { grown: false } : undefined;
   const listings = [];
   const calls = [];
   const sessions = new Map();
   const opened = [];
-  const httpServer = http.createServer(async (req, res) => {
+  const handler = async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (url.pathname === '/__calls') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(calls));
+      return;
+    }
+    if (legacySse) {
+      await serveLegacy(req, res, url);
       return;
     }
     if (url.pathname !== '/mcp') {
@@ -100,7 +143,7 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
         transport.onclose = () => {
           if (transport.sessionId) sessions.delete(transport.sessionId);
         };
-        await toolServer(calls, pageSize).connect(transport);
+        await toolServer(calls, pageSize, shared).connect(transport);
       }
       if (req.method === 'POST') {
         const chunks = [];
@@ -115,17 +158,48 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(String(err?.message ?? err));
     }
-  });
+  };
+  // The older HTTP+SSE transport only: GET /mcp opens the stream, whose endpoint is /messages.
+  const serveLegacy = async (req, res, url) => {
+    if (url.pathname === '/mcp' && req.method === 'GET') {
+      const transport = new SSEServerTransport('/messages', res);
+      streams.set(transport.sessionId, transport);
+      opened.push(transport.sessionId);
+      res.on('close', () => streams.delete(transport.sessionId));
+      await toolServer(calls, pageSize, shared).connect(transport);
+      return;
+    }
+    const transport = url.pathname === '/messages' && streams.get(url.searchParams.get('sessionId'));
+    if (req.method !== 'POST' || !transport) {
+      res.writeHead(url.pathname === '/mcp' ? 405 : 404, { 'content-type': 'text/plain' }).end('this server speaks HTTP+SSE only');
+      return;
+    }
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
+    if (body?.method === 'tools/list') listings.push(body.params?.cursor ?? null);
+    await transport.handlePostMessage(req, res, body);
+  };
+  const events = [];
+  const httpServer = http.createServer();
   await new Promise((resolve) => httpServer.listen(port, host, resolve));
   const bound = httpServer.address().port;
+  const origin = `http://${host}:${bound}`;
+  const control = {};
+  httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, control, ...oauth }) : handler);
   return {
     url: `http://${host}:${bound}/mcp`,
     port: bound,
     calls,
     sessions: opened,
     listings,
+    /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
+    events,
+    /** With `oauth`: makes the authorization server forget every access token it issued. */
+    revokeAccessTokens: () => control.revokeAccessTokens?.(),
     async close() {
       for (const transport of sessions.values()) await transport.close().catch(() => {});
+      for (const transport of streams.values()) await transport.close().catch(() => {});
       httpServer.closeAllConnections?.();
       await new Promise((resolve) => httpServer.close(() => resolve()));
     },

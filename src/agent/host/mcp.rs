@@ -7,7 +7,7 @@
 //! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -16,14 +16,19 @@ use wasm_bindgen_futures::spawn_local;
 use worker::Delay;
 
 use crate::agent::tool_context::AbortSignal;
+use crate::agent::tool_context::AbortSignal as CallAbort;
 use crate::log::LogLevel;
+use crate::mcp::connect::MAX_TOOL_PAGES;
+use crate::mcp::legacy_sse::should_fall_back;
 use crate::mcp::servers::ServerInfo;
 use crate::mcp::{
-    tool_outcome, Connect, ConnectStep, McpError, McpServer, ServerRecord, ServerState, Servers,
-    Session,
+    tool_outcome, Connect, ConnectStep, McpError, McpRequest, McpServer, ServerRecord, ServerState,
+    Servers, Session,
 };
 
 use super::mcp_http::exchange;
+use super::mcp_oauth::AfterUnauthorized;
+use super::mcp_sse::SseLink;
 use super::{now_ms, AgentHost};
 
 /// The deadline of each request of a handshake.
@@ -49,6 +54,12 @@ struct McpState {
     connecting: HashMap<String, u64>,
     next_generation: u64,
     failed_at: HashMap<String, u64>,
+    /// The event streams of servers on the older HTTP+SSE transport.
+    links: HashMap<String, Rc<SseLink>>,
+    /// The servers whose OAuth tokens are being refreshed.
+    refreshing: HashSet<String>,
+    /// The agent's own URL, the base of its OAuth callback.
+    agent_url: Option<String>,
 }
 
 impl McpClients {
@@ -60,6 +71,31 @@ impl McpClients {
                 ..McpState::default()
             }),
         }
+    }
+
+    pub(super) fn set_agent_url(&self, url: String) {
+        self.state.borrow_mut().agent_url = Some(url);
+    }
+
+    pub(super) fn agent_url(&self) -> Option<String> {
+        self.state.borrow().agent_url.clone()
+    }
+
+    pub(super) fn is_refreshing(&self, id: &str) -> bool {
+        self.state.borrow().refreshing.contains(id)
+    }
+
+    pub(super) fn set_refreshing(&self, id: &str, on: bool) {
+        let mut state = self.state.borrow_mut();
+        if on {
+            state.refreshing.insert(id.to_string());
+        } else {
+            state.refreshing.remove(id);
+        }
+    }
+
+    pub(super) fn server(&self, id: &str) -> Option<McpServer> {
+        self.state.borrow().servers.server(id).cloned()
     }
 }
 
@@ -142,11 +178,15 @@ impl AgentHost {
             state.servers.remove(&id).map_err(|e| e.to_string())?;
             state.connecting.remove(&id);
             state.failed_at.remove(&id);
+            if let Some(link) = state.links.remove(&id) {
+                link.close();
+            }
             (id.clone(), state.sessions.remove(&id))
         };
         self.store
             .delete_mcp_server(&id)
             .map_err(|e| format!("the MCP server could not be forgotten: {e}"))?;
+        self.forget_mcp_credentials(&id);
         if let Some(end) = session.and_then(|s| s.end()) {
             spawn_local(async move {
                 let _ = exchange(&end, CONNECT_TIMEOUT_MS, None).await;
@@ -212,6 +252,74 @@ impl AgentHost {
         }
     }
 
+    /// Connects server `id` again (after a sign-in).
+    pub(super) fn reconnect_mcp(self: &Rc<Self>, id: &str) {
+        self.connect_mcp(id.to_string());
+    }
+
+    /// A sign-in to server `id` failed (`error` says why).
+    pub(super) fn mcp_sign_in_failed(self: &Rc<Self>, id: &str, error: &str) {
+        {
+            let mut state = self.mcp.state.borrow_mut();
+            state.servers.set_failed(id, error);
+            state.failed_at.insert(id.to_string(), now_ms());
+        }
+        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {error}"));
+        self.publish_mcp();
+    }
+
+    /// Lists server `id`'s tools again on its open session (it said they
+    /// changed); a listing that fails connects the server again instead.
+    fn relist_mcp(self: &Rc<Self>, id: String) {
+        let host = self.clone();
+        spawn_local(async move { host.run_relist(id).await });
+    }
+
+    async fn run_relist(self: Rc<Self>, id: String) {
+        let forked = {
+            let mut state = self.mcp.state.borrow_mut();
+            let link = state.links.get(&id).cloned();
+            state
+                .sessions
+                .get_mut(&id)
+                .map(|s| (s.fork(MAX_TOOL_PAGES as u64), link))
+        };
+        let Some((mut session, link)) = forked else {
+            return;
+        };
+        let (mut listing, mut request) = Connect::relist(&mut session);
+        let outcome = loop {
+            let reply = send(link.as_ref(), &request, CONNECT_TIMEOUT_MS, None).await;
+            match listing.on_reply(&mut session, reply) {
+                ConnectStep::Send(next) => request = next,
+                ConnectStep::Done(outcome) => break outcome,
+            }
+        };
+        match outcome {
+            Ok(listed) => {
+                {
+                    let mut state = self.mcp.state.borrow_mut();
+                    if state.connecting.contains_key(&id) || !state.sessions.contains_key(&id) {
+                        return;
+                    }
+                    state.servers.set_tools(&id, listed.tools);
+                }
+                self.log_line(
+                    LogLevel::Info,
+                    &format!("mcp: server '{id}' listed its tools again"),
+                );
+                self.publish_mcp();
+            }
+            Err(e) => {
+                self.log_line(
+                    LogLevel::Warn,
+                    &format!("mcp: server '{id}' could not list its tools again: {e}"),
+                );
+                self.connect_mcp(id);
+            }
+        }
+    }
+
     fn connect_mcp(self: &Rc<Self>, id: String) {
         let host = self.clone();
         spawn_local(async move { host.run_connect(id).await });
@@ -228,23 +336,73 @@ impl AgentHost {
             let generation = state.next_generation;
             state.connecting.insert(id.clone(), generation);
             state.sessions.remove(&id);
+            if let Some(link) = state.links.remove(&id) {
+                link.close();
+            }
             state.servers.set_connecting(&id);
             (generation, server)
         };
         let (generation, server) = started;
         self.publish_mcp();
         let mut session = Session::new(&server.url, &server.headers);
-        let (mut connect, mut request) = Connect::start(&mut session);
-        let outcome = loop {
-            let reply = exchange(&request, CONNECT_TIMEOUT_MS, None).await;
-            match connect.on_reply(&mut session, reply) {
-                ConnectStep::Send(next) => request = next,
-                ConnectStep::Done(outcome) => break outcome,
+        let mut may_refresh = true;
+        let mut link = None;
+        let mut outcome = loop {
+            if let Some(token) = self.mcp_bearer(&id, &server).await {
+                session.set_bearer(&token);
+            }
+            let outcome = handshake(&mut session, None).await;
+            let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
+                break outcome;
+            };
+            if server.has_authorization() {
+                break outcome;
+            }
+            match self
+                .mcp_unauthorized(&id, &server, challenge.clone(), may_refresh)
+                .await
+            {
+                AfterUnauthorized::Retry => may_refresh = false,
+                AfterUnauthorized::Failed(e) => break Err(e),
+                AfterUnauthorized::SignIn(url) => {
+                    {
+                        let mut state = self.mcp.state.borrow_mut();
+                        if state.connecting.get(&id) != Some(&generation) {
+                            return;
+                        }
+                        state.connecting.remove(&id);
+                        state.servers.set_authenticating(&id, &url);
+                    }
+                    self.publish_mcp();
+                    return;
+                }
             }
         };
+        if matches!(&outcome, Err(e) if should_fall_back(e)) {
+            // A server that speaks only the older HTTP+SSE transport?
+            let bearer = self.mcp_bearer(&id, &server).await;
+            let mut headers = server.headers.clone();
+            if let Some(token) = &bearer {
+                headers.push(("authorization".into(), format!("Bearer {token}")));
+            }
+            if let Ok((opened, post_url)) =
+                SseLink::open(&server.url, &headers, CONNECT_TIMEOUT_MS).await
+            {
+                let mut legacy = Session::new(&post_url, &server.headers);
+                if let Some(token) = &bearer {
+                    legacy.set_bearer(token);
+                }
+                outcome = handshake(&mut legacy, Some(&opened)).await;
+                session = legacy;
+                link = Some(opened);
+            }
+        }
         {
             let mut state = self.mcp.state.borrow_mut();
             if state.connecting.get(&id) != Some(&generation) {
+                if let Some(link) = link {
+                    link.close();
+                }
                 return;
             }
             state.connecting.remove(&id);
@@ -259,9 +417,15 @@ impl AgentHost {
                     );
                     state.servers.set_ready(&id, connected);
                     state.sessions.insert(id.clone(), session);
+                    if let Some(link) = link {
+                        state.links.insert(id.clone(), link);
+                    }
                     state.failed_at.remove(&id);
                 }
                 Err(e) => {
+                    if let Some(link) = link {
+                        link.close();
+                    }
                     self.log_line(LogLevel::Warn, &format!("mcp: server '{id}' failed: {e}"));
                     state.servers.set_failed(&id, &e.to_string());
                     state.failed_at.insert(id.clone(), now_ms());
@@ -289,8 +453,16 @@ impl AgentHost {
             .server(&id)
             .map(|s| s.name.clone())
             .unwrap_or_else(|| id.clone());
+        let server = self.mcp.server(&id);
         for attempt in 0..2 {
             self.wait_for_connecting(Some(&id)).await;
+            if let Some(server) = &server {
+                if let Some(token) = self.mcp_bearer(&id, server).await {
+                    if let Some(session) = self.mcp.state.borrow_mut().sessions.get_mut(&id) {
+                        session.set_bearer(&token);
+                    }
+                }
+            }
             let prepared = {
                 let mut state = self.mcp.state.borrow_mut();
                 let timeout = state
@@ -309,19 +481,35 @@ impl AgentHost {
             let Some((request, mut reader, timeout)) = prepared else {
                 return Err(format!("The MCP server '{name}' is not connected."));
             };
-            let read = match exchange(&request, timeout, Some(abort.clone())).await {
+            let link = self.mcp.state.borrow().links.get(&id).cloned();
+            let sent = send(link.as_ref(), &request, timeout, Some(abort.clone())).await;
+            let read = match sent {
                 Ok(reply) => reader.read(&request, &reply),
                 Err(e) => Err(e),
             };
             match read {
                 Ok(result) => {
-                    if reader.take_tools_changed() {
-                        self.connect_mcp(id.clone());
+                    let stream_said = link.as_ref().is_some_and(|l| l.take_tools_changed());
+                    if reader.take_tools_changed() || stream_said {
+                        self.relist_mcp(id.clone());
                     }
                     return tool_outcome(&result);
                 }
                 Err(McpError::SessionExpired) if attempt == 0 => {
                     self.clone().run_connect(id.clone()).await;
+                }
+                Err(McpError::Unauthorized { .. })
+                    if server.as_ref().is_some_and(|s| !s.has_authorization()) =>
+                {
+                    let refreshed = match (&server, attempt) {
+                        (Some(server), 0) => self.refresh_mcp_tokens(&id, server).await.is_ok(),
+                        _ => false,
+                    };
+                    if !refreshed {
+                        // A new sign-in: the server shows where in its state.
+                        self.connect_mcp(id.clone());
+                        return Err(format!("The MCP server '{name}' needs a new sign-in."));
+                    }
                 }
                 Err(e) if e.is_transport() => {
                     self.mark_mcp_failed(&id, &e);
@@ -340,6 +528,9 @@ impl AgentHost {
                 return;
             }
             state.sessions.remove(id);
+            if let Some(link) = state.links.remove(id) {
+                link.close();
+            }
             state.servers.set_failed(id, &error.to_string());
             state.failed_at.insert(id.to_string(), now_ms());
         }
@@ -364,5 +555,34 @@ impl AgentHost {
         };
         self.execute(effects);
         self.schedule_timers();
+    }
+}
+
+/// `initialize`, `initialized` and the tool listing on `session`.
+async fn handshake(
+    session: &mut Session,
+    link: Option<&Rc<SseLink>>,
+) -> Result<crate::mcp::Connected, McpError> {
+    let (mut connect, mut request) = Connect::start(session);
+    loop {
+        let reply = send(link, &request, CONNECT_TIMEOUT_MS, None).await;
+        match connect.on_reply(session, reply) {
+            ConnectStep::Send(next) => request = next,
+            ConnectStep::Done(outcome) => return outcome,
+        }
+    }
+}
+
+/// One exchange over the server's transport: its event stream when it has
+/// one (the older HTTP+SSE transport), a plain POST otherwise.
+async fn send(
+    link: Option<&Rc<SseLink>>,
+    request: &McpRequest,
+    timeout_ms: u64,
+    abort: Option<CallAbort>,
+) -> Result<crate::mcp::McpReply, McpError> {
+    match link {
+        Some(link) => link.send(request, timeout_ms, abort).await,
+        None => exchange(request, timeout_ms, abort).await,
     }
 }

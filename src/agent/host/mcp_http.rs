@@ -1,5 +1,5 @@
 //! One HTTP exchange with an MCP server through the Workers `fetch`: the
-//! request the sans-I/O session built, sent with a deadline (and a tool
+//! request the sans-I/O session (or the OAuth flow) built, sent with a deadline (and a tool
 //! run's abort signal), its reply read whole up to `MAX_REPLY_BYTES`.
 
 use std::time::Duration;
@@ -28,6 +28,7 @@ pub(super) async fn exchange(
     let mut init = RequestInit::new();
     let method = match request.method {
         "DELETE" => Method::Delete,
+        "GET" => Method::Get,
         _ => Method::Post,
     };
     init.with_method(method).with_headers(headers);
@@ -71,6 +72,7 @@ async fn read(mut response: Response) -> Result<McpReply, McpError> {
     let header = |name: &str| response.headers().get(name).ok().flatten();
     let content_type = header("content-type");
     let session_id = header("mcp-session-id");
+    let www_authenticate = header("www-authenticate");
     let mut body = Vec::new();
     if status != 202 && status != 204 {
         if let Ok(mut stream) = response.stream() {
@@ -88,6 +90,7 @@ async fn read(mut response: Response) -> Result<McpReply, McpError> {
         status,
         content_type,
         session_id,
+        www_authenticate,
         body: String::from_utf8_lossy(&body).into_owned(),
     })
 }

@@ -41,6 +41,9 @@ mod debug_author;
 mod frames;
 mod mcp;
 mod mcp_http;
+mod mcp_oauth;
+mod mcp_oauth_callback;
+mod mcp_sse;
 mod model_stream;
 
 /// The var naming (comma-separated) the hosts whose file links reach the
@@ -107,7 +110,7 @@ pub struct AgentHost {
     mcp: mcp::McpClients,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     js_sys::Date::now() as u64
 }
 
@@ -227,6 +230,14 @@ impl AgentHost {
             self.remember_name(&name);
         }
         let internal = crate::routing::is_channel_path(path);
+        if !internal {
+            self.note_agent_url(&url);
+            if req.method() == worker::Method::Get {
+                if let Some(response) = self.mcp_oauth_callback(&url).await {
+                    return Ok(response);
+                }
+            }
+        }
         let channel = path.ends_with(crate::routing::CHANNEL_PATH);
         if internal {
             // Checked here, not only by a router: a parent's channel carries

@@ -1,0 +1,220 @@
+//! The older HTTP+SSE transport as the host runs it: one standing `GET`
+//! event stream per server, read by a task of its own that hands each
+//! response to the request waiting for its id and notes a changed tool
+//! list; each message is POSTed to the stream's endpoint and its answer
+//! awaited from the stream. The stream closing fails the requests waiting
+//! (the server is then marked failed by the call that sees it). The
+//! protocol pieces are `crate::mcp::legacy_sse`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures::channel::oneshot;
+use futures::future::{select, Either};
+use futures::StreamExt;
+use serde_json::Value;
+use wasm_bindgen_futures::spawn_local;
+use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit};
+
+use crate::agent::tool_context::AbortSignal;
+use crate::mcp::legacy_sse::{endpoint, open_stream, reply_of, response_id};
+use crate::mcp::{McpError, McpReply, McpRequest};
+use crate::model::sse::{SseEvent, SseParser};
+
+use super::mcp_http::exchange;
+
+/// An open event stream to one server.
+pub(super) struct SseLink {
+    waiting: RefCell<HashMap<u64, oneshot::Sender<Value>>>,
+    closed: Cell<bool>,
+    tools_changed: Cell<bool>,
+    controller: RefCell<Option<AbortController>>,
+}
+
+impl SseLink {
+    /// Opens the stream to `url` and waits (at most `timeout_ms`) for its
+    /// `endpoint` event; returns the link and the URL to POST to.
+    pub(super) async fn open(
+        url: &str,
+        headers: &[(String, String)],
+        timeout_ms: u64,
+    ) -> Result<(Rc<SseLink>, String), McpError> {
+        let request = open_stream(url, headers);
+        let http_headers = Headers::new();
+        for (name, value) in &request.headers {
+            http_headers
+                .set(name, value)
+                .map_err(|e| McpError::Malformed(format!("header {name}: {e}")))?;
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::Get).with_headers(http_headers);
+        let http = Request::new_with_init(url, &init)
+            .map_err(|e| McpError::Unreachable(format!("bad request: {e}")))?;
+        let link = Rc::new(SseLink {
+            waiting: RefCell::new(HashMap::new()),
+            closed: Cell::new(false),
+            tools_changed: Cell::new(false),
+            controller: RefCell::new(None),
+        });
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        *link.controller.borrow_mut() = Some(controller);
+        let opening = Box::pin(async move {
+            let mut response = Fetch::Request(http)
+                .send_with_signal(&signal)
+                .await
+                .map_err(|e| McpError::Unreachable(e.to_string()))?;
+            let status = response.status_code();
+            let is_stream = response
+                .headers()
+                .get("content-type")
+                .ok()
+                .flatten()
+                .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+            if !(200..300).contains(&status) || !is_stream {
+                return Err(McpError::Http {
+                    status,
+                    body: "no event stream".into(),
+                });
+            }
+            let mut stream = response
+                .stream()
+                .map_err(|e| McpError::Unreachable(e.to_string()))?;
+            let mut parser = SseParser::new();
+            let mut events: Vec<SseEvent> = Vec::new();
+            loop {
+                let Some(chunk) = stream.next().await else {
+                    return Err(McpError::Unreachable(
+                        "the event stream ended before its endpoint".into(),
+                    ));
+                };
+                let chunk =
+                    chunk.map_err(|e| McpError::Unreachable(format!("the event stream: {e}")))?;
+                parser.feed(&chunk, &mut events);
+                if let Some(at) = events
+                    .iter()
+                    .position(|e| e.event.as_deref() == Some("endpoint"))
+                {
+                    let rest: Vec<SseEvent> = events.split_off(at + 1);
+                    let data = events.pop().map(|e| e.data).unwrap_or_default();
+                    return Ok((data, stream, parser, rest));
+                }
+                events.clear();
+            }
+        });
+        let deadline = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
+        let (data, stream, parser, rest) = match select(opening, deadline).await {
+            Either::Left((opened, _)) => opened?,
+            Either::Right(_) => {
+                link.close();
+                return Err(McpError::Timeout(timeout_ms));
+            }
+        };
+        let post_url = match endpoint(url, &data) {
+            Ok(url) => url,
+            Err(e) => {
+                link.close();
+                return Err(e);
+            }
+        };
+        for event in rest {
+            link.on_event(&event);
+        }
+        let reader = link.clone();
+        spawn_local(async move { reader.read(stream, parser).await });
+        Ok((link, post_url))
+    }
+
+    async fn read(self: Rc<Self>, mut stream: ByteStream, mut parser: SseParser) {
+        let mut events = Vec::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            parser.feed(&chunk, &mut events);
+            for event in events.drain(..) {
+                self.on_event(&event);
+            }
+        }
+        self.close();
+    }
+
+    fn on_event(&self, event: &SseEvent) {
+        if !matches!(event.event.as_deref(), None | Some("message")) {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+            return;
+        };
+        if message.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
+        {
+            self.tools_changed.set(true);
+        }
+        if let Some(id) = response_id(&message) {
+            if let Some(waiter) = self.waiting.borrow_mut().remove(&id) {
+                let _ = waiter.send(message);
+            }
+        }
+    }
+
+    /// Ends the stream; requests still waiting fail.
+    pub(super) fn close(&self) {
+        self.closed.set(true);
+        if let Some(controller) = self.controller.borrow_mut().take() {
+            controller.abort();
+        }
+        self.waiting.borrow_mut().clear();
+    }
+
+    /// Takes the note that the server said its tool list changed.
+    pub(super) fn take_tools_changed(&self) -> bool {
+        self.tools_changed.replace(false)
+    }
+
+    /// POSTs `request` and waits (at most `timeout_ms`, or until `abort`)
+    /// for its response on the stream.
+    pub(super) async fn send(
+        &self,
+        request: &McpRequest,
+        timeout_ms: u64,
+        abort: Option<AbortSignal>,
+    ) -> Result<McpReply, McpError> {
+        if self.closed.get() {
+            return Err(McpError::Unreachable("the event stream closed".into()));
+        }
+        let Some(id) = request.id else {
+            return exchange(request, timeout_ms, abort).await;
+        };
+        let (tx, rx) = oneshot::channel();
+        self.waiting.borrow_mut().insert(id, tx);
+        let started = crate::agent::host::now_ms();
+        let posted = exchange(request, timeout_ms, abort.clone()).await;
+        let posted = match posted {
+            Ok(reply) if (200..300).contains(&reply.status) => reply,
+            other => {
+                self.waiting.borrow_mut().remove(&id);
+                return other;
+            }
+        };
+        drop(posted);
+        let left = timeout_ms.saturating_sub(crate::agent::host::now_ms().saturating_sub(started));
+        let deadline = Box::pin(Delay::from(Duration::from_millis(left)));
+        let given_up = Box::pin(async move {
+            match abort {
+                Some(signal) => signal.aborted().await,
+                None => futures::future::pending::<()>().await,
+            }
+        });
+        let outcome = match select(rx, select(deadline, given_up)).await {
+            Either::Left((Ok(message), _)) => Ok(reply_of(&message)),
+            Either::Left((Err(_), _)) => {
+                Err(McpError::Unreachable("the event stream closed".into()))
+            }
+            Either::Right((Either::Left(_), _)) => Err(McpError::Timeout(timeout_ms)),
+            Either::Right((Either::Right(_), _)) => {
+                Err(McpError::Unreachable("the call was given up".into()))
+            }
+        };
+        self.waiting.borrow_mut().remove(&id);
+        outcome
+    }
+}

@@ -1,0 +1,114 @@
+//! MCP's older HTTP+SSE transport (protocol 2024-11-05), for servers that
+//! speak only that: the client opens a standing `GET` event stream, whose
+//! first `endpoint` event names the URL it POSTs each message to; the
+//! server answers the POST with a bare 2xx and sends the response on the
+//! stream. Here: when to try it (a Streamable HTTP POST refused with 400,
+//! 404 or 405, as the SDK clients do), the request that opens the stream,
+//! the endpoint (resolved against the server URL, same origin only), and
+//! a message from the stream as the reply the session reads.
+
+use serde_json::Value;
+use url::Url;
+
+use super::jsonrpc::{McpError, McpReply, McpRequest};
+
+/// Whether a failed Streamable HTTP exchange means the server may speak
+/// only the older transport.
+pub fn should_fall_back(error: &McpError) -> bool {
+    matches!(
+        error,
+        McpError::Http {
+            status: 400 | 404 | 405,
+            ..
+        }
+    )
+}
+
+/// The `GET` that opens the event stream, with the author's headers.
+pub fn open_stream(url: &str, headers: &[(String, String)]) -> McpRequest {
+    let mut all = vec![("accept".to_string(), "text/event-stream".to_string())];
+    all.extend(headers.iter().cloned());
+    McpRequest {
+        method: "GET",
+        url: url.to_string(),
+        headers: all,
+        body: None,
+        id: None,
+    }
+}
+
+/// The URL messages are posted to, from the `endpoint` event's data.
+pub fn endpoint(server_url: &str, data: &str) -> Result<String, McpError> {
+    let base =
+        Url::parse(server_url).map_err(|e| McpError::Malformed(format!("the server URL: {e}")))?;
+    let url = base
+        .join(data.trim())
+        .map_err(|e| McpError::Malformed(format!("the endpoint event: {e}")))?;
+    if url.origin() != base.origin() {
+        return Err(McpError::Malformed(format!(
+            "the endpoint event names another origin ({})",
+            url.origin().ascii_serialization()
+        )));
+    }
+    Ok(url.into())
+}
+
+/// A JSON-RPC response that came on the stream, as the reply to its POST.
+pub fn reply_of(message: &Value) -> McpReply {
+    McpReply {
+        status: 200,
+        content_type: Some("application/json".into()),
+        body: message.to_string(),
+        ..McpReply::default()
+    }
+}
+
+/// The id a message from the stream answers (`None`: a notification or a
+/// request from the server).
+pub fn response_id(message: &Value) -> Option<u64> {
+    if message.get("method").is_some() {
+        return None;
+    }
+    message.get("id").and_then(Value::as_u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_refusals_of_the_post_lead_to_the_older_transport() {
+        let http = |status| McpError::Http {
+            status,
+            body: String::new(),
+        };
+        assert!(should_fall_back(&http(405)));
+        assert!(should_fall_back(&http(404)));
+        assert!(!should_fall_back(&http(500)));
+        assert!(!should_fall_back(&McpError::Unauthorized {
+            body: String::new(),
+            challenge: None
+        }));
+    }
+
+    #[test]
+    fn the_endpoint_is_resolved_and_kept_to_the_servers_origin() {
+        assert_eq!(
+            endpoint("http://h:1/sse", "/messages?sessionId=a b").unwrap(),
+            "http://h:1/messages?sessionId=a%20b"
+        );
+        assert!(endpoint("http://h:1/sse", "http://evil/x").is_err());
+    }
+
+    #[test]
+    fn stream_messages_are_matched_to_requests() {
+        let response = json!({"jsonrpc":"2.0","id":4,"result":{}});
+        assert_eq!(response_id(&response), Some(4));
+        assert_eq!(
+            response_id(&json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
+            None
+        );
+        assert_eq!(reply_of(&response).body, response.to_string());
+    }
+}

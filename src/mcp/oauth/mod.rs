@@ -1,0 +1,13 @@
+//! OAuth for MCP servers that ask a person to sign in, sans-I/O: finding
+//! the authorization server (`discovery`), PKCE (`pkce`), the requests and
+//! answers of the authorization-code grant and refresh (`grant`), and what
+//! is kept of a sign-in (`credentials`). The host (`agent::host::mcp_oauth`)
+//! sends the requests, stores the credentials and serves the callback.
+
+pub mod credentials;
+pub mod discovery;
+pub mod grant;
+pub mod pkce;
+
+pub use credentials::{server_of_state, Credentials, OAuthClient, Pending, Tokens};
+pub use discovery::{AuthServer, Challenge};

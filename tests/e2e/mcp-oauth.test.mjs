@@ -1,0 +1,124 @@
+// An MCP server behind an OAuth authorization server, end to end: the built worker under
+// Miniflare, the repository's MCP server guarded by the test authorization server built from the
+// official TypeScript SDK's auth pieces (tests/support/mcp-oauth.mjs), the stock `agents` client,
+// the scripted model. Covers: a server added without credentials waits for a sign-in, with the
+// authorization URL (PKCE S256, state, the agent's callback, the server as resource) in
+// `onMcpUpdate`; following it (the authorization server redirects back to the agent's callback)
+// connects the server and offers its tools; the callback cannot be replayed; an access token
+// that expires is refreshed before a call; after a runtime restart the stored tokens connect the
+// server without a new sign-in; a token the server stops taking is refreshed and the call sent again.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { workerFor, tab, rid, waitUntil, offeredTools, toolMessages } from '../support/e2e.mjs';
+import { startMcpServer } from '../support/mcp-server.mjs';
+import { mountAgentChat } from '../support/agent-chat-node.mjs';
+
+const TOKEN_SECONDS = 4;
+
+async function toolTurn(client, tool, args, timeoutMs = 20000) {
+  const id = rid();
+  client.send(chatRequest(id, [userMessage(rid('u'), `[tool:${tool}:${JSON.stringify(args)}]`)]));
+  return client.waitFor(isDone(id), timeoutMs);
+}
+
+test('a server that asks for a sign-in: the URL reaches the agents client, the callback connects it, tokens are refreshed and kept', async (t) => {
+  const mcp = await startMcpServer({ oauth: { accessTtlSeconds: TOKEN_SECONDS } });
+  t.after(() => mcp.close());
+  const w = await workerFor(t);
+  const room = `oauth-${rid()}`;
+  const base = `/agents/chat-agent/${room}`;
+
+  const updates = [];
+  const client = await mountAgentChat({ url: w.url, name: room, hook: 'agents', agentOptions: { onMcpUpdate: (state) => updates.push(state) } });
+  t.after(() => client.unmount());
+  const c = await tab(w, room);
+
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  assert.equal(added.status, 201);
+  const waiting = await waitUntil(() => updates.find((u) => u.servers.locked?.state === 'authenticating'), { what: 'a server waiting for a sign-in' });
+  assert.deepEqual(waiting.tools, []);
+  const authUrl = new URL(waiting.servers.locked.auth_url);
+  const origin = new URL(mcp.url).origin;
+  assert.equal(`${authUrl.origin}${authUrl.pathname}`, `${origin}/authorize`);
+  const callback = `${w.url}${base}/callback`;
+  assert.equal(authUrl.searchParams.get('redirect_uri'), callback);
+  assert.equal(authUrl.searchParams.get('code_challenge_method'), 'S256');
+  assert.match(authUrl.searchParams.get('code_challenge'), /^[A-Za-z0-9_-]{43}$/);
+  assert.match(authUrl.searchParams.get('state'), /^[A-Za-z0-9_-]+\.locked$/);
+  assert.equal(authUrl.searchParams.get('resource'), mcp.url);
+  assert.deepEqual(mcp.events.filter((e) => e.type === 'register').map((e) => e.redirectUris), [[callback]]);
+  // No call reached the MCP server itself.
+  assert.deepEqual(mcp.events.filter((e) => e.type === 'mcp'), []);
+
+  // The person opens the URL; the authorization server signs them in and sends them back.
+  const toAgent = await fetch(authUrl, { redirect: 'manual' });
+  assert.equal(toAgent.status, 302);
+  const back = toAgent.headers.get('location');
+  assert.ok(back.startsWith(`${callback}?`), back);
+  const landed = await fetch(back, { redirect: 'manual' });
+  assert.equal(landed.status, 302, await landed.text());
+  assert.equal(landed.headers.get('location'), `${w.url}/`);
+  const replay = await fetch(back, { redirect: 'manual' });
+  assert.equal(replay.status, 400, 'a callback is used once');
+
+  const ready = await waitUntil(() => updates.find((u) => u.servers.locked?.state === 'ready'), { what: 'the signed-in server ready' });
+  assert.equal(ready.servers.locked.auth_url, null);
+  assert.deepEqual(ready.tools.map((tool) => tool.name).sort(), ['add', 'echo', 'fail', 'picture']);
+  assert.deepEqual(mcp.events.filter((e) => e.type === 'grant').map((e) => e.grant), ['authorization_code']);
+
+  const first = await toolTurn(c, 'mcp_locked_echo', { text: 'signed in' });
+  assert.equal(first.outcome, 'completed');
+  assert.ok(offeredTools(w.model.requests.at(-2)).includes('mcp_locked_echo'));
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: signed in');
+
+  // The access token expires; the next call refreshes it first and goes through.
+  await sleep(TOKEN_SECONDS * 1000 + 500);
+  const second = await toolTurn(c, 'mcp_locked_echo', { text: 'refreshed' });
+  assert.equal(second.outcome, 'completed');
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: refreshed');
+  assert.deepEqual(mcp.events.filter((e) => e.type === 'grant').map((e) => e.grant), ['authorization_code', 'refresh_token']);
+
+  // A restart: the stored sign-in connects the server again, with no new authorization.
+  await w.restart();
+  const after = await tab(w, room);
+  await waitUntil(() => after.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.locked?.state === 'ready'), { what: 'ready after the restart' });
+  assert.equal(mcp.events.filter((e) => e.type === 'authorize').length, 1);
+  const third = await toolTurn(after, 'mcp_locked_add', { a: 1, b: 2 });
+  assert.equal(third.outcome, 'completed');
+
+  // The server stops taking the access token before it expires: the 401 leads to a refresh and
+  // the call is sent again.
+  mcp.revokeAccessTokens();
+  const fourth = await toolTurn(after, 'mcp_locked_echo', { text: 'after revocation' });
+  assert.equal(fourth.outcome, 'completed');
+  assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: after revocation');
+  assert.ok(mcp.events.some((e) => e.type === 'refused-token'), 'the old token was refused');
+  assert.equal(mcp.events.filter((e) => e.type === 'grant').at(-1).grant, 'refresh_token');
+  assert.equal(mcp.events.filter((e) => e.type === 'authorize').length, 1, 'no new sign-in');
+
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  const outputs = stored.flatMap((m) => m.parts).filter((p) => p.type?.startsWith('tool-mcp_locked_')).map((p) => p.output);
+  assert.deepEqual(outputs, ['echo: signed in', 'echo: refreshed', { sum: 3 }, 'echo: after revocation']);
+});
+
+test('a sign-in the person refuses leaves the server failed with the reason', async (t) => {
+  const mcp = await startMcpServer({ oauth: { accessTtlSeconds: 60 } });
+  t.after(() => mcp.close());
+  const w = await workerFor(t);
+  const room = `oauth-${rid()}`;
+  const base = `/agents/chat-agent/${room}`;
+  const c = await tab(w, room);
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  const waiting = await waitUntil(() => c.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.locked?.state === 'authenticating'), { what: 'a server waiting for a sign-in' });
+  const state = new URL(waiting.mcp.servers.locked.auth_url).searchParams.get('state');
+  const forged = await fetch(`${w.url}${base}/callback?code=x&state=${encodeURIComponent(`forged.locked`)}`, { redirect: 'manual' });
+  assert.equal(forged.status, 400, 'a state the agent did not make is refused');
+  const refused = await fetch(`${w.url}${base}/callback?error=access_denied&state=${encodeURIComponent(state)}`, { redirect: 'manual' });
+  assert.equal(refused.status, 400);
+  const failed = await waitUntil(() => c.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.locked?.state === 'failed'), { what: 'the failed server' });
+  assert.equal(failed.mcp.servers.locked.error, 'the sign-in was refused: access_denied');
+  assert.deepEqual(mcp.events.filter((e) => e.type === 'grant'), []);
+});

@@ -67,7 +67,8 @@ impl CallStream {
     /// (the method is about to be cancelled), the call has ended, or the
     /// chunk's frame is over 1 MiB (`MAX_CHUNK_BYTES`; the stream goes on).
     pub fn send(&self, chunk: impl Serialize) -> Result<(), String> {
-        let chunk = serde_json::to_value(chunk).map_err(|e| format!("unserializable chunk: {e}"))?;
+        let chunk =
+            serde_json::to_value(chunk).map_err(|e| format!("unserializable chunk: {e}"))?;
         (self.send)(chunk)
     }
 }
@@ -320,12 +321,14 @@ mod tests {
             into.borrow_mut().push(chunk);
             Ok(())
         });
-        let result = futures::executor::block_on(count.stream_with(json!([3]), CallContext {}, stream));
+        let result =
+            futures::executor::block_on(count.stream_with(json!([3]), CallContext {}, stream));
         assert_eq!(result, Ok(json!("counted to 3")));
         assert_eq!(*sent.borrow(), [json!(1), json!(2), json!(3)]);
         // A send the host refuses (the caller went) is the method's error to handle.
         let gone = CallStream::new(|_| Err("call c1 is no longer streaming".into()));
-        let result = futures::executor::block_on(count.stream_with(json!([2]), CallContext {}, gone));
+        let result =
+            futures::executor::block_on(count.stream_with(json!([2]), CallContext {}, gone));
         assert_eq!(result, Err("call c1 is no longer streaming".to_string()));
         // Called as a plain method, its sends are refused.
         assert!(run(&count, json!([1])).is_err());

@@ -36,9 +36,9 @@ impl CallRefused {
     pub fn reason(&self, id: &str, bytes: usize) -> String {
         match self {
             CallRefused::DuplicateId => format!("a call with id {id} is already running"),
-            CallRefused::TooMany => format!(
-                "too many calls in flight (limit {MAX_CALLS_IN_FLIGHT}); try again later"
-            ),
+            CallRefused::TooMany => {
+                format!("too many calls in flight (limit {MAX_CALLS_IN_FLIGHT}); try again later")
+            }
             CallRefused::TooManyBytes { held } => format!(
                 "too much call data in flight ({held} bytes held, this call {bytes}, \
                  limit {MAX_CALL_BYTES_IN_FLIGHT}); try again later"

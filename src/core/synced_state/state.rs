@@ -93,8 +93,7 @@ impl Core {
     /// A batch of writes failed; when it held a state change, the change is
     /// undone (see the module header). `true`: the batch held nothing else.
     pub(in crate::core) fn on_state_write_failed(&mut self, ops: &[StoreOp], error: &str) -> bool {
-        let is_state =
-            |op: &StoreOp| matches!(op, StoreOp::PutConfig { key, .. } if *key == ConfigKey::AgentState);
+        let is_state = |op: &StoreOp| matches!(op, StoreOp::PutConfig { key, .. } if *key == ConfigKey::AgentState);
         if !ops.iter().any(is_state) {
             return false;
         }

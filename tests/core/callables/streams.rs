@@ -132,7 +132,10 @@ fn the_arguments_of_running_calls_are_bounded_in_bytes_per_connection() {
     done(&mut sim, "a", "big1", Ok(json!(1)));
     sim.take_frames("a");
     sim.send("a", call("big2", "echo", json!([big])));
-    assert!(sim.frames("a").is_empty(), "room again once the first ended");
+    assert!(
+        sim.frames("a").is_empty(),
+        "room again once the first ended"
+    );
 }
 
 #[test]

@@ -114,11 +114,17 @@ fn months_and_weekdays_may_be_named_in_any_case() {
         assert!(Cron::parse(named).is_ok(), "{named}");
     }
     // Friday 2026-12-04: the next Monday 09:00 is three days on.
-    assert_eq!(next("0 9 * * MON", FRIDAY), Some(FRIDAY + 3 * DAY + 9 * HOUR));
+    assert_eq!(
+        next("0 9 * * MON", FRIDAY),
+        Some(FRIDAY + 3 * DAY + 9 * HOUR)
+    );
     let error = |e: &str| Cron::parse(e).err().unwrap_or_default();
     assert!(error("* * * * MONDAY").contains("day of week"));
     assert!(error("* * * FEB-JAN *").contains("month"));
-    assert!(error("* * * * JAN").contains("day of week"), "a month is no weekday");
+    assert!(
+        error("* * * * JAN").contains("day of week"),
+        "a month is no weekday"
+    );
 }
 
 #[test]

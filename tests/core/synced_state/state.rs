@@ -104,7 +104,8 @@ fn a_refused_change_is_told_to_its_tab_only_and_changes_nothing() {
     assert!(
         logged
             .iter()
-            .any(|l| l.contains("state change refused from=a") && l.contains("count must not be negative")),
+            .any(|l| l.contains("state change refused from=a")
+                && l.contains("count must not be negative")),
         "the reason is logged: {logged:?}"
     );
     assert!(sim.frames("b").is_empty(), "nothing broadcast");
@@ -186,7 +187,11 @@ fn a_tabs_change_whose_write_fails_is_undone_and_told_to_that_tab() {
     sim.store.rows_mut().fail_writes = true;
     sim.send("a", set_state(json!({"count": 1})));
     sim.store.rows_mut().fail_writes = false;
-    assert_eq!(sim.core().state(), Some(&json!({"count": 0})), "not kept in memory");
+    assert_eq!(
+        sim.core().state(),
+        Some(&json!({"count": 0})),
+        "not kept in memory"
+    );
     assert_eq!(
         sim.frames("a"),
         [
@@ -196,7 +201,10 @@ fn a_tabs_change_whose_write_fails_is_undone_and_told_to_that_tab() {
         "refused, and given the state as stored"
     );
     assert!(sim.frames("b").is_empty(), "the broadcast was held back");
-    assert!(state_changes(&sim).is_empty(), "on_state_changed not called");
+    assert!(
+        state_changes(&sim).is_empty(),
+        "on_state_changed not called"
+    );
     assert_eq!(stored_state(&sim), None);
     assert_eq!(sim.core().state_write_failures(), 1);
     // The next change is stored and sent as usual; a restart keeps it.
@@ -218,12 +226,18 @@ fn the_agents_own_change_whose_write_fails_is_undone_and_reaches_no_tab() {
     let _ = sim.set_state(json!({"v": 2}));
     sim.store.rows_mut().fail_writes = false;
     assert_eq!(sim.core().state(), Some(&json!({"v": 1})));
-    assert_eq!(sim.core().state_write_failures(), 1, "the handle reports it");
+    assert_eq!(
+        sim.core().state_write_failures(),
+        1,
+        "the handle reports it"
+    );
     assert!(sim.frames("a").is_empty(), "no tab saw it, no chat error");
     assert!(state_changes(&sim).is_empty());
     let logged: Vec<String> = sim.log.iter().map(|e| e.to_string()).collect();
     assert!(
-        logged.iter().any(|l| l.contains("state change refused from=server")),
+        logged
+            .iter()
+            .any(|l| l.contains("state change refused from=server")),
         "{logged:?}"
     );
 }

@@ -396,6 +396,10 @@ impl AgentHost {
         }
         self.sockets.borrow_mut().remove(&conn);
         self.dispatch(Event::Disconnected { conn: conn.clone() });
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools {
+            debug_author::record_close(&self.handle(), &conn);
+        }
         if !attachment.channel {
             let connection = Connection::new(&conn, ws);
             spawn_local((self.author.on_close)(connection, self.handle()));

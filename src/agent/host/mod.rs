@@ -222,7 +222,11 @@ impl AgentHost {
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
     fn adopt_open_sockets(self: &Rc<Self>) {
         for ws in self.state.get_websockets() {
-            if let Ok(Some(Attachment { conn, .. })) = ws.deserialize_attachment::<Attachment>() {
+            if let Ok(Some(Attachment { conn, closed, .. })) = ws.deserialize_attachment() {
+                if closed {
+                    // Its close was handled before the eviction.
+                    continue;
+                }
                 let conn: ConnId = Rc::from(conn);
                 self.sockets.borrow_mut().insert(conn.clone(), ws);
                 self.dispatch(Event::Adopted { conn });

@@ -1,11 +1,14 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
 //! needs approval, a synced state with two callable methods
-//! (`shared_state.rs`), connection hooks (`connections.rs`), bound as the
-//! `ChatAgent` Durable Object class.
+//! (`shared_state.rs`), a streaming callable (`ticks.rs`), a reminder on a
+//! named schedule (`reminders.rs`), connection hooks (`connections.rs`),
+//! bound as the `ChatAgent` Durable Object class.
 
 #[cfg(target_arch = "wasm32")]
 mod connections;
+mod reminders;
 mod shared_state;
+mod ticks;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -86,7 +89,14 @@ impl AgentDefinition for DemoAgent {
     }
 
     fn callables(&self) -> Vec<crate::agent::Callable> {
-        shared_state::callables()
+        let mut callables = shared_state::callables();
+        callables.extend([ticks::callable(), reminders::callable()]);
+        callables
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
+        vec![reminders::schedule_callback()]
     }
 
     #[cfg(target_arch = "wasm32")]

@@ -65,7 +65,7 @@ impl AuthorHooks {
     }
 
     /// What the core needs of them: the initial state, the validator, the
-    /// callables' names.
+    /// callables' names (and which of them stream).
     pub fn agent_api<D: AgentDefinition>(&self, definition: &Rc<D>) -> AgentApi {
         let validator = definition.clone();
         AgentApi {
@@ -74,6 +74,10 @@ impl AuthorHooks {
                 validator.validate_state(next, source)
             })),
             callables: self.callables.keys().cloned().collect(),
+            streaming: (self.callables.values())
+                .filter(|c| c.is_streaming())
+                .map(|c| c.name().to_string())
+                .collect(),
         }
     }
 }

@@ -5,6 +5,12 @@
 //! i64)|`), and optionally the call's [`CallContext`]; its `Ok` value is the
 //! reply's result, its `Err`'s text the error the caller's promise rejects
 //! with. An optional access check decides per call.
+//!
+//! `Callable::streaming` declares a method that streams: its closure also
+//! gets a [`CallStream`] and sends chunks through it while it runs (the
+//! client's `onChunk`); its `Ok` value is the last reply (`onDone`), its
+//! `Err` the caller's error. A streaming method is cancelled (its future
+//! dropped at its next await) when the caller's socket closes.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -37,6 +43,36 @@ pub struct CallContext {
 /// Decides whether a call may run: `Err(reason)` is the caller's error.
 pub type AccessCheck = Rc<dyn Fn(&CallContext) -> Result<(), String>>;
 
+/// A streaming call's way back to its caller: each `send` is one reply with
+/// `done: false` (the client's `onChunk`). Clones are the same stream.
+#[derive(Clone)]
+pub struct CallStream {
+    send: Rc<dyn Fn(Value) -> Result<(), String>>,
+}
+
+impl CallStream {
+    /// A stream that delivers each chunk through `send`.
+    pub(crate) fn new(send: impl Fn(Value) -> Result<(), String> + 'static) -> CallStream {
+        CallStream {
+            send: Rc::new(send),
+        }
+    }
+
+    /// A stream for a method that does not stream: every send is refused.
+    pub(crate) fn none() -> CallStream {
+        CallStream::new(|_| Err("this method does not stream".to_string()))
+    }
+
+    /// Sends one chunk to the caller. `Err`: not sent — the caller is gone
+    /// (the method is about to be cancelled), the call has ended, or the
+    /// chunk's frame is over 1 MiB (`MAX_CHUNK_BYTES`; the stream goes on).
+    pub fn send(&self, chunk: impl Serialize) -> Result<(), String> {
+        let chunk =
+            serde_json::to_value(chunk).map_err(|e| format!("unserializable chunk: {e}"))?;
+        (self.send)(chunk)
+    }
+}
+
 /// A method a connected client may call.
 ///
 /// ```ignore
@@ -49,8 +85,52 @@ pub type AccessCheck = Rc<dyn Fn(&CallContext) -> Result<(), String>>;
 #[derive(Clone)]
 pub struct Callable {
     name: String,
-    run: Rc<dyn Fn(Value, CallContext) -> CallFuture>,
+    run: Rc<dyn Fn(Value, CallContext, CallStream) -> CallFuture>,
     allow: Option<AccessCheck>,
+    streaming: bool,
+}
+
+/// A streaming method's body as `Callable::streaming` takes it: a closure
+/// of the typed arguments and the stream (`|args: A, stream: CallStream|`),
+/// or of those and the call's context; see [`CallableHandler`].
+pub trait StreamingHandler<A, Shape>: 'static {
+    type Output: Serialize + 'static;
+    type Error: Display + 'static;
+    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
+
+    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Self::Future;
+}
+
+impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream)> for F
+where
+    F: Fn(A, CallStream) -> Fut + 'static,
+    Fut: Future<Output = Result<O, E>> + 'static,
+    O: Serialize + 'static,
+    E: Display + 'static,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn run(&self, args: A, stream: CallStream, _ctx: CallContext) -> Fut {
+        self(args, stream)
+    }
+}
+
+impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream, CallContext)> for F
+where
+    F: Fn(A, CallStream, CallContext) -> Fut + 'static,
+    Fut: Future<Output = Result<O, E>> + 'static,
+    O: Serialize + 'static,
+    E: Display + 'static,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Fut {
+        self(args, stream, ctx)
+    }
 }
 
 /// A method's body as `Callable::new` takes it: a closure of the typed
@@ -108,21 +188,53 @@ impl Callable {
         H: CallableHandler<A, Shape>,
     {
         let run = Rc::new(run);
+        Callable::typed(name, false, move |args: A, _stream, ctx| run.run(args, ctx))
+    }
+
+    /// A method that streams (see the module header): `run` gets the typed
+    /// arguments and a [`CallStream`]; its result is the last reply.
+    pub fn streaming<A, Shape, H>(name: &str, run: H) -> Self
+    where
+        A: DeserializeOwned + 'static,
+        H: StreamingHandler<A, Shape>,
+    {
+        let run = Rc::new(run);
+        Callable::typed(name, true, move |args: A, stream, ctx| {
+            run.run(args, stream, ctx)
+        })
+    }
+
+    /// The arguments read as `A`, `run`'s result written as JSON.
+    fn typed<A, O, E, Fut>(
+        name: &str,
+        streaming: bool,
+        run: impl Fn(A, CallStream, CallContext) -> Fut + 'static,
+    ) -> Self
+    where
+        A: DeserializeOwned + 'static,
+        O: Serialize + 'static,
+        E: Display + 'static,
+        Fut: Future<Output = Result<O, E>> + 'static,
+    {
+        let run = Rc::new(run);
         let method: Rc<str> = Rc::from(name);
         Callable {
             name: name.to_string(),
-            run: Rc::new(move |args: Value, ctx: CallContext| -> CallFuture {
-                let (run, method) = (run.clone(), method.clone());
-                Box::pin(async move {
-                    let args: A = read_args(args)
-                        .map_err(|e| format!("Invalid arguments for method {method}: {e}"))?;
-                    let output = run.run(args, ctx).await.map_err(|e| e.to_string())?;
-                    serde_json::to_value(output).map_err(|e| {
-                        format!("Method {method} returned an unserializable result: {e}")
+            run: Rc::new(
+                move |args: Value, ctx: CallContext, stream: CallStream| -> CallFuture {
+                    let (run, method) = (run.clone(), method.clone());
+                    Box::pin(async move {
+                        let args: A = read_args(args)
+                            .map_err(|e| format!("Invalid arguments for method {method}: {e}"))?;
+                        let output = run(args, stream, ctx).await.map_err(|e| e.to_string())?;
+                        serde_json::to_value(output).map_err(|e| {
+                            format!("Method {method} returned an unserializable result: {e}")
+                        })
                     })
-                })
-            }),
+                },
+            ),
             allow: None,
+            streaming,
         }
     }
 
@@ -137,14 +249,24 @@ impl Callable {
         &self.name
     }
 
-    /// The access check, then the method.
+    /// Whether the method streams (`Callable::streaming`).
+    pub fn is_streaming(&self) -> bool {
+        self.streaming
+    }
+
+    /// The access check, then the method (a streaming one sends nothing).
     pub fn call_with(&self, args: Value, ctx: CallContext) -> CallFuture {
+        self.stream_with(args, ctx, CallStream::none())
+    }
+
+    /// The access check, then the method, its chunks through `stream`.
+    pub fn stream_with(&self, args: Value, ctx: CallContext, stream: CallStream) -> CallFuture {
         if let Some(check) = &self.allow {
             if let Err(reason) = check(&ctx) {
                 return Box::pin(async move { Err(reason) });
             }
         }
-        (self.run)(args, ctx)
+        (self.run)(args, ctx, stream)
     }
 }
 
@@ -182,6 +304,36 @@ mod tests {
             "{bad:?}"
         );
         assert!(run(&add, json!([1])).is_err(), "too few arguments");
+    }
+
+    #[test]
+    fn a_streaming_method_sends_chunks_then_its_result_is_the_last_reply() {
+        let count = Callable::streaming("count", |(n,): (u32,), stream: CallStream| async move {
+            for i in 1..=n {
+                stream.send(i)?;
+            }
+            Ok::<_, String>(format!("counted to {n}"))
+        });
+        assert!(count.is_streaming());
+        let sent = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let into = sent.clone();
+        let stream = CallStream::new(move |chunk| {
+            into.borrow_mut().push(chunk);
+            Ok(())
+        });
+        let result =
+            futures::executor::block_on(count.stream_with(json!([3]), CallContext {}, stream));
+        assert_eq!(result, Ok(json!("counted to 3")));
+        assert_eq!(*sent.borrow(), [json!(1), json!(2), json!(3)]);
+        // A send the host refuses (the caller went) is the method's error to handle.
+        let gone = CallStream::new(|_| Err("call c1 is no longer streaming".into()));
+        let result =
+            futures::executor::block_on(count.stream_with(json!([2]), CallContext {}, gone));
+        assert_eq!(result, Err("call c1 is no longer streaming".to_string()));
+        // Called as a plain method, its sends are refused.
+        assert!(run(&count, json!([1])).is_err());
+        let plain = Callable::new("plain", |(): ()| async move { Ok::<_, String>(1) });
+        assert!(!plain.is_streaming());
     }
 
     #[test]

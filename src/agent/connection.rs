@@ -22,6 +22,10 @@ pub(crate) struct Attachment {
     /// The author's per-connection state, as JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// The socket's close was handled (`on_close` ran): a later error or
+    /// close event of the same socket is not handled again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
 }
 
 /// A connected socket (see the module header). Clones are the same socket.
@@ -69,6 +73,7 @@ impl Connection {
             conn: self.id.clone(),
             channel: false,
             state: None,
+            closed: false,
         });
         attachment.state = text;
         self.ws

@@ -4,7 +4,8 @@
 //! (to test values over the storage row limit end to end), and the route
 //! `POST …/__debug/fail-next-message-write`, after which the next write of a
 //! message is refused inside its transaction (to test how a failed write is
-//! handled on the real storage path).
+//! handled on the real storage path); `POST …/__debug/fail-next-state-write`
+//! does the same for the next write of the synced state.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -16,6 +17,9 @@ pub const DEBUG_TOOLS_VAR: &str = "DEBUG_TOOLS";
 
 /// The route that arms the injected write failure (under the agent's path).
 pub const FAIL_NEXT_MESSAGE_WRITE: &str = "/__debug/fail-next-message-write";
+
+/// The route that arms an injected failure of the next synced-state write.
+pub const FAIL_NEXT_STATE_WRITE: &str = "/__debug/fail-next-state-write";
 
 /// The most `large_output` returns.
 const MAX_BYTES: usize = 16_000_000;

@@ -179,9 +179,14 @@ impl AgentHandle {
 
     /// Replaces the synced state: validated by the definition's
     /// `validate_state`, stored, sent to every tab, then `on_state_changed`.
-    /// `Err(reason)`: refused, nothing changed.
+    /// `Err(reason)`: refused, or its write failed; nothing changed.
     pub fn set_state(&self, state: Value) -> Result<(), String> {
-        self.with_core(|core, now| core.set_state(state, now))
+        let failures = self.host.core().borrow().state_write_failures();
+        self.with_core(|core, now| core.set_state(state, now))?;
+        match self.host.core().borrow().state_write_failures() == failures {
+            true => Ok(()),
+            false => Err("the state could not be stored; it was not changed".to_string()),
+        }
     }
 
     pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {

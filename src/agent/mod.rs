@@ -58,7 +58,7 @@ pub mod tool_context;
 pub use access::{Refusal, RequestInfo};
 #[cfg(target_arch = "wasm32")]
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};
-pub use callable::{CallContext, Callable};
+pub use callable::{CallContext, CallStream, Callable};
 #[cfg(target_arch = "wasm32")]
 pub use connection::Connection;
 pub use definition::AgentDefinition;

@@ -33,7 +33,7 @@ use serde_json::Value;
 use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use callables::in_flight::MAX_CALLS_IN_FLIGHT;
+pub use callables::in_flight::{MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CHUNK_BYTES};
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
@@ -200,6 +200,7 @@ impl Core {
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
                 self.fail_remote_calls(&conn);
+                self.drop_calls_of(&conn);
             }
             Event::Model { call, event } => self.on_model_event(call, event),
             Event::ModelFailed { call, failure } => self.on_model_failed(call, failure),
@@ -273,6 +274,7 @@ impl Core {
 
     /// Effects queued so far, in the order they must be carried out.
     pub fn take_effects(&mut self) -> Vec<Effect> {
+        self.synced.writes_handed_over();
         std::mem::take(&mut self.effects)
     }
 

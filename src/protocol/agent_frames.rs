@@ -120,6 +120,18 @@ pub fn rpc_result(id: &str, result: &Value) -> String {
     .unwrap_or_default()
 }
 
+/// One chunk of a streaming call, before its last reply (`done: false`).
+pub fn rpc_chunk(id: &str, chunk: &Value) -> String {
+    serde_json::to_string(&RpcSuccess {
+        kind: types::RPC,
+        id,
+        success: true,
+        done: false,
+        result: chunk,
+    })
+    .unwrap_or_default()
+}
+
 /// A call's error reply (the client's promise rejects with `error`).
 pub fn rpc_error(id: &str, error: &str) -> String {
     json!({"type": types::RPC, "id": id, "success": false, "error": error}).to_string()

@@ -27,6 +27,8 @@ pub struct SqlStore {
     storage: std::rc::Rc<worker::Storage>,
     /// Test only (`DEBUG_TOOLS=1`): the next message write is refused.
     fail_next_message: std::rc::Rc<std::cell::Cell<bool>>,
+    /// Test only (`DEBUG_TOOLS=1`): the next write of the synced state is refused.
+    fail_next_state: std::rc::Rc<std::cell::Cell<bool>>,
     /// Where the last transcript frame's older part started (`snapshot.rs`).
     snapshot_cut: snapshot::CutMemo,
 }
@@ -78,6 +80,7 @@ impl SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
             fail_next_message: Default::default(),
+            fail_next_state: Default::default(),
             snapshot_cut: Default::default(),
         })
     }
@@ -174,6 +177,12 @@ impl SqlStore {
     /// the whole batch it belongs to is rolled back.
     pub fn fail_next_message_write(&self) {
         self.fail_next_message.set(true);
+    }
+
+    /// Test only: the next write of the synced state (`ConfigKey::AgentState`)
+    /// fails inside its transaction.
+    pub fn fail_next_state_write(&self) {
+        self.fail_next_state.set(true);
     }
 
     /// Bytes the database occupies (pages × page size); debug output only.
@@ -308,6 +317,11 @@ impl SqlStore {
                 )?;
             }
             StoreOp::PutConfig { key, value } => {
+                if *key == ConfigKey::AgentState && self.fail_next_state.replace(false) {
+                    return Err(worker::Error::RustError(
+                        "state write refused (injected failure)".into(),
+                    ));
+                }
                 let (first, count) = pieces::put(sql, Kind::Config, key.as_str(), 0, value)?;
                 write(
                     sql,

@@ -4,7 +4,8 @@
 // broadcast), the state across a runtime restart, and callable methods through `call` and `stub`
 // with error replies for an unknown method and bad arguments, and the connection hooks. The
 // demo's ChatAgent: state `{}`, refused when not an object; callables `echo(value)` and
-// `setStateField(key, value)`; a tab's `?role=` kept as its connection's state, `ping` → `pong`.
+// `setStateField(key, value)`; a tab's `?role=` kept as its connection's state, `ping` → `pong`;
+// `remind(text, inSeconds)`, a named schedule whose callback shows the reminder in every tab.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,7 +55,7 @@ test('a refused change is told to its tab only, and nothing is stored or broadca
   const b = await client(t, w, room);
   a.c.setState(['not', 'an', 'object']);
   await waitUntil(() => a.errors.length > 0, { what: 'cf_agent_state_error' });
-  assert.deepEqual(a.errors, ['the state must be a JSON object']);
+  assert.deepEqual(a.errors, ['State update rejected'], "the agents SDK's text (the reason is logged)");
   a.c.setState({ after: true });
   await waitUntil(() => fromServer(b.updates).some((s) => s.after), { what: 'the next change' });
   assert.deepEqual(fromServer(b.updates), [{}, { after: true }], 'the refused change never reached b');
@@ -134,4 +135,19 @@ test("a connection's own state outlives the agent's eviction while the socket hi
   }));
   c.send(JSON.stringify({ type: 'ping' }));
   assert.deepEqual(await pong, { type: 'pong', connection: { role: 'editor' } });
+});
+
+test('a reminder set through a callable fires on its schedule and shows in every tab', { timeout: 30000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = rid('remind');
+  const a = await client(t, w, room);
+  const b = await client(t, w, room);
+  const state = await a.c.stub.remind('stretch', 2);
+  assert.deepEqual(state, { reminder: '⏳ stretch' });
+  await waitUntil(() => b.c.state?.reminder === '⏳ stretch', { what: 'the pending reminder in the other tab' });
+  const setAt = Date.now();
+  await waitUntil(() => b.c.state?.reminder === '⏰ stretch', { what: 'the reminder firing', timeoutMs: 15000 });
+  assert.ok(Date.now() - setAt >= 1000, 'not before it was due');
+  await waitUntil(() => a.c.state?.reminder === '⏰ stretch', { what: 'the reminder in the calling tab' });
+  await assert.rejects(a.c.stub.remind('', 2), /a text and 1 to 86400 seconds/);
 });

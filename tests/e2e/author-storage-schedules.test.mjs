@@ -136,3 +136,19 @@ test('a schedule submits a chat turn whose answer is stored and streamed to an o
   await a.waitFor((f) => f.type === 'cf_agent_use_chat_response' && f.done, TURN_MS);
   a.close();
 });
+
+test('a cron schedule may name its weekdays and months', { timeout: 30000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'as-cron-names';
+  const made = await post(w, room, 'schedule', { name: 'standup', callback: 'record', when: { cron: '15 9 * JAN-DEC mon-FRI' } });
+  assert.equal(made.status, 200, made.text);
+  const [listed] = await listSchedules(w, room);
+  const next = new Date(listed.nextAt);
+  assert.equal(next.getUTCHours(), 9);
+  assert.equal(next.getUTCMinutes(), 15);
+  assert.ok(next.getUTCDay() >= 1 && next.getUTCDay() <= 5, `a weekday: ${next.toISOString()}`);
+  assert.ok(listed.nextAt > Date.now() && listed.nextAt <= Date.now() + 4 * 86_400_000);
+  const bad = await post(w, room, 'schedule', { name: 'bad', callback: 'record', when: { cron: '0 9 * * MONDAY' } });
+  assert.equal(bad.status, 400);
+  assert.match(bad.text, /day of week/);
+});

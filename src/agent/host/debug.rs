@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use worker::{Method, Request, Response};
 
 use super::AgentHost;
-use crate::agent::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
+use crate::agent::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE, FAIL_NEXT_STATE_WRITE};
 
 /// The route that reports memory figures.
 const MEMORY_ROUTE: &str = "/__debug/memory";
@@ -57,6 +57,11 @@ impl AgentHost {
             } else if self.debug.tools && path.ends_with(FAIL_NEXT_MESSAGE_WRITE) {
                 (Method::Post, |host| {
                     host.store.fail_next_message_write();
+                    Response::ok("armed")
+                })
+            } else if self.debug.tools && path.ends_with(FAIL_NEXT_STATE_WRITE) {
+                (Method::Post, |host| {
+                    host.store.fail_next_state_write();
                     Response::ok("armed")
                 })
             } else {

@@ -149,3 +149,17 @@ pub fn schedule_callbacks() -> Vec<ScheduleCallback> {
         }),
     ]
 }
+
+/// The most closes `record_close` keeps.
+const MAX_RECORDED_CLOSES: usize = 100;
+
+/// Appends `conn` to the key-value entry `closes` each time a connection's
+/// close is handled (so a test sees that it is handled once per socket).
+pub fn record_close(agent: &AgentHandle, conn: &str) {
+    let storage = agent.storage();
+    let mut closes: Vec<String> = storage.get("closes").ok().flatten().unwrap_or_default();
+    if closes.len() < MAX_RECORDED_CLOSES {
+        closes.push(conn.to_string());
+        let _ = storage.put("closes", &closes);
+    }
+}

@@ -83,6 +83,11 @@ pub struct AgentHost {
     author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
     tool_runs: RefCell<HashMap<CallId, ToolAbort>>,
+    /// Callable runs in flight, by connection and call id (a streaming one
+    /// is aborted when the core cancels it).
+    call_runs: RefCell<HashMap<(ConnId, String), AbortHandle>>,
+    /// The connections whose close was handled lately (see `on_close`).
+    closed: RefCell<std::collections::VecDeque<ConnId>>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
     model_calls: RefCell<HashMap<CallId, AbortController>>,
     /// The one pending in-isolate wake-up (when it is due, and the handle
@@ -109,6 +114,9 @@ pub struct AgentHost {
     /// The MCP servers the agent is connected to (see `mcp.rs`).
     mcp: mcp::McpClients,
 }
+
+/// How many handled closes `AgentHost::closed` remembers.
+const REMEMBERED_CLOSES: usize = 64;
 
 pub(crate) fn now_ms() -> u64 {
     js_sys::Date::now() as u64
@@ -193,6 +201,8 @@ impl AgentHost {
             hooks: AsyncHooks::of(&definition),
             author,
             tool_runs: RefCell::new(HashMap::new()),
+            call_runs: RefCell::new(HashMap::new()),
+            closed: RefCell::new(Default::default()),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
             wake: RefCell::new(None),
@@ -215,7 +225,11 @@ impl AgentHost {
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
     fn adopt_open_sockets(self: &Rc<Self>) {
         for ws in self.state.get_websockets() {
-            if let Ok(Some(Attachment { conn, .. })) = ws.deserialize_attachment::<Attachment>() {
+            if let Ok(Some(Attachment { conn, closed, .. })) = ws.deserialize_attachment() {
+                if closed {
+                    // Its close was handled before the eviction.
+                    continue;
+                }
                 let conn: ConnId = Rc::from(conn);
                 self.sockets.borrow_mut().insert(conn.clone(), ws);
                 self.dispatch(Event::Adopted { conn });
@@ -291,8 +305,10 @@ impl AgentHost {
             conn: conn.to_string(),
             channel,
             state: None,
+            closed: false,
         })?;
         let connection = Connection::new(&conn, pair.server.clone());
+        self.closed.borrow_mut().retain(|c| *c != conn);
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
         self.dispatch(if channel {
             Event::Adopted { conn }
@@ -367,18 +383,41 @@ impl AgentHost {
         }
     }
 
+    /// A socket's close or error event. The runtime may deliver both for one
+    /// socket (an error, then its close): only the first is handled, so the
+    /// core hears of it once and `on_close` runs once per connection.
     pub fn on_close(self: &Rc<Self>, ws: WebSocket) {
         // Complete the client's close handshake (the runtime does not answer a
         // hibernatable socket's close frame by itself); fails harmlessly on a
         // socket that is already gone.
         let _ = ws.close(Some(1000), None::<&str>);
-        if let Some((conn, channel)) = self.conn_of(&ws) {
-            self.sockets.borrow_mut().remove(&conn);
-            self.dispatch(Event::Disconnected { conn: conn.clone() });
-            if !channel {
-                let connection = Connection::new(&conn, ws);
-                spawn_local((self.author.on_close)(connection, self.handle()));
+        let Ok(Some(mut attachment)) = ws.deserialize_attachment::<Attachment>() else {
+            return;
+        };
+        let conn: ConnId = Rc::from(attachment.conn.as_str());
+        if attachment.closed || self.closed.borrow().contains(&conn) {
+            return;
+        }
+        attachment.closed = true;
+        // Kept on the socket (across an eviction between its two events) and
+        // in memory (in case the runtime refuses to change a closed socket).
+        let _ = ws.serialize_attachment(&attachment);
+        {
+            let mut closed = self.closed.borrow_mut();
+            if closed.len() == REMEMBERED_CLOSES {
+                closed.pop_front();
             }
+            closed.push_back(conn.clone());
+        }
+        self.sockets.borrow_mut().remove(&conn);
+        self.dispatch(Event::Disconnected { conn: conn.clone() });
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools {
+            debug_author::record_close(&self.handle(), &conn);
+        }
+        if !attachment.channel {
+            let connection = Connection::new(&conn, ws);
+            spawn_local((self.author.on_close)(connection, self.handle()));
         }
     }
 

@@ -1,16 +1,18 @@
-//! Callable methods: a connection's `rpc` frame gets exactly one reply on
-//! its id. A method the definition does not declare, a malformed frame and
-//! a call over the per-connection limit of calls in flight are answered at
-//! once with an error; a declared method is run by the host
+//! Callable methods: a connection's `rpc` frame gets exactly one final
+//! reply on its id. A method the definition does not declare, a malformed
+//! frame and a call over the connection's limits (calls, bytes in flight)
+//! are answered at once with an error; a declared method is run by the host
 //! (`AuthorCall::RunCallable`) and its outcome (`Event::CallableDone`) is the
-//! reply, sent only while the caller is still connected.
+//! reply, sent only while the caller is still connected. A streaming method
+//! sends chunks before it (`Core::send_call_chunk`, `done: false`) while it
+//! runs; when its caller goes, it is cancelled (`AuthorCall::CancelCalls`).
 
 use serde_json::Value;
 
 use crate::protocol::agent_frames::{self, AgentFrameError};
 use crate::protocol::types;
 
-use crate::core::callables::in_flight::MAX_CALLS_IN_FLIGHT;
+use crate::core::callables::in_flight::MAX_CHUNK_BYTES;
 use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::Effect;
 use crate::core::vocab::ids::ConnId;
@@ -23,14 +25,15 @@ impl Core {
         id: String,
         method: String,
         args: Value,
+        bytes: usize,
     ) {
         if !self.config.agent_api.callables.contains(&method) {
             let error = format!("Method {method} does not exist");
             return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));
         }
-        if !self.calls.start(&conn) {
-            let error =
-                format!("too many calls in flight (limit {MAX_CALLS_IN_FLIGHT}); try again later");
+        let streaming = self.config.agent_api.streaming.contains(&method);
+        if let Err(refused) = self.calls.start(&conn, &id, bytes, streaming) {
+            let error = refused.reason(&id, bytes);
             return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));
         }
         self.effects.push(Effect::Author(AuthorCall::RunCallable {
@@ -47,8 +50,7 @@ impl Core {
         id: String,
         result: Result<Value, String>,
     ) {
-        self.calls.finish(&conn);
-        if !self.conns.contains(&conn) {
+        if !self.calls.finish(&conn, &id) || !self.conns.contains(&conn) {
             return;
         }
         let frame = match result {
@@ -56,6 +58,36 @@ impl Core {
             Err(error) => agent_frames::rpc_error(&id, &error),
         };
         self.send_to(vec![conn], frame);
+    }
+
+    /// A streaming call's method sends one chunk (`done: false`) to its
+    /// caller. `Err`: not sent — the call is not a running streaming call
+    /// (it ended, or its caller went) or the chunk is over `MAX_CHUNK_BYTES`.
+    pub fn send_call_chunk(&mut self, conn: &str, id: &str, chunk: &Value) -> Result<(), String> {
+        if !self.calls.is_streaming(conn, id) || !self.conns.contains(conn) {
+            return Err(format!("call {id} is no longer streaming"));
+        }
+        let frame = agent_frames::rpc_chunk(id, chunk);
+        if frame.len() > MAX_CHUNK_BYTES {
+            return Err(format!(
+                "chunk too large: {} bytes (limit {MAX_CHUNK_BYTES})",
+                frame.len()
+            ));
+        }
+        self.send_to(vec![ConnId::from(conn)], frame);
+        Ok(())
+    }
+
+    /// A connection went: its calls are forgotten (their outcomes have no
+    /// one to go to) and its streaming calls cancelled.
+    pub(in crate::core) fn drop_calls_of(&mut self, conn: &ConnId) {
+        let ids = self.calls.drop_conn(conn);
+        if !ids.is_empty() {
+            self.effects.push(Effect::Author(AuthorCall::CancelCalls {
+                conn: conn.clone(),
+                ids,
+            }));
+        }
     }
 
     /// A state or rpc frame that could not be read: answered on its call id,

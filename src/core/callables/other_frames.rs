@@ -14,7 +14,9 @@ impl Core {
     pub(in crate::core) fn on_agent_frame(&mut self, conn: ConnId, kind: &str, text: &str) {
         match parse_agent_frame(kind, text) {
             Some(Ok(AgentFrame::SetState { state })) => self.on_state_frame(conn, state),
-            Some(Ok(AgentFrame::Call { id, method, args })) => self.on_call(conn, id, method, args),
+            Some(Ok(AgentFrame::Call { id, method, args })) => {
+                self.on_call(conn, id, method, args, text.len())
+            }
             Some(Err(error)) => self.on_agent_frame_error(conn, error),
             None => self.effects.push(Effect::Author(AuthorCall::OtherFrame {
                 conn,

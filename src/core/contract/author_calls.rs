@@ -28,4 +28,6 @@ pub enum AuthorCall {
     },
     /// A text frame of a type neither the chat nor the agent protocol uses.
     OtherFrame { conn: ConnId, text: String },
+    /// `conn` went: stop its streaming calls `ids` (no reply is sent).
+    CancelCalls { conn: ConnId, ids: Vec<String> },
 }

@@ -1,10 +1,12 @@
 //! How a host carries out a core's effects, in order: a run of consecutive
 //! writes is committed as one transaction; when a run is refused (rolled
 //! back whole), the frames queued after it, up to the next write, are held
-//! back (they announce what was not stored), and the refused writes are
+//! back (they announce what was not stored, as does an `on_state_changed`
+//! call among them), and the refused writes are
 //! returned for `Event::StoreWriteFailed`. The Durable Object host and the
 //! native simulation both go through this one function.
 
+use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::{Effect, StoreOp};
 
 /// One thing for the host to do.
@@ -31,6 +33,8 @@ pub fn carry_out(
     while let Some(effect) = effects.next() {
         match effect {
             Effect::Send { .. } | Effect::SendTranscript { .. } if hold_frames => {}
+            // `on_state_changed` of a change whose write was refused.
+            Effect::Author(AuthorCall::StateChanged { .. }) if hold_frames => {}
             Effect::Store(op) => {
                 let mut ops = vec![op];
                 while let Some(Effect::Store(_)) = effects.peek() {

@@ -121,6 +121,12 @@ pub enum LogEvent {
         conn: ConnId,
         reason: String,
     },
+    /// A state change was refused (`conn`: the tab that sent it; `None`:
+    /// the agent's own code), or its write failed and it was undone.
+    StateRefused {
+        conn: Option<ConnId>,
+        reason: String,
+    },
 }
 
 impl LogEvent {
@@ -140,7 +146,8 @@ impl LogEvent {
             LogEvent::StepStarted { .. } => LogLevel::Debug,
             LogEvent::ModelRetry { .. }
             | LogEvent::ContextOverflow { .. }
-            | LogEvent::FrameRefused { .. } => LogLevel::Warn,
+            | LogEvent::FrameRefused { .. }
+            | LogEvent::StateRefused { .. } => LogLevel::Warn,
         }
     }
 }
@@ -282,6 +289,10 @@ impl fmt::Display for LogEvent {
             }
             LogEvent::FrameRefused { conn, reason } => {
                 write!(f, "frame refused conn={} reason={}", Id(conn), Quoted(reason))
+            }
+            LogEvent::StateRefused { conn, reason } => {
+                let from = conn.as_deref().unwrap_or("server");
+                write!(f, "state change refused from={} reason={}", Id(from), Quoted(reason))
             }
         }
     }

@@ -1,6 +1,10 @@
 //! Five-field cron expressions (minute, hour, day of month, month, day of
 //! week), read in UTC: `*`, numbers, ranges `a-b`, lists `a,b` and steps
-//! `*/n` or `a-b/n`; day of week 0-7 with 0 and 7 both Sunday. As in the
+//! `*/n` or `a-b/n`; day of week 0-7 with 0 and 7 both Sunday. Months and
+//! days of the week may also be named by their first three letters in any
+//! case (`JAN`-`DEC`, `SUN`-`SAT`, ranges such as `MON-FRI` too), and
+//! `@yearly` (`@annually`), `@monthly`, `@weekly`, `@daily` (`@midnight`)
+//! and `@hourly` stand for their usual expressions. As in the
 //! classic cron, when both day fields are restricted a day matching either
 //! one is due. `next_after` finds the first due minute strictly after an
 //! instant, so a schedule is never due twice for the same minute.
@@ -25,6 +29,17 @@ const SEARCH_DAYS: i64 = 366 * 29;
 impl Cron {
     /// Reads `expr`; the error says which field is wrong and why.
     pub fn parse(expr: &str) -> Result<Cron, String> {
+        let expr = match expr.trim().to_ascii_lowercase().as_str() {
+            "@yearly" | "@annually" => "0 0 1 1 *",
+            "@monthly" => "0 0 1 * *",
+            "@weekly" => "0 0 * * 0",
+            "@daily" | "@midnight" => "0 0 * * *",
+            "@hourly" => "0 * * * *",
+            other if other.starts_with('@') => {
+                return Err(format!("unknown cron shorthand `{}`", expr.trim()))
+            }
+            _ => expr,
+        };
         let fields: Vec<&str> = expr.split_whitespace().collect();
         if fields.len() != 5 {
             return Err(format!(
@@ -32,15 +47,15 @@ impl Cron {
                 fields.len()
             ));
         }
-        let mut days_of_week = field(fields[4], "day of week", 0, 7)?;
+        let mut days_of_week = field(fields[4], "day of week", 0, 7, &DAY_NAMES)?;
         if days_of_week & (1 << 7) != 0 {
             days_of_week = (days_of_week & !(1 << 7)) | 1;
         }
         Ok(Cron {
-            minutes: field(fields[0], "minute", 0, 59)?,
-            hours: field(fields[1], "hour", 0, 23)?,
-            days_of_month: field(fields[2], "day of month", 1, 31)?,
-            months: field(fields[3], "month", 1, 12)?,
+            minutes: field(fields[0], "minute", 0, 59, &[])?,
+            hours: field(fields[1], "hour", 0, 23, &[])?,
+            days_of_month: field(fields[2], "day of month", 1, 31, &[])?,
+            months: field(fields[3], "month", 1, 12, &MONTH_NAMES)?,
             days_of_week,
             any_day_of_month: fields[2].starts_with('*'),
             any_day_of_week: fields[4].starts_with('*'),
@@ -91,8 +106,23 @@ impl Cron {
     }
 }
 
-/// One field as a bit set of the values it allows.
-fn field(text: &str, name: &str, low: u32, high: u32) -> Result<u64, String> {
+/// Day-of-week names, Sunday (0) first.
+const DAY_NAMES: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+/// Month names, January (1) first.
+const MONTH_NAMES: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// One field as a bit set of the values it allows; `names` name the values
+/// from `low` on.
+fn field(text: &str, name: &str, low: u32, high: u32, names: &[&str]) -> Result<u64, String> {
+    let value_of = |text: &str| -> Result<u32, String> {
+        let lower = text.to_ascii_lowercase();
+        match names.iter().position(|n| *n == lower) {
+            Some(at) => Ok(low + at as u32),
+            None => number(text, name),
+        }
+    };
     let mut bits = 0u64;
     for part in text.split(',') {
         let (range, step) = match part.split_once('/') {
@@ -108,9 +138,9 @@ fn field(text: &str, name: &str, low: u32, high: u32) -> Result<u64, String> {
         let (from, to) = if range == "*" {
             (low, high)
         } else if let Some((a, b)) = range.split_once('-') {
-            (number(a, name)?, number(b, name)?)
+            (value_of(a)?, value_of(b)?)
         } else {
-            let value = number(range, name)?;
+            let value = value_of(range)?;
             // `5/15` means from 5 to the end in steps of 15.
             (value, if part.contains('/') { high } else { value })
         };

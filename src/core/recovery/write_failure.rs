@@ -8,7 +8,9 @@
 //! connection. The host holds back the frames queued after the failed batch
 //! and before the next write (they announced what was not stored), and the
 //! refused messages go back to their stored copy in the transcript, so what
-//! `get-messages` and a connecting tab are served is what is stored.
+//! `get-messages` and a connecting tab are served is what is stored. A
+//! batch that only wrote the synced state is the state's own business
+//! (`synced_state::state`): no chat error for it.
 
 use crate::protocol::server;
 
@@ -24,6 +26,9 @@ pub fn write_failed_text(error: &str) -> String {
 
 impl Core {
     pub(in crate::core) fn on_store_write_failed(&mut self, ops: &[StoreOp], error: &str) {
+        if self.on_state_write_failed(ops, error) {
+            return;
+        }
         let text = write_failed_text(error);
         // What is served (`get-messages`, a connecting tab's transcript) is
         // what is stored: the refused messages go back to their stored copy.

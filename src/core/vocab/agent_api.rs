@@ -1,6 +1,7 @@
 //! The agent as a whole, beyond its chat, as the core sees it: the initial
 //! synced state and its validation hook, the names of the methods a
-//! connected client may call, and where a state change came from.
+//! connected client may call (and which of them stream), and where a state
+//! change came from.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -29,6 +30,9 @@ pub struct AgentApi {
     pub validate_state: Option<StateValidator>,
     /// The methods a client may call by name (`rpc` frames).
     pub callables: BTreeSet<String>,
+    /// Those of `callables` that stream: replies `done: false` before the
+    /// last, and are cancelled when their caller's socket closes.
+    pub streaming: BTreeSet<String>,
 }
 
 impl fmt::Debug for AgentApi {
@@ -37,6 +41,7 @@ impl fmt::Debug for AgentApi {
             .field("initial_state", &self.initial_state)
             .field("validate_state", &self.validate_state.is_some())
             .field("callables", &self.callables)
+            .field("streaming", &self.streaming)
             .finish()
     }
 }

@@ -99,3 +99,50 @@ fn bad_expressions_are_refused_with_the_field_named() {
     assert!(error("a * * * *").contains("not a number"));
     assert!(error("5-2 * * * *").contains("minute"));
 }
+
+#[test]
+fn months_and_weekdays_may_be_named_in_any_case() {
+    for (named, numbered) in [
+        ("0 9 * * MON", "0 9 * * 1"),
+        ("0 9 * * mon-fri", "0 9 * * 1-5"),
+        ("0 9 * * Sat,SUN", "0 9 * * 6,0"),
+        ("0 0 1 JAN *", "0 0 1 1 *"),
+        ("0 0 1 jun-AUG *", "0 0 1 6-8 *"),
+        ("0 0 * DEC FRI", "0 0 * 12 5"),
+    ] {
+        assert_eq!(Cron::parse(named), Cron::parse(numbered), "{named}");
+        assert!(Cron::parse(named).is_ok(), "{named}");
+    }
+    // Friday 2026-12-04: the next Monday 09:00 is three days on.
+    assert_eq!(
+        next("0 9 * * MON", FRIDAY),
+        Some(FRIDAY + 3 * DAY + 9 * HOUR)
+    );
+    let error = |e: &str| Cron::parse(e).err().unwrap_or_default();
+    assert!(error("* * * * MONDAY").contains("day of week"));
+    assert!(error("* * * FEB-JAN *").contains("month"));
+    assert!(
+        error("* * * * JAN").contains("day of week"),
+        "a month is no weekday"
+    );
+}
+
+#[test]
+fn shorthands_stand_for_their_expressions() {
+    for (short, long) in [
+        ("@yearly", "0 0 1 1 *"),
+        ("@annually", "0 0 1 1 *"),
+        ("@monthly", "0 0 1 * *"),
+        ("@weekly", "0 0 * * 0"),
+        ("@daily", "0 0 * * *"),
+        ("@midnight", "0 0 * * *"),
+        ("@HOURLY", "0 * * * *"),
+    ] {
+        assert_eq!(Cron::parse(short), Cron::parse(long), "{short}");
+    }
+    assert_eq!(next("@daily", FRIDAY + 1), Some(FRIDAY + DAY));
+    assert!(Cron::parse("@sometimes")
+        .err()
+        .unwrap_or_default()
+        .contains("shorthand"));
+}

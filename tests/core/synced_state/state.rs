@@ -97,7 +97,16 @@ fn a_refused_change_is_told_to_its_tab_only_and_changes_nothing() {
     sim.send("a", set_state(json!({"count": -1})));
     assert_eq!(
         sim.frames("a"),
-        [json!({"type": "cf_agent_state_error", "error": "count must not be negative"})]
+        [json!({"type": "cf_agent_state_error", "error": "State update rejected"})],
+        "the agents SDK's text"
+    );
+    let logged: Vec<String> = sim.log.iter().map(|e| e.to_string()).collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("state change refused from=a")
+                && l.contains("count must not be negative")),
+        "the reason is logged: {logged:?}"
     );
     assert!(sim.frames("b").is_empty(), "nothing broadcast");
     assert_eq!(stored_state(&sim), None, "nothing stored");
@@ -167,4 +176,68 @@ fn a_state_over_the_row_limit_is_refused_and_a_frame_without_state_is_answered()
         .unwrap()
         .contains("`state` is missing"));
     assert_eq!(sim.core().state(), Some(&json!({})));
+}
+
+#[test]
+fn a_tabs_change_whose_write_fails_is_undone_and_told_to_that_tab() {
+    let mut sim = with_state(json!({"count": 0}));
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    sim.store.rows_mut().fail_writes = true;
+    sim.send("a", set_state(json!({"count": 1})));
+    sim.store.rows_mut().fail_writes = false;
+    assert_eq!(
+        sim.core().state(),
+        Some(&json!({"count": 0})),
+        "not kept in memory"
+    );
+    assert_eq!(
+        sim.frames("a"),
+        [
+            json!({"type": "cf_agent_state_error", "error": "State update rejected"}),
+            json!({"type": "cf_agent_state", "state": {"count": 0}}),
+        ],
+        "refused, and given the state as stored"
+    );
+    assert!(sim.frames("b").is_empty(), "the broadcast was held back");
+    assert!(
+        state_changes(&sim).is_empty(),
+        "on_state_changed not called"
+    );
+    assert_eq!(stored_state(&sim), None);
+    assert_eq!(sim.core().state_write_failures(), 1);
+    // The next change is stored and sent as usual; a restart keeps it.
+    sim.send("a", set_state(json!({"count": 2})));
+    assert_eq!(
+        sim.frames("b"),
+        [json!({"type": "cf_agent_state", "state": {"count": 2}})]
+    );
+    sim.evict();
+    assert_eq!(sim.core().state(), Some(&json!({"count": 2})));
+}
+
+#[test]
+fn the_agents_own_change_whose_write_fails_is_undone_and_reaches_no_tab() {
+    let mut sim = with_state(json!({"v": 1}));
+    sim.connect("a");
+    sim.clear_frames();
+    sim.store.rows_mut().fail_writes = true;
+    let _ = sim.set_state(json!({"v": 2}));
+    sim.store.rows_mut().fail_writes = false;
+    assert_eq!(sim.core().state(), Some(&json!({"v": 1})));
+    assert_eq!(
+        sim.core().state_write_failures(),
+        1,
+        "the handle reports it"
+    );
+    assert!(sim.frames("a").is_empty(), "no tab saw it, no chat error");
+    assert!(state_changes(&sim).is_empty());
+    let logged: Vec<String> = sim.log.iter().map(|e| e.to_string()).collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("state change refused from=server")),
+        "{logged:?}"
+    );
 }

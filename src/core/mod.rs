@@ -126,6 +126,9 @@ pub struct Core {
     log: Vec<LogEvent>,
     /// The MCP servers' frame and tools, as the host last set them.
     mcp: mcp::McpView,
+    /// Ended turns' reports `on_chat_response` has not returned for
+    /// (`turn/response_outbox.rs`).
+    owed_responses: Vec<ChatResponse>,
 }
 
 impl Core {
@@ -186,6 +189,7 @@ impl Core {
             effects: Vec::new(),
             log: Vec::new(),
             mcp: mcp::McpView::default(),
+            owed_responses: stored.owed_responses,
         }
     }
 
@@ -219,7 +223,9 @@ impl Core {
             Event::Woke => {
                 self.on_woke();
                 self.settle_orphaned_submissions();
+                self.redeliver_owed_responses();
             }
+            Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
             Event::ProgrammaticChat {
                 conn,
                 message,

@@ -59,6 +59,11 @@ pub enum Event {
     Timer(Timer),
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
+    /// The agent's `on_chat_response` returned for the turn `request_id`
+    /// (`Effect::TurnEnded`): it is no longer owed.
+    ChatResponseDelivered {
+        request_id: String,
+    },
     /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
     /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
     /// `tools` are client tools for this turn only; with `executor` their
@@ -201,6 +206,8 @@ pub enum Effect {
         context: TurnContext,
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
+    /// Answer with `Event::ChatResponseDelivered` once the hook returned;
+    /// until then the report is stored and sent again after a restart.
     TurnEnded(ChatResponse),
     /// A model step ended: the agent's `on_step_end`.
     StepEnded(StepReport),

@@ -121,6 +121,11 @@ pub enum LogEvent {
         conn: ConnId,
         reason: String,
     },
+    /// An ended turn's report was dropped undelivered: too many newer ones
+    /// were owed to `on_chat_response`.
+    ResponseDropped {
+        request_id: String,
+    },
 }
 
 impl LogEvent {
@@ -140,7 +145,8 @@ impl LogEvent {
             LogEvent::StepStarted { .. } => LogLevel::Debug,
             LogEvent::ModelRetry { .. }
             | LogEvent::ContextOverflow { .. }
-            | LogEvent::FrameRefused { .. } => LogLevel::Warn,
+            | LogEvent::FrameRefused { .. }
+            | LogEvent::ResponseDropped { .. } => LogLevel::Warn,
         }
     }
 }
@@ -190,6 +196,11 @@ impl fmt::Display for Quoted<'_> {
 impl fmt::Display for LogEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            LogEvent::ResponseDropped { request_id } => write!(
+                f,
+                "chat response dropped undelivered request={} (too many owed)",
+                Id(request_id)
+            ),
             LogEvent::TurnStarted {
                 request_id,
                 trigger,

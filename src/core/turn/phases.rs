@@ -347,20 +347,6 @@ impl Core {
                 .insert_at(active.seq, active.message.clone());
             self.put_entry(&entry);
         }
-        self.store(StoreOp::CloseStream {
-            request_id: request_id.clone(),
-        });
-        if persist {
-            self.broadcast_transcript(None);
-        }
-        self.remember_finished(&request_id, &message_ids);
-        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
-            request_id: request_id.clone(),
-            message_ids: message_ids.clone(),
-            continuation,
-        });
-        let to = self.conns.chat();
-        self.request_ended(to, &request_id, outcome, Some(&message_ids), continuation);
         let response = ChatResponse {
             request_id: request_id.clone(),
             trigger: active.turn.trigger,
@@ -372,13 +358,32 @@ impl Core {
             usage: active.usage,
             steps: active.steps,
         };
+        self.store(StoreOp::CloseStream {
+            request_id: request_id.clone(),
+        });
+        // A turn that ends `recovering` is not over: its recovery continues
+        // the answer, and the author hears of it once, when that one ends.
+        // The report is owed in the same batch as the answer's save.
+        let reported = outcome != Outcome::Recovering;
+        if reported {
+            self.owe_response(&response);
+        }
+        if persist {
+            self.broadcast_transcript(None);
+        }
+        self.remember_finished(&request_id, &message_ids);
+        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
+            request_id: request_id.clone(),
+            message_ids: message_ids.clone(),
+            continuation,
+        });
+        let to = self.conns.chat();
+        self.request_ended(to, &request_id, outcome, Some(&message_ids), continuation);
         if let Some(text) = error {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
-        // A turn that ends `recovering` is not over: its recovery continues
-        // the answer, and the author hears of it once, when that one ends.
-        if outcome != Outcome::Recovering {
+        if reported {
             self.effects.push(Effect::TurnEnded(response));
         }
         Some(active.turn)
@@ -400,7 +405,7 @@ impl Core {
             message_ids.as_deref(),
             continuation,
         );
-        self.effects.push(Effect::TurnEnded(ChatResponse {
+        let response = ChatResponse {
             request_id: active.turn.request_id.clone(),
             trigger: active.turn.trigger,
             continuation,
@@ -410,7 +415,11 @@ impl Core {
             error: None,
             usage: active.usage,
             steps: active.steps,
-        }));
+        };
+        // The clear that called this writes what is owed again after it
+        // deleted every config row.
+        self.owe_response(&response);
+        self.effects.push(Effect::TurnEnded(response));
     }
 
     /// Takes the active turn out, stopping what only it needed: its model

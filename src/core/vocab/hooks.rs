@@ -78,8 +78,10 @@ pub enum ToolCallDecision {
 }
 
 /// How a turn ended, for `on_chat_response`: sent once its answer is stored
-/// (or, for an aborted or failed turn, once it is settled).
-#[derive(Debug, Clone, PartialEq)]
+/// (or, for an aborted or failed turn, once it is settled). Kept in storage
+/// until the hook returns, so it is delivered at least once.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatResponse {
     pub request_id: String,
     pub trigger: TurnTrigger,

@@ -46,15 +46,20 @@ enum Work {
         turn: CallId,
         config: Box<TurnConfig>,
     },
+    /// The host's `on_chat_response` returned for this turn.
+    Delivered {
+        request_id: String,
+    },
 }
 
 impl Work {
-    fn call(&self) -> CallId {
+    fn call(&self) -> Option<CallId> {
         match self {
             Work::Model { call, .. } | Work::ModelFailed { call, .. } | Work::Tool { call, .. } => {
-                *call
+                Some(*call)
             }
-            Work::Prepared { turn, .. } => *turn,
+            Work::Prepared { turn, .. } => Some(*turn),
+            Work::Delivered { .. } => None,
         }
     }
 }
@@ -105,6 +110,9 @@ pub struct Sim {
     pub prepared: Vec<TurnContext>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
+    /// How long the host's `on_chat_response` takes before it returns
+    /// (`Event::ChatResponseDelivered`; default: at once).
+    pub response_delay_ms: u64,
     /// What `Effect::StepEnded` reported, in order.
     pub step_reports: Vec<StepReport>,
     /// Server tool runs whose abort signal fired.
@@ -189,6 +197,7 @@ impl Sim {
             },
             prepared: Vec::new(),
             responses: Vec::new(),
+            response_delay_ms: 0,
             step_reports: Vec::new(),
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
@@ -384,6 +393,7 @@ impl Sim {
                     result,
                 },
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
+                Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
             };
             self.handle(event);
         }
@@ -408,7 +418,7 @@ impl Sim {
             .agenda
             .iter()
             .filter(|s| matches!(s.work, Work::Model { .. } | Work::ModelFailed { .. }))
-            .map(|s| s.work.call())
+            .filter_map(|s| s.work.call())
             .collect();
         calls.dedup();
         calls.len()
@@ -583,7 +593,7 @@ impl Sim {
             }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
-                self.agenda.retain(|s| s.work.call() != call);
+                self.agenda.retain(|s| s.work.call() != Some(call));
             }
             // A parent agent's executor is scripted like a server tool.
             Effect::RunTool {
@@ -623,12 +633,18 @@ impl Sim {
                 let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
             }
-            Effect::TurnEnded(response) => self.responses.push(response),
+            Effect::TurnEnded(response) => {
+                let at = self.now + self.response_delay_ms;
+                let request_id = response.request_id.clone();
+                self.responses.push(response);
+                self.schedule(at, Work::Delivered { request_id });
+            }
             Effect::StepEnded(report) => self.step_reports.push(report),
             Effect::Author(call) => self.author_calls.push(call),
             Effect::AbortTools { calls } => {
                 self.aborted_tools.extend(&calls);
-                self.agenda.retain(|s| !calls.contains(&s.work.call()));
+                self.agenda
+                    .retain(|s| !s.work.call().is_some_and(|c| calls.contains(&c)));
             }
         }
     }

@@ -11,6 +11,7 @@ mod logs;
 mod mcp_tools;
 mod model_options;
 mod model_retry;
+mod response_outbox;
 mod server_tools;
 mod step_hooks;
 mod tool_hooks;

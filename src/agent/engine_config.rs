@@ -13,33 +13,37 @@ use crate::core::{
 
 use super::definition::AgentDefinition;
 use super::settings::AgentSettings;
+use super::AgentHandle;
 use super::tool::ServerTool;
+
+/// An awaited hook: its argument and the agent's handle in, a future out.
+type Awaited<A, R> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, R>>;
 
 /// The awaited hooks of a definition, type-erased for the host.
 /// (Natively only the tests build it, and they read `before_turn` only.)
 #[derive(Clone)]
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub struct AsyncHooks {
-    pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
-    pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
-    pub on_step_end: Rc<dyn Fn(StepReport) -> LocalBoxFuture<'static, ()>>,
+    pub before_turn: Awaited<TurnContext, TurnConfig>,
+    pub on_chat_response: Awaited<ChatResponse, ()>,
+    pub on_step_end: Awaited<StepReport, ()>,
 }
 
 impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
         AsyncHooks {
-            before_turn: Rc::new(move |ctx| {
+            before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
-                Box::pin(async move { definition.before_turn(ctx).await })
+                Box::pin(async move { definition.before_turn(ctx, agent).await })
             }),
-            on_chat_response: Rc::new(move |response| {
+            on_chat_response: Rc::new(move |response, agent| {
                 let definition = respond.clone();
-                Box::pin(async move { definition.on_chat_response(response).await })
+                Box::pin(async move { definition.on_chat_response(response, agent).await })
             }),
-            on_step_end: Rc::new(move |report| {
+            on_step_end: Rc::new(move |report, agent| {
                 let definition = step.clone();
-                Box::pin(async move { definition.on_step_end(report).await })
+                Box::pin(async move { definition.on_step_end(report, agent).await })
             }),
         }
     }
@@ -118,7 +122,7 @@ mod tests {
     struct Hooked;
 
     impl AgentDefinition for Hooked {
-        async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+        async fn before_turn(&self, ctx: TurnContext, _agent: AgentHandle) -> TurnConfig {
             TurnConfig {
                 model: Some(format!("for-{}", ctx.request_id)),
                 ..TurnConfig::default()
@@ -158,7 +162,8 @@ mod tests {
             body: Default::default(),
         };
         let hooks = AsyncHooks::of(&definition);
-        let chosen = futures::executor::block_on((hooks.before_turn)(context));
+        let chosen =
+            futures::executor::block_on((hooks.before_turn)(context, AgentHandle::default()));
         assert_eq!(chosen.model.as_deref(), Some("for-r9"));
     }
 }

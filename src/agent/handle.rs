@@ -3,7 +3,8 @@
 //! Durable Object). It submits messages durably (`submit_messages`, with an
 //! idempotency key; `submission_status`, `cancel_submission`), stores
 //! messages without a turn (`save_messages`) and continues the last answer
-//! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
+//! (`continue_last_turn`); each reaches every tab like a tab's own turn
+//! (`handle_turns.rs` adds `run_turn`, waiting and cancelling). It
 //! also schedules the agent's own alarm (`schedule_alarm`), which runs the
 //! definition's `on_alarm` with a handle of its own. A handle reaches the
 //! host through the narrow `CoreHost` trait (the core, and carrying out
@@ -35,6 +36,9 @@ pub(crate) trait CoreHost {
     fn mcp_servers(&self) -> Vec<ServerInfo>;
     /// The author's own storage (`author_storage.rs`).
     fn author_storage(&self) -> super::author_storage::AuthorStorage;
+    /// Resolves the next time submission `id` may have become final (the
+    /// host checks after carrying out each event's effects).
+    fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
 }
 
 /// A submission and where it stands (serialises as the status routes send
@@ -186,5 +190,10 @@ impl AgentHandle {
 
     pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
         self.host.author_storage()
+    }
+
+    /// See `CoreHost::settled`.
+    pub(crate) fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
+        self.host.settled(id)
     }
 }

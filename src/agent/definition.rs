@@ -19,9 +19,9 @@ use super::access::{require_token, Refusal, RequestInfo};
 use super::callable::Callable;
 #[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
-use super::AgentHandle;
 use super::settings::{AgentSettings, Vars};
 use super::tool::ServerTool;
+use super::AgentHandle;
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
 /// Every method has a default. The agent runs on one thread, so the futures
@@ -134,7 +134,9 @@ pub trait AgentDefinition: 'static {
     /// Decides a tool call before it runs (a server tool) or is sent to the
     /// tab or parent agent (a client tool): allow it, block it with text the
     /// model reads as its result, change its input, or give its result.
-    fn before_tool_call(&self, _call: &ToolCall) -> ToolCallDecision {
+    /// Awaited (it may look in the agent's storage or ask a service): the
+    /// call waits for it, under the tool's deadline.
+    async fn before_tool_call(&self, _call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
         ToolCallDecision::Allow
     }
 

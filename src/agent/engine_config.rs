@@ -1,6 +1,7 @@
 //! How a definition becomes what the engine runs: the core's configuration
 //! (system prompt, tool specs, settings, the inline hooks) and the awaited
-//! hooks the host calls (`before_turn`, `on_chat_response`).
+//! hooks the host calls (`before_turn`, `before_tool_call`,
+//! `on_chat_response`, `on_step_end`).
 
 use std::rc::Rc;
 
@@ -8,13 +9,13 @@ use futures::future::LocalBoxFuture;
 
 use crate::core::{
     ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport, ToolCall,
-    ToolOutcome, TurnConfig, TurnContext,
+    ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
 use super::settings::AgentSettings;
-use super::AgentHandle;
 use super::tool::ServerTool;
+use super::AgentHandle;
 
 /// An awaited hook: its argument and the agent's handle in, a future out.
 type Awaited<A, R> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, R>>;
@@ -27,11 +28,13 @@ pub struct AsyncHooks {
     pub before_turn: Awaited<TurnContext, TurnConfig>,
     pub on_chat_response: Awaited<ChatResponse, ()>,
     pub on_step_end: Awaited<StepReport, ()>,
+    pub before_tool_call: Awaited<ToolCall, ToolCallDecision>,
 }
 
 impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
+        let decide = definition.clone();
         AsyncHooks {
             before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
@@ -45,13 +48,17 @@ impl AsyncHooks {
                 let definition = step.clone();
                 Box::pin(async move { definition.on_step_end(report, agent).await })
             }),
+            before_tool_call: Rc::new(move |call, agent| {
+                let definition = decide.clone();
+                Box::pin(async move { definition.before_tool_call(call, agent).await })
+            }),
         }
     }
 }
 
 /// Builds the core's configuration for one agent instance: each turn is
-/// prepared by the host (`before_turn` is awaited there); the inline hooks
-/// go to the core.
+/// prepared by the host and each tool call decided there (`before_turn` and
+/// `before_tool_call` are awaited there); the inline hooks go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
     settings: &AgentSettings,
@@ -64,15 +71,14 @@ pub fn core_config<D: AgentDefinition>(
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.turns.clone();
     config.prepare_turn = true;
-    let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    config.decide_tool_calls = true;
+    let (errors, after) = (definition.clone(), definition.clone());
     let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
         on_chat_error: Some(Rc::new(move |error: &ChatError| {
             errors.on_chat_error(error)
         })),
-        before_tool_call: Some(Rc::new(move |call: &ToolCall| {
-            before.before_tool_call(call)
-        })),
+        before_tool_call: None,
         after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
             after.after_tool_call(call, result)
         })),
@@ -89,7 +95,7 @@ pub fn core_config<D: AgentDefinition>(
 mod tests {
     use super::super::settings::Vars;
     use super::*;
-    use crate::core::{Concurrency, ToolCallDecision, TurnTrigger};
+    use crate::core::{Concurrency, TurnTrigger};
     use serde_json::Value;
 
     struct Tuned;
@@ -129,7 +135,7 @@ mod tests {
             }
         }
 
-        fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+        async fn before_tool_call(&self, call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
             ToolCallDecision::Block(format!("no {}", call.tool_name))
         }
     }
@@ -140,6 +146,11 @@ mod tests {
         let settings = definition.settings(&Vars(&|_: &str| None));
         let config = core_config(&definition, &settings, &[], "room", "hooked");
         assert!(config.prepare_turn, "each turn is prepared by the host");
+        assert!(
+            config.decide_tool_calls,
+            "each tool call is decided by the host"
+        );
+        let hooks = AsyncHooks::of(&definition);
         let call = ToolCall {
             request_id: "r1".into(),
             tool_call_id: "c1".into(),
@@ -147,11 +158,9 @@ mod tests {
             input: Value::Null,
             client: true,
         };
-        let decide = config.hooks.before_tool_call.clone();
-        assert_eq!(
-            decide.map(|hook| hook(&call)),
-            Some(ToolCallDecision::Block("no refund".into()))
-        );
+        let decided =
+            futures::executor::block_on((hooks.before_tool_call)(call, AgentHandle::default()));
+        assert_eq!(decided, ToolCallDecision::Block("no refund".into()));
         let context = TurnContext {
             request_id: "r9".into(),
             trigger: TurnTrigger::Submit,
@@ -161,7 +170,6 @@ mod tests {
             client_tools: Vec::new(),
             body: Default::default(),
         };
-        let hooks = AsyncHooks::of(&definition);
         let chosen =
             futures::executor::block_on((hooks.before_turn)(context, AgentHandle::default()));
         assert_eq!(chosen.model.as_deref(), Some("for-r9"));

@@ -226,6 +226,7 @@ impl Core {
                 self.redeliver_owed_responses();
             }
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
+            Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
             Event::ProgrammaticChat {
                 conn,
                 message,

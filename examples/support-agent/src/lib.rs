@@ -95,7 +95,7 @@ impl AgentDefinition for SupportAgent {
     }
 
     // Orders numbered `X-…` are refunded by a person: the model reads why, nobody is asked.
-    fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+    async fn before_tool_call(&self, call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
         let order = call.input["order"].as_str().unwrap_or_default();
         if call.tool_name == "refund" && order.starts_with("X-") {
             return ToolCallDecision::Block(

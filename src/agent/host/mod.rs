@@ -483,9 +483,9 @@ impl AgentHost {
         }
         let (done, still): (Vec<_>, Vec<_>) = {
             let core = self.core.borrow();
-            waiting.into_iter().partition(|(id, _)| {
-                core.submission(id).is_none_or(|r| r.status.is_final())
-            })
+            waiting
+                .into_iter()
+                .partition(|(id, _)| core.submission(id).is_none_or(|r| r.status.is_final()))
         };
         self.settled_waiters.borrow_mut().extend(still);
         for (_, wake) in done {
@@ -583,6 +583,14 @@ impl AgentHost {
                         turn,
                         config: Box::new(config),
                     });
+                });
+            }
+            Effect::DecideToolCall { call, tool } => {
+                let host = self.clone();
+                let decide = (self.hooks.before_tool_call)(tool, self.handle());
+                spawn_local(async move {
+                    let decision = decide.await;
+                    host.dispatch(Event::ToolCallDecided { call, decision });
                 });
             }
             Effect::TurnEnded(response) => {
@@ -713,7 +721,9 @@ impl CoreHost for AgentHost {
 
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
         let (wake, woken) = futures::channel::oneshot::channel();
-        self.settled_waiters.borrow_mut().push((id.to_string(), wake));
+        self.settled_waiters
+            .borrow_mut()
+            .push((id.to_string(), wake));
         Box::pin(async move {
             let _ = woken.await;
         })

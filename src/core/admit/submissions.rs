@@ -72,9 +72,15 @@ impl Core {
                 live
             }
             None => {
-                let running = self.active.as_ref().is_some_and(|a| a.turn.request_id == id);
+                let running = self
+                    .active
+                    .as_ref()
+                    .is_some_and(|a| a.turn.request_id == id);
                 let queued = self.queue.find(|t| t.request_id == id).is_some();
-                let owed = self.continuation.as_ref().is_some_and(|c| c.request_id == id);
+                let owed = self
+                    .continuation
+                    .as_ref()
+                    .is_some_and(|c| c.request_id == id);
                 self.on_cancel(id);
                 running || queued || owed
             }

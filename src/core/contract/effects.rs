@@ -12,7 +12,7 @@ use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
-use crate::core::vocab::hooks::ChatResponse;
+use crate::core::vocab::hooks::{ChatResponse, ToolCall, ToolCallDecision};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
@@ -63,6 +63,12 @@ pub enum Event {
     /// (`Effect::TurnEnded`): it is no longer owed.
     ChatResponseDelivered {
         request_id: String,
+    },
+    /// The host's answer to `Effect::DecideToolCall`: what `before_tool_call`
+    /// decided for the call.
+    ToolCallDecided {
+        call: CallId,
+        decision: ToolCallDecision,
     },
     /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
     /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
@@ -204,6 +210,12 @@ pub enum Effect {
     PrepareTurn {
         turn: CallId,
         context: TurnContext,
+    },
+    /// Run the agent's `before_tool_call` on `tool` and answer with
+    /// `Event::ToolCallDecided { call }` (`CoreConfig::decide_tool_calls`).
+    DecideToolCall {
+        call: CallId,
+        tool: ToolCall,
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
     /// Answer with `Event::ChatResponseDelivered` once the hook returned;

@@ -21,7 +21,10 @@ fn a_tabs_running_turn_is_cancelled_by_its_request_id() {
     }
     let stored = sim.transcript();
     assert_eq!(stored.len(), 2, "what streamed is kept");
-    assert!(!sim.call(|core, now| core.cancel_request("r1", now)), "ended already");
+    assert!(
+        !sim.call(|core, now| core.cancel_request("r1", now)),
+        "ended already"
+    );
     assert!(!sim.call(|core, now| core.cancel_request("no-such", now)));
 }
 
@@ -34,9 +37,19 @@ fn a_queued_turn_cancelled_by_its_id_never_runs() {
     sim.send("b", chat_request("r2", &[user("u2", "second")]));
     assert!(sim.call(|core, now| core.cancel_request("r2", now)));
     sim.run_until_idle();
-    assert_eq!(terminal(sim.frames("b"), "r2").expect("ended")["outcome"], "aborted");
-    assert_eq!(terminal(sim.frames("a"), "r1").expect("ended")["outcome"], "completed");
-    assert_eq!(sim.model.requests.len(), 1, "the cancelled turn never called the model");
+    assert_eq!(
+        terminal(sim.frames("b"), "r2").expect("ended")["outcome"],
+        "aborted"
+    );
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").expect("ended")["outcome"],
+        "completed"
+    );
+    assert_eq!(
+        sim.model.requests.len(),
+        1,
+        "the cancelled turn never called the model"
+    );
 }
 
 #[test]

@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    LogEvent, StepReport, StoredState, Timer, ToolCall, ToolCallDecision, ToolSpec, TurnConfig,
+    TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -46,6 +47,11 @@ enum Work {
         turn: CallId,
         config: Box<TurnConfig>,
     },
+    /// The host's `before_tool_call` answered.
+    Decided {
+        call: CallId,
+        decision: ToolCallDecision,
+    },
     /// The host's `on_chat_response` returned for this turn.
     Delivered {
         request_id: String,
@@ -59,9 +65,19 @@ impl Work {
                 Some(*call)
             }
             Work::Prepared { turn, .. } => Some(*turn),
+            Work::Decided { call, .. } => Some(*call),
             Work::Delivered { .. } => None,
         }
     }
+}
+
+/// The host's `before_tool_call` when the core asks
+/// (`CoreConfig::decide_tool_calls`): answered `delay_ms` later with what
+/// `hook` decides.
+#[derive(Clone)]
+pub struct Decider {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
 }
 
 /// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):
@@ -108,6 +124,10 @@ pub struct Sim {
     pub preparer: Preparer,
     /// Contexts of the turns the core asked to prepare.
     pub prepared: Vec<TurnContext>,
+    /// Answers `Effect::DecideToolCall` (default: at once, allowing).
+    pub decider: Decider,
+    /// The calls the core asked the host to decide, in order.
+    pub decided: Vec<ToolCall>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
     /// How long the host's `on_chat_response` takes before it returns
@@ -196,6 +216,11 @@ impl Sim {
                 hook: Rc::new(|_| TurnConfig::default()),
             },
             prepared: Vec::new(),
+            decider: Decider {
+                delay_ms: 0,
+                hook: Rc::new(|_| ToolCallDecision::Allow),
+            },
+            decided: Vec::new(),
             responses: Vec::new(),
             response_delay_ms: 0,
             step_reports: Vec::new(),
@@ -394,6 +419,7 @@ impl Sim {
                 },
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
+                Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
             };
             self.handle(event);
         }
@@ -632,6 +658,12 @@ impl Sim {
                 let at = self.now + self.preparer.delay_ms;
                 let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
+            }
+            Effect::DecideToolCall { call, tool } => {
+                let decision = (self.decider.hook)(&tool);
+                self.decided.push(tool);
+                let at = self.now + self.decider.delay_ms;
+                self.schedule(at, Work::Decided { call, decision });
             }
             Effect::TurnEnded(response) => {
                 let at = self.now + self.response_delay_ms;

@@ -91,3 +91,26 @@ test("cancel_request stops a tab's running turn by its request id", { timeout: 6
   const again = await post(w, room, 'cancel-request', { requestId: id });
   assert.deepEqual(again.json(), { cancelled: false }, 'nothing left under that id');
 });
+
+test('an awaited before_tool_call that reads storage blocks a call before it runs', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'tc-decide';
+  assert.equal((await post(w, room, 'kv-put', { key: 'blocked_tools', value: ['kv_put'] })).status, 200);
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), '[tool:kv_put:{"key":"from-tool","value":1}]')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  assert.equal(await kvGet(w, room, 'from-tool'), null, 'the tool never ran');
+  const stored = await getMessages(w.url, AGENT, room);
+  const part = stored[1].parts.find((p) => p.type === 'tool-kv_put');
+  assert.equal(part.state, 'output-error');
+  assert.equal(part.errorText, 'kv_put is blocked by the test list');
+  assert.match(textOf(stored[1]), /kv_put is blocked by the test list/, 'the model read why');
+
+  // Off the list, the same call runs.
+  assert.equal((await post(w, room, 'kv-put', { key: 'blocked_tools', value: [] })).status, 200);
+  const again = rid();
+  a.send(chatRequest(again, [userMessage(rid('u'), '[tool:kv_put:{"key":"from-tool","value":2}]')]));
+  assert.equal((await a.waitFor(isDone(again), TURN_MS)).outcome, 'completed');
+  assert.equal(await kvGet(w, room, 'from-tool'), 2);
+});

@@ -8,7 +8,9 @@
 //! payload to the key-value entry `fired`; `chat` submits its payload's
 //! `text` as a user message. Each `on_chat_response` delivered is appended
 //! to the entry `responses`, after waiting while the entry `hold_responses`
-//! is `true` (so a test can restart the runtime while the hook runs).
+//! is `true` (so a test can restart the runtime while the hook runs). A
+//! call `before_tool_call` allowed is then blocked, after an awaited pause
+//! and a storage read, when its tool is listed in the entry `blocked_tools`.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -19,7 +21,7 @@ use crate::agent::handle::AgentHandle;
 use crate::agent::schedule_callback::ScheduleCallback;
 use crate::agent::tool::ServerTool;
 use crate::agent::tool_context::ToolContext;
-use crate::core::{ChatResponse, ScheduleWhen};
+use crate::core::{ChatResponse, ScheduleWhen, ToolCall, ToolCallDecision};
 use crate::protocol::UIMessage;
 
 /// The path segment the routes live under.
@@ -195,4 +197,19 @@ pub fn schedule_callbacks() -> Vec<ScheduleCallback> {
             let _ = agent.submit_messages(vec![message], Default::default());
         }),
     ]
+}
+
+/// After the definition's `before_tool_call` allowed `call`: waits a
+/// moment, then blocks it when its tool is listed in `blocked_tools`.
+pub async fn decide(call: &ToolCall, agent: &AgentHandle) -> Option<ToolCallDecision> {
+    worker::Delay::from(std::time::Duration::from_millis(50)).await;
+    let blocked: Vec<String> = agent
+        .storage()
+        .get("blocked_tools")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    blocked
+        .contains(&call.tool_name)
+        .then(|| ToolCallDecision::Block(format!("{} is blocked by the test list", call.tool_name)))
 }

@@ -587,9 +587,20 @@ impl AgentHost {
             }
             Effect::DecideToolCall { call, tool } => {
                 let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed = (self.debug.tools).then(|| (tool.clone(), self.handle()));
                 let decide = (self.hooks.before_tool_call)(tool, self.handle());
                 spawn_local(async move {
-                    let decision = decide.await;
+                    #[allow(unused_mut)]
+                    let mut decision = decide.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let (crate::core::ToolCallDecision::Allow, Some((tool, agent))) =
+                        (&decision, listed)
+                    {
+                        if let Some(blocked) = debug_author::decide(&tool, &agent).await {
+                            decision = blocked;
+                        }
+                    }
                     host.dispatch(Event::ToolCallDecided { call, decision });
                 });
             }

@@ -401,6 +401,7 @@ impl Sim {
             // Hooks: this agent has none (no turn is prepared by a host).
             Effect::PrepareTurn { .. }
             | Effect::DecideToolCall { .. }
+            | Effect::Summarize { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)
             | Effect::AbortTools { .. }

@@ -56,8 +56,8 @@ pub use vocab::config::{
 };
 pub use vocab::context_policy::ContextPolicy;
 pub use vocab::hooks::{
-    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, ToolCall,
-    ToolCallDecision, ToolOutcome,
+    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
+    ToolCall, ToolCallDecision, ToolOutcome,
 };
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
@@ -227,6 +227,7 @@ impl Core {
             }
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
             Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
+            Event::Summarized { call, summary } => self.on_summarized(call, summary),
             Event::ProgrammaticChat {
                 conn,
                 message,

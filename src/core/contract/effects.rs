@@ -12,7 +12,7 @@ use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
-use crate::core::vocab::hooks::{ChatResponse, ToolCall, ToolCallDecision};
+use crate::core::vocab::hooks::{ChatResponse, SummaryRequest, ToolCall, ToolCallDecision};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
@@ -69,6 +69,12 @@ pub enum Event {
     ToolCallDecided {
         call: CallId,
         decision: ToolCallDecision,
+    },
+    /// The host's answer to `Effect::Summarize`: the summary, or `None` to
+    /// leave messages out without one.
+    Summarized {
+        call: CallId,
+        summary: Option<String>,
     },
     /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
     /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
@@ -216,6 +222,13 @@ pub enum Effect {
     DecideToolCall {
         call: CallId,
         tool: ToolCall,
+    },
+    /// Summarize what the context policy leaves out before the step's model
+    /// call, and answer with `Event::Summarized { call }`
+    /// (`CoreConfig::summarize_by_host`).
+    Summarize {
+        call: CallId,
+        request: SummaryRequest,
     },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
     /// Answer with `Event::ChatResponseDelivered` once the hook returned;

@@ -77,6 +77,14 @@ pub(in crate::core) enum TurnPhase {
     RunningApprovedCalls,
     /// The step's model call streams.
     CallingModel(ModelCall),
+    /// The host's summarizer writes a summary of what the context policy
+    /// leaves out (`Effect::Summarize` with this id) before the step's model
+    /// call; `Event::Summarized` answers, then the call is made.
+    Summarizing {
+        call: CallId,
+        request: StepRequest,
+        through_seq: u64,
+    },
     /// The step's model call failed transiently; `Timer::ModelRetry` sends it again.
     WaitingToRetry(StepRequest),
     /// The model finished the step; its tool calls run and the step ends

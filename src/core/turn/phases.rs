@@ -166,6 +166,9 @@ impl Core {
     /// Phase transition: the step's model call starts (a step's first call or a retry).
     pub(in crate::core) fn enter_calling_model(&mut self, mut request: StepRequest) {
         let first_call = request.retries == 0 && !request.narrowed;
+        if first_call && self.enter_summarizing(&request) {
+            return;
+        }
         let Some(model_request) = self.step_request(request.budget, first_call || request.narrowed)
         else {
             return;
@@ -265,9 +268,10 @@ impl Core {
                 self.begin_step();
                 return;
             }
-            TurnPhase::Preparing(_) | TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => {
-                return
-            }
+            TurnPhase::Preparing(_)
+            | TurnPhase::CallingModel(_)
+            | TurnPhase::WaitingToRetry(_)
+            | TurnPhase::Summarizing { .. } => return,
             TurnPhase::RunningTools(end) => (
                 end.clone(),
                 end.called_tools

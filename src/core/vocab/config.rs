@@ -206,6 +206,10 @@ pub struct CoreConfig {
     /// answered with `Event::ToolCallDecided`) instead of by the inline
     /// `hooks.before_tool_call`; the step waits for the answer.
     pub decide_tool_calls: bool,
+    /// What the context policy leaves out is summarized by the host
+    /// (`Effect::Summarize`, answered with `Event::Summarized`) before the
+    /// step's model call, instead of by the inline `compact` hook.
+    pub summarize_by_host: bool,
     /// The author's hooks on failed turns and on tool calls (see `hooks.rs`).
     pub hooks: crate::core::vocab::hooks::Hooks,
     /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
@@ -224,6 +228,7 @@ impl CoreConfig {
             tools: Vec::new(),
             prepare_turn: false,
             decide_tool_calls: false,
+            summarize_by_host: false,
             hooks: Default::default(),
             compact: None,
             settings: CoreSettings::default(),

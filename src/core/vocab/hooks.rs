@@ -138,6 +138,16 @@ pub struct CompactionInput<'a> {
     pub dropped: &'a [UIMessage],
 }
 
+/// What the host's summarizer is given (`Effect::Summarize`): the same as
+/// `CompactionInput`, owned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRequest {
+    /// The summary made last time, if any.
+    pub previous: Option<String>,
+    /// The messages to fold into it, oldest first.
+    pub dropped: Vec<UIMessage>,
+}
+
 /// The hook: a summary of `previous` + `dropped`, or `None` to leave
 /// messages out without one (the context policy's note says how many).
 pub type Compact = Rc<dyn Fn(&CompactionInput<'_>) -> Option<String>>;

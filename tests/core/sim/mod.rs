@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, Timer, ToolCall, ToolCallDecision, ToolSpec, TurnConfig,
-    TurnContext,
+    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision, ToolSpec,
+    TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -52,6 +52,11 @@ enum Work {
         call: CallId,
         decision: ToolCallDecision,
     },
+    /// The host's summarizer answered.
+    Summarized {
+        call: CallId,
+        summary: Option<String>,
+    },
     /// The host's `on_chat_response` returned for this turn.
     Delivered {
         request_id: String,
@@ -66,6 +71,7 @@ impl Work {
             }
             Work::Prepared { turn, .. } => Some(*turn),
             Work::Decided { call, .. } => Some(*call),
+            Work::Summarized { call, .. } => Some(*call),
             Work::Delivered { .. } => None,
         }
     }
@@ -78,6 +84,14 @@ impl Work {
 pub struct Decider {
     pub delay_ms: u64,
     pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
+}
+
+/// The host's summarizer when the core asks (`CoreConfig::summarize_by_host`):
+/// answered `delay_ms` later with what `hook` writes.
+#[derive(Clone)]
+pub struct Summarizer {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&SummaryRequest) -> Option<String>>,
 }
 
 /// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):
@@ -128,6 +142,10 @@ pub struct Sim {
     pub decider: Decider,
     /// The calls the core asked the host to decide, in order.
     pub decided: Vec<ToolCall>,
+    /// Answers `Effect::Summarize` (default: at once, declining).
+    pub summarizer: Summarizer,
+    /// What the core asked the host to summarize, in order.
+    pub summaries_asked: Vec<SummaryRequest>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
     /// How long the host's `on_chat_response` takes before it returns
@@ -221,6 +239,11 @@ impl Sim {
                 hook: Rc::new(|_| ToolCallDecision::Allow),
             },
             decided: Vec::new(),
+            summarizer: Summarizer {
+                delay_ms: 0,
+                hook: Rc::new(|_| None),
+            },
+            summaries_asked: Vec::new(),
             responses: Vec::new(),
             response_delay_ms: 0,
             step_reports: Vec::new(),
@@ -420,6 +443,7 @@ impl Sim {
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
                 Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
+                Work::Summarized { call, summary } => Event::Summarized { call, summary },
             };
             self.handle(event);
         }
@@ -664,6 +688,12 @@ impl Sim {
                 self.decided.push(tool);
                 let at = self.now + self.decider.delay_ms;
                 self.schedule(at, Work::Decided { call, decision });
+            }
+            Effect::Summarize { call, request } => {
+                let summary = (self.summarizer.hook)(&request);
+                self.summaries_asked.push(request);
+                let at = self.now + self.summarizer.delay_ms;
+                self.schedule(at, Work::Summarized { call, summary });
             }
             Effect::TurnEnded(response) => {
                 let at = self.now + self.response_delay_ms;

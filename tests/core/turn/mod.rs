@@ -14,6 +14,7 @@ mod model_retry;
 mod response_outbox;
 mod server_tools;
 mod step_hooks;
+mod summarizing;
 mod tool_decisions;
 mod tool_hooks;
 mod turn_hooks;

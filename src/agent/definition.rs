@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::core::{
     ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
-    ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use crate::core::StateSource;
@@ -152,6 +152,22 @@ pub trait AgentDefinition: 'static {
     /// every later model request until more must be left out. `None` (the
     /// default): older messages are left out without a summary.
     fn compaction(&self) -> Option<crate::core::Compact> {
+        None
+    }
+
+    /// Whether `summarize` writes the summaries of what the context policy
+    /// leaves out (instead of `compaction`'s inline hook). Default: no.
+    fn summarizes(&self) -> bool {
+        false
+    }
+
+    /// Compaction written by awaited code, when `summarizes` says so: a
+    /// model asked for a summary (`agent.generate_text`), or a service.
+    /// Given the previous summary (if any) and the messages left out since,
+    /// returns the new summary, or `None` to leave them out without one.
+    /// Awaited before the model step that needs it; stored and reused as a
+    /// `compaction` summary is.
+    async fn summarize(&self, _request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
         None
     }
 

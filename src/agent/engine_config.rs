@@ -8,8 +8,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport, ToolCall,
-    ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport,
+    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
@@ -29,12 +29,13 @@ pub struct AsyncHooks {
     pub on_chat_response: Awaited<ChatResponse, ()>,
     pub on_step_end: Awaited<StepReport, ()>,
     pub before_tool_call: Awaited<ToolCall, ToolCallDecision>,
+    pub summarize: Awaited<SummaryRequest, Option<String>>,
 }
 
 impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
-        let decide = definition.clone();
+        let (decide, summarize) = (definition.clone(), definition.clone());
         AsyncHooks {
             before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
@@ -51,6 +52,10 @@ impl AsyncHooks {
             before_tool_call: Rc::new(move |call, agent| {
                 let definition = decide.clone();
                 Box::pin(async move { definition.before_tool_call(call, agent).await })
+            }),
+            summarize: Rc::new(move |request, agent| {
+                let definition = summarize.clone();
+                Box::pin(async move { definition.summarize(request, agent).await })
             }),
         }
     }
@@ -87,7 +92,10 @@ pub fn core_config<D: AgentDefinition>(
             metadata.message_metadata(moment)
         })),
     };
-    config.compact = definition.compaction();
+    config.summarize_by_host = definition.summarizes();
+    config.compact = definition
+        .compaction()
+        .filter(|_| !config.summarize_by_host);
     config
 }
 

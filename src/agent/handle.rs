@@ -39,6 +39,11 @@ pub(crate) trait CoreHost {
     /// Resolves the next time submission `id` may have become final (the
     /// host checks after carrying out each event's effects).
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
+    /// One model call outside a turn, its text collected.
+    fn generate_text(
+        self: Rc<Self>,
+        request: crate::model::ModelRequest,
+    ) -> futures::future::LocalBoxFuture<'static, Result<String, crate::model::ModelFailure>>;
 }
 
 /// A submission and where it stands (serialises as the status routes send
@@ -190,6 +195,43 @@ impl AgentHandle {
 
     pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
         self.host.author_storage()
+    }
+
+    /// Asks the agent's model once, outside any turn (no tools, nothing
+    /// stored or shown to the tabs): `system` and `prompt` in, the text of
+    /// its answer out (`Err`: the provider's failure). E.g. to write a
+    /// summary in `AgentDefinition::summarize`. `model` replaces the agent's
+    /// model for this call.
+    pub async fn generate_text(
+        &self,
+        system: &str,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> Result<String, String> {
+        let mut settings = self.host.core().borrow().config().settings.model.clone();
+        if let Some(model) = model {
+            settings.model = model.to_string();
+        }
+        let request = crate::model::ModelRequest {
+            settings,
+            messages: vec![
+                crate::model::ModelMessage::System {
+                    content: system.to_string(),
+                },
+                crate::model::ModelMessage::User {
+                    content: prompt.to_string(),
+                    files: Vec::new(),
+                },
+            ],
+            tools: Vec::new(),
+            headers: Vec::new(),
+            tool_choice: None,
+        };
+        self.host
+            .clone()
+            .generate_text(request)
+            .await
+            .map_err(|failure| failure.text)
     }
 
     /// See `CoreHost::settled`.

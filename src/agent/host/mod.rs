@@ -604,6 +604,14 @@ impl AgentHost {
                     host.dispatch(Event::ToolCallDecided { call, decision });
                 });
             }
+            Effect::Summarize { call, request } => {
+                let host = self.clone();
+                let summarize = (self.hooks.summarize)(request, self.handle());
+                spawn_local(async move {
+                    let summary = summarize.await;
+                    host.dispatch(Event::Summarized { call, summary });
+                });
+            }
             Effect::TurnEnded(response) => {
                 // Owed until the hook returns (an eviction meanwhile sends
                 // it again after the restart).
@@ -728,6 +736,13 @@ impl CoreHost for AgentHost {
 
     fn author_storage(&self) -> super::author_storage::AuthorStorage {
         super::author_storage::AuthorStorage::new(self.state.storage().sql())
+    }
+
+    fn generate_text(
+        self: Rc<Self>,
+        request: crate::model::ModelRequest,
+    ) -> futures::future::LocalBoxFuture<'static, Result<String, crate::model::ModelFailure>> {
+        Box::pin(AgentHost::generate_text(self, request))
     }
 
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {

@@ -24,7 +24,7 @@ pub use crate::routing::check_agent_name;
 
 /// The compaction hook's type and what it reads (see
 /// `AgentDefinition::compaction`).
-pub use crate::core::{Compact, CompactionInput};
+pub use crate::core::{Compact, CompactionInput, SummaryRequest};
 
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::body::{read_bytes, read_json, read_text};

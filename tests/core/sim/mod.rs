@@ -86,12 +86,15 @@ pub struct Decider {
     pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
 }
 
+/// Writes a summary (`None`: declines).
+pub type SummaryHook = Rc<dyn Fn(&SummaryRequest) -> Option<String>>;
+
 /// The host's summarizer when the core asks (`CoreConfig::summarize_by_host`):
 /// answered `delay_ms` later with what `hook` writes.
 #[derive(Clone)]
 pub struct Summarizer {
     pub delay_ms: u64,
-    pub hook: Rc<dyn Fn(&SummaryRequest) -> Option<String>>,
+    pub hook: SummaryHook,
 }
 
 /// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):

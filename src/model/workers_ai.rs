@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 
+use crate::model::ai_gateway::AiGateway;
 use serde_json::{json, Map, Value};
 
 use super::openai::{message_json, tool_definition_json, usage_from_json, CompletionDecoder};
@@ -25,6 +26,8 @@ pub struct WorkersAi {
     /// the host picks it at random so ids never repeat across instances.
     id_prefix: String,
     next_call: Cell<u64>,
+    /// The AI Gateway calls go through, if any.
+    gateway: Option<AiGateway>,
 }
 
 impl WorkersAi {
@@ -33,7 +36,13 @@ impl WorkersAi {
             binding: binding.to_string(),
             id_prefix: id_prefix.to_string(),
             next_call: Cell::new(0),
+            gateway: None,
         }
+    }
+
+    /// The same provider calling through AI Gateway `gateway`.
+    pub fn with_gateway(self, gateway: Option<AiGateway>) -> Self {
+        WorkersAi { gateway, ..self }
     }
 
     /// The same provider minting tool-call ids under `prefix`.
@@ -105,6 +114,7 @@ impl ModelProvider for WorkersAi {
             binding: self.binding.clone(),
             model: request.settings.model.clone(),
             input: WorkersAi::input(request),
+            options: self.gateway.as_ref().map(AiGateway::run_options),
         })
     }
 

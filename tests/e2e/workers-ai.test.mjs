@@ -29,7 +29,7 @@ const sse = (events) => new ReadableStream({
 const words = (text) => text.match(/\\S+\\s*/g) ?? [];
 import { WorkerEntrypoint } from 'cloudflare:workers';
 export class AiStandIn extends WorkerEntrypoint {
-    async run(model, input) {
+    async run(model, input, options) {
       const messages = input.messages;
       const last = messages[messages.length - 1];
       const openaiStyle = model.includes('openai-style');
@@ -38,7 +38,8 @@ export class AiStandIn extends WorkerEntrypoint {
       if (last.role === 'tool') text = 'The tool said ' + last.content;
       else if (/weather/i.test(last.content)) call = { name: 'get_weather', arguments: { city: 'Paris' } };
       else text = 'model ' + model + ', stream ' + input.stream + ', ' + messages.length + ' messages, city schema '
-        + (tool ? tool.function.parameters.properties.city.type : 'missing');
+        + (tool ? tool.function.parameters.properties.city.type : 'missing')
+        + (options === undefined ? '' : ', options ' + JSON.stringify(options));
       if (!openaiStyle) {
         const lines = text !== null
           ? words(text).map((w) => JSON.stringify({ response: w }))
@@ -56,11 +57,11 @@ export class AiStandIn extends WorkerEntrypoint {
 export default { fetch() { return new Response('stand-in'); } };
 `;
 
-async function workersAiAgent(t, model) {
+async function workersAiAgent(t, model, vars = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-wai-'));
   const agent = agentWorkerOptions({
     buildDir: BUILD_DIR,
-    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model },
+    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model, ...vars },
     options: { serviceBindings: { AI: { name: 'ai-stand-in', entrypoint: 'AiStandIn' } } },
   });
   const mf = new Miniflare(convertV4MiniflareOptions({
@@ -103,3 +104,13 @@ for (const model of ['@cf/test/native-lines', '@cf/test/openai-style']) {
     assert.match(said, /^The tool said \{.*"city":"Paris"/);
   });
 }
+
+test('with AI_GATEWAY_ID the binding is called with the gateway options', async (t) => {
+  const model = '@cf/test/native-lines';
+  const vars = { AI_GATEWAY_ID: 'support-gw', AI_GATEWAY_SKIP_CACHE: '1', AI_GATEWAY_CACHE_TTL: '3600' };
+  const url = await workersAiAgent(t, model, vars);
+  const c = await tab(url, 'wai-gateway');
+  const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')]);
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, `model ${model}, stream true, 2 messages, city schema string, options {"gateway":{"id":"support-gw","skipCache":true,"cacheTtl":3600}}`);
+});

@@ -1,9 +1,10 @@
 // End-to-end on the real runtime: the Workers AI provider (MODEL_PROVIDER=workers-ai) over an `AI`
 // binding. The binding is a local stand-in (a worker reached over a service binding, no network) whose
-// `run(model, input)` streams server-sent events in the two shapes Workers AI models use: native
+// `run(model, input, options)` streams server-sent events in the two shapes Workers AI models use: native
 // `{response, tool_calls}` lines and OpenAI-style chunks. Its replies describe what it received,
-// so the tests see that the input reached it as plain JSON (tool parameter schemas included) and
-// that text and tool calls of both shapes drive a turn with a server tool.
+// so the tests see that the input reached it as plain JSON (tool parameter schemas included),
+// that text and tool calls of both shapes drive a turn with a server tool, and that with
+// `AI_GATEWAY_ID` the call carries the gateway options as `run`'s third argument.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

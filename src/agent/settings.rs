@@ -38,6 +38,9 @@ pub struct AgentSettings {
     /// `AI_GATEWAY_ID` (with `AI_GATEWAY_SKIP_CACHE`, `AI_GATEWAY_CACHE_TTL`):
     /// Workers AI calls go through this AI Gateway.
     pub ai_gateway: Option<AiGateway>,
+    /// `WORKERS_AI_IMAGES=1`: images in user messages reach a Workers AI
+    /// model as `image_url` parts (a vision model); else as text notes.
+    pub workers_ai_images: bool,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
     /// How turns run: the model, step limit, concurrency, limits, model
@@ -105,6 +108,10 @@ impl AgentSettings {
                         .and_then(|t| t.trim().parse().ok()),
                     ..AiGateway::new(id.trim())
                 }),
+            workers_ai_images: matches!(
+                vars.get("WORKERS_AI_IMAGES").as_deref().map(str::trim),
+                Some("1" | "true")
+            ),
             auth_token: vars.get("AUTH_TOKEN"),
             turns: CoreSettings {
                 model: ModelSettings {
@@ -142,7 +149,9 @@ impl AgentSettings {
     /// call meets when none is configured.
     pub fn model_provider(&self) -> Result<Provider, ModelFailure> {
         if let Some(binding) = &self.workers_ai_binding {
-            let provider = WorkersAi::new(binding, "call").with_gateway(self.ai_gateway.clone());
+            let provider = WorkersAi::new(binding, "call")
+                .with_gateway(self.ai_gateway.clone())
+                .with_images(self.workers_ai_images);
             return Ok(Provider::WorkersAi(provider));
         }
         match &self.base_url {

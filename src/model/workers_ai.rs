@@ -28,6 +28,9 @@ pub struct WorkersAi {
     next_call: Cell<u64>,
     /// The AI Gateway calls go through, if any.
     gateway: Option<AiGateway>,
+    /// Images in user messages go to the model as `image_url` parts (a
+    /// vision model); else every file is a text note.
+    images: bool,
 }
 
 impl WorkersAi {
@@ -37,7 +40,19 @@ impl WorkersAi {
             id_prefix: id_prefix.to_string(),
             next_call: Cell::new(0),
             gateway: None,
+            images: false,
         }
+    }
+
+    /// The same provider sending images to the model (`WORKERS_AI_IMAGES`).
+    pub fn with_images(self, images: bool) -> Self {
+        WorkersAi { images, ..self }
+    }
+
+    /// The `run` input for `request` as this provider sends it (images as
+    /// `image_url` parts when it sends images).
+    pub fn input_for(&self, request: &ModelRequest) -> String {
+        Self::input_with(request, self.images)
     }
 
     /// The same provider calling through AI Gateway `gateway`.
@@ -60,16 +75,21 @@ impl WorkersAi {
     /// sequences are not part of the binding's input (a model that takes
     /// them gets them through the provider options, added as for OpenAI).
     pub fn input(request: &ModelRequest) -> String {
+        Self::input_with(request, false)
+    }
+
+    fn input_with(request: &ModelRequest, images: bool) -> String {
         let mut input = Map::new();
+        let message = |m: &super::ModelMessage| match m {
+            super::ModelMessage::User { content, files } if images && !files.is_empty() => json!({
+                "role": "user",
+                "content": super::files::vision_content(content, files),
+            }),
+            other => text_only_message_json(other),
+        };
         input.insert(
             "messages".into(),
-            Value::Array(
-                request
-                    .messages
-                    .iter()
-                    .map(text_only_message_json)
-                    .collect(),
-            ),
+            Value::Array(request.messages.iter().map(message).collect()),
         );
         // The binding has no `tool_choice`: `none` offers no tools and a
         // named tool is offered alone.
@@ -113,7 +133,7 @@ impl ModelProvider for WorkersAi {
         CallPlan::Binding(BindingCall {
             binding: self.binding.clone(),
             model: request.settings.model.clone(),
-            input: WorkersAi::input(request),
+            input: self.input_for(request),
             options: self.gateway.as_ref().map(AiGateway::run_options),
         })
     }

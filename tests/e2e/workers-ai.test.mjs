@@ -4,7 +4,8 @@
 // `{response, tool_calls}` lines and OpenAI-style chunks. Its replies describe what it received,
 // so the tests see that the input reached it as plain JSON (tool parameter schemas included),
 // that text and tool calls of both shapes drive a turn with a server tool, and that with
-// `AI_GATEWAY_ID` the call carries the gateway options as `run`'s third argument.
+// `AI_GATEWAY_ID` the call carries the gateway options as `run`'s third argument, and with
+// `WORKERS_AI_IMAGES=1` an image the tab sends reaches the model as an `image_url` part.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,6 +38,7 @@ export class AiStandIn extends WorkerEntrypoint {
       const tool = input.tools?.find((t) => t.function?.name === 'get_weather');
       let text = null, call = null;
       if (last.role === 'tool') text = 'The tool said ' + last.content;
+      else if (Array.isArray(last.content)) text = 'parts ' + last.content.map((p) => p.type === 'image_url' ? 'image_url:' + p.image_url.url.slice(0, 22) : p.type + ':' + p.text).join(' | ');
       else if (/weather/i.test(last.content)) call = { name: 'get_weather', arguments: { city: 'Paris' } };
       else text = 'model ' + model + ', stream ' + input.stream + ', ' + messages.length + ' messages, city schema '
         + (tool ? tool.function.parameters.properties.city.type : 'missing')
@@ -114,4 +116,15 @@ test('with AI_GATEWAY_ID the binding is called with the gateway options', async 
   const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')]);
   assert.equal(done.outcome, 'completed');
   assert.equal(text, `model ${model}, stream true, 2 messages, city schema string, options {"gateway":{"id":"support-gw","skipCache":true,"cacheTtl":3600}}`);
+});
+
+test('with WORKERS_AI_IMAGES=1 an image in a user message reaches the vision model as an image_url part', async (t) => {
+  const model = '@cf/test/native-lines';
+  const url = await workersAiAgent(t, model, { WORKERS_AI_IMAGES: '1' });
+  const c = await tab(url, 'wai-vision');
+  const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  const message = { id: rid('u'), role: 'user', parts: [{ type: 'text', text: 'what is this?' }, { type: 'file', mediaType: 'image/png', url: png, filename: 'dot.png' }] };
+  const { done, text } = await sendAndWait(c, rid(), [message]);
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, 'parts text:what is this? | image_url:data:image/png;base64,');
 });

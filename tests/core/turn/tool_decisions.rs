@@ -115,3 +115,32 @@ fn a_hook_that_never_answers_is_settled_by_the_tool_deadline() {
         "completed"
     );
 }
+
+#[test]
+fn an_eviction_while_a_call_is_decided_is_recovered_and_the_turn_ends() {
+    let mut sim = deciding_sim(|_| {});
+    sim.script_tool("get_weather", ToolReply::ok(json!({"tempC": 20})));
+    weather_call(&mut sim, &[("c1", "Oslo")]);
+    sim.script(Reply::text("recovered answer"));
+    sim.advance(100);
+    assert_eq!(sim.decided.len(), 1, "the decision is pending");
+    assert!(sim.tools.runs_of("get_weather").is_empty());
+    sim.evict();
+    sim.run_until_idle();
+    let ended = sim.frames("a").iter().any(|f| f["done"] == true);
+    assert!(ended, "the turn ended after the restart");
+    let stored = sim.transcript();
+    assert_eq!(stored.len(), 2, "one answer stored");
+    let unsettled = stored[1]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"].as_str().is_some_and(|t| t.starts_with("tool-")))
+        .any(|p| {
+            !matches!(
+                p["state"].as_str(),
+                Some("output-available" | "output-error")
+            )
+        });
+    assert!(!unsettled, "no call is left unsettled: {}", stored[1]);
+}

@@ -182,4 +182,42 @@ mod tests {
             futures::executor::block_on((hooks.before_turn)(context, AgentHandle::default()));
         assert_eq!(chosen.model.as_deref(), Some("for-r9"));
     }
+
+    struct Summarizing;
+
+    impl AgentDefinition for Summarizing {
+        fn compaction(&self) -> Option<crate::core::Compact> {
+            Some(Rc::new(|_: &crate::core::CompactionInput<'_>| None))
+        }
+
+        fn summarizes(&self) -> bool {
+            true
+        }
+
+        async fn summarize(&self, request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
+            Some(format!("{} messages", request.dropped.len()))
+        }
+    }
+
+    #[test]
+    fn an_agent_that_summarizes_has_the_host_summarize_instead_of_the_inline_hook() {
+        let definition = Rc::new(Summarizing);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "summarizing");
+        assert!(config.summarize_by_host);
+        assert!(
+            config.compact.is_none(),
+            "the inline hook is not used as well"
+        );
+        let hooks = AsyncHooks::of(&definition);
+        let request = SummaryRequest {
+            previous: None,
+            dropped: vec![crate::protocol::UIMessage::user_text("u1", "hi")],
+        };
+        let written =
+            futures::executor::block_on((hooks.summarize)(request, AgentHandle::default()));
+        assert_eq!(written.as_deref(), Some("1 messages"));
+        let plain = core_config(&Rc::new(Tuned), &settings, &[], "room", "tuned");
+        assert!(!plain.summarize_by_host, "off unless the agent asks");
+    }
 }

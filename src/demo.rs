@@ -2,13 +2,16 @@
 //! needs approval, a synced state with two callable methods
 //! (`shared_state.rs`), a streaming callable (`ticks.rs`), a reminder on a
 //! named schedule (`reminders.rs`), connection hooks (`connections.rs`),
-//! bound as the `ChatAgent` Durable Object class.
+//! bound as the `ChatAgent` Durable Object class; with `DEMO_SUMMARIZE=1`
+//! its model summarizes what a long conversation leaves out (`summary.rs`).
 
 #[cfg(target_arch = "wasm32")]
 mod connections;
 mod reminders;
 mod shared_state;
 mod ticks;
+#[cfg(target_arch = "wasm32")]
+mod summary;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,7 +20,11 @@ use crate::agent::{AgentDefinition, ServerTool, Vars};
 use crate::core::ApprovalRule;
 use crate::mcp::McpServer;
 
-pub struct DemoAgent;
+pub struct DemoAgent {
+    /// `DEMO_SUMMARIZE=1`: what the context policy leaves out is summarized
+    /// by the agent's model (`summary.rs`).
+    pub summarize: bool,
+}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WeatherInput {
@@ -74,6 +81,19 @@ impl AgentDefinition for DemoAgent {
             )
             .needs_approval(ApprovalRule::Always),
         ]
+    }
+
+    fn summarizes(&self) -> bool {
+        self.summarize
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn summarize(
+        &self,
+        request: crate::core::SummaryRequest,
+        agent: crate::agent::AgentHandle,
+    ) -> Option<String> {
+        summary::summarize(request, agent).await
     }
 
     fn initial_state(&self) -> Option<serde_json::Value> {
@@ -273,7 +293,9 @@ mod routes {
 }
 
 #[cfg(target_arch = "wasm32")]
-crate::chat_agent!(ChatAgent, |_env: &worker::Env| DemoAgent);
+crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
+    summarize: crate::agent::settings::env_value(env, "DEMO_SUMMARIZE").as_deref() == Some("1"),
+});
 
 #[cfg(target_arch = "wasm32")]
 pub use coordinator::Coordinator;

@@ -6,8 +6,8 @@
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
-    AbortSignal, AgentDefinition, AgentEnv, AgentSettings, CallContext, Callable, Refusal,
-    RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
+    AbortSignal, AgentDefinition, AgentEnv, AgentHandle, AgentSettings, CallContext, Callable,
+    Refusal, RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
 };
 pub use crate::chat_agent;
 pub use crate::core::StateSource;
@@ -19,19 +19,19 @@ pub use crate::core::{
 };
 pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
 pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
-pub use crate::protocol::{ClientToolSchema, UIMessage};
+pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;
 
 /// The compaction hook's type and what it reads (see
 /// `AgentDefinition::compaction`).
-pub use crate::core::{Compact, CompactionInput};
+pub use crate::core::{Compact, CompactionInput, SummaryRequest};
 
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::body::{read_bytes, read_json, read_text};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::{AgentHandle, AgentStub, Connection, Submission, SubmitOptions};
+pub use crate::agent::{AgentStub, Connection, Submission, SubmitOptions, TurnResult};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};
 

@@ -400,6 +400,8 @@ impl Sim {
             } => self.tool_runs.push((call, tool_call_id)),
             // Hooks: this agent has none (no turn is prepared by a host).
             Effect::PrepareTurn { .. }
+            | Effect::DecideToolCall { .. }
+            | Effect::Summarize { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)
             | Effect::AbortTools { .. }

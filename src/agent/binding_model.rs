@@ -1,5 +1,6 @@
 //! Carries out a model call through a binding of the Worker's environment
-//! (Workers AI's `env.AI.run(model, input)`): the input is passed as a plain
+//! (Workers AI's `env.AI.run(model, input, options)`, the options naming an
+//! AI Gateway when one is set): the input is passed as a plain
 //! JS object parsed from the provider's JSON text (so tool schemas stay
 //! objects; `serde_wasm_bindgen` would turn them into `Map`s), and the
 //! streamed reply comes back as the byte stream the provider decodes.
@@ -36,6 +37,12 @@ pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, Mo
     // `Reflect.apply`, not `run.call(…)`: on an RPC stub every property,
     // `call` included, names a remote method.
     let args = js_sys::Array::of2(&JsValue::from_str(&call.model), &input);
+    if let Some(options) = &call.options {
+        let options = JSON::parse(options).map_err(|e| {
+            ModelFailure::permanent(format!("Workers AI options are not JSON: {e:?}"))
+        })?;
+        args.push(&options);
+    }
     let returned =
         Reflect::apply(&run, &binding, &args).map_err(|e| binding_failure(&describe(&e)))?;
     let output = JsFuture::from(Promise::resolve(&returned))

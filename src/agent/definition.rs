@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::core::{
     ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
-    ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use crate::core::StateSource;
@@ -19,10 +19,9 @@ use super::access::{require_token, Refusal, RequestInfo};
 use super::callable::Callable;
 #[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
-#[cfg(target_arch = "wasm32")]
-use super::handle::AgentHandle;
 use super::settings::{AgentSettings, Vars};
 use super::tool::ServerTool;
+use super::AgentHandle;
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
 /// Every method has a default. The agent runs on one thread, so the futures
@@ -86,17 +85,21 @@ pub trait AgentDefinition: 'static {
     /// Chooses one turn's settings from its context (trigger, custom body,
     /// client tools, recent messages): system prompt, step limit, model,
     /// sampling, extra headers, the tools offered and the tool choice.
-    /// Awaited before the turn's first model call; a turn cancelled
-    /// meanwhile never calls the model, and a turn recovered after an
-    /// eviction is prepared again.
-    async fn before_turn(&self, _ctx: TurnContext) -> TurnConfig {
+    /// Awaited before the turn's first model call (it may read the agent's
+    /// state and storage through `agent`, or ask a service); a turn
+    /// cancelled meanwhile never calls the model, and a turn recovered
+    /// after an eviction is prepared again.
+    async fn before_turn(&self, _ctx: TurnContext, _agent: AgentHandle) -> TurnConfig {
         TurnConfig::default()
     }
 
     /// Called once a turn ended and its answer is stored: its outcome, the
     /// ids of the messages it answered and of its answer, its request id,
-    /// its steps and the tokens they used.
-    async fn on_chat_response(&self, _response: ChatResponse) {}
+    /// its steps and the tokens they used. Delivered at least once: the
+    /// report is stored with the turn's end and delivered again after a
+    /// restart until this returns, so make it safe to repeat. Through
+    /// `agent` it may submit the next turn or save messages.
+    async fn on_chat_response(&self, _response: ChatResponse, _agent: AgentHandle) {}
 
     /// Changes one model step (its number, the turn's model, the tools the
     /// model called in the step before and the tokens used so far are in
@@ -110,7 +113,7 @@ pub trait AgentDefinition: 'static {
     /// Called as each model step ends (its tool calls routed, server tools
     /// run): the step's number, model, finish reason, the tools it called,
     /// the tokens its call used, and whether another step follows.
-    async fn on_step_end(&self, _step: StepReport) {}
+    async fn on_step_end(&self, _step: StepReport, _agent: AgentHandle) {}
 
     /// Writes metadata on the answer (`message.metadata` on the stored
     /// message and in the tabs): the fields returned at each moment — the
@@ -131,7 +134,9 @@ pub trait AgentDefinition: 'static {
     /// Decides a tool call before it runs (a server tool) or is sent to the
     /// tab or parent agent (a client tool): allow it, block it with text the
     /// model reads as its result, change its input, or give its result.
-    fn before_tool_call(&self, _call: &ToolCall) -> ToolCallDecision {
+    /// Awaited (it may look in the agent's storage or ask a service): the
+    /// call waits for it, under the tool's deadline.
+    async fn before_tool_call(&self, _call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
         ToolCallDecision::Allow
     }
 
@@ -147,6 +152,22 @@ pub trait AgentDefinition: 'static {
     /// every later model request until more must be left out. `None` (the
     /// default): older messages are left out without a summary.
     fn compaction(&self) -> Option<crate::core::Compact> {
+        None
+    }
+
+    /// Whether `summarize` writes the summaries of what the context policy
+    /// leaves out (instead of `compaction`'s inline hook). Default: no.
+    fn summarizes(&self) -> bool {
+        false
+    }
+
+    /// Compaction written by awaited code, when `summarizes` says so: a
+    /// model asked for a summary (`agent.generate_text`), or a service.
+    /// Given the previous summary (if any) and the messages left out since,
+    /// returns the new summary, or `None` to leave them out without one.
+    /// Awaited before the model step that needs it; stored and reused as a
+    /// `compaction` summary is.
+    async fn summarize(&self, _request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
         None
     }
 

@@ -1,53 +1,69 @@
 //! How a definition becomes what the engine runs: the core's configuration
 //! (system prompt, tool specs, settings, the inline hooks) and the awaited
-//! hooks the host calls (`before_turn`, `on_chat_response`).
+//! hooks the host calls (`before_turn`, `before_tool_call`,
+//! `on_chat_response`, `on_step_end`).
 
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport, ToolCall,
-    ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport,
+    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
 use super::settings::AgentSettings;
 use super::tool::ServerTool;
+use super::AgentHandle;
+
+/// An awaited hook: its argument and the agent's handle in, a future out.
+type Awaited<A, R> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, R>>;
 
 /// The awaited hooks of a definition, type-erased for the host.
 /// (Natively only the tests build it, and they read `before_turn` only.)
 #[derive(Clone)]
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub struct AsyncHooks {
-    pub before_turn: Rc<dyn Fn(TurnContext) -> LocalBoxFuture<'static, TurnConfig>>,
-    pub on_chat_response: Rc<dyn Fn(ChatResponse) -> LocalBoxFuture<'static, ()>>,
-    pub on_step_end: Rc<dyn Fn(StepReport) -> LocalBoxFuture<'static, ()>>,
+    pub before_turn: Awaited<TurnContext, TurnConfig>,
+    pub on_chat_response: Awaited<ChatResponse, ()>,
+    pub on_step_end: Awaited<StepReport, ()>,
+    pub before_tool_call: Awaited<ToolCall, ToolCallDecision>,
+    pub summarize: Awaited<SummaryRequest, Option<String>>,
 }
 
 impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
+        let (decide, summarize) = (definition.clone(), definition.clone());
         AsyncHooks {
-            before_turn: Rc::new(move |ctx| {
+            before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
-                Box::pin(async move { definition.before_turn(ctx).await })
+                Box::pin(async move { definition.before_turn(ctx, agent).await })
             }),
-            on_chat_response: Rc::new(move |response| {
+            on_chat_response: Rc::new(move |response, agent| {
                 let definition = respond.clone();
-                Box::pin(async move { definition.on_chat_response(response).await })
+                Box::pin(async move { definition.on_chat_response(response, agent).await })
             }),
-            on_step_end: Rc::new(move |report| {
+            on_step_end: Rc::new(move |report, agent| {
                 let definition = step.clone();
-                Box::pin(async move { definition.on_step_end(report).await })
+                Box::pin(async move { definition.on_step_end(report, agent).await })
+            }),
+            before_tool_call: Rc::new(move |call, agent| {
+                let definition = decide.clone();
+                Box::pin(async move { definition.before_tool_call(call, agent).await })
+            }),
+            summarize: Rc::new(move |request, agent| {
+                let definition = summarize.clone();
+                Box::pin(async move { definition.summarize(request, agent).await })
             }),
         }
     }
 }
 
 /// Builds the core's configuration for one agent instance: each turn is
-/// prepared by the host (`before_turn` is awaited there); the inline hooks
-/// go to the core.
+/// prepared by the host and each tool call decided there (`before_turn` and
+/// `before_tool_call` are awaited there); the inline hooks go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
     settings: &AgentSettings,
@@ -60,15 +76,14 @@ pub fn core_config<D: AgentDefinition>(
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.turns.clone();
     config.prepare_turn = true;
-    let (errors, before, after) = (definition.clone(), definition.clone(), definition.clone());
+    config.decide_tool_calls = true;
+    let (errors, after) = (definition.clone(), definition.clone());
     let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
         on_chat_error: Some(Rc::new(move |error: &ChatError| {
             errors.on_chat_error(error)
         })),
-        before_tool_call: Some(Rc::new(move |call: &ToolCall| {
-            before.before_tool_call(call)
-        })),
+        before_tool_call: None,
         after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
             after.after_tool_call(call, result)
         })),
@@ -77,7 +92,10 @@ pub fn core_config<D: AgentDefinition>(
             metadata.message_metadata(moment)
         })),
     };
-    config.compact = definition.compaction();
+    config.summarize_by_host = definition.summarizes();
+    config.compact = definition
+        .compaction()
+        .filter(|_| !config.summarize_by_host);
     config
 }
 
@@ -85,7 +103,7 @@ pub fn core_config<D: AgentDefinition>(
 mod tests {
     use super::super::settings::Vars;
     use super::*;
-    use crate::core::{Concurrency, ToolCallDecision, TurnTrigger};
+    use crate::core::{Concurrency, TurnTrigger};
     use serde_json::Value;
 
     struct Tuned;
@@ -118,14 +136,14 @@ mod tests {
     struct Hooked;
 
     impl AgentDefinition for Hooked {
-        async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+        async fn before_turn(&self, ctx: TurnContext, _agent: AgentHandle) -> TurnConfig {
             TurnConfig {
                 model: Some(format!("for-{}", ctx.request_id)),
                 ..TurnConfig::default()
             }
         }
 
-        fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+        async fn before_tool_call(&self, call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
             ToolCallDecision::Block(format!("no {}", call.tool_name))
         }
     }
@@ -136,6 +154,11 @@ mod tests {
         let settings = definition.settings(&Vars(&|_: &str| None));
         let config = core_config(&definition, &settings, &[], "room", "hooked");
         assert!(config.prepare_turn, "each turn is prepared by the host");
+        assert!(
+            config.decide_tool_calls,
+            "each tool call is decided by the host"
+        );
+        let hooks = AsyncHooks::of(&definition);
         let call = ToolCall {
             request_id: "r1".into(),
             tool_call_id: "c1".into(),
@@ -143,11 +166,9 @@ mod tests {
             input: Value::Null,
             client: true,
         };
-        let decide = config.hooks.before_tool_call.clone();
-        assert_eq!(
-            decide.map(|hook| hook(&call)),
-            Some(ToolCallDecision::Block("no refund".into()))
-        );
+        let decided =
+            futures::executor::block_on((hooks.before_tool_call)(call, AgentHandle::default()));
+        assert_eq!(decided, ToolCallDecision::Block("no refund".into()));
         let context = TurnContext {
             request_id: "r9".into(),
             trigger: TurnTrigger::Submit,
@@ -157,8 +178,46 @@ mod tests {
             client_tools: Vec::new(),
             body: Default::default(),
         };
-        let hooks = AsyncHooks::of(&definition);
-        let chosen = futures::executor::block_on((hooks.before_turn)(context));
+        let chosen =
+            futures::executor::block_on((hooks.before_turn)(context, AgentHandle::default()));
         assert_eq!(chosen.model.as_deref(), Some("for-r9"));
+    }
+
+    struct Summarizing;
+
+    impl AgentDefinition for Summarizing {
+        fn compaction(&self) -> Option<crate::core::Compact> {
+            Some(Rc::new(|_: &crate::core::CompactionInput<'_>| None))
+        }
+
+        fn summarizes(&self) -> bool {
+            true
+        }
+
+        async fn summarize(&self, request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
+            Some(format!("{} messages", request.dropped.len()))
+        }
+    }
+
+    #[test]
+    fn an_agent_that_summarizes_has_the_host_summarize_instead_of_the_inline_hook() {
+        let definition = Rc::new(Summarizing);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "summarizing");
+        assert!(config.summarize_by_host);
+        assert!(
+            config.compact.is_none(),
+            "the inline hook is not used as well"
+        );
+        let hooks = AsyncHooks::of(&definition);
+        let request = SummaryRequest {
+            previous: None,
+            dropped: vec![crate::protocol::UIMessage::user_text("u1", "hi")],
+        };
+        let written =
+            futures::executor::block_on((hooks.summarize)(request, AgentHandle::default()));
+        assert_eq!(written.as_deref(), Some("1 messages"));
+        let plain = core_config(&Rc::new(Tuned), &settings, &[], "room", "tuned");
+        assert!(!plain.summarize_by_host, "off unless the agent asks");
     }
 }

@@ -3,7 +3,8 @@
 //! Durable Object). It submits messages durably (`submit_messages`, with an
 //! idempotency key; `submission_status`, `cancel_submission`), stores
 //! messages without a turn (`save_messages`) and continues the last answer
-//! (`continue_last_turn`); each reaches every tab like a tab's own turn. It
+//! (`continue_last_turn`); each reaches every tab like a tab's own turn
+//! (`handle_turns.rs` adds `run_turn`, waiting and cancelling). It
 //! also schedules the agent's own alarm (`schedule_alarm`), which runs the
 //! definition's `on_alarm` with a handle of its own. A handle reaches the
 //! host through the narrow `CoreHost` trait (the core, and carrying out
@@ -35,6 +36,14 @@ pub(crate) trait CoreHost {
     fn mcp_servers(&self) -> Vec<ServerInfo>;
     /// The author's own storage (`author_storage.rs`).
     fn author_storage(&self) -> super::author_storage::AuthorStorage;
+    /// Resolves the next time submission `id` may have become final (the
+    /// host checks after carrying out each event's effects).
+    fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
+    /// One model call outside a turn, its text collected.
+    fn generate_text(
+        self: Rc<Self>,
+        request: crate::model::ModelRequest,
+    ) -> futures::future::LocalBoxFuture<'static, Result<String, crate::model::ModelFailure>>;
 }
 
 /// A submission and where it stands (serialises as the status routes send
@@ -191,5 +200,47 @@ impl AgentHandle {
 
     pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
         self.host.author_storage()
+    }
+
+    /// Asks the agent's model once, outside any turn (no tools, nothing
+    /// stored or shown to the tabs): `system` and `prompt` in, the text of
+    /// its answer out (`Err`: the provider's failure). E.g. to write a
+    /// summary in `AgentDefinition::summarize`. `model` replaces the agent's
+    /// model for this call.
+    pub async fn generate_text(
+        &self,
+        system: &str,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> Result<String, String> {
+        let mut settings = self.host.core().borrow().config().settings.model.clone();
+        if let Some(model) = model {
+            settings.model = model.to_string();
+        }
+        let request = crate::model::ModelRequest {
+            settings,
+            messages: vec![
+                crate::model::ModelMessage::System {
+                    content: system.to_string(),
+                },
+                crate::model::ModelMessage::User {
+                    content: prompt.to_string(),
+                    files: Vec::new(),
+                },
+            ],
+            tools: Vec::new(),
+            headers: Vec::new(),
+            tool_choice: None,
+        };
+        self.host
+            .clone()
+            .generate_text(request)
+            .await
+            .map_err(|failure| failure.text)
+    }
+
+    /// See `CoreHost::settled`.
+    pub(crate) fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
+        self.host.settled(id)
     }
 }

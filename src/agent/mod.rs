@@ -38,8 +38,12 @@ mod durable_object;
 mod engine_config;
 #[cfg(target_arch = "wasm32")]
 pub mod handle;
+#[cfg(not(target_arch = "wasm32"))]
+mod handle_native;
 #[cfg(target_arch = "wasm32")]
 mod handle_schedules;
+#[cfg(target_arch = "wasm32")]
+mod handle_turns;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod host;
@@ -64,8 +68,12 @@ pub use connection::Connection;
 pub use definition::AgentDefinition;
 #[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
+#[cfg(not(target_arch = "wasm32"))]
+pub use handle_native::AgentHandle;
 #[cfg(target_arch = "wasm32")]
 pub use handle_schedules::Schedule;
+#[cfg(target_arch = "wasm32")]
+pub use handle_turns::TurnResult;
 #[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
 #[cfg(target_arch = "wasm32")]

@@ -3,6 +3,7 @@
 //! run, with defaults read from the worker's vars and secrets (`Vars`).
 
 use crate::core::{Concurrency, ContextPolicy, CoreSettings, Limits, LogLevel, RetryPolicy};
+use crate::model::ai_gateway::AiGateway;
 use crate::model::openai::OpenAiCompatible;
 use crate::model::workers_ai::WorkersAi;
 use crate::model::{ModelFailure, ModelSettings, Provider};
@@ -34,6 +35,12 @@ pub struct AgentSettings {
     /// `MODEL_PROVIDER=workers-ai`: the model runs on Workers AI through this
     /// binding (`AI_BINDING`, default `AI`) instead of an HTTP API.
     pub workers_ai_binding: Option<String>,
+    /// `AI_GATEWAY_ID` (with `AI_GATEWAY_SKIP_CACHE`, `AI_GATEWAY_CACHE_TTL`):
+    /// Workers AI calls go through this AI Gateway.
+    pub ai_gateway: Option<AiGateway>,
+    /// `WORKERS_AI_IMAGES=1`: images in user messages reach a Workers AI
+    /// model as `image_url` parts (a vision model); else as text notes.
+    pub workers_ai_images: bool,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
     /// How turns run: the model, step limit, concurrency, limits, model
@@ -88,6 +95,23 @@ impl AgentSettings {
                 .get("MODEL_PROVIDER")
                 .filter(|p| p.trim().eq_ignore_ascii_case("workers-ai"))
                 .map(|_| vars.get("AI_BINDING").unwrap_or_else(|| "AI".to_string())),
+            ai_gateway: vars
+                .get("AI_GATEWAY_ID")
+                .filter(|id| !id.trim().is_empty())
+                .map(|id| AiGateway {
+                    skip_cache: matches!(
+                        vars.get("AI_GATEWAY_SKIP_CACHE").as_deref().map(str::trim),
+                        Some("1" | "true")
+                    ),
+                    cache_ttl: vars
+                        .get("AI_GATEWAY_CACHE_TTL")
+                        .and_then(|t| t.trim().parse().ok()),
+                    ..AiGateway::new(id.trim())
+                }),
+            workers_ai_images: matches!(
+                vars.get("WORKERS_AI_IMAGES").as_deref().map(str::trim),
+                Some("1" | "true")
+            ),
             auth_token: vars.get("AUTH_TOKEN"),
             turns: CoreSettings {
                 model: ModelSettings {
@@ -125,7 +149,10 @@ impl AgentSettings {
     /// call meets when none is configured.
     pub fn model_provider(&self) -> Result<Provider, ModelFailure> {
         if let Some(binding) = &self.workers_ai_binding {
-            return Ok(Provider::WorkersAi(WorkersAi::new(binding, "call")));
+            let provider = WorkersAi::new(binding, "call")
+                .with_gateway(self.ai_gateway.clone())
+                .with_images(self.workers_ai_images);
+            return Ok(Provider::WorkersAi(provider));
         }
         match &self.base_url {
             Some(base_url) => Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(

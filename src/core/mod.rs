@@ -56,8 +56,8 @@ pub use vocab::config::{
 };
 pub use vocab::context_policy::ContextPolicy;
 pub use vocab::hooks::{
-    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, ToolCall,
-    ToolCallDecision, ToolOutcome,
+    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
+    ToolCall, ToolCallDecision, ToolOutcome,
 };
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
@@ -126,6 +126,9 @@ pub struct Core {
     log: Vec<LogEvent>,
     /// The MCP servers' frame and tools, as the host last set them.
     mcp: mcp::McpView,
+    /// Ended turns' reports `on_chat_response` has not returned for
+    /// (`turn/response_outbox.rs`).
+    owed_responses: Vec<ChatResponse>,
 }
 
 impl Core {
@@ -186,6 +189,7 @@ impl Core {
             effects: Vec::new(),
             log: Vec::new(),
             mcp: mcp::McpView::default(),
+            owed_responses: stored.owed_responses,
         }
     }
 
@@ -220,7 +224,11 @@ impl Core {
             Event::Woke => {
                 self.on_woke();
                 self.settle_orphaned_submissions();
+                self.redeliver_owed_responses();
             }
+            Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
+            Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
+            Event::Summarized { call, summary } => self.on_summarized(call, summary),
             Event::ProgrammaticChat {
                 conn,
                 message,

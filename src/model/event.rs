@@ -39,13 +39,14 @@ pub enum FinishReason {
 }
 
 /// Token accounting reported by the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Tokens of the request (the input).
     pub prompt_tokens: u64,
     /// Tokens of the reply (the output).
     pub completion_tokens: u64,
     /// Input tokens the provider read from its prompt cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
 }
 

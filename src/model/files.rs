@@ -67,6 +67,32 @@ pub fn openai_content(text: &str, files: &[ModelFile]) -> Value {
     Value::Array(parts)
 }
 
+/// The `content` array of a user message with files for a vision model
+/// that takes only images (Workers AI's vision chat models): the text, each
+/// image as an OpenAI `image_url` part (its `data:` URL or link), a note for
+/// any other file.
+pub fn vision_content(text: &str, files: &[ModelFile]) -> Value {
+    let mut parts = Vec::with_capacity(files.len() + 1);
+    let mut notes = text.to_string();
+    for file in files {
+        let shown = file.url.starts_with("data:")
+            || file.url.starts_with("https:")
+            || file.url.starts_with("http:");
+        if file.media_type.starts_with("image/") && shown {
+            parts.push(json!({"type": "image_url", "image_url": {"url": file.url}}));
+        } else {
+            if !notes.is_empty() {
+                notes.push('\n');
+            }
+            notes.push_str(&note(file));
+        }
+    }
+    if !notes.is_empty() {
+        parts.insert(0, json!({"type": "text", "text": notes}));
+    }
+    Value::Array(parts)
+}
+
 /// The text of a user message with files, for a provider given text only:
 /// the text, then one note per file.
 pub fn text_with_notes(text: &str, files: &[ModelFile]) -> String {
@@ -234,5 +260,25 @@ mod tests {
         );
         assert_eq!(input, expected);
         assert!(!input.contains("iVBOR"));
+    }
+
+    #[test]
+    fn a_workers_ai_vision_model_gets_images_as_image_url_parts() {
+        let request = request_with(vec![
+            file("image/png", PNG, Some("dot.png")),
+            file("application/zip", "https://example.com/a.zip", None),
+        ]);
+        let provider = crate::model::workers_ai::WorkersAi::new("AI", "call").with_images(true);
+        let input: Value = serde_json::from_str(&provider.input_for(&request)).unwrap_or_default();
+        let content = &input["messages"][0]["content"];
+        assert_eq!(
+            content[0],
+            json!({"type": "text", "text": "what is in these?\n[Attached file file (application/zip): https://example.com/a.zip]"})
+        );
+        assert_eq!(
+            content[1],
+            json!({"type": "image_url", "image_url": {"url": PNG}})
+        );
+        assert_eq!(content.as_array().map(Vec::len), Some(2));
     }
 }

@@ -10,6 +10,7 @@
 //!   the request body and decodes the streamed chunks.
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
+pub mod ai_gateway;
 mod event;
 mod failure;
 pub mod files;

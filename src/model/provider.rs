@@ -98,4 +98,7 @@ pub struct BindingCall {
     pub model: String,
     /// The input object, as JSON text.
     pub input: String,
+    /// The options object (`run`'s third argument), as JSON text: the AI
+    /// Gateway the call goes through (`None`: no options).
+    pub options: Option<String>,
 }

@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 
+use crate::model::ai_gateway::AiGateway;
 use serde_json::{json, Map, Value};
 
 use super::openai::{message_json, tool_definition_json, usage_from_json, CompletionDecoder};
@@ -25,6 +26,11 @@ pub struct WorkersAi {
     /// the host picks it at random so ids never repeat across instances.
     id_prefix: String,
     next_call: Cell<u64>,
+    /// The AI Gateway calls go through, if any.
+    gateway: Option<AiGateway>,
+    /// Images in user messages go to the model as `image_url` parts (a
+    /// vision model); else every file is a text note.
+    images: bool,
 }
 
 impl WorkersAi {
@@ -33,7 +39,25 @@ impl WorkersAi {
             binding: binding.to_string(),
             id_prefix: id_prefix.to_string(),
             next_call: Cell::new(0),
+            gateway: None,
+            images: false,
         }
+    }
+
+    /// The same provider sending images to the model (`WORKERS_AI_IMAGES`).
+    pub fn with_images(self, images: bool) -> Self {
+        WorkersAi { images, ..self }
+    }
+
+    /// The `run` input for `request` as this provider sends it (images as
+    /// `image_url` parts when it sends images).
+    pub fn input_for(&self, request: &ModelRequest) -> String {
+        Self::input_with(request, self.images)
+    }
+
+    /// The same provider calling through AI Gateway `gateway`.
+    pub fn with_gateway(self, gateway: Option<AiGateway>) -> Self {
+        WorkersAi { gateway, ..self }
     }
 
     /// The same provider minting tool-call ids under `prefix`.
@@ -51,16 +75,21 @@ impl WorkersAi {
     /// sequences are not part of the binding's input (a model that takes
     /// them gets them through the provider options, added as for OpenAI).
     pub fn input(request: &ModelRequest) -> String {
+        Self::input_with(request, false)
+    }
+
+    fn input_with(request: &ModelRequest, images: bool) -> String {
         let mut input = Map::new();
+        let message = |m: &super::ModelMessage| match m {
+            super::ModelMessage::User { content, files } if images && !files.is_empty() => json!({
+                "role": "user",
+                "content": super::files::vision_content(content, files),
+            }),
+            other => text_only_message_json(other),
+        };
         input.insert(
             "messages".into(),
-            Value::Array(
-                request
-                    .messages
-                    .iter()
-                    .map(text_only_message_json)
-                    .collect(),
-            ),
+            Value::Array(request.messages.iter().map(message).collect()),
         );
         // The binding has no `tool_choice`: `none` offers no tools and a
         // named tool is offered alone.
@@ -104,7 +133,8 @@ impl ModelProvider for WorkersAi {
         CallPlan::Binding(BindingCall {
             binding: self.binding.clone(),
             model: request.settings.model.clone(),
-            input: WorkersAi::input(request),
+            input: self.input_for(request),
+            options: self.gateway.as_ref().map(AiGateway::run_options),
         })
     }
 

@@ -1,9 +1,11 @@
 // End-to-end on the real runtime: the Workers AI provider (MODEL_PROVIDER=workers-ai) over an `AI`
 // binding. The binding is a local stand-in (a worker reached over a service binding, no network) whose
-// `run(model, input)` streams server-sent events in the two shapes Workers AI models use: native
+// `run(model, input, options)` streams server-sent events in the two shapes Workers AI models use: native
 // `{response, tool_calls}` lines and OpenAI-style chunks. Its replies describe what it received,
-// so the tests see that the input reached it as plain JSON (tool parameter schemas included) and
-// that text and tool calls of both shapes drive a turn with a server tool.
+// so the tests see that the input reached it as plain JSON (tool parameter schemas included),
+// that text and tool calls of both shapes drive a turn with a server tool, and that with
+// `AI_GATEWAY_ID` the call carries the gateway options as `run`'s third argument, and with
+// `WORKERS_AI_IMAGES=1` an image the tab sends reaches the model as an `image_url` part.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,16 +31,18 @@ const sse = (events) => new ReadableStream({
 const words = (text) => text.match(/\\S+\\s*/g) ?? [];
 import { WorkerEntrypoint } from 'cloudflare:workers';
 export class AiStandIn extends WorkerEntrypoint {
-    async run(model, input) {
+    async run(model, input, options) {
       const messages = input.messages;
       const last = messages[messages.length - 1];
       const openaiStyle = model.includes('openai-style');
       const tool = input.tools?.find((t) => t.function?.name === 'get_weather');
       let text = null, call = null;
       if (last.role === 'tool') text = 'The tool said ' + last.content;
+      else if (Array.isArray(last.content)) text = 'parts ' + last.content.map((p) => p.type === 'image_url' ? 'image_url:' + p.image_url.url.slice(0, 22) : p.type + ':' + p.text).join(' | ');
       else if (/weather/i.test(last.content)) call = { name: 'get_weather', arguments: { city: 'Paris' } };
       else text = 'model ' + model + ', stream ' + input.stream + ', ' + messages.length + ' messages, city schema '
-        + (tool ? tool.function.parameters.properties.city.type : 'missing');
+        + (tool ? tool.function.parameters.properties.city.type : 'missing')
+        + (options === undefined ? '' : ', options ' + JSON.stringify(options));
       if (!openaiStyle) {
         const lines = text !== null
           ? words(text).map((w) => JSON.stringify({ response: w }))
@@ -56,11 +60,11 @@ export class AiStandIn extends WorkerEntrypoint {
 export default { fetch() { return new Response('stand-in'); } };
 `;
 
-async function workersAiAgent(t, model) {
+async function workersAiAgent(t, model, vars = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-wai-'));
   const agent = agentWorkerOptions({
     buildDir: BUILD_DIR,
-    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model },
+    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model, ...vars },
     options: { serviceBindings: { AI: { name: 'ai-stand-in', entrypoint: 'AiStandIn' } } },
   });
   const mf = new Miniflare(convertV4MiniflareOptions({
@@ -103,3 +107,24 @@ for (const model of ['@cf/test/native-lines', '@cf/test/openai-style']) {
     assert.match(said, /^The tool said \{.*"city":"Paris"/);
   });
 }
+
+test('with AI_GATEWAY_ID the binding is called with the gateway options', async (t) => {
+  const model = '@cf/test/native-lines';
+  const vars = { AI_GATEWAY_ID: 'support-gw', AI_GATEWAY_SKIP_CACHE: '1', AI_GATEWAY_CACHE_TTL: '3600' };
+  const url = await workersAiAgent(t, model, vars);
+  const c = await tab(url, 'wai-gateway');
+  const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')]);
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, `model ${model}, stream true, 2 messages, city schema string, options {"gateway":{"id":"support-gw","skipCache":true,"cacheTtl":3600}}`);
+});
+
+test('with WORKERS_AI_IMAGES=1 an image in a user message reaches the vision model as an image_url part', async (t) => {
+  const model = '@cf/test/native-lines';
+  const url = await workersAiAgent(t, model, { WORKERS_AI_IMAGES: '1' });
+  const c = await tab(url, 'wai-vision');
+  const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  const message = { id: rid('u'), role: 'user', parts: [{ type: 'text', text: 'what is this?' }, { type: 'file', mediaType: 'image/png', url: png, filename: 'dot.png' }] };
+  const { done, text } = await sendAndWait(c, rid(), [message]);
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, 'parts text:what is this? | image_url:data:image/png;base64,');
+});

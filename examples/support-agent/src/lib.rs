@@ -45,7 +45,7 @@ impl AgentDefinition for SupportAgent {
 
     // A tab may ask for French answers with a custom body: `{ "locale": "fr" }`, and for the
     // order as JSON of a fixed shape, sampled steadily: `{ "format": "order" }`.
-    async fn before_turn(&self, ctx: TurnContext) -> TurnConfig {
+    async fn before_turn(&self, ctx: TurnContext, _agent: AgentHandle) -> TurnConfig {
         let french = ctx.body.get("locale").and_then(|l| l.as_str()) == Some("fr");
         let config = TurnConfig {
             system: french.then(|| format!("{} Answer in French.", self.system_prompt())),
@@ -83,7 +83,7 @@ impl AgentDefinition for SupportAgent {
 
     // Each model step goes to the Worker's log with the tokens it used.
     #[cfg(target_arch = "wasm32")]
-    async fn on_step_end(&self, step: StepReport) {
+    async fn on_step_end(&self, step: StepReport, _agent: AgentHandle) {
         let line = serde_json::json!({
             "requestId": step.request_id,
             "step": step.step,
@@ -95,7 +95,7 @@ impl AgentDefinition for SupportAgent {
     }
 
     // Orders numbered `X-…` are refunded by a person: the model reads why, nobody is asked.
-    fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+    async fn before_tool_call(&self, call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
         let order = call.input["order"].as_str().unwrap_or_default();
         if call.tool_name == "refund" && order.starts_with("X-") {
             return ToolCallDecision::Block(
@@ -107,7 +107,7 @@ impl AgentDefinition for SupportAgent {
 
     // Each ended turn, once its answer is stored, goes to the Worker's log.
     #[cfg(target_arch = "wasm32")]
-    async fn on_chat_response(&self, response: ChatResponse) {
+    async fn on_chat_response(&self, response: ChatResponse, _agent: AgentHandle) {
         let line = serde_json::json!({
             "requestId": response.request_id,
             "outcome": response.outcome,

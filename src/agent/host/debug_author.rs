@@ -2,9 +2,15 @@
 //! author's storage and schedules from outside, under `…/__debug/author/`:
 //! `sql` `{query, bindings}`, `kv-put` `{key, value}`, `kv-get?key=`,
 //! `schedule` `{name, callback, payload, when}`, `schedules`, `cancel`
-//! `{name}`. A tool `kv_put {key, value}` writes the key-value store from a
-//! turn. Callbacks: `record` appends its payload to the key-value entry
-//! `fired`; `chat` submits its payload's `text` as a user message.
+//! `{name}`, `run-turn` `{text}` (answers with the turn's result once it
+//! ended), `cancel-request` `{requestId}`. A tool `kv_put {key, value}`
+//! writes the key-value store from a turn. Callbacks: `record` appends its
+//! payload to the key-value entry `fired`; `chat` submits its payload's
+//! `text` as a user message. Each `on_chat_response` delivered is appended
+//! to the entry `responses`, after waiting while the entry `hold_responses`
+//! is `true` (so a test can restart the runtime while the hook runs). A
+//! call `before_tool_call` allowed is then blocked, after an awaited pause
+//! and a storage read, when its tool is listed in the entry `blocked_tools`.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,7 +21,7 @@ use crate::agent::handle::AgentHandle;
 use crate::agent::schedule_callback::ScheduleCallback;
 use crate::agent::tool::ServerTool;
 use crate::agent::tool_context::ToolContext;
-use crate::core::ScheduleWhen;
+use crate::core::{ChatResponse, ScheduleWhen, ToolCall, ToolCallDecision};
 use crate::protocol::UIMessage;
 
 /// The path segment the routes live under.
@@ -70,6 +76,17 @@ struct CancelBody {
     name: String,
 }
 
+#[derive(Deserialize)]
+struct RunTurnBody {
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelRequestBody {
+    request_id: String,
+}
+
 pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Response> {
     let path = req.path();
     let Some((_, route)) = path.split_once(ROUTES) else {
@@ -116,8 +133,40 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
             let body: CancelBody = req.json().await?;
             Response::from_json(&json!({ "cancelled": agent.cancel_schedule(&body.name) }))
         }
+        "run-turn" => {
+            let body: RunTurnBody = req.json().await?;
+            let message = UIMessage::user_text("", body.text);
+            match agent.run_turn(vec![message], Default::default()).await {
+                Ok(result) => Response::from_json(&result),
+                Err(e) => Response::error(e.to_string(), 400),
+            }
+        }
+        "cancel-request" => {
+            let body: CancelRequestBody = req.json().await?;
+            Response::from_json(&json!({ "cancelled": agent.cancel_request(&body.request_id) }))
+        }
         _ => Response::error("Not found", 404),
     }
+}
+
+/// After the definition's `on_chat_response`: waits while `hold_responses`
+/// is `true` (at most a minute), then appends the report to `responses`.
+pub async fn record_response(response: &ChatResponse, agent: &AgentHandle) {
+    let storage = agent.storage();
+    for _ in 0..1200 {
+        let held: Option<bool> = storage.get("hold_responses").ok().flatten();
+        if held != Some(true) {
+            break;
+        }
+        worker::Delay::from(std::time::Duration::from_millis(50)).await;
+    }
+    let mut seen: Vec<Value> = storage.get("responses").ok().flatten().unwrap_or_default();
+    seen.push(json!({
+        "requestId": response.request_id,
+        "outcome": response.outcome,
+        "answerId": response.answer_id,
+    }));
+    let _ = storage.put("responses", &seen);
 }
 
 fn binding(value: Value) -> SqlValue {
@@ -162,4 +211,19 @@ pub fn record_close(agent: &AgentHandle, conn: &str) {
         closes.push(conn.to_string());
         let _ = storage.put("closes", &closes);
     }
+}
+
+/// After the definition's `before_tool_call` allowed `call`: waits a
+/// moment, then blocks it when its tool is listed in `blocked_tools`.
+pub async fn decide(call: &ToolCall, agent: &AgentHandle) -> Option<ToolCallDecision> {
+    worker::Delay::from(std::time::Duration::from_millis(50)).await;
+    let blocked: Vec<String> = agent
+        .storage()
+        .get("blocked_tools")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    blocked
+        .contains(&call.tool_name)
+        .then(|| ToolCallDecision::Block(format!("{} is blocked by the test list", call.tool_name)))
 }

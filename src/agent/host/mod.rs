@@ -113,6 +113,8 @@ pub struct AgentHost {
     channel_policy: ChannelPolicy,
     /// The MCP servers the agent is connected to (see `mcp.rs`).
     mcp: mcp::McpClients,
+    /// Code waiting for a submission to be final (`AgentHandle::wait_for_submission`).
+    settled_waiters: RefCell<Vec<(String, futures::channel::oneshot::Sender<()>)>>,
 }
 
 /// How many handled closes `AgentHost::closed` remembers.
@@ -213,6 +215,7 @@ impl AgentHost {
             model_error_detail_to_tabs,
             link_hosts,
             mcp,
+            settled_waiters: RefCell::new(Vec::new()),
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
@@ -518,6 +521,26 @@ impl AgentHost {
         if let Some((ops, error)) = refused {
             self.dispatch(Event::StoreWriteFailed { ops, error });
         }
+        self.wake_settled_waiters();
+    }
+
+    /// Wakes the code waiting on a submission that is now final (or
+    /// forgotten); it reads the status itself.
+    fn wake_settled_waiters(&self) {
+        let waiting = std::mem::take(&mut *self.settled_waiters.borrow_mut());
+        if waiting.is_empty() {
+            return;
+        }
+        let (done, still): (Vec<_>, Vec<_>) = {
+            let core = self.core.borrow();
+            waiting
+                .into_iter()
+                .partition(|(id, _)| core.submission(id).is_none_or(|r| r.status.is_final()))
+        };
+        self.settled_waiters.borrow_mut().extend(still);
+        for (_, wake) in done {
+            let _ = wake.send(());
+        }
     }
 
     /// Any effect but a write (see `core::carry_out`).
@@ -602,22 +625,64 @@ impl AgentHost {
             Effect::PrepareTurn { turn, context } => {
                 let host = self.clone();
                 let before_turn = self.hooks.before_turn.clone();
+                let agent = self.handle();
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
-                    let config = before_turn(context).await;
+                    let config = before_turn(context, agent).await;
                     host.dispatch(Event::TurnPrepared {
                         turn,
                         config: Box::new(config),
                     });
                 });
             }
+            Effect::DecideToolCall { call, tool } => {
+                let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed = (self.debug.tools).then(|| (tool.clone(), self.handle()));
+                let decide = (self.hooks.before_tool_call)(tool, self.handle());
+                spawn_local(async move {
+                    #[allow(unused_mut)]
+                    let mut decision = decide.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let (crate::core::ToolCallDecision::Allow, Some((tool, agent))) =
+                        (&decision, listed)
+                    {
+                        if let Some(blocked) = debug_author::decide(&tool, &agent).await {
+                            decision = blocked;
+                        }
+                    }
+                    host.dispatch(Event::ToolCallDecided { call, decision });
+                });
+            }
+            Effect::Summarize { call, request } => {
+                let host = self.clone();
+                let summarize = (self.hooks.summarize)(request, self.handle());
+                spawn_local(async move {
+                    let summary = summarize.await;
+                    host.dispatch(Event::Summarized { call, summary });
+                });
+            }
             Effect::TurnEnded(response) => {
+                // Owed until the hook returns (an eviction meanwhile sends
+                // it again after the restart).
+                let host = self.clone();
                 let on_chat_response = self.hooks.on_chat_response.clone();
-                spawn_local(on_chat_response(response));
+                let request_id = response.request_id.clone();
+                #[cfg(feature = "debug-routes")]
+                let recorded = (self.debug.tools).then(|| (response.clone(), self.handle()));
+                let run = on_chat_response(response, self.handle());
+                spawn_local(async move {
+                    run.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let Some((response, agent)) = recorded {
+                        debug_author::record_response(&response, &agent).await;
+                    }
+                    host.dispatch(Event::ChatResponseDelivered { request_id });
+                });
             }
             Effect::StepEnded(report) => {
                 let on_step_end = self.hooks.on_step_end.clone();
-                spawn_local(on_step_end(report));
+                spawn_local(on_step_end(report, self.handle()));
             }
             Effect::Author(call) => self.run_author_call(call),
         }
@@ -721,6 +786,23 @@ impl CoreHost for AgentHost {
 
     fn author_storage(&self) -> super::author_storage::AuthorStorage {
         super::author_storage::AuthorStorage::new(self.state.storage().sql())
+    }
+
+    fn generate_text(
+        self: Rc<Self>,
+        request: crate::model::ModelRequest,
+    ) -> futures::future::LocalBoxFuture<'static, Result<String, crate::model::ModelFailure>> {
+        Box::pin(AgentHost::generate_text(self, request))
+    }
+
+    fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
+        let (wake, woken) = futures::channel::oneshot::channel();
+        self.settled_waiters
+            .borrow_mut()
+            .push((id.to_string(), wake));
+        Box::pin(async move {
+            let _ = woken.await;
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! The host's side of a model call: the provider's plan carried out (an HTTP
 //! request or a binding), its streamed body decoded and fed to the core as
-//! events, and the body read to its end once the model is done.
+//! events (or, for a call outside a turn, its text collected), and the body
+//! read to its end once the model is done.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -32,9 +33,13 @@ impl AgentHost {
         let controller = AbortController::default();
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
+        let host = self.clone();
+        let mut to_core = move |event| host.dispatch(Event::Model { call, event });
         let result = match provider {
-            Provider::OpenAiCompatible(p) => self.stream_model(p, call, request, &signal).await,
-            Provider::WorkersAi(p) => self.stream_model(p, call, request, &signal).await,
+            Provider::OpenAiCompatible(p) => {
+                self.stream_model(p, request, &signal, &mut to_core).await
+            }
+            Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut to_core).await,
         };
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
@@ -62,16 +67,42 @@ impl AgentHost {
         }
     }
 
-    /// Carries out the provider's plan for `request` and feeds the decoded
-    /// events to the core as they arrive. The request is turned into its
+    /// A model call outside a turn (`AgentHandle::generate_text`): the
+    /// agent's provider asked `request`, its text collected.
+    pub(super) async fn generate_text(
+        self: Rc<Self>,
+        request: ModelRequest,
+    ) -> Result<String, ModelFailure> {
+        let provider = match &self.model_provider {
+            Ok(provider) => provider,
+            Err(failure) => return Err(failure.clone()),
+        };
+        let signal = AbortController::default().signal();
+        let mut text = String::new();
+        let mut collect = |event| {
+            if let crate::model::ModelEvent::TextDelta(delta) = event {
+                text.push_str(&delta);
+            }
+        };
+        match provider {
+            Provider::OpenAiCompatible(p) => {
+                self.stream_model(p, request, &signal, &mut collect).await?
+            }
+            Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut collect).await?,
+        }
+        Ok(text)
+    }
+
+    /// Carries out the provider's plan for `request` and hands the decoded
+    /// events to `sink` as they arrive. The request is turned into its
     /// plan (the HTTP body) and dropped before anything is awaited, so a long
     /// context is not held in memory for the length of the call.
     async fn stream_model<P: ModelProvider>(
         self: &Rc<Self>,
         provider: &P,
-        call: CallId,
         mut request: ModelRequest,
         signal: &AbortSignal,
+        sink: &mut dyn FnMut(crate::model::ModelEvent),
     ) -> Result<(), ModelFailure> {
         crate::model::files::keep_allowed_links(&mut request, &self.link_hosts);
         let plan = provider.plan(&request);
@@ -90,7 +121,7 @@ impl AgentHost {
             // Events decoded before a failure in the same read (text, then an error event)
             // reach the core first, so the text streamed before the failure is kept.
             let decoded = decoder.decode(&bytes, &mut events);
-            self.deliver(call, &mut events);
+            deliver(sink, &mut events);
             if let Err(failure) = decoded {
                 // The failure reaches the core now; the rest is read aside.
                 wasm_bindgen_futures::spawn_local(drain(body));
@@ -102,14 +133,17 @@ impl AgentHost {
             }
         }
         let ended = decoder.end(&mut events);
-        self.deliver(call, &mut events);
+        deliver(sink, &mut events);
         ended
     }
+}
 
-    fn deliver(self: &Rc<Self>, call: CallId, events: &mut Vec<crate::model::ModelEvent>) {
-        for event in events.drain(..) {
-            self.dispatch(Event::Model { call, event });
-        }
+fn deliver(
+    sink: &mut dyn FnMut(crate::model::ModelEvent),
+    events: &mut Vec<crate::model::ModelEvent>,
+) {
+    for event in events.drain(..) {
+        sink(event);
     }
 }
 

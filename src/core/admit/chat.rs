@@ -210,6 +210,7 @@ impl Core {
         self.keep_author_alarm();
         self.keep_agent_state();
         self.keep_schedules();
+        self.keep_owed_responses();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

@@ -58,6 +58,37 @@ impl Core {
         result
     }
 
+    /// Cancels the turn whose request id is `id`, whoever asked for it (a
+    /// tab, the agent's own code, a parent): a queued one never runs, a
+    /// running one ends `aborted` (what streamed is kept), as with a tab's
+    /// stop. A submission's id cancels the submission. Returns whether a
+    /// turn under that id was queued or running.
+    pub fn cancel_request(&mut self, id: &str, now_ms: u64) -> bool {
+        self.now = self.now.max(now_ms);
+        let live = self.submissions.get(id).map(|r| !r.status.is_final());
+        let found = match live {
+            Some(live) => {
+                self.cancel_submission(id);
+                live
+            }
+            None => {
+                let running = self
+                    .active
+                    .as_ref()
+                    .is_some_and(|a| a.turn.request_id == id);
+                let queued = self.queue.find(|t| t.request_id == id).is_some();
+                let owed = self
+                    .continuation
+                    .as_ref()
+                    .is_some_and(|c| c.request_id == id);
+                self.on_cancel(id);
+                running || queued || owed
+            }
+        };
+        self.write_down_queue();
+        found
+    }
+
     /// Stores `messages` (replacing stored ones with the same id) and shows
     /// them to every tab; no model turn runs. Returns their ids.
     pub fn save(

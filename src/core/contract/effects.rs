@@ -12,7 +12,7 @@ use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
-use crate::core::vocab::hooks::ChatResponse;
+use crate::core::vocab::hooks::{ChatResponse, SummaryRequest, ToolCall, ToolCallDecision};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
@@ -59,6 +59,23 @@ pub enum Event {
     Timer(Timer),
     /// The instance started and adopted its open sockets: recover cut turns.
     Woke,
+    /// The agent's `on_chat_response` returned for the turn `request_id`
+    /// (`Effect::TurnEnded`): it is no longer owed.
+    ChatResponseDelivered {
+        request_id: String,
+    },
+    /// The host's answer to `Effect::DecideToolCall`: what `before_tool_call`
+    /// decided for the call.
+    ToolCallDecided {
+        call: CallId,
+        decision: ToolCallDecision,
+    },
+    /// The host's answer to `Effect::Summarize`: the summary, or `None` to
+    /// leave messages out without one.
+    Summarized {
+        call: CallId,
+        summary: Option<String>,
+    },
     /// A programmatic turn: the agent's own `chat()` (no channel) or a parent
     /// agent's over channel `conn` (what a `ChannelFrame` chat becomes).
     /// `tools` are client tools for this turn only; with `executor` their
@@ -200,7 +217,22 @@ pub enum Effect {
         turn: CallId,
         context: TurnContext,
     },
+    /// Run the agent's `before_tool_call` on `tool` and answer with
+    /// `Event::ToolCallDecided { call }` (`CoreConfig::decide_tool_calls`).
+    DecideToolCall {
+        call: CallId,
+        tool: ToolCall,
+    },
+    /// Summarize what the context policy leaves out before the step's model
+    /// call, and answer with `Event::Summarized { call }`
+    /// (`CoreConfig::summarize_by_host`).
+    Summarize {
+        call: CallId,
+        request: SummaryRequest,
+    },
     /// A turn ended (its answer stored first): the agent's `on_chat_response`.
+    /// Answer with `Event::ChatResponseDelivered` once the hook returned;
+    /// until then the report is stored and sent again after a restart.
     TurnEnded(ChatResponse),
     /// A model step ended: the agent's `on_step_end`.
     StepEnded(StepReport),

@@ -127,6 +127,11 @@ pub enum LogEvent {
         conn: Option<ConnId>,
         reason: String,
     },
+    /// An ended turn's report was dropped undelivered: too many newer ones
+    /// were owed to `on_chat_response`.
+    ResponseDropped {
+        request_id: String,
+    },
 }
 
 impl LogEvent {
@@ -148,6 +153,7 @@ impl LogEvent {
             | LogEvent::ContextOverflow { .. }
             | LogEvent::FrameRefused { .. }
             | LogEvent::StateRefused { .. } => LogLevel::Warn,
+            | LogEvent::ResponseDropped { .. } => LogLevel::Warn,
         }
     }
 }
@@ -197,6 +203,11 @@ impl fmt::Display for Quoted<'_> {
 impl fmt::Display for LogEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            LogEvent::ResponseDropped { request_id } => write!(
+                f,
+                "chat response dropped undelivered request={} (too many owed)",
+                Id(request_id)
+            ),
             LogEvent::TurnStarted {
                 request_id,
                 trigger,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::protocol::{ClientToolSchema, UIMessage};
 
+use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::turn_config::TurnTrigger;
 
 /// Names of the config rows.
@@ -40,11 +41,14 @@ pub enum ConfigKey {
     AgentState,
     /// The author's schedules (`schedule_row.rs`).
     Schedules,
+    /// Ended turns whose `on_chat_response` has not returned yet
+    /// (`response_outbox.rs`).
+    OwedResponses,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 12] = [
+    pub const ALL: [ConfigKey; 13] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -57,6 +61,7 @@ impl ConfigKey {
         ConfigKey::Summary,
         ConfigKey::AgentState,
         ConfigKey::Schedules,
+        ConfigKey::OwedResponses,
     ];
 
     /// The row is one of the core's own shapes, stored with a shape version
@@ -83,6 +88,7 @@ impl ConfigKey {
             ConfigKey::Summary => "summary",
             ConfigKey::AgentState => "agent_state",
             ConfigKey::Schedules => "schedules",
+            ConfigKey::OwedResponses => "owed_chat_responses",
         }
     }
 }
@@ -265,6 +271,14 @@ pub struct StoredState {
     pub schedules: Vec<crate::core::rows::schedule_row::ScheduleRow>,
     /// The agent's synced state, once one was set.
     pub agent_state: Option<Value>,
+    /// Ended turns whose `on_chat_response` has not returned, oldest first.
+    pub owed_responses: Vec<ChatResponse>,
+}
+
+/// The `OwedResponses` row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwedResponsesRow {
+    pub responses: Vec<ChatResponse>,
 }
 
 /// The stored row of the agent's synced state (`{"v":1,"state":…}`).
@@ -329,6 +343,10 @@ impl StoredState {
             ConfigKey::Schedules => {
                 let row: crate::core::rows::schedule_row::SchedulesRow = decode(text)?;
                 self.schedules = row.schedules;
+            }
+            ConfigKey::OwedResponses => {
+                let row: OwedResponsesRow = decode(text)?;
+                self.owed_responses = row.responses;
             }
         }
         Ok(())

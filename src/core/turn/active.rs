@@ -11,6 +11,7 @@ use crate::model::{FinishReason, Usage};
 use crate::protocol::UIMessage;
 
 use crate::core::data::queue::QueuedTurn;
+use crate::core::vocab::hooks::ToolCall;
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::turn_config::TurnSettings;
 
@@ -76,6 +77,14 @@ pub(in crate::core) enum TurnPhase {
     RunningApprovedCalls,
     /// The step's model call streams.
     CallingModel(ModelCall),
+    /// The host's summarizer writes a summary of what the context policy
+    /// leaves out (`Effect::Summarize` with this id) before the step's model
+    /// call; `Event::Summarized` answers, then the call is made.
+    Summarizing {
+        call: CallId,
+        request: StepRequest,
+        through_seq: u64,
+    },
     /// The step's model call failed transiently; `Timer::ModelRetry` sends it again.
     WaitingToRetry(StepRequest),
     /// The model finished the step; its tool calls run and the step ends
@@ -84,12 +93,15 @@ pub(in crate::core) enum TurnPhase {
 }
 
 /// A tool run in flight: its call and, for a client tool run by a parent
-/// agent, the channel it went to.
+/// agent, the channel it went to. While the host's `before_tool_call`
+/// decides (`Effect::DecideToolCall`), `deciding` holds the call as the hook
+/// sees it and nothing runs yet.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct RunningTool {
     pub(in crate::core) call: CallId,
     pub(in crate::core) tool_name: String,
     pub(in crate::core) remote: Option<ConnId>,
+    pub(in crate::core) deciding: Option<ToolCall>,
 }
 
 /// The open text and reasoning parts of the answer and its part counter.

@@ -5,16 +5,21 @@
 //! fit the policy (bytes and messages), and then the hook sees the previous
 //! summary and only the messages dropped since. A new cut keeps half of
 //! each, so the hook runs about once per half a budget of new conversation,
-//! not every turn.
+//! not every turn. The hook is inline (`CoreConfig::compact`), or the host's
+//! summarizer (`CoreConfig::summarize_by_host`), which may call a model: the
+//! step then waits for `Event::Summarized` before its model call.
 
 use crate::model::ModelMessage;
 use crate::protocol::{Role, UIMessage};
 
+use crate::core::contract::effects::Effect;
 use crate::core::contract::history::{newest_first, PAGE};
 use crate::core::data::context::model_messages;
 use crate::core::data::context_window::estimated_bytes;
 use crate::core::rows::persisted::{ConfigKey, Summary};
-use crate::core::vocab::hooks::CompactionInput;
+use crate::core::turn::active::{StepRequest, TurnPhase};
+use crate::core::vocab::hooks::{CompactionInput, SummaryRequest};
+use crate::core::vocab::ids::CallId;
 use crate::core::Core;
 
 /// Said to the model before the summary.
@@ -28,18 +33,141 @@ fn bytes_of(message: &UIMessage) -> usize {
     estimated_bytes(&model_messages("", &[message]))
 }
 
+/// What compaction makes of a step's conversation.
+enum Plan {
+    /// It fits after the stored summary (if any): these messages.
+    Fits(Vec<ModelMessage>),
+    /// A new cut: `dropped` folds into a new summary covering up to
+    /// `through_seq`; `kept` follow it.
+    Cut {
+        dropped: Vec<UIMessage>,
+        through_seq: u64,
+        kept: Vec<UIMessage>,
+    },
+}
+
 impl Core {
     /// The step's conversation with a summary in place of what does not fit
     /// `budget`, when the agent has a compaction hook (else `None`: the
     /// context policy leaves messages out). `recent` are the window's
-    /// messages of the step with their places, oldest first.
+    /// messages of the step with their places, oldest first. With a
+    /// summarizer in the host, a new cut was summarized before the step
+    /// (`enter_summarizing`); one found here (a narrowed retry) leaves
+    /// messages out.
     pub(in crate::core) fn compacted_context(
         &mut self,
         system: &str,
         recent: &[(u64, UIMessage)],
         budget: usize,
     ) -> Option<Vec<ModelMessage>> {
+        let (dropped, through_seq, kept) = match self.compaction_plan(system, recent, budget)? {
+            Plan::Fits(messages) => return Some(messages),
+            Plan::Cut {
+                dropped,
+                through_seq,
+                kept,
+            } => (dropped, through_seq, kept),
+        };
         let hook = self.config.compact.clone()?;
+        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
+        let Some(text) = hook(&CompactionInput {
+            previous: previous.as_deref(),
+            dropped: &dropped,
+        }) else {
+            self.compaction.declined = true;
+            return None;
+        };
+        Some(self.adopt_summary(system, Summary { through_seq, text }, &kept))
+    }
+
+    /// Before a step's model call: when a new cut is due and the host
+    /// summarizes, asks it (`Effect::Summarize`) and waits. Returns whether
+    /// the step now waits.
+    pub(in crate::core) fn enter_summarizing(&mut self, request: &StepRequest) -> bool {
+        if !self.config.summarize_by_host {
+            return false;
+        }
+        let Some((system, recent)) = self.step_conversation() else {
+            return false;
+        };
+        let Some(Plan::Cut {
+            dropped,
+            through_seq,
+            ..
+        }) = self.compaction_plan(&system, &recent, request.budget)
+        else {
+            return false;
+        };
+        let call = self.next_call_id();
+        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
+        let Some(active) = self.active.as_mut() else {
+            return false;
+        };
+        active.phase = TurnPhase::Summarizing {
+            call,
+            request: request.clone(),
+            through_seq,
+        };
+        self.effects.push(Effect::Summarize {
+            call,
+            request: SummaryRequest { previous, dropped },
+        });
+        true
+    }
+
+    /// The host's summary (or `None`: declined) for the step waiting on it:
+    /// stored, then the step's model call is made (ignored when no step
+    /// waits on `call`: its turn ended meanwhile).
+    pub(in crate::core) fn on_summarized(&mut self, call: CallId, text: Option<String>) {
+        let waiting = match self.active.as_ref().map(|a| &a.phase) {
+            Some(TurnPhase::Summarizing {
+                call: waiting,
+                request,
+                through_seq,
+            }) if *waiting == call => Some((request.clone(), *through_seq)),
+            _ => None,
+        };
+        let Some((request, through_seq)) = waiting else {
+            return;
+        };
+        match text {
+            Some(text) => {
+                let summary = Summary { through_seq, text };
+                self.put_config(ConfigKey::Summary, &summary);
+                self.compaction.summary = Some(summary);
+            }
+            None => self.compaction.declined = true,
+        }
+        self.enter_calling_model(request);
+    }
+
+    /// Stores `summary` as the one in use; the step's messages with it.
+    fn adopt_summary(
+        &mut self,
+        system: &str,
+        summary: Summary,
+        kept: &[UIMessage],
+    ) -> Vec<ModelMessage> {
+        self.put_config(ConfigKey::Summary, &summary);
+        let mut out = model_messages(system, &[]);
+        out.push(summary_message(&summary.text));
+        let kept: Vec<&UIMessage> = kept.iter().collect();
+        out.extend(model_messages("", &kept));
+        self.compaction.summary = Some(summary);
+        out
+    }
+
+    /// Whether the conversation since the stored summary fits `budget`
+    /// (bytes and messages), and if not, where a new cut falls: the newest
+    /// messages within half the budget, from a user message, never past the
+    /// newest user message. `None`: nothing to compact (no bound, the hook
+    /// declined, or no cut is possible).
+    fn compaction_plan(
+        &self,
+        system: &str,
+        recent: &[(u64, UIMessage)],
+        budget: usize,
+    ) -> Option<Plan> {
         let max_messages = self.config.settings.context.max_messages;
         if (budget == 0 && max_messages == 0) || self.compaction.declined {
             return None;
@@ -82,10 +210,8 @@ impl Core {
             }
             let kept: Vec<&UIMessage> = since.iter().map(|(_, m)| m).collect();
             out.extend(model_messages("", &kept));
-            return Some(out);
+            return Some(Plan::Fits(out));
         }
-        // A new cut: the newest messages within half the budget (bytes and
-        // messages), from a user message, never past the newest user message.
         let pinned = since.iter().rposition(|(_, m)| m.role == Role::User)?;
         let mut used: usize = sizes[pinned..].iter().sum();
         let mut cut = pinned;
@@ -103,25 +229,13 @@ impl Core {
         if cut == 0 {
             return None;
         }
-        let dropped: Vec<UIMessage> = since[..cut].iter().map(|(_, m)| m.clone()).collect();
-        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
-        let Some(text) = hook(&CompactionInput {
-            previous: previous.as_deref(),
-            dropped: &dropped,
-        }) else {
-            self.compaction.declined = true;
-            return None;
-        };
-        let summary = Summary {
-            through_seq: since[cut].0,
-            text,
-        };
-        self.put_config(ConfigKey::Summary, &summary);
-        let mut out = model_messages(system, &[]);
-        out.push(summary_message(&summary.text));
-        let kept: Vec<&UIMessage> = since[cut..].iter().map(|(_, m)| m).collect();
-        out.extend(model_messages("", &kept));
-        self.compaction.summary = Some(summary);
-        Some(out)
+        let through_seq = since[cut].0;
+        let kept = since.split_off(cut).into_iter().map(|(_, m)| m).collect();
+        let dropped = since.into_iter().map(|(_, m)| m).collect();
+        Some(Plan::Cut {
+            dropped,
+            through_seq,
+            kept,
+        })
     }
 }

@@ -6,6 +6,7 @@ pub mod context_cut;
 pub mod model_call;
 pub mod phases;
 pub mod prepare;
+pub mod response_outbox;
 pub mod step_reports;
 pub mod terminal;
 pub mod tool_hooks;

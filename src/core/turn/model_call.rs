@@ -153,7 +153,16 @@ impl Core {
     /// The step's messages with a summary in place of what does not fit
     /// (see `compaction.rs`), when the agent compacts.
     fn compacted_step_context(&mut self, budget: usize) -> Option<Vec<crate::model::ModelMessage>> {
-        self.config.compact.as_ref()?;
+        if self.config.compact.is_none() && !self.config.summarize_by_host {
+            return None;
+        }
+        let (system, recent) = self.step_conversation()?;
+        self.compacted_context(&system, &recent, budget)
+    }
+
+    /// The step's system prompt and the window's messages before the answer
+    /// (with the answer so far), with their places, oldest first.
+    pub(in crate::core) fn step_conversation(&self) -> Option<(String, Vec<(u64, UIMessage)>)> {
         let active = self.active.as_ref()?;
         let mut recent: Vec<(u64, UIMessage)> = self
             .transcript
@@ -164,8 +173,7 @@ impl Core {
         if has_content(&active.message) {
             recent.push((active.seq, active.message.clone()));
         }
-        let system = active.step_settings().system.clone();
-        self.compacted_context(&system, &recent, budget)
+        Some((active.step_settings().system.clone(), recent))
     }
 
     /// The provider refused the request as too long for the model: the step

@@ -166,6 +166,9 @@ impl Core {
     /// Phase transition: the step's model call starts (a step's first call or a retry).
     pub(in crate::core) fn enter_calling_model(&mut self, mut request: StepRequest) {
         let first_call = request.retries == 0 && !request.narrowed;
+        if first_call && self.enter_summarizing(&request) {
+            return;
+        }
         let Some(model_request) = self.step_request(request.budget, first_call || request.narrowed)
         else {
             return;
@@ -265,9 +268,10 @@ impl Core {
                 self.begin_step();
                 return;
             }
-            TurnPhase::Preparing(_) | TurnPhase::CallingModel(_) | TurnPhase::WaitingToRetry(_) => {
-                return
-            }
+            TurnPhase::Preparing(_)
+            | TurnPhase::CallingModel(_)
+            | TurnPhase::WaitingToRetry(_)
+            | TurnPhase::Summarizing { .. } => return,
             TurnPhase::RunningTools(end) => (
                 end.clone(),
                 end.called_tools
@@ -347,20 +351,6 @@ impl Core {
                 .insert_at(active.seq, active.message.clone());
             self.put_entry(&entry);
         }
-        self.store(StoreOp::CloseStream {
-            request_id: request_id.clone(),
-        });
-        if persist {
-            self.broadcast_transcript(None);
-        }
-        self.remember_finished(&request_id, &message_ids);
-        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
-            request_id: request_id.clone(),
-            message_ids: message_ids.clone(),
-            continuation,
-        });
-        let to = self.conns.chat();
-        self.request_ended(to, &request_id, outcome, Some(&message_ids), continuation);
         let response = ChatResponse {
             request_id: request_id.clone(),
             trigger: active.turn.trigger,
@@ -372,13 +362,32 @@ impl Core {
             usage: active.usage,
             steps: active.steps,
         };
+        self.store(StoreOp::CloseStream {
+            request_id: request_id.clone(),
+        });
+        // A turn that ends `recovering` is not over: its recovery continues
+        // the answer, and the author hears of it once, when that one ends.
+        // The report is owed in the same batch as the answer's save.
+        let reported = outcome != Outcome::Recovering;
+        if reported {
+            self.owe_response(&response);
+        }
+        if persist {
+            self.broadcast_transcript(None);
+        }
+        self.remember_finished(&request_id, &message_ids);
+        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
+            request_id: request_id.clone(),
+            message_ids: message_ids.clone(),
+            continuation,
+        });
+        let to = self.conns.chat();
+        self.request_ended(to, &request_id, outcome, Some(&message_ids), continuation);
         if let Some(text) = error {
             let chunks = active.log.bodies.iter().map(|b| b.to_string()).collect();
             self.record_terminal_error(request_id, text, message_ids, chunks, continuation);
         }
-        // A turn that ends `recovering` is not over: its recovery continues
-        // the answer, and the author hears of it once, when that one ends.
-        if outcome != Outcome::Recovering {
+        if reported {
             self.effects.push(Effect::TurnEnded(response));
         }
         Some(active.turn)
@@ -400,7 +409,7 @@ impl Core {
             message_ids.as_deref(),
             continuation,
         );
-        self.effects.push(Effect::TurnEnded(ChatResponse {
+        let response = ChatResponse {
             request_id: active.turn.request_id.clone(),
             trigger: active.turn.trigger,
             continuation,
@@ -410,7 +419,11 @@ impl Core {
             error: None,
             usage: active.usage,
             steps: active.steps,
-        }));
+        };
+        // The clear that called this writes what is owed again after it
+        // deleted every config row.
+        self.owe_response(&response);
+        self.effects.push(Effect::TurnEnded(response));
     }
 
     /// Takes the active turn out, stopping what only it needed: its model

@@ -52,6 +52,7 @@ impl Core {
                     call,
                     tool_name: tool_name.to_string(),
                     remote: remote.clone(),
+                    deciding: None,
                 },
             );
         }
@@ -128,7 +129,6 @@ impl Core {
         let is_client = self
             .config
             .routes_to_client(&call.name, self.active_client_tools());
-        let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
         let spec = self.config.tool(&call.name).cloned();
         // `before_turn` may have offered only some tools this turn.
         let opt_in = self.opt_in_only(&call.name, self.active_client_tools());
@@ -148,10 +148,75 @@ impl Core {
             self.refuse_tool_call(call, error_text);
             return;
         }
-        let mut input = normalize_input(&parsed.unwrap_or_default());
-        // `before_tool_call` decides before a tab (or a parent) sees the call.
-        let hooked = self.hook_call(&call.id, &call.name, input.clone(), is_client);
-        let settled = match self.decide_tool_call(&hooked) {
+        let input = normalize_input(&parsed.unwrap_or_default());
+        // `before_tool_call` decides before a tab (or a parent) sees the call:
+        // inline, or awaited by the host (`Effect::DecideToolCall`).
+        let hooked = self.hook_call(&call.id, &call.name, input, is_client);
+        if self.config.decide_tool_calls {
+            self.ask_tool_decision(hooked);
+            return;
+        }
+        let decision = self.decide_tool_call(&hooked);
+        self.route_decided_call(hooked, decision);
+    }
+
+    /// The host awaits the agent's `before_tool_call`; the call waits in the
+    /// step's running tools (under the tool deadline) until it answers.
+    fn ask_tool_decision(&mut self, hooked: ToolCall) {
+        let call = self.next_call_id();
+        if let Some(active) = self.active.as_mut() {
+            active.running_tools.insert(
+                hooked.tool_call_id.clone(),
+                RunningTool {
+                    call,
+                    tool_name: hooked.tool_name.clone(),
+                    remote: None,
+                    deciding: Some(hooked.clone()),
+                },
+            );
+        }
+        if let Some(ms) = self.run_timeout(&hooked.tool_name, hooked.client) {
+            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
+        }
+        self.effects
+            .push(Effect::DecideToolCall { call, tool: hooked });
+    }
+
+    /// The host's answer to `Effect::DecideToolCall` (ignored when the call
+    /// no longer waits: its turn ended, or its deadline passed).
+    pub(in crate::core) fn on_tool_decided(&mut self, call: CallId, decision: ToolCallDecision) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let Some(tool_call_id) = active
+            .running_tools
+            .iter()
+            .find(|(_, run)| run.call == call && run.deciding.is_some())
+            .map(|(id, _)| id.clone())
+        else {
+            return;
+        };
+        let Some(hooked) = active
+            .running_tools
+            .remove(&tool_call_id)
+            .and_then(|run| run.deciding)
+        else {
+            return;
+        };
+        self.clear_timer(Timer::ToolDeadline(call));
+        self.route_decided_call(hooked, decision);
+        self.maybe_finish_step();
+    }
+
+    /// A call `before_tool_call` decided: settled by the decision, or sent
+    /// where it runs (a server tool, a parent's executor, a tab, a person's
+    /// approval first).
+    fn route_decided_call(&mut self, hooked: ToolCall, decision: ToolCallDecision) {
+        let is_client = hooked.client;
+        let executor = self.active.as_ref().and_then(|a| a.turn.executor.clone());
+        let spec = self.config.tool(&hooked.tool_name).cloned();
+        let mut input = hooked.input.clone();
+        let settled = match decision {
             ToolCallDecision::Allow => None,
             ToolCallDecision::Input(replaced) => {
                 input = replaced;
@@ -160,32 +225,34 @@ impl Core {
             ToolCallDecision::Block(text) => Some(Err(text)),
             ToolCallDecision::Result(output) => Some(Ok(output)),
         };
+        let id = hooked.tool_call_id.clone();
         self.emit(UIMessageChunk::ToolInputAvailable {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
+            tool_call_id: id.clone(),
+            tool_name: hooked.tool_name.clone(),
             input: input.clone(),
             provider_executed: (is_client && settled.is_some()).then_some(true),
         });
         if let Some(result) = settled {
             let hooked = ToolCall { input, ..hooked };
             let result = self.rewrite_tool_result(&hooked, result);
-            self.emit(tool_output_chunk(call.id.clone(), result));
+            self.emit(tool_output_chunk(id, result));
             return;
         }
+        let name = hooked.tool_name;
         match spec {
             _ if is_client => match executor {
-                Some(conn) => self.run_tool(&call.id, &call.name, input, Some(conn)),
+                Some(conn) => self.run_tool(&id, &name, input, Some(conn)),
                 None => self.note_waiting_on_person(),
             },
             Some(spec) if spec.approval.required_for(&input) => {
                 let approval_id = self.new_id(IdKind::Approval);
                 self.emit(UIMessageChunk::ToolApprovalRequest {
                     approval_id,
-                    tool_call_id: call.id.clone(),
+                    tool_call_id: id,
                 });
                 self.note_waiting_on_person();
             }
-            Some(_) => self.run_tool(&call.id, &call.name, input, None),
+            Some(_) => self.run_tool(&id, &name, input, None),
             None => {}
         }
     }
@@ -256,6 +323,16 @@ impl Core {
             return;
         };
         self.clear_timer(Timer::ToolDeadline(call));
+        // Its `before_tool_call` never answered: the call's input is shown
+        // before the error that settles it.
+        if let Some(hooked) = &run.deciding {
+            self.emit(UIMessageChunk::ToolInputAvailable {
+                tool_call_id: hooked.tool_call_id.clone(),
+                tool_name: hooked.tool_name.clone(),
+                input: hooked.input.clone(),
+                provider_executed: hooked.client.then_some(true),
+            });
+        }
         let input = self
             .active
             .as_ref()

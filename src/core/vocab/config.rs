@@ -202,6 +202,14 @@ pub struct CoreConfig {
     /// Each turn first asks the host (`Effect::PrepareTurn`) and waits for
     /// `Event::TurnPrepared` before it calls the model.
     pub prepare_turn: bool,
+    /// Each tool call is first decided by the host (`Effect::DecideToolCall`,
+    /// answered with `Event::ToolCallDecided`) instead of by the inline
+    /// `hooks.before_tool_call`; the step waits for the answer.
+    pub decide_tool_calls: bool,
+    /// What the context policy leaves out is summarized by the host
+    /// (`Effect::Summarize`, answered with `Event::Summarized`) before the
+    /// step's model call, instead of by the inline `compact` hook.
+    pub summarize_by_host: bool,
     /// The author's hooks on failed turns and on tool calls (see `hooks.rs`).
     pub hooks: crate::core::vocab::hooks::Hooks,
     /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
@@ -219,6 +227,8 @@ impl CoreConfig {
             system_prompt: String::new(),
             tools: Vec::new(),
             prepare_turn: false,
+            decide_tool_calls: false,
+            summarize_by_host: false,
             hooks: Default::default(),
             compact: None,
             settings: CoreSettings::default(),

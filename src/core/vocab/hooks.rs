@@ -78,8 +78,10 @@ pub enum ToolCallDecision {
 }
 
 /// How a turn ended, for `on_chat_response`: sent once its answer is stored
-/// (or, for an aborted or failed turn, once it is settled).
-#[derive(Debug, Clone, PartialEq)]
+/// (or, for an aborted or failed turn, once it is settled). Kept in storage
+/// until the hook returns, so it is delivered at least once.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatResponse {
     pub request_id: String,
     pub trigger: TurnTrigger,
@@ -134,6 +136,16 @@ pub struct CompactionInput<'a> {
     /// The messages to fold into it (those left out since the previous
     /// summary), oldest first.
     pub dropped: &'a [UIMessage],
+}
+
+/// What the host's summarizer is given (`Effect::Summarize`): the same as
+/// `CompactionInput`, owned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRequest {
+    /// The summary made last time, if any.
+    pub previous: Option<String>,
+    /// The messages to fold into it, oldest first.
+    pub dropped: Vec<UIMessage>,
 }
 
 /// The hook: a summary of `previous` + `dropped`, or `None` to leave

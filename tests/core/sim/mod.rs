@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, Timer, ToolSpec, TurnConfig, TurnContext,
+    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision, ToolSpec,
+    TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -46,17 +47,54 @@ enum Work {
         turn: CallId,
         config: Box<TurnConfig>,
     },
+    /// The host's `before_tool_call` answered.
+    Decided {
+        call: CallId,
+        decision: ToolCallDecision,
+    },
+    /// The host's summarizer answered.
+    Summarized {
+        call: CallId,
+        summary: Option<String>,
+    },
+    /// The host's `on_chat_response` returned for this turn.
+    Delivered {
+        request_id: String,
+    },
 }
 
 impl Work {
-    fn call(&self) -> CallId {
+    fn call(&self) -> Option<CallId> {
         match self {
             Work::Model { call, .. } | Work::ModelFailed { call, .. } | Work::Tool { call, .. } => {
-                *call
+                Some(*call)
             }
-            Work::Prepared { turn, .. } => *turn,
+            Work::Prepared { turn, .. } => Some(*turn),
+            Work::Decided { call, .. } => Some(*call),
+            Work::Summarized { call, .. } => Some(*call),
+            Work::Delivered { .. } => None,
         }
     }
+}
+
+/// The host's `before_tool_call` when the core asks
+/// (`CoreConfig::decide_tool_calls`): answered `delay_ms` later with what
+/// `hook` decides.
+#[derive(Clone)]
+pub struct Decider {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
+}
+
+/// Writes a summary (`None`: declines).
+pub type SummaryHook = Rc<dyn Fn(&SummaryRequest) -> Option<String>>;
+
+/// The host's summarizer when the core asks (`CoreConfig::summarize_by_host`):
+/// answered `delay_ms` later with what `hook` writes.
+#[derive(Clone)]
+pub struct Summarizer {
+    pub delay_ms: u64,
+    pub hook: SummaryHook,
 }
 
 /// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):
@@ -103,8 +141,19 @@ pub struct Sim {
     pub preparer: Preparer,
     /// Contexts of the turns the core asked to prepare.
     pub prepared: Vec<TurnContext>,
+    /// Answers `Effect::DecideToolCall` (default: at once, allowing).
+    pub decider: Decider,
+    /// The calls the core asked the host to decide, in order.
+    pub decided: Vec<ToolCall>,
+    /// Answers `Effect::Summarize` (default: at once, declining).
+    pub summarizer: Summarizer,
+    /// What the core asked the host to summarize, in order.
+    pub summaries_asked: Vec<SummaryRequest>,
     /// What `Effect::TurnEnded` reported, in order.
     pub responses: Vec<ChatResponse>,
+    /// How long the host's `on_chat_response` takes before it returns
+    /// (`Event::ChatResponseDelivered`; default: at once).
+    pub response_delay_ms: u64,
     /// What `Effect::StepEnded` reported, in order.
     pub step_reports: Vec<StepReport>,
     /// Server tool runs whose abort signal fired.
@@ -188,7 +237,18 @@ impl Sim {
                 hook: Rc::new(|_| TurnConfig::default()),
             },
             prepared: Vec::new(),
+            decider: Decider {
+                delay_ms: 0,
+                hook: Rc::new(|_| ToolCallDecision::Allow),
+            },
+            decided: Vec::new(),
+            summarizer: Summarizer {
+                delay_ms: 0,
+                hook: Rc::new(|_| None),
+            },
+            summaries_asked: Vec::new(),
             responses: Vec::new(),
+            response_delay_ms: 0,
             step_reports: Vec::new(),
             aborted_tools: Vec::new(),
             misdelivered: Vec::new(),
@@ -384,6 +444,9 @@ impl Sim {
                     result,
                 },
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
+                Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
+                Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
+                Work::Summarized { call, summary } => Event::Summarized { call, summary },
             };
             self.handle(event);
         }
@@ -408,7 +471,7 @@ impl Sim {
             .agenda
             .iter()
             .filter(|s| matches!(s.work, Work::Model { .. } | Work::ModelFailed { .. }))
-            .map(|s| s.work.call())
+            .filter_map(|s| s.work.call())
             .collect();
         calls.dedup();
         calls.len()
@@ -583,7 +646,7 @@ impl Sim {
             }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);
-                self.agenda.retain(|s| s.work.call() != call);
+                self.agenda.retain(|s| s.work.call() != Some(call));
             }
             // A parent agent's executor is scripted like a server tool.
             Effect::RunTool {
@@ -623,12 +686,30 @@ impl Sim {
                 let config = Box::new(config);
                 self.schedule(at, Work::Prepared { turn, config });
             }
-            Effect::TurnEnded(response) => self.responses.push(response),
+            Effect::DecideToolCall { call, tool } => {
+                let decision = (self.decider.hook)(&tool);
+                self.decided.push(tool);
+                let at = self.now + self.decider.delay_ms;
+                self.schedule(at, Work::Decided { call, decision });
+            }
+            Effect::Summarize { call, request } => {
+                let summary = (self.summarizer.hook)(&request);
+                self.summaries_asked.push(request);
+                let at = self.now + self.summarizer.delay_ms;
+                self.schedule(at, Work::Summarized { call, summary });
+            }
+            Effect::TurnEnded(response) => {
+                let at = self.now + self.response_delay_ms;
+                let request_id = response.request_id.clone();
+                self.responses.push(response);
+                self.schedule(at, Work::Delivered { request_id });
+            }
             Effect::StepEnded(report) => self.step_reports.push(report),
             Effect::Author(call) => self.author_calls.push(call),
             Effect::AbortTools { calls } => {
                 self.aborted_tools.extend(&calls);
-                self.agenda.retain(|s| !calls.contains(&s.work.call()));
+                self.agenda
+                    .retain(|s| !s.work.call().is_some_and(|c| calls.contains(&c)));
             }
         }
     }

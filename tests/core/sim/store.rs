@@ -21,6 +21,8 @@ pub struct SimStore {
     shared: Rc<RefCell<MemStore>>,
     /// Every write, in the order it was applied.
     pub ops: Vec<StoreOp>,
+    /// The transactions: each one's range in `ops`.
+    pub batches: Vec<std::ops::Range<usize>>,
 }
 
 impl Deref for SimStore {
@@ -64,7 +66,9 @@ impl SimStore {
                 for op in &ops {
                     shared.apply(op);
                 }
+                let start = self.ops.len();
                 self.ops.extend(ops);
+                self.batches.push(start..self.ops.len());
                 Ok(())
             }
             Err(e) if e.contains("injected") => Err((ops, e)),
@@ -112,6 +116,12 @@ impl SimStore {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The transaction that wrote the first op matching `pred`, if any.
+    pub fn batch_of(&self, pred: impl Fn(&StoreOp) -> bool) -> Option<usize> {
+        let index = self.ops.iter().position(pred)?;
+        self.batches.iter().position(|b| b.contains(&index))
     }
 
     pub fn count(&self, pred: impl Fn(&StoreOp) -> bool) -> usize {

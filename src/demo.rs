@@ -9,9 +9,9 @@
 mod connections;
 mod reminders;
 mod shared_state;
-mod ticks;
 #[cfg(target_arch = "wasm32")]
 mod summary;
+mod ticks;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

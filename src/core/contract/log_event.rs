@@ -153,7 +153,7 @@ impl LogEvent {
             | LogEvent::ContextOverflow { .. }
             | LogEvent::FrameRefused { .. }
             | LogEvent::StateRefused { .. } => LogLevel::Warn,
-            | LogEvent::ResponseDropped { .. } => LogLevel::Warn,
+            LogEvent::ResponseDropped { .. } => LogLevel::Warn,
         }
     }
 }

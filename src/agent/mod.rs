@@ -27,6 +27,7 @@ mod binding_model;
 pub mod body;
 pub mod callable;
 pub mod channel_auth;
+pub mod child_events;
 #[cfg(target_arch = "wasm32")]
 pub mod connection;
 #[doc(hidden)]
@@ -48,10 +49,15 @@ mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
+mod rpc_chat;
+#[cfg(target_arch = "wasm32")]
+mod rpc_stub;
+#[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
+pub mod think_submissions;
 pub mod tool;
 pub mod tool_context;
 

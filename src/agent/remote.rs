@@ -7,6 +7,12 @@
 //! `op`, carrying the deployment's channel credential (the same rule as a
 //! parent's sub-agent channel, `channel_auth.rs`); the worker's entry
 //! refuses the path from outside. The agent's side is `serve`.
+//!
+//! `AgentStub::rpc` reaches instead any class with Think's submission
+//! methods over Durable Object RPC (`submitMessages`, `inspectSubmission`,
+//! `cancelSubmission`), such as a `@cloudflare/think` agent in another
+//! worker (`think_submissions.rs` reads its answers); `save_messages` and
+//! `continue_last_turn` have no RPC form yet and fail on such a stub.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -17,6 +23,12 @@ use crate::protocol::UIMessage;
 use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
+use super::rpc_stub::{from_js, to_js};
+use super::think_submissions::{ThinkCancelResult, ThinkInspection, ThinkSubmitOptions};
+
+fn rust_error(text: String) -> worker::Error {
+    worker::Error::RustError(text)
+}
 
 /// One call, as sent: `{"op": "submit", …}`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -123,9 +135,16 @@ fn refuse(error: &str, status: u16) -> worker::Result<Response> {
 /// A typed stub for agent `binding`/`name` (see the module header). Each
 /// call's `Err` is the agent's refusal text or a transport failure.
 pub struct AgentStub {
-    stub: worker::Stub,
-    url: String,
-    credential: String,
+    transport: Transport,
+}
+
+enum Transport {
+    Fetch {
+        stub: worker::Stub,
+        url: String,
+        credential: String,
+    },
+    Rpc(super::rpc_stub::RpcStub),
 }
 
 impl AgentStub {
@@ -134,9 +153,20 @@ impl AgentStub {
     pub fn new(env: &Env, binding: &str, name: &str) -> worker::Result<AgentStub> {
         let (stub, credential) = channel_target(env, binding, name)?;
         Ok(AgentStub {
-            credential,
-            stub,
-            url: crate::routing::api_url(binding, name),
+            transport: Transport::Fetch {
+                credential,
+                stub,
+                url: crate::routing::api_url(binding, name),
+            },
+        })
+    }
+
+    /// The agent `name` of binding `binding` over Durable Object RPC, by
+    /// Think's method names (see the module header). `SubmitOptions::caller`
+    /// and `body` have no counterpart there and are not sent.
+    pub fn rpc(env: &Env, binding: &str, name: &str) -> worker::Result<AgentStub> {
+        Ok(AgentStub {
+            transport: Transport::Rpc(super::rpc_stub::RpcStub::new(env, binding, name)?),
         })
     }
 
@@ -145,6 +175,17 @@ impl AgentStub {
         messages: Vec<UIMessage>,
         options: SubmitOptions,
     ) -> worker::Result<Submission> {
+        if let Transport::Rpc(stub) = &self.transport {
+            let think = ThinkSubmitOptions {
+                idempotency_key: options.idempotency_key,
+                metadata: None,
+            };
+            let answer = stub
+                .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
+                .await?;
+            let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
+            return inspection.into_submission().map_err(rust_error);
+        }
         self.call(&ApiCall::Submit {
             messages,
             idempotency_key: options.idempotency_key,
@@ -156,11 +197,24 @@ impl AgentStub {
 
     /// `Ok(None)`: the agent does not know the submission.
     pub async fn submission_status(&self, id: &str) -> worker::Result<Option<Submission>> {
+        if let Transport::Rpc(stub) = &self.transport {
+            let answer = stub.call("inspectSubmission", &[id.into()]).await?;
+            let inspection: Option<ThinkInspection> = from_js(&answer).map_err(rust_error)?;
+            return inspection
+                .map(ThinkInspection::into_submission)
+                .transpose()
+                .map_err(rust_error);
+        }
         self.call_optional(&ApiCall::Status { id: id.to_string() })
             .await
     }
 
     pub async fn cancel_submission(&self, id: &str) -> worker::Result<Option<Submission>> {
+        if let Transport::Rpc(stub) = &self.transport {
+            let answer = stub.call("cancelSubmission", &[id.into()]).await?;
+            let result: ThinkCancelResult = from_js(&answer).map_err(rust_error)?;
+            return result.into_submission().map_err(rust_error);
+        }
         self.call_optional(&ApiCall::Cancel { id: id.to_string() })
             .await
     }
@@ -196,17 +250,26 @@ impl AgentStub {
     }
 
     async fn send(&self, call: &ApiCall) -> worker::Result<Response> {
+        let Transport::Fetch {
+            stub,
+            url,
+            credential,
+        } = &self.transport
+        else {
+            return Err(rust_error(
+                "this call has no RPC form on this stub".to_string(),
+            ));
+        };
         let body =
             serde_json::to_string(call).map_err(|e| worker::Error::RustError(e.to_string()))?;
         let headers = Headers::new();
         headers.set("content-type", "application/json")?;
-        headers.set(CHANNEL_AUTH_HEADER, &self.credential)?;
+        headers.set(CHANNEL_AUTH_HEADER, credential)?;
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
             .with_headers(headers)
             .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
-        self.stub
-            .fetch_with_request(Request::new_with_init(&self.url, &init)?)
+        stub.fetch_with_request(Request::new_with_init(url, &init)?)
             .await
     }
 }

@@ -9,7 +9,6 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::{FutureExt, StreamExt};
-use serde_json::Value;
 use worker::{Env, Headers, Request, RequestInit, WebSocket, WebsocketEvent};
 
 use crate::protocol::channel::{
@@ -19,31 +18,18 @@ use crate::protocol::{ClientToolSchema, Outcome};
 
 pub use crate::protocol::channel::ChatMessage;
 
+pub use super::child_events::{ChatCallback, ClientToolCall};
+
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::tool::ToolFuture;
 
-/// A client tool call the child's model made, for the parent's executor.
-#[derive(Debug, Clone)]
-pub struct ClientToolCall {
-    pub tool_name: String,
-    pub tool_call_id: String,
-    pub input: Value,
-}
 
 pub type ClientToolExecutor = Rc<dyn Fn(ClientToolCall) -> ToolFuture>;
 
-/// Receives the child's turn as it happens.
-pub trait ChatCallback {
-    fn on_start(&mut self, _request_id: &str) {}
-    /// Each `UIMessageChunk`, as the same JSON a tab receives.
-    fn on_event(&mut self, _chunk_json: &str) {}
-    fn on_done(&mut self) {}
-    fn on_error(&mut self, _text: &str) {}
-}
 
 /// Aborts a running `chat()` (the child's turn ends `aborted`).
 pub struct AbortHandle(oneshot::Sender<()>);
-pub struct AbortSignal(oneshot::Receiver<()>);
+pub struct AbortSignal(pub(crate) oneshot::Receiver<()>);
 
 impl AbortHandle {
     pub fn abort(self) {
@@ -71,6 +57,23 @@ pub struct ChatOptions {
 
 /// Default deadline of one `chat()`: five minutes, as a tool run's.
 pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::DEFAULT_TOOL_TIMEOUT_MS;
+
+/// Runs one turn of the child agent `binding`/`name` over Durable Object
+/// RPC and returns when it ended: the child is any class with Think's
+/// `chat(message, callback, options)` (a `@cloudflare/think` agent, in this
+/// worker or another one named by the binding's `script_name`). The same
+/// arguments and meaning as [`chat`].
+pub async fn chat_rpc(
+    env: &Env,
+    binding: &str,
+    name: &str,
+    message: impl Into<ChatMessage>,
+    callback: &mut dyn ChatCallback,
+    options: ChatOptions,
+) -> worker::Result<()> {
+    let stub = super::rpc_stub::RpcStub::new(env, binding, name)?;
+    super::rpc_chat::chat_over_rpc(&stub, message.into(), callback, options).await
+}
 
 /// Runs one turn of the child agent `binding`/`name` and returns when it
 /// ended. Plain text is sent as such: the child mints the message id.

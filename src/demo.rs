@@ -445,7 +445,10 @@ mod coordinator {
                         };
                         match found.map_err(|e| format!("asking '{}' failed: {e}", input.agent))? {
                             Some(submission) => Ok(submission),
-                            None => Err(format!("'{}' has no submission '{}'", input.agent, input.id)),
+                            None => Err(format!(
+                                "'{}' has no submission '{}'",
+                                input.agent, input.id
+                            )),
                         }
                     }
                 },
@@ -474,11 +477,25 @@ mod coordinator {
                             let class = class_of(&input.class);
                             let call = async {
                                 if class == CHAT_AGENT {
-                                    chat(&env, class, &input.agent, input.task, &mut result, options)
-                                        .await
+                                    chat(
+                                        &env,
+                                        class,
+                                        &input.agent,
+                                        input.task,
+                                        &mut result,
+                                        options,
+                                    )
+                                    .await
                                 } else {
-                                    chat_rpc(&env, class, &input.agent, input.task, &mut result, options)
-                                        .await
+                                    chat_rpc(
+                                        &env,
+                                        class,
+                                        &input.agent,
+                                        input.task,
+                                        &mut result,
+                                        options,
+                                    )
+                                    .await
                                 }
                             };
                             let given_up = ctx.abort.aborted();
@@ -490,7 +507,9 @@ mod coordinator {
                                     call.await
                                 }
                             };
-                            call.map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
+                            call.map_err(|e| {
+                                format!("delegating to '{}' failed: {e}", input.agent)
+                            })?;
                             match result.error {
                                 Some(error) => {
                                     Err(format!("agent '{}' failed: {error}", input.agent))

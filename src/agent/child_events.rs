@@ -5,8 +5,15 @@
 //! parent to run, and `EventRelay`, which hands those events to the
 //! callback in order and decides what the end of the call means.
 
+use std::rc::Rc;
+
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::tool::ToolFuture;
+
+/// Runs a child's calls to the parent's client tools.
+pub type ClientToolExecutor = Rc<dyn Fn(ClientToolCall) -> ToolFuture>;
 
 /// Receives the child's turn as it happens.
 pub trait ChatCallback {
@@ -196,14 +203,20 @@ mod tests {
         );
         assert_eq!(
             log,
-            ["start r1", "error the child agent failed: Durable Object reset"]
+            [
+                "start r1",
+                "error the child agent failed: Durable Object reset"
+            ]
         );
     }
 
     #[test]
     fn an_aborted_call_returns_without_done_or_error() {
         let log = run(
-            vec![ChildEvent::Start("r1".into()), ChildEvent::Chunk("{}".into())],
+            vec![
+                ChildEvent::Start("r1".into()),
+                ChildEvent::Chunk("{}".into()),
+            ],
             CallEnd::Returned,
         );
         assert_eq!(log, ["start r1", "event {}"]);

@@ -4,7 +4,9 @@
 //! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
 //!    connect), `channel_auth` (the deployment's internal credential), `body`
-//!    (request bodies read under a limit);
+//!    (request bodies read under a limit), `child_events` (what a parent
+//!    hears from a child's `chat()`), `think_submissions` (Think's submission
+//!    shapes), `rpc_stub` (a Durable Object stub called over RPC);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
 //!    the host implements), `connection` (a socket as the author sees it),
 //!    `callable` (methods a client calls);
@@ -12,7 +14,7 @@
 //! 4. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
-//!    (a parent's `chat()` to a child);
+//!    (a parent's `chat()` to a child) and `rpc_chat` (the same over RPC);
 //! 5. `host` (runs the core in a Durable Object), on top, with the
 //!    `chat_agent!` macro that declares the Durable Object class.
 

@@ -17,9 +17,25 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
-use super::child_events::{CallEnd, ChatCallback, ChildEvent, ClientToolCall, EventRelay};
+use futures::channel::oneshot;
+
+use crate::protocol::channel::ChatMessage;
+use crate::protocol::ClientToolSchema;
+
+use super::child_events::{
+    CallEnd, ChatCallback, ChildEvent, ClientToolCall, ClientToolExecutor, EventRelay,
+};
 use super::rpc_stub::{error_text, from_js, to_js, RpcStub};
-use super::subagent::{AbortSignal, ChatMessage, ChatOptions, ClientToolExecutor};
+
+/// One call's options, as `subagent::chat_rpc` resolved them.
+pub(crate) struct RpcCall {
+    pub client_tools: Vec<ClientToolSchema>,
+    pub executor: Option<ClientToolExecutor>,
+    /// Fires to cancel the child's turn.
+    pub abort: Option<oneshot::Receiver<()>>,
+    /// 0: no deadline.
+    pub timeout_ms: u64,
+}
 
 /// How long a call is still awaited after its deadline cancelled it, so
 /// that the child's last calls find the callback alive.
@@ -35,7 +51,9 @@ struct CallbackFunctions {
     _interrupted: Closure<dyn FnMut(JsValue)>,
 }
 
-fn callback_functions(events: mpsc::UnboundedSender<ChildEvent>) -> worker::Result<CallbackFunctions> {
+fn callback_functions(
+    events: mpsc::UnboundedSender<ChildEvent>,
+) -> worker::Result<CallbackFunctions> {
     let send = move |tx: &mpsc::UnboundedSender<ChildEvent>, event| {
         let _ = tx.unbounded_send(event);
     };
@@ -59,8 +77,9 @@ fn callback_functions(events: mpsc::UnboundedSender<ChildEvent>) -> worker::Resu
         send(&tx, ChildEvent::Error(error_text(&text)));
     });
     let tx = events;
-    let interrupted =
-        Closure::<dyn FnMut(JsValue)>::new(move |_info: JsValue| send(&tx, ChildEvent::Interrupted));
+    let interrupted = Closure::<dyn FnMut(JsValue)>::new(move |_info: JsValue| {
+        send(&tx, ChildEvent::Interrupted)
+    });
     let object = Object::new();
     for (name, function) in [
         ("onStart", start.as_ref()),
@@ -90,7 +109,8 @@ fn executor_function(executor: ClientToolExecutor) -> Closure<dyn FnMut(JsValue)
         let call = from_js::<ClientToolCall>(&call);
         let run = executor.clone();
         future_to_promise(async move {
-            let call = call.map_err(|e| js_sys::Error::new(&format!("malformed tool call: {e}")))?;
+            let call =
+                call.map_err(|e| js_sys::Error::new(&format!("malformed tool call: {e}")))?;
             match run(call).await {
                 Ok(output) => to_js(&output).map_err(|e| js_sys::Error::new(&e.to_string()).into()),
                 Err(text) => Err(js_sys::Error::new(&text).into()),
@@ -104,15 +124,19 @@ pub(crate) async fn chat_over_rpc(
     stub: &RpcStub,
     message: ChatMessage,
     callback: &mut dyn ChatCallback,
-    options: ChatOptions,
+    options: RpcCall,
 ) -> worker::Result<()> {
     let (tx, mut events) = mpsc::unbounded();
     let functions = callback_functions(tx)?;
-    let executor = options.on_client_tool_call.clone().map(executor_function);
+    let executor = options.executor.clone().map(executor_function);
     let call_options = Object::new();
     if !options.client_tools.is_empty() {
-        Reflect::set(&call_options, &"clientTools".into(), &to_js(&options.client_tools)?)
-            .map_err(super::rpc_stub::js_error)?;
+        Reflect::set(
+            &call_options,
+            &"clientTools".into(),
+            &to_js(&options.client_tools)?,
+        )
+        .map_err(super::rpc_stub::js_error)?;
     }
     if let Some(executor) = &executor {
         Reflect::set(&call_options, &"onClientToolCall".into(), executor.as_ref())
@@ -120,14 +144,18 @@ pub(crate) async fn chat_over_rpc(
     }
     let promise = stub.start(
         "chat",
-        &[to_js(&message)?, functions.object.clone().into(), call_options.into()],
+        &[
+            to_js(&message)?,
+            functions.object.clone().into(),
+            call_options.into(),
+        ],
     )?;
     let mut call = JsFuture::from(promise).fuse();
-    let mut abort = match options.signal {
-        Some(AbortSignal(rx)) => rx.map(|r| r.is_ok()).boxed_local(),
+    let mut abort = match options.abort {
+        Some(rx) => rx.map(|r| r.is_ok()).boxed_local(),
         None => futures::future::pending().boxed_local(),
     };
-    let timeout = options.timeout_ms.unwrap_or(super::subagent::DEFAULT_CHAT_TIMEOUT_MS);
+    let timeout = options.timeout_ms;
     let mut deadline = delay_or_never(timeout);
     let mut relay = EventRelay::default();
     let mut abort_wanted = false;

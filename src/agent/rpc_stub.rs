@@ -19,7 +19,9 @@ pub(crate) struct RpcStub {
 impl RpcStub {
     pub(crate) fn new(env: &Env, binding: &str, name: &str) -> worker::Result<RpcStub> {
         if name.is_empty() {
-            return Err(worker::Error::RustError("an agent name cannot be empty".into()));
+            return Err(worker::Error::RustError(
+                "an agent name cannot be empty".into(),
+            ));
         }
         let stub = env.durable_object(binding)?.get_by_name(name)?;
         Ok(RpcStub {

@@ -5,8 +5,6 @@
 //! the child's side is the core (core/channel.rs). The channel is not
 //! hibernatable on the parent's side: it lives while `chat()` is awaited.
 
-use std::rc::Rc;
-
 use futures::channel::oneshot;
 use futures::{FutureExt, StreamExt};
 use worker::{Env, Headers, Request, RequestInit, WebSocket, WebsocketEvent};
@@ -18,18 +16,14 @@ use crate::protocol::{ClientToolSchema, Outcome};
 
 pub use crate::protocol::channel::ChatMessage;
 
-pub use super::child_events::{ChatCallback, ClientToolCall};
+pub use super::child_events::{ChatCallback, ClientToolCall, ClientToolExecutor};
 
 use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
-use super::tool::ToolFuture;
-
-
-pub type ClientToolExecutor = Rc<dyn Fn(ClientToolCall) -> ToolFuture>;
-
+use super::rpc_chat::{chat_over_rpc, RpcCall};
 
 /// Aborts a running `chat()` (the child's turn ends `aborted`).
 pub struct AbortHandle(oneshot::Sender<()>);
-pub struct AbortSignal(pub(crate) oneshot::Receiver<()>);
+pub struct AbortSignal(oneshot::Receiver<()>);
 
 impl AbortHandle {
     pub fn abort(self) {
@@ -72,7 +66,13 @@ pub async fn chat_rpc(
     options: ChatOptions,
 ) -> worker::Result<()> {
     let stub = super::rpc_stub::RpcStub::new(env, binding, name)?;
-    super::rpc_chat::chat_over_rpc(&stub, message.into(), callback, options).await
+    let call = RpcCall {
+        client_tools: options.client_tools,
+        executor: options.on_client_tool_call,
+        abort: options.signal.map(|AbortSignal(rx)| rx),
+        timeout_ms: options.timeout_ms.unwrap_or(DEFAULT_CHAT_TIMEOUT_MS),
+    };
+    chat_over_rpc(&stub, message.into(), callback, call).await
 }
 
 /// Runs one turn of the child agent `binding`/`name` and returns when it

@@ -63,7 +63,10 @@ impl ThinkInspection {
     pub fn into_submission(self) -> Result<SubmissionRecord, String> {
         let status = status_of(&self.status)
             .ok_or_else(|| format!("unknown submission status '{}'", self.status))?;
-        let updated = self.completed_at.or(self.started_at).unwrap_or(self.created_at);
+        let updated = self
+            .completed_at
+            .or(self.started_at)
+            .unwrap_or(self.created_at);
         let turn_request_id = self.request_id.filter(|id| *id != self.submission_id);
         Ok(SubmissionRecord {
             id: self.submission_id,
@@ -105,7 +108,9 @@ impl ThinkCancelResult {
         match (self.outcome.as_str(), self.submission) {
             ("not_found", _) => Ok(None),
             (_, Some(s)) => s.into_submission().map(Some),
-            (outcome, None) => Err(format!("cancel answered '{outcome}' without the submission")),
+            (outcome, None) => Err(format!(
+                "cancel answered '{outcome}' without the submission"
+            )),
         }
     }
 }
@@ -127,7 +132,10 @@ mod tests {
         assert_eq!(s.idempotency_key.as_deref(), Some("k"));
         assert_eq!(s.status, SubmissionStatus::Completed);
         assert_eq!(s.answer_message_id.as_deref(), Some("m9"));
-        assert_eq!(s.turn_request_id, None, "the request id is the submission's own");
+        assert_eq!(
+            s.turn_request_id, None,
+            "the request id is the submission's own"
+        );
         assert_eq!((s.submitted_at, s.updated_at), (1000, 2000));
     }
 
@@ -152,9 +160,10 @@ mod tests {
 
     #[test]
     fn cancel_results_map_to_found_or_not() {
-        let not_found: ThinkCancelResult =
-            serde_json::from_value(serde_json::json!({"outcome": "not_found", "submissionId": "x"}))
-                .unwrap();
+        let not_found: ThinkCancelResult = serde_json::from_value(
+            serde_json::json!({"outcome": "not_found", "submissionId": "x"}),
+        )
+        .unwrap();
         assert_eq!(not_found.into_submission().unwrap(), None);
         let cancelled: ThinkCancelResult = serde_json::from_value(serde_json::json!({
             "outcome": "cancelled", "submissionId": "s", "previousStatus": "pending",
@@ -172,6 +181,9 @@ mod tests {
             idempotency_key: Some("k1".into()),
             metadata: None,
         };
-        assert_eq!(serde_json::to_value(&o).unwrap(), serde_json::json!({"idempotencyKey": "k1"}));
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            serde_json::json!({"idempotencyKey": "k1"})
+        );
     }
 }

@@ -475,39 +475,41 @@ mod coordinator {
                                 timeout_ms: input.timeout_ms,
                             };
                             let class = class_of(&input.class);
-                            let call = async {
-                                if class == CHAT_AGENT {
-                                    chat(
-                                        &env,
-                                        class,
-                                        &input.agent,
-                                        input.task,
-                                        &mut result,
-                                        options,
-                                    )
-                                    .await
-                                } else {
-                                    chat_rpc(
-                                        &env,
-                                        class,
-                                        &input.agent,
-                                        input.task,
-                                        &mut result,
-                                        options,
-                                    )
-                                    .await
+                            let ended = {
+                                let call = async {
+                                    if class == CHAT_AGENT {
+                                        chat(
+                                            &env,
+                                            class,
+                                            &input.agent,
+                                            input.task,
+                                            &mut result,
+                                            options,
+                                        )
+                                        .await
+                                    } else {
+                                        chat_rpc(
+                                            &env,
+                                            class,
+                                            &input.agent,
+                                            input.task,
+                                            &mut result,
+                                            options,
+                                        )
+                                        .await
+                                    }
+                                };
+                                let given_up = ctx.abort.aborted();
+                                futures::pin_mut!(call, given_up);
+                                match futures::future::select(call, given_up).await {
+                                    Either::Left((ended, _)) => ended,
+                                    Either::Right(((), call)) => {
+                                        abort.abort();
+                                        call.await
+                                    }
                                 }
                             };
-                            let given_up = ctx.abort.aborted();
-                            futures::pin_mut!(call, given_up);
-                            let call = match futures::future::select(call, given_up).await {
-                                Either::Left((ended, _)) => ended,
-                                Either::Right(((), call)) => {
-                                    abort.abort();
-                                    call.await
-                                }
-                            };
-                            call.map_err(|e| {
+                            ended.map_err(|e| {
                                 format!("delegating to '{}' failed: {e}", input.agent)
                             })?;
                             match result.error {

@@ -12,11 +12,15 @@ import { startWithThinkChild } from '../support/think-child.mjs';
 const isDoneFor = (id) => (f) => f.type === 'cf_agent_use_chat_response' && f.id === id && f.done;
 const toolParts = (messages) => messages.flatMap((m) => m.parts.filter((p) => p.type.startsWith('tool-')));
 
+/** The Coordinator's user text calling `tool` with `args`. A `[` inside is escaped in the JSON, so
+ * that a directive meant for the child (`[hang]`) does not steer the Coordinator's own model. */
+const directive = (tool, args) => `[tool:${tool}:${JSON.stringify(args).replaceAll('[', '\\u005b')}]`;
+
 /** Runs one Coordinator turn calling `tool` with `args`; returns that call's stored tool part. */
 async function coordinatorCall(w, room, tool, args, timeoutMs = 20000) {
   const tab = await connect(w.url, 'Coordinator', room);
   const id = rid();
-  tab.send(chatRequest(id, [userMessage(rid('u'), `[tool:${tool}:${JSON.stringify(args)}]`)]));
+  tab.send(chatRequest(id, [userMessage(rid('u'), directive(tool, args))]));
   const done = await tab.waitFor(isDoneFor(id), timeoutMs);
   await tab.close();
   assert.equal(done.outcome, 'completed');
@@ -92,7 +96,7 @@ test('cancelling the parent\'s turn cancels the child\'s over RPC', async (t) =>
   const tab = await connect(w.url, 'Coordinator', 'coord-cancel');
   const id = rid();
   const args = { agent: 'tc-cancel', task: '[hang] until cancelled', class: 'ThinkChild' };
-  tab.send(chatRequest(id, [userMessage(rid('u'), `[tool:delegate:${JSON.stringify(args)}]`)]));
+  tab.send(chatRequest(id, [userMessage(rid('u'), directive('delegate', args))]));
   await waitUntil(() => childRequests(w, '[hang] until cancelled').length > 0, { what: 'the child\'s model request' });
   tab.send({ id, type: 'cf_agent_chat_request_cancel' });
   const done = await tab.waitFor(isDoneFor(id), 10000);
@@ -102,7 +106,7 @@ test('cancelling the parent\'s turn cancels the child\'s over RPC', async (t) =>
   assert.deepEqual(next.output, { text: 'You said: are you free' });
 });
 
-test('submissions round-trip over RPC: submit with a key, repeat, inspect, cancel', async (t) => {
+test('submissions round-trip over RPC: submit with a key, repeat, inspect, cancel a finished and an unknown one', async (t) => {
   const w = await startWithThinkChild(t);
   const submit = (text, key) => coordinatorCall(w, 'coord-sub', 'submit_to', { agent: 'ts-1', text, class: 'ThinkChild', key });
   const inspect = (id, cancel = false) => coordinatorCall(w, 'coord-sub', 'submission', { agent: 'ts-1', class: 'ThinkChild', id, cancel });
@@ -123,13 +127,6 @@ test('submissions round-trip over RPC: submit with a key, repeat, inspect, cance
   assert.equal(stored.at(-1).id, seen.output.answerMessageId);
   assert.equal(stored.filter((m) => m.role === 'user').length, 1, 'the repeat added no message');
 
-  // A hung turn keeps the next submission queued; cancelling both ends them `cancelled`.
-  const hung = await submit('[hang] busy', 'k-2');
-  const queued = await submit('behind it', 'k-3');
-  const cancelledQueued = await inspect(queued.output.id, true);
-  assert.equal(cancelledQueued.output.status, 'cancelled');
-  const cancelledHung = await inspect(hung.output.id, true);
-  assert.equal(cancelledHung.output.status, 'cancelled');
   const completedAgain = await inspect(first.output.id, true);
   assert.equal(completedAgain.output.status, 'completed', 'cancelling a finished submission changes nothing');
 

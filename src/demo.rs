@@ -280,9 +280,7 @@ mod coordinator {
 
     use futures::future::Either;
 
-    use crate::agent::subagent::{
-        abort_pair, chat, chat_rpc, ChatCallback, ChatOptions, ClientToolCall,
-    };
+    use crate::agent::subagent::{abort_pair, chat, ChatCallback, ChatOptions, ClientToolCall};
     use crate::agent::ToolContext;
     use crate::agent::{AgentDefinition, ServerTool};
     use crate::protocol::{ClientToolSchema, UIMessageChunk};
@@ -291,8 +289,8 @@ mod coordinator {
         env: Rc<worker::Env>,
     }
 
-    /// The class an agent input names: `ChatAgent` (this worker's, the
-    /// default) or the binding of a class reached over RPC (a Think agent).
+    /// The class binding an agent input names: `ChatAgent` (this worker's,
+    /// the default) or another, such as a Think agent's in another worker.
     fn class_of(class: &Option<String>) -> &str {
         class.as_deref().unwrap_or(CHAT_AGENT)
     }
@@ -333,8 +331,7 @@ mod coordinator {
         pub agent: String,
         /// What it should do.
         pub task: String,
-        /// Its class binding (default `ChatAgent`); another class is
-        /// reached over RPC.
+        /// Its class binding (default `ChatAgent`).
         #[serde(default)]
         pub class: Option<String>,
         /// How long the child may take, in ms (default five minutes).
@@ -347,10 +344,7 @@ mod coordinator {
         class: &Option<String>,
         agent: &str,
     ) -> worker::Result<crate::agent::AgentStub> {
-        match class_of(class) {
-            CHAT_AGENT => crate::agent::AgentStub::new(env, CHAT_AGENT, agent),
-            other => crate::agent::AgentStub::rpc(env, other, agent),
-        }
+        crate::agent::AgentStub::new(env, class_of(class), agent)
     }
 
     /// Keeps the child's final assistant text (its last text part) and any error.
@@ -474,31 +468,15 @@ mod coordinator {
                                 signal: Some(signal),
                                 timeout_ms: input.timeout_ms,
                             };
-                            let class = class_of(&input.class);
                             let ended = {
-                                let call = async {
-                                    if class == CHAT_AGENT {
-                                        chat(
-                                            &env,
-                                            class,
-                                            &input.agent,
-                                            input.task,
-                                            &mut result,
-                                            options,
-                                        )
-                                        .await
-                                    } else {
-                                        chat_rpc(
-                                            &env,
-                                            class,
-                                            &input.agent,
-                                            input.task,
-                                            &mut result,
-                                            options,
-                                        )
-                                        .await
-                                    }
-                                };
+                                let call = chat(
+                                    &env,
+                                    class_of(&input.class),
+                                    &input.agent,
+                                    input.task,
+                                    &mut result,
+                                    options,
+                                );
                                 let given_up = ctx.abort.aborted();
                                 futures::pin_mut!(call, given_up);
                                 match futures::future::select(call, given_up).await {

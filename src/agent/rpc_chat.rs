@@ -27,7 +27,7 @@ use super::child_events::{
 };
 use super::rpc_stub::{error_text, from_js, to_js, RpcStub};
 
-/// One call's options, as `subagent::chat_rpc` resolved them.
+/// One call's options, as `subagent::chat` resolved them.
 pub(crate) struct RpcCall {
     pub client_tools: Vec<ClientToolSchema>,
     pub executor: Option<ClientToolExecutor>,

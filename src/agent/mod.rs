@@ -13,8 +13,10 @@
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
 //!    (a parent's `chat()` to a child);
-//! 5. `host` (runs the core in a Durable Object), on top, with the
-//!    `chat_agent!` macro that declares the Durable Object class.
+//! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
+//!    macro that declares the Durable Object class;
+//! 6. `rpc_target` (the agent's methods over Durable Object RPC, which the
+//!    build's generated bridge class forwards to), on top.
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
@@ -47,6 +49,9 @@ pub mod host;
 mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod rpc_target;
 #[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;

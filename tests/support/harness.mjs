@@ -21,7 +21,7 @@ export const TEST_BUILD_DIR = join(ROOT, 'target', 'worker-test');
 export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
 /** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker), plus the
- * deployment's channel secret and, for readable failures, the provider's error text on the tabs
+ * deployment's channel secret, the internal fetch fallback, and, for readable failures, the provider's error text on the tabs
  * (a deploy shows them only their status class). */
 export const DEFAULT_BINDINGS = {
   OPENAI_BASE_URL: '',
@@ -31,6 +31,9 @@ export const DEFAULT_BINDINGS = {
   LOG_LEVEL: 'info',
   CHANNEL_SECRET: 'test-channel-secret',
   MODEL_ERROR_DETAIL: 'tabs',
+  // The Rust parent's sub-agent channel and `AgentStub` still use the internal fetch paths, which
+  // an agent serves only with this switch (other callers use Durable Object RPC).
+  INTERNAL_FETCH_FALLBACK: '1',
 };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */

@@ -556,6 +556,9 @@ impl AgentHost {
                 input,
             } => {
                 let frame = rpc_tool_call(call, &tool_call_id, &tool_name, &input);
+                if self.rpc.deliver(&conn, &frame) {
+                    return;
+                }
                 if let Some(ws) = self.sockets.borrow().get(&conn) {
                     let _ = ws.send_with_str(&frame);
                 }

@@ -52,6 +52,16 @@ impl RpcCalls {
 }
 
 impl AgentHost {
+    /// An RPC call names no path: the agent learns its name from its
+    /// Durable Object id when the caller made it from one (`getByName`,
+    /// `idFromName`), as a request's path would tell it.
+    pub(crate) fn learn_name_from_id(self: &Rc<Self>) {
+        let name = self.state.id().name();
+        if let Some(name) = name.filter(|n| crate::routing::check_agent_name(n).is_ok()) {
+            self.remember_name(&name);
+        }
+    }
+
     /// Opens the in-isolate connection of one RPC `chat()` call: the core
     /// knows it as it knows a parent's channel; the frames it sends there
     /// arrive on the returned queue.

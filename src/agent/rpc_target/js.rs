@@ -44,9 +44,10 @@ pub(super) fn from_json(value: &impl Serialize) -> Result<JsValue, JsValue> {
     js_sys::JSON::parse(&text)
 }
 
-/// Property `name` of `object` (`undefined` when missing or `object` is no object).
+/// Property `name` of `object` (`undefined` when missing or `object` is no
+/// object; an RPC stub is a function, and its properties are its methods).
 pub(super) fn field(object: &JsValue, name: &str) -> JsValue {
-    if !object.is_object() {
+    if !object.is_object() && !object.is_function() {
         return JsValue::UNDEFINED;
     }
     Reflect::get(object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
@@ -63,15 +64,19 @@ pub(super) async fn call_method(
     if method.is_undefined() || method.is_null() {
         return Ok(JsValue::UNDEFINED);
     }
-    let method: Function = method.unchecked_into();
-    let returned = method.apply(target, &args.iter().collect::<Array>())?;
+    // `Reflect.apply`: an RPC stub would take `method.apply` for a remote method.
+    let returned = Reflect::apply(
+        method.unchecked_ref::<Function>(),
+        target,
+        &args.iter().collect::<Array>(),
+    )?;
     JsFuture::from(Promise::resolve(&returned)).await
 }
 
 /// Calls function `f(arg)` and awaits what it returns.
 pub(super) async fn call_function(f: &JsValue, arg: &JsValue) -> Result<JsValue, JsValue> {
-    let f: &Function = f.unchecked_ref();
-    let returned = f.call1(&JsValue::UNDEFINED, arg)?;
+    let args = Array::of1(arg);
+    let returned = Reflect::apply(f.unchecked_ref::<Function>(), &JsValue::UNDEFINED, &args)?;
     JsFuture::from(Promise::resolve(&returned)).await
 }
 

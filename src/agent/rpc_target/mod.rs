@@ -29,6 +29,7 @@ pub fn call(host: &Result<Rc<AgentHost>, String>, method: &str, args: Array) -> 
         Ok(host) => host.clone(),
         Err(e) => return js::rejected(&format!("agent failed to start: {e}")),
     };
+    host.learn_name_from_id();
     let arg = |i: u32| args.get(i);
     match method {
         "chat" => future_to_promise(chat::chat(host, arg(0), arg(1), arg(2))),

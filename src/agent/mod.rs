@@ -14,9 +14,11 @@
 //! 4. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
-//!    (a parent's `chat()` to a child) and `rpc_chat` (the same over RPC);
-//! 5. `host` (runs the core in a Durable Object), on top, with the
-//!    `chat_agent!` macro that declares the Durable Object class.
+//!    (a parent's `chat()` to a child, made by `rpc_chat`);
+//! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
+//!    macro that declares the Durable Object class;
+//! 6. `rpc_target` (the agent's methods over Durable Object RPC, which the
+//!    build's generated bridge class forwards to), on top.
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
@@ -54,6 +56,9 @@ pub mod remote;
 mod rpc_chat;
 #[cfg(target_arch = "wasm32")]
 mod rpc_stub;
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod rpc_target;
 #[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;

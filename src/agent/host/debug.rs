@@ -3,11 +3,13 @@
 //! deploy leaves it off) and then still off unless their var is `1`:
 //! `DEBUG_MEMORY` serves `GET …/__debug/memory` (this wasm instance's linear
 //! memory, for `bench/memory-probe.mjs`), `DEBUG_TOOLS` adds the tools of
-//! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write`.
+//! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
+//! `POST …/__debug/evict` (the Durable Object is reset as by an eviction).
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use wasm_bindgen::JsCast;
 use worker::{Method, Request, Response};
 
 use super::AgentHost;
@@ -15,6 +17,10 @@ use crate::agent::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE};
 
 /// The route that reports memory figures.
 const MEMORY_ROUTE: &str = "/__debug/memory";
+
+/// The route that evicts the agent (`ctx.abort()`), as the platform would,
+/// while calls to it are in flight.
+const EVICT_ROUTE: &str = "/__debug/evict";
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -59,6 +65,11 @@ impl AgentHost {
                     host.store.fail_next_message_write();
                     Response::ok("armed")
                 })
+            } else if self.debug.tools && path.ends_with(EVICT_ROUTE) {
+                (Method::Post, |host| {
+                    host.evict_soon();
+                    Response::ok("evicting")
+                })
             } else {
                 return None;
             };
@@ -68,11 +79,23 @@ impl AgentHost {
         Some(answer(self))
     }
 
+    /// Resets the Durable Object right after this request is answered.
+    fn evict_soon(&self) {
+        let state: &wasm_bindgen::JsValue = self.state.as_raw().as_ref();
+        let state = state.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            worker::Delay::from(std::time::Duration::from_millis(20)).await;
+            let abort = js_sys::Reflect::get(&state, &"abort".into());
+            if let Ok(abort) = abort.and_then(|f| f.dyn_into::<js_sys::Function>()) {
+                let _ = abort.call1(&state, &"evicted by the test route".into());
+            }
+        });
+    }
+
     /// Figures for memory investigations: the size of this wasm instance's
     /// linear memory and how many agents it has constructed (one shared
     /// instance ⇒ the count grows across agents).
     fn debug_memory(&self) -> serde_json::Value {
-        use wasm_bindgen::JsCast;
         let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
         let bytes = memory
             .buffer()

@@ -7,7 +7,9 @@ import WebSocket from 'ws';
 import { startWorker, connect, chatRequest, userMessage, getMessages, DEFAULT_BINDINGS } from '../support/harness.mjs';
 
 let w;
-before(async () => { w = await startWorker(); });
+// Some tests drive the agent's older internal fetch paths (channel / submission API) directly:
+// the agent serves them only with the fallback switch.
+before(async () => { w = await startWorker({ bindings: { INTERNAL_FETCH_FALLBACK: '1' } }); });
 after(async () => { await w?.close(); });
 
 const isDoneFor = (id) => (f) => f.type === 'cf_agent_use_chat_response' && f.id === id && f.done;

@@ -79,17 +79,19 @@ impl AgentHost {
         Some(answer(self))
     }
 
-    /// Resets the Durable Object right after this request is answered.
+    /// Resets the Durable Object right after this request is answered:
+    /// `ctx.abort()` runs from a timer of its own, with no Rust code on the
+    /// stack (as a platform eviction, it ends the object's work mid-way).
     fn evict_soon(&self) {
         let state: &wasm_bindgen::JsValue = self.state.as_raw().as_ref();
-        let state = state.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            worker::Delay::from(std::time::Duration::from_millis(20)).await;
-            let abort = js_sys::Reflect::get(&state, &"abort".into());
-            if let Ok(abort) = abort.and_then(|f| f.dyn_into::<js_sys::Function>()) {
-                let _ = abort.call1(&state, &"evicted by the test route".into());
-            }
-        });
+        let abort = js_sys::Reflect::get(state, &"abort".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>())
+            .map(|f| f.bind1(state, &"evicted by the test route".into()));
+        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>());
+        if let (Ok(abort), Ok(set_timeout)) = (abort, set_timeout) {
+            let _ = set_timeout.call2(&wasm_bindgen::JsValue::UNDEFINED, &abort, &20.into());
+        }
     }
 
     /// Figures for memory investigations: the size of this wasm instance's

@@ -1,7 +1,7 @@
 // A Rust parent calling a JavaScript child over Durable Object RPC: the demo's Coordinator (Rust)
 // delegates to a real @cloudflare/think agent (`ThinkChild`, another worker in the same session,
-// reached through a binding with `script_name`) with `subagent::chat_rpc`, executing the child's
-// client tools itself, and hands it submissions through `AgentStub::rpc`. The model of both is
+// reached through a binding with `script_name`) with `subagent::chat`, executing the child's
+// client tools itself, and hands it submissions through `AgentStub`. The model of both is
 // the scripted server; the Coordinator's tools are driven by `[tool:…]` directives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

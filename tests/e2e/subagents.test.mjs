@@ -1,6 +1,7 @@
-// Sub-agents end to end: the Coordinator demo class delegates to a ChatAgent over the
-// parent → child channel, executing the child's client tools itself; plus the child's side
-// of the channel driven directly (no executor, abort), and a tab on the child watching.
+// Sub-agents end to end: the Coordinator demo class delegates to a ChatAgent over Durable Object
+// RPC, executing the child's client tools itself; plus the child's side of the older fetch
+// channel (served with the fallback switch) driven directly (no executor, abort), and a tab on the
+// child watching.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the worker into build/ (build/index.js + build/index_bg.wasm) with worker-build, pointing it
 # at local wasm-bindgen, wasm-opt (npm binaryen) and esbuild (npm) so it never downloads anything;
-# first bundles the demo page (demo/build.mjs). Run scripts/setup.sh first on a fresh machine.
+# first bundles the demo page (demo/build.mjs), and afterwards wraps every agent class in a bridge
+# class that extends `DurableObject` (scripts/rpc-bridge.mjs) so that other Workers and agents can
+# call it over Durable Object RPC. Run scripts/setup.sh first on a fresh machine.
 #
 #   bash scripts/build.sh [--dev|--release|--test] [worker-build args…]
 #
@@ -54,7 +56,7 @@ fingerprint() {
   {
     echo "mode=$MODE args=$*"
     find src demo/src demo/index.html demo/basic.html demo/build.mjs build.rs Cargo.toml Cargo.lock \
-      scripts/build.sh -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum
+      scripts/build.sh scripts/rpc-bridge.mjs -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
 # One build at a time per checkout (wrangler, a test and a user may start one together).
@@ -98,6 +100,8 @@ fi
 for f in build/index.js build/index_bg.wasm; do
   [ -f "$f" ] || { echo "build: expected $f after worker-build" >&2; exit 1; }
 done
+# The agent classes become reachable over Durable Object RPC (see scripts/rpc-bridge.mjs).
+node scripts/rpc-bridge.mjs build
 echo "$want" > "build/$STAMP"
 rm -rf "$KEPT" && cp -a build "$KEPT"
 echo "build: ok ($MODE, $(du -h build/index_bg.wasm | cut -f1) wasm)"

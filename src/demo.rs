@@ -310,7 +310,10 @@ mod coordinator {
     use serde::Deserialize;
     use serde_json::{json, Value};
 
-    use crate::agent::subagent::{chat, ChatCallback, ChatOptions, ClientToolCall};
+    use futures::future::Either;
+
+    use crate::agent::subagent::{abort_pair, chat, ChatCallback, ChatOptions, ClientToolCall};
+    use crate::agent::ToolContext;
     use crate::agent::{AgentDefinition, ServerTool};
     use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
@@ -318,20 +321,62 @@ mod coordinator {
         env: Rc<worker::Env>,
     }
 
+    /// The class binding an agent input names: `ChatAgent` (this worker's,
+    /// the default) or another, such as a Think agent's in another worker.
+    fn class_of(class: &Option<String>) -> &str {
+        class.as_deref().unwrap_or(CHAT_AGENT)
+    }
+
+    const CHAT_AGENT: &str = "ChatAgent";
+
     #[derive(Deserialize, JsonSchema)]
     pub struct SubmitToInput {
-        /// Name of the ChatAgent to hand the message to.
+        /// Name of the agent to hand the message to.
         pub agent: String,
         /// The user message it should answer on its own.
         pub text: String,
+        /// Its class binding (default `ChatAgent`).
+        #[serde(default)]
+        pub class: Option<String>,
+        /// Idempotency key: a repeat returns the first submission.
+        #[serde(default)]
+        pub key: Option<String>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    pub struct SubmissionInput {
+        /// Name of the agent the submission was handed to.
+        pub agent: String,
+        /// The submission's id.
+        pub id: String,
+        /// Its class binding (default `ChatAgent`).
+        #[serde(default)]
+        pub class: Option<String>,
+        /// Cancel it instead of reading it.
+        #[serde(default)]
+        pub cancel: bool,
     }
 
     #[derive(Deserialize, JsonSchema)]
     pub struct DelegateInput {
-        /// Name of the ChatAgent to delegate to.
+        /// Name of the agent to delegate to.
         pub agent: String,
         /// What it should do.
         pub task: String,
+        /// Its class binding (default `ChatAgent`).
+        #[serde(default)]
+        pub class: Option<String>,
+        /// How long the child may take, in ms (default five minutes).
+        #[serde(default)]
+        pub timeout_ms: Option<u64>,
+    }
+
+    fn stub_for(
+        env: &worker::Env,
+        class: &Option<String>,
+        agent: &str,
+    ) -> worker::Result<crate::agent::AgentStub> {
+        crate::agent::AgentStub::new(env, class_of(class), agent)
     }
 
     /// Keeps the child's final assistant text (its last text part) and any error.
@@ -397,42 +442,86 @@ mod coordinator {
                 move |input: SubmitToInput| {
                     let env = submit_env.clone();
                     async move {
-                        let stub = crate::agent::AgentStub::new(&env, "ChatAgent", &input.agent)
+                        let stub = stub_for(&env, &input.class, &input.agent)
                             .map_err(|e| format!("cannot submit: {e}"))?;
                         let message = crate::protocol::UIMessage::user_text("", input.text);
-                        stub.submit_messages(vec![message], Default::default())
+                        let options = crate::agent::SubmitOptions {
+                            idempotency_key: input.key,
+                            ..Default::default()
+                        };
+                        stub.submit_messages(vec![message], options)
                             .await
                             .map_err(|e| format!("submitting to '{}' failed: {e}", input.agent))
                     }
                 },
             );
+            let status_env = self.env.clone();
+            let submission = ServerTool::new(
+                "submission",
+                "Read (or cancel) a submission handed to another agent.",
+                move |input: SubmissionInput| {
+                    let env = status_env.clone();
+                    async move {
+                        let stub = stub_for(&env, &input.class, &input.agent)
+                            .map_err(|e| format!("cannot reach '{}': {e}", input.agent))?;
+                        let found = if input.cancel {
+                            stub.cancel_submission(&input.id).await
+                        } else {
+                            stub.submission_status(&input.id).await
+                        };
+                        match found.map_err(|e| format!("asking '{}' failed: {e}", input.agent))? {
+                            Some(submission) => Ok(submission),
+                            None => Err(format!(
+                                "'{}' has no submission '{}'",
+                                input.agent, input.id
+                            )),
+                        }
+                    }
+                },
+            );
             vec![
                 submit_to,
+                submission,
                 ServerTool::new(
                     "delegate",
                     "Hand a task to another agent and get its answer.",
-                    move |input: DelegateInput| {
+                    move |input: DelegateInput, ctx: ToolContext| {
                         let env = env.clone();
                         async move {
                             // Fails fast, as a tool error the model reads, without quoting a bad name.
                             crate::routing::check_agent_name(&input.agent)
                                 .map_err(|e| format!("cannot delegate: {e}"))?;
                             let mut result = FinalText::default();
+                            // The coordinator's own turn cancelled cancels the child's.
+                            let (abort, signal) = abort_pair();
                             let options = ChatOptions {
                                 client_tools: parent_tools(),
                                 on_client_tool_call: Some(Rc::new(run_parent_tool)),
-                                ..ChatOptions::default()
+                                signal: Some(signal),
+                                timeout_ms: input.timeout_ms,
                             };
-                            chat(
-                                &env,
-                                "ChatAgent",
-                                &input.agent,
-                                input.task,
-                                &mut result,
-                                options,
-                            )
-                            .await
-                            .map_err(|e| format!("delegating to '{}' failed: {e}", input.agent))?;
+                            let ended = {
+                                let call = chat(
+                                    &env,
+                                    class_of(&input.class),
+                                    &input.agent,
+                                    input.task,
+                                    &mut result,
+                                    options,
+                                );
+                                let given_up = ctx.abort.aborted();
+                                futures::pin_mut!(call, given_up);
+                                match futures::future::select(call, given_up).await {
+                                    Either::Left((ended, _)) => ended,
+                                    Either::Right(((), call)) => {
+                                        abort.abort();
+                                        call.await
+                                    }
+                                }
+                            };
+                            ended.map_err(|e| {
+                                format!("delegating to '{}' failed: {e}", input.agent)
+                            })?;
                             match result.error {
                                 Some(error) => {
                                     Err(format!("agent '{}' failed: {error}", input.agent))

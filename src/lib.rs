@@ -110,6 +110,8 @@ pub use router::{route_request, Routed};
 pub mod __private {
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::host::AgentHost;
+    #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::rpc_target::call as rpc_call;
     pub use crate::log::{write as log_write, LogLevel};
     pub use crate::routing::kebab;
 }

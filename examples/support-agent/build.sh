@@ -15,3 +15,9 @@ if [ "${WRANGLER_COMMAND:-}" = dev ] || [ "${1:-}" = --dev ]; then
 else
   worker-build --release
 fi
+# The agent classes become reachable over Durable Object RPC (a class extending `DurableObject`
+# around each; see scripts/rpc-bridge.mjs of the durable-chat repository, which needs esbuild).
+BRIDGE="${DURABLE_CHAT_BRIDGE:-$REPO/scripts/rpc-bridge.mjs}"
+if [ -f "$BRIDGE" ]; then
+  node "$BRIDGE" build
+fi

@@ -8,6 +8,10 @@
 /// client's rule (`ChatAgent` → `chat-agent`); an explicit third argument
 /// still names it (the older form).
 ///
+/// The class also gets the agent's methods over Durable Object RPC (see
+/// `agent::rpc_target`), reached through the bridge class the build
+/// generates around it.
+///
 /// ```ignore
 /// durable_chat::chat_agent!(ChatAgent, |_env: &worker::Env| MyAgent);
 /// ```
@@ -102,5 +106,24 @@ macro_rules! chat_agent {
                 ))
             }
         }
+
+        // The agent's RPC methods (`chat`, `submitMessages`, …), which the
+        // bridge class the build generates (scripts/rpc-bridge.mjs) forwards
+        // here by name; its presence marks the class as an agent.
+        const _: () = {
+            use ::worker::wasm_bindgen::prelude::*;
+
+            #[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen, js_sys = ::worker::js_sys)]
+            impl $class {
+                #[wasm_bindgen(js_name = durableChatRpc)]
+                pub fn durable_chat_rpc(
+                    &self,
+                    method: ::std::string::String,
+                    args: ::worker::js_sys::Array,
+                ) -> ::worker::js_sys::Promise {
+                    $crate::__private::rpc_call(&self.host, &method, args)
+                }
+            }
+        };
     };
 }

@@ -4,7 +4,9 @@
 //! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
 //!    connect), `channel_auth` (the deployment's internal credential), `body`
-//!    (request bodies read under a limit);
+//!    (request bodies read under a limit), `child_events` (what a parent
+//!    hears from a child's `chat()`), `think_submissions` (Think's submission
+//!    shapes), `rpc_stub` (a Durable Object stub called over RPC);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
 //!    the host implements), `connection` (a socket as the author sees it),
 //!    `callable` (methods a client calls);
@@ -12,9 +14,11 @@
 //! 4. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
-//!    (a parent's `chat()` to a child);
-//! 5. `host` (runs the core in a Durable Object), on top, with the
-//!    `chat_agent!` macro that declares the Durable Object class.
+//!    (a parent's `chat()` to a child, made by `rpc_chat`);
+//! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
+//!    macro that declares the Durable Object class;
+//! 6. `rpc_target` (the agent's methods over Durable Object RPC, which the
+//!    build's generated bridge class forwards to), on top.
 
 pub mod access;
 #[cfg(target_arch = "wasm32")]
@@ -27,6 +31,7 @@ mod binding_model;
 pub mod body;
 pub mod callable;
 pub mod channel_auth;
+pub mod child_events;
 #[cfg(target_arch = "wasm32")]
 pub mod connection;
 #[doc(hidden)]
@@ -52,10 +57,18 @@ mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
+mod rpc_chat;
+#[cfg(target_arch = "wasm32")]
+mod rpc_stub;
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod rpc_target;
+#[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
+pub mod think_submissions;
 pub mod tool;
 pub mod tool_context;
 

@@ -1,22 +1,32 @@
 //! Another agent's (or the worker's) typed stub for an agent's submissions:
 //! `AgentStub::new(&env, "SupportAgentDO", "customer-1")` reaches that
-//! agent's Durable Object over its namespace and calls `submit_messages`,
+//! agent over Durable Object RPC and calls `submit_messages`,
 //! `submission_status`, `cancel_submission`, `save_messages` and
-//! `continue_last_turn` there, with the same meaning as on an `AgentHandle`.
-//! Transport: one `POST …/<name>/__chat-api` per call, a JSON body tagged by
-//! `op`, carrying the deployment's channel credential (the same rule as a
-//! parent's sub-agent channel, `channel_auth.rs`); the worker's entry
-//! refuses the path from outside. The agent's side is `serve`.
+//! `continue_last_turn` there, by Think's method names (`submitMessages`,
+//! `inspectSubmission`, `cancelSubmission`, `addMessages`,
+//! `continueLastTurn`): the agent is one of this crate's (its generated RPC
+//! class) or a `@cloudflare/think` agent, whose answers
+//! `think_submissions.rs` reads.
+//!
+//! `serve` is the agent's side of the older transport, a `POST
+//! …/<name>/__chat-api` with the deployment's channel credential, a JSON
+//! body tagged by `op`; the host answers it only when the internal fetch
+//! fallback is on.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use worker::{Env, Headers, Method, Request, RequestInit, Response};
+use worker::{Env, Method, Request, Response};
 
 use crate::protocol::UIMessage;
 
 use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
-use super::channel_auth::{channel_target, CHANNEL_AUTH_HEADER};
 use super::handle::{AgentHandle, Submission, SubmitOptions};
+use super::rpc_stub::{from_js, to_js, RpcStub};
+use super::think_submissions::{ThinkCancelResult, ThinkInspection, ThinkSubmitOptions};
+
+fn rust_error(text: String) -> worker::Error {
+    worker::Error::RustError(text)
+}
 
 /// One call, as sent: `{"op": "submit", …}`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -123,99 +133,72 @@ fn refuse(error: &str, status: u16) -> worker::Result<Response> {
 /// A typed stub for agent `binding`/`name` (see the module header). Each
 /// call's `Err` is the agent's refusal text or a transport failure.
 pub struct AgentStub {
-    stub: worker::Stub,
-    url: String,
-    credential: String,
+    stub: RpcStub,
 }
 
 impl AgentStub {
     /// The agent `name` of Durable Object binding `binding` (its class
-    /// binding, e.g. `"SupportAgentDO"`); `name` follows the agent-name rule.
+    /// binding, e.g. `"SupportAgentDO"`, which may name a class of another
+    /// worker); `name` follows the agent-name rule.
     pub fn new(env: &Env, binding: &str, name: &str) -> worker::Result<AgentStub> {
-        let (stub, credential) = channel_target(env, binding, name)?;
         Ok(AgentStub {
-            credential,
-            stub,
-            url: crate::routing::api_url(binding, name),
+            stub: RpcStub::new(env, binding, name)?,
         })
     }
 
+    /// `SubmitOptions::body` reaches the agent as Think's `metadata` (this
+    /// crate's agents read it as the custom body); `caller` is not sent: the
+    /// agent keeps the keys of RPC callers apart from its own.
     pub async fn submit_messages(
         &self,
         messages: Vec<UIMessage>,
         options: SubmitOptions,
     ) -> worker::Result<Submission> {
-        self.call(&ApiCall::Submit {
-            messages,
+        let think = ThinkSubmitOptions {
             idempotency_key: options.idempotency_key,
-            caller: options.caller,
-            body: options.body,
-        })
-        .await
+            metadata: options.body,
+        };
+        let answer = self
+            .stub
+            .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
+            .await?;
+        let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
+        inspection.into_submission().map_err(rust_error)
     }
 
     /// `Ok(None)`: the agent does not know the submission.
     pub async fn submission_status(&self, id: &str) -> worker::Result<Option<Submission>> {
-        self.call_optional(&ApiCall::Status { id: id.to_string() })
-            .await
+        let answer = self.stub.call("inspectSubmission", &[id.into()]).await?;
+        let inspection: Option<ThinkInspection> = from_js(&answer).map_err(rust_error)?;
+        inspection
+            .map(ThinkInspection::into_submission)
+            .transpose()
+            .map_err(rust_error)
     }
 
+    /// `Ok(None)`: the agent does not know the submission.
     pub async fn cancel_submission(&self, id: &str) -> worker::Result<Option<Submission>> {
-        self.call_optional(&ApiCall::Cancel { id: id.to_string() })
-            .await
+        let answer = self.stub.call("cancelSubmission", &[id.into()]).await?;
+        let result: ThinkCancelResult = from_js(&answer).map_err(rust_error)?;
+        result.into_submission().map_err(rust_error)
     }
 
-    pub async fn save_messages(&self, messages: Vec<UIMessage>) -> worker::Result<Vec<String>> {
-        let saved: Saved = self.call(&ApiCall::Save { messages }).await?;
-        Ok(saved.ids)
+    /// Think's `addMessages`: stored and shown, no model turn. A message
+    /// without an id gets one here; returns the ids.
+    pub async fn save_messages(&self, mut messages: Vec<UIMessage>) -> worker::Result<Vec<String>> {
+        for message in messages.iter_mut().filter(|m| m.id.is_empty()) {
+            message.id = super::ids::random_token(16);
+        }
+        let ids = messages.iter().map(|m| m.id.clone()).collect();
+        self.stub.call("addMessages", &[to_js(&messages)?]).await?;
+        Ok(ids)
     }
 
+    /// Think's `continueLastTurn()`: returns the continuation's request id
+    /// once it ended.
     pub async fn continue_last_turn(&self) -> worker::Result<String> {
-        let continued: Continued = self.call(&ApiCall::Continue).await?;
+        let answer = self.stub.call("continueLastTurn", &[]).await?;
+        let continued: Continued = from_js(&answer).map_err(rust_error)?;
         Ok(continued.request_id)
     }
-
-    async fn call_optional<T: for<'de> Deserialize<'de>>(
-        &self,
-        call: &ApiCall,
-    ) -> worker::Result<Option<T>> {
-        let mut response = self.send(call).await?;
-        match response.status_code() {
-            404 => Ok(None),
-            200 => response.json().await.map(Some),
-            _ => Err(refusal_of(&mut response).await),
-        }
-    }
-
-    async fn call<T: for<'de> Deserialize<'de>>(&self, call: &ApiCall) -> worker::Result<T> {
-        let mut response = self.send(call).await?;
-        match response.status_code() {
-            200 => response.json().await,
-            _ => Err(refusal_of(&mut response).await),
-        }
-    }
-
-    async fn send(&self, call: &ApiCall) -> worker::Result<Response> {
-        let body =
-            serde_json::to_string(call).map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let headers = Headers::new();
-        headers.set("content-type", "application/json")?;
-        headers.set(CHANNEL_AUTH_HEADER, &self.credential)?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
-        self.stub
-            .fetch_with_request(Request::new_with_init(&self.url, &init)?)
-            .await
-    }
-}
-
-async fn refusal_of(response: &mut Response) -> worker::Error {
-    let status = response.status_code();
-    let text = match response.json::<Refusal>().await {
-        Ok(refusal) => refusal.error,
-        Err(_) => format!("the agent answered {status}"),
-    };
-    worker::Error::RustError(text)
 }

@@ -1,13 +1,16 @@
-// Sub-agents end to end: the Coordinator demo class delegates to a ChatAgent over the
-// parent → child channel, executing the child's client tools itself; plus the child's side
-// of the channel driven directly (no executor, abort), and a tab on the child watching.
+// Sub-agents end to end: the Coordinator demo class delegates to a ChatAgent over Durable Object
+// RPC, executing the child's client tools itself; plus the child's side of the older fetch
+// channel (served with the fallback switch) driven directly (no executor, abort), and a tab on the
+// child watching.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startWorker, connect, chatRequest, userMessage, getMessages, DEFAULT_BINDINGS } from '../support/harness.mjs';
 
 let w;
-before(async () => { w = await startWorker(); });
+// Some tests drive the agent's older internal fetch paths (channel / submission API) directly:
+// the agent serves them only with the fallback switch.
+before(async () => { w = await startWorker({ bindings: { INTERNAL_FETCH_FALLBACK: '1' } }); });
 after(async () => { await w?.close(); });
 
 const isDoneFor = (id) => (f) => f.type === 'cf_agent_use_chat_response' && f.id === id && f.done;

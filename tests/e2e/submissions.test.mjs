@@ -149,7 +149,7 @@ test('an alarm the agent scheduled fires after a restart and its on_alarm submit
 });
 
 test('an idempotency key is bound to its messages (other messages are a conflict) and to its caller', { timeout: 60000 }, async (t) => {
-  const w = await workerFor(t);
+  const w = await workerFor(t, { bindings: { INTERNAL_FETCH_FALLBACK: '1' } }); // chatApi: the older fetch path
   const room = 'sub-key';
   const first = await submit(w, room, { text: 'pay invoice 7', idempotencyKey: 'pay-1' });
   assert.equal(first.status, 202);
@@ -170,7 +170,7 @@ test('an idempotency key is bound to its messages (other messages are a conflict
 });
 
 test('a 20 MB POST is refused with 413, declared or streamed without a length, and the agent carries on', { timeout: 60000 }, async (t) => {
-  const w = await workerFor(t);
+  const w = await workerFor(t, { bindings: { INTERNAL_FETCH_FALLBACK: '1' } }); // chatApi: the older fetch path
   const room = 'sub-huge';
   const huge = JSON.stringify({ text: 'x'.repeat(20 * 1024 * 1024) });
   const declared = await submit(w, room, JSON.parse(huge));

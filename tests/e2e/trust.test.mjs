@@ -15,7 +15,9 @@ import { rid, tab, toolPart, offeredTools, probe, chatApi, terminalOf } from '..
 
 const TURN_MS = 15000;
 let w;
-before(async () => { w = await startWorker(); });
+// Some tests drive the agent's older internal fetch paths (channel / submission API) directly:
+// the agent serves them only with the fallback switch.
+before(async () => { w = await startWorker({ bindings: { INTERNAL_FETCH_FALLBACK: '1' } }); });
 after(async () => { await w?.close(); });
 
 /** One turn from `client` in `room` with the stored history plus `text`. */
@@ -284,9 +286,9 @@ test('from outside, the channel header and path are refused by the worker', asyn
   }
 });
 
-test('without CHANNEL_SECRET the channel and the submission API are closed (the id is no credential) and a warning is logged; the opt-in reopens them to the id', async () => {
+test('without CHANNEL_SECRET the fallback channel and submission API are closed (the id is no credential) and a warning is logged; RPC needs no secret; the opt-in reopens them to the id', async () => {
   const logs = [];
-  const bare = await startWorker({ bindings: { CHANNEL_SECRET: '' }, miniflare: { handleStructuredLogs: (l) => logs.push(l) } });
+  const bare = await startWorker({ bindings: { CHANNEL_SECRET: '', INTERNAL_FETCH_FALLBACK: '1' }, miniflare: { handleStructuredLogs: (l) => logs.push(l) } });
   try {
     const room = rid('tr-closed');
     const ns = await bare.mf.getDurableObjectNamespace('ChatAgent');
@@ -299,14 +301,14 @@ test('without CHANNEL_SECRET the channel and the submission API are closed (the 
       method: 'POST', headers: byId, body: JSON.stringify({ op: 'submit', messages: [userMessage('x1', 'hi')] }),
     });
     assert.equal(api.status, 403, 'the submission API is closed');
-    // A parent's delegate fails as a tool error naming the fix, before anything is sent.
+    // A parent's delegate goes over Durable Object RPC, which needs no secret.
     const c = await tab(bare, room, undefined, 'Coordinator');
     const turnId = rid();
     c.send(chatRequest(turnId, [userMessage(rid('u'), `delegate ${room}-kid: say hi`)]));
     assert.equal((await c.waitFor(isDone(turnId), TURN_MS)).outcome, 'completed');
     const [part] = partsOf(await getMessages(bare.url, 'Coordinator', room), 'tool-delegate');
-    assert.equal(part.state, 'output-error');
-    assert.match(part.errorText, /CHANNEL_SECRET is not set/);
+    assert.equal(part.state, 'output-available', part.errorText);
+    assert.deepEqual(part.output, { text: 'You said: say hi' });
     await c.close();
     await new Promise((r) => setTimeout(r, 200));
     assert.ok(logs.some((l) => l.level === 'warn' && l.message.includes('CHANNEL_SECRET is not set')), 'a warning is logged');

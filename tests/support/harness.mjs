@@ -21,7 +21,7 @@ export const TEST_BUILD_DIR = join(ROOT, 'target', 'worker-test');
 export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
 /** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker), plus the
- * deployment's channel secret and, for readable failures, the provider's error text on the tabs
+ * deployment's channel secret, the internal fetch fallback, and, for readable failures, the provider's error text on the tabs
  * (a deploy shows them only their status class). */
 export const DEFAULT_BINDINGS = {
   OPENAI_BASE_URL: '',

@@ -3,11 +3,13 @@
 //! deploy leaves it off) and then still off unless their var is `1`:
 //! `DEBUG_MEMORY` serves `GET …/__debug/memory` (this wasm instance's linear
 //! memory, for `bench/memory-probe.mjs`), `DEBUG_TOOLS` adds the tools of
-//! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write`.
+//! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
+//! `POST …/__debug/evict` (the Durable Object is reset as by an eviction).
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use wasm_bindgen::JsCast;
 use worker::{Method, Request, Response};
 
 use super::AgentHost;
@@ -15,6 +17,10 @@ use crate::agent::debug_tools::{DEBUG_TOOLS_VAR, FAIL_NEXT_MESSAGE_WRITE, FAIL_N
 
 /// The route that reports memory figures.
 const MEMORY_ROUTE: &str = "/__debug/memory";
+
+/// The route that evicts the agent (`ctx.abort()`), as the platform would,
+/// while calls to it are in flight.
+const EVICT_ROUTE: &str = "/__debug/evict";
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -64,6 +70,11 @@ impl AgentHost {
                     host.store.fail_next_state_write();
                     Response::ok("armed")
                 })
+            } else if self.debug.tools && path.ends_with(EVICT_ROUTE) {
+                (Method::Post, |host| {
+                    host.evict_soon();
+                    Response::ok("evicting")
+                })
             } else {
                 return None;
             };
@@ -73,11 +84,25 @@ impl AgentHost {
         Some(answer(self))
     }
 
+    /// Resets the Durable Object right after this request is answered:
+    /// `ctx.abort()` runs from a timer of its own, with no Rust code on the
+    /// stack (as a platform eviction, it ends the object's work mid-way).
+    fn evict_soon(&self) {
+        let state: &wasm_bindgen::JsValue = self.state.as_raw().as_ref();
+        let abort = js_sys::Reflect::get(state, &"abort".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>())
+            .map(|f| f.bind1(state, &"evicted by the test route".into()));
+        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>());
+        if let (Ok(abort), Ok(set_timeout)) = (abort, set_timeout) {
+            let _ = set_timeout.call2(&wasm_bindgen::JsValue::UNDEFINED, &abort, &20.into());
+        }
+    }
+
     /// Figures for memory investigations: the size of this wasm instance's
     /// linear memory and how many agents it has constructed (one shared
     /// instance ⇒ the count grows across agents).
     fn debug_memory(&self) -> serde_json::Value {
-        use wasm_bindgen::JsCast;
         let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
         let bytes = memory
             .buffer()

@@ -14,6 +14,9 @@ impl AgentHost {
     /// Sends one frame to each listed socket (a broadcast to N tabs would
     /// otherwise decode the UTF-8 N times).
     pub(super) fn send_frame(&self, to: &[ConnId], frame: &str) {
+        for conn in to {
+            self.rpc.deliver(conn, frame);
+        }
         if let [conn] = to {
             if let Some(ws) = self.sockets.borrow().get(conn) {
                 let _ = ws.send_with_str(frame);
@@ -23,8 +26,20 @@ impl AgentHost {
         self.send_js(to, &JsValue::from_str(frame));
     }
 
-    /// A transcript frame, its older part read as it is sent.
+    /// A transcript frame, its older part read as it is sent (an RPC call
+    /// gets none: it follows only its own turn).
     pub(super) fn send_transcript(&self, to: &[ConnId], frame: &TranscriptFrame) {
+        let sockets: Vec<ConnId>;
+        let to = if to.iter().any(|c| self.rpc.is_call(c)) {
+            sockets = to
+                .iter()
+                .filter(|c| !self.rpc.is_call(c))
+                .cloned()
+                .collect();
+            &sockets[..]
+        } else {
+            to
+        };
         let older = frame
             .older
             .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes));

@@ -45,6 +45,7 @@ mod mcp_oauth;
 mod mcp_oauth_callback;
 mod mcp_sse;
 mod model_stream;
+mod rpc_calls;
 
 /// The var naming (comma-separated) the hosts whose file links reach the
 /// model's provider.
@@ -52,6 +53,12 @@ const FILE_LINK_HOSTS_VAR: &str = "FILE_LINK_HOSTS";
 
 /// The var that shows a failed model call's full text to the tabs.
 const MODEL_ERROR_DETAIL_VAR: &str = "MODEL_ERROR_DETAIL";
+
+/// The var (`"1"`) that keeps serving the internal fetch paths (a parent's
+/// WebSocket channel, `…/__chat-channel`, and the submission API,
+/// `…/__chat-api`) for callers that do not use RPC yet; off by default, so
+/// no request from outside reaches them.
+pub const INTERNAL_FETCH_FALLBACK_VAR: &str = "INTERNAL_FETCH_FALLBACK";
 
 type Authorizer = Box<dyn Fn(&RequestInfo) -> Result<(), Refusal>>;
 
@@ -115,6 +122,10 @@ pub struct AgentHost {
     mcp: mcp::McpClients,
     /// Code waiting for a submission to be final (`AgentHandle::wait_for_submission`).
     settled_waiters: RefCell<Vec<(String, futures::channel::oneshot::Sender<()>)>>,
+    /// The calls over Durable Object RPC in flight (see `rpc_calls.rs`).
+    rpc: rpc_calls::RpcCalls,
+    /// `INTERNAL_FETCH_FALLBACK=1`: the internal fetch paths are served.
+    internal_fetch: bool,
 }
 
 /// How many handled closes `AgentHost::closed` remembers.
@@ -136,6 +147,7 @@ impl AgentHost {
         #[cfg(feature = "debug-routes")]
         let debug = debug::DebugSwitches::from_vars(lookup);
         let channel_policy = ChannelPolicy::from_vars(lookup);
+        let internal_fetch = lookup(INTERNAL_FETCH_FALLBACK_VAR).as_deref() == Some("1");
         let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
         let link_hosts = lookup(FILE_LINK_HOSTS_VAR)
             .unwrap_or_default()
@@ -216,6 +228,8 @@ impl AgentHost {
             link_hosts,
             mcp,
             settled_waiters: RefCell::new(Vec::new()),
+            rpc: rpc_calls::RpcCalls::default(),
+            internal_fetch,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
@@ -256,6 +270,11 @@ impl AgentHost {
             }
         }
         let channel = path.ends_with(crate::routing::CHANNEL_PATH);
+        if internal && !self.internal_fetch {
+            // Other agents reach this one over RPC; the fetch paths exist
+            // only as an opt-in fallback.
+            return Response::error("Not implemented", 404);
+        }
         if internal {
             // Checked here, not only by a router: a parent's channel carries
             // the deployment's credential (see channel_auth.rs).
@@ -360,7 +379,7 @@ impl AgentHost {
     }
 
     /// The agent as its own code reaches it.
-    fn handle(self: &Rc<Self>) -> AgentHandle {
+    pub(crate) fn handle(self: &Rc<Self>) -> AgentHandle {
         AgentHandle::new(self.clone())
     }
 
@@ -610,6 +629,9 @@ impl AgentHost {
                 input,
             } => {
                 let frame = rpc_tool_call(call, &tool_call_id, &tool_name, &input);
+                if self.rpc.deliver(&conn, &frame) {
+                    return;
+                }
                 if let Some(ws) = self.sockets.borrow().get(&conn) {
                     let _ = ws.send_with_str(&frame);
                 }
@@ -663,6 +685,7 @@ impl AgentHost {
                 });
             }
             Effect::TurnEnded(response) => {
+                self.rpc.turn_ended(&response);
                 // Owed until the hook returns (an eviction meanwhile sends
                 // it again after the restart).
                 let host = self.clone();

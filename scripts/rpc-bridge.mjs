@@ -1,0 +1,124 @@
+// Makes a worker-build output reachable over Durable Object RPC. worker-build (0.8.7) exports each
+// Durable Object as its wasm-bindgen class, which does not extend `DurableObject` from
+// "cloudflare:workers", so the runtime refuses RPC calls to it. This script replaces
+// <buildDir>/index.js with one ES module bundling the worker-build output and, for every class that
+// `chat_agent!` declared (the ones with the wasm-bindgen method `durableChatRpc`), a class of the
+// same name that extends `DurableObject`, forwards fetch / webSocketMessage / webSocketClose /
+// webSocketError / alarm to the Rust class, and exposes the agent's RPC methods (Think's names) by
+// forwarding them to `durableChatRpc(method, args)`. Everything else worker-build exports (the
+// worker's default entry) is re-exported unchanged; index_bg.wasm stays beside it.
+//
+//   node scripts/rpc-bridge.mjs [buildDir]      (default: build; scripts/build.sh runs it)
+//
+// Running it twice is harmless: a bundle it already wrote is recognised and left alone.
+
+import { build } from 'esbuild';
+import { readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** The RPC methods every agent class gets (named and shaped as @cloudflare/think's). */
+export const RPC_METHODS = [
+  'chat',
+  'cancelChat',
+  'submitMessages',
+  'inspectSubmission',
+  'cancelSubmission',
+  'getMessages',
+  'clearMessages',
+  'addMessages',
+  'saveMessages',
+  'continueLastTurn',
+];
+
+const MARKER = '// durable-chat rpc bridge';
+
+/** The names a worker-build module exports (its last `export{…}` statement). */
+export function exportedNames(glue) {
+  const match = glue.match(/export\s*\{([^}]*)\}\s*;?\s*$/);
+  if (!match) throw new Error('rpc-bridge: no export statement at the end of the worker-build output');
+  return match[1]
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => entry.split(/\s+as\s+/).pop().trim());
+}
+
+/** The exported classes `chat_agent!` declared: wasm-bindgen names their RPC method `<class>_durableChatRpc`. */
+export function agentClasses(glue) {
+  return exportedNames(glue).filter((name) => name !== 'default' && glue.includes(`${name.toLowerCase()}_durableChatRpc`));
+}
+
+/** The entry module: the bridge classes, and worker-build's other exports as they are. */
+export function bridgeSource(glueFile, classes) {
+  const forward = RPC_METHODS.map(
+    (method) => `    ${method}(...args) { return this.#agent.durableChatRpc(${JSON.stringify(method)}, args); }`,
+  ).join('\n');
+  return `${MARKER}
+import { DurableObject } from 'cloudflare:workers';
+import * as rust from './${glueFile}';
+export * from './${glueFile}';
+export { default } from './${glueFile}';
+
+function agentClass(Rust, name) {
+  const Agent = class extends DurableObject {
+    #agent;
+    constructor(ctx, env) {
+      super(ctx, env);
+      this.#agent = new Rust(ctx, env);
+    }
+    fetch(request) { return this.#agent.fetch(request); }
+    webSocketMessage(ws, message) { return this.#agent.webSocketMessage(ws, message); }
+    webSocketClose(ws, code, reason, wasClean) { return this.#agent.webSocketClose(ws, code, reason, wasClean); }
+    webSocketError(ws, error) { return this.#agent.webSocketError(ws, error); }
+    alarm() { return this.#agent.alarm(); }
+${forward}
+  };
+  Object.defineProperty(Agent, 'name', { value: name });
+  return Agent;
+}
+
+${classes.map((name) => `export const ${name} = agentClass(rust.${name}, ${JSON.stringify(name)});`).join('\n')}
+`;
+}
+
+export async function bridge(buildDir) {
+  const index = join(buildDir, 'index.js');
+  const glue = readFileSync(index, 'utf8');
+  if (glue.startsWith(MARKER)) return { classes: [], already: true };
+  const classes = agentClasses(glue);
+  if (classes.length === 0) return { classes };
+  const glueFile = 'agent-glue.js';
+  const entryFile = join(buildDir, 'rpc-entry.mjs');
+  renameSync(index, join(buildDir, glueFile));
+  writeFileSync(entryFile, bridgeSource(glueFile, classes));
+  try {
+    await build({
+      entryPoints: [entryFile],
+      outfile: index,
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      target: 'es2022',
+      external: ['cloudflare:*', './index_bg.wasm'],
+      banner: { js: MARKER },
+      logLevel: 'warning',
+    });
+  } catch (error) {
+    renameSync(join(buildDir, glueFile), index);
+    throw error;
+  } finally {
+    rmSync(entryFile, { force: true });
+  }
+  rmSync(join(buildDir, glueFile), { force: true });
+  return { classes };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dir = resolve(process.argv[2] ?? 'build');
+  if (!existsSync(join(dir, 'index.js'))) {
+    console.error(`rpc-bridge: ${join(dir, 'index.js')} missing (run worker-build first)`);
+    process.exit(1);
+  }
+  const { classes, already } = await bridge(dir);
+  console.log(already ? 'rpc-bridge: already bridged' : `rpc-bridge: ${classes.length ? classes.join(', ') : 'no agent classes'} reachable over RPC`);
+}

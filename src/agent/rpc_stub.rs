@@ -1,0 +1,90 @@
+//! A Durable Object stub as JavaScript sees it, for calling the methods a
+//! class exposes over Durable Object RPC (a Think agent's `chat`,
+//! `submitMessages`, …): the named object of a binding, one method call
+//! awaited, and the JSON crossings between serde values and JS values.
+//! The binding may name a class of another worker (`script_name`).
+
+use js_sys::{Array, Function, Promise, Reflect, JSON};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::Env;
+
+/// The object `name` of Durable Object binding `binding`, reached over RPC.
+pub(crate) struct RpcStub {
+    stub: JsValue,
+}
+
+impl RpcStub {
+    pub(crate) fn new(env: &Env, binding: &str, name: &str) -> worker::Result<RpcStub> {
+        if name.is_empty() {
+            return Err(worker::Error::RustError(
+                "an agent name cannot be empty".into(),
+            ));
+        }
+        let stub = env.durable_object(binding)?.get_by_name(name)?;
+        Ok(RpcStub {
+            stub: stub.into_rpc::<JsValue>(),
+        })
+    }
+
+    /// Starts `method(...args)` on the object; the promise of its result.
+    pub(crate) fn start(&self, method: &str, args: &[JsValue]) -> worker::Result<Promise> {
+        let target = Reflect::get(&self.stub, &JsValue::from_str(method)).map_err(js_error)?;
+        if !target.is_function() {
+            return Err(worker::Error::RustError(format!(
+                "the object has no RPC method '{method}'"
+            )));
+        }
+        let arguments: Array = args.iter().collect();
+        let pending = Reflect::apply(target.unchecked_ref::<Function>(), &self.stub, &arguments)
+            .map_err(js_error)?;
+        // An RPC call answers with a thenable: make it a real promise.
+        Ok(Promise::resolve(&pending))
+    }
+
+    /// `method(...args)`, awaited.
+    pub(crate) async fn call(&self, method: &str, args: &[JsValue]) -> worker::Result<JsValue> {
+        JsFuture::from(self.start(method, args)?)
+            .await
+            .map_err(js_error)
+    }
+}
+
+/// A serde value as the JS value `JSON.parse` makes of it.
+pub(crate) fn to_js(value: &impl Serialize) -> worker::Result<JsValue> {
+    let text = serde_json::to_string(value).map_err(|e| worker::Error::RustError(e.to_string()))?;
+    JSON::parse(&text).map_err(js_error)
+}
+
+/// A JS value read through its JSON form (`undefined` reads as `null`).
+pub(crate) fn from_js<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+    let text = if value.is_undefined() {
+        "null".to_string()
+    } else {
+        JSON::stringify(value)
+            .map_err(|e| error_text(&e))?
+            .as_string()
+            .unwrap_or_else(|| "null".to_string())
+    };
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The message of a thrown JS value.
+pub(crate) fn error_text(value: &JsValue) -> String {
+    if let Some(error) = value.dyn_ref::<js_sys::Error>() {
+        return String::from(error.message());
+    }
+    if let Some(text) = value.as_string() {
+        return text;
+    }
+    JSON::stringify(value)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| "an unreadable error".to_string())
+}
+
+pub(crate) fn js_error(value: JsValue) -> worker::Error {
+    worker::Error::RustError(error_text(&value))
+}

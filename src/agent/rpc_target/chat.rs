@@ -1,0 +1,217 @@
+//! `chat(message, callback, options)` over RPC: one turn run as a parent's
+//! channel turn is (the same frames, limits and core path), on an
+//! in-isolate connection instead of a WebSocket. The callback gets Think's
+//! `StreamCallback` calls: `onStart({requestId})`, then `onEvent(chunkJson)`
+//! per chunk, and `onDone()` when the turn completed or `onError(text)` when
+//! it failed (an aborted turn gets neither). `options.clientTools` are
+//! offered for this turn; `options.onClientToolCall({toolName, input,
+//! toolCallId})` runs their calls, its value (or thrown error) continuing
+//! the turn within the call; `options.signal` aborting cancels the turn, as
+//! `cancelChat(requestId)` does.
+
+use std::rc::Rc;
+
+use futures::channel::mpsc::UnboundedReceiver;
+use futures::future::LocalBoxFuture;
+use futures::{FutureExt, StreamExt};
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::core::ConnId;
+use crate::protocol::channel::{
+    parse_child_frame, ChildFrame, ParentFrame, RpcToolCall, RpcToolResult,
+};
+use crate::protocol::{types, Outcome};
+
+use super::super::host::AgentHost;
+use super::js;
+
+/// Runs one turn for an RPC caller and resolves when it ended.
+pub(super) async fn chat(
+    host: Rc<AgentHost>,
+    message: JsValue,
+    callback: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
+    let message = chat_message(&message)?;
+    let client_tools = js::to_json(&js::field(&options, "clientTools"))
+        .map_err(|e| js::error(&format!("clientTools: {e}")))?
+        .unwrap_or_else(|| json!([]));
+    let executor =
+        Some(js::field(&options, "onClientToolCall")).filter(|f| !f.is_undefined() && !f.is_null());
+    let signal = Some(js::field(&options, "signal")).filter(|s| s.is_object());
+    if signal
+        .as_ref()
+        .is_some_and(|s| js::field(s, "aborted").as_bool() == Some(true))
+    {
+        return Ok(JsValue::UNDEFINED);
+    }
+    let open = json!({
+        "type": types::RPC_CHAT,
+        "message": message,
+        "clientTools": client_tools,
+        "executor": executor.is_some(),
+    });
+    let (conn, mut frames) = host.open_rpc_call();
+    host.rpc_frame(&conn, open.to_string());
+    let call = Call {
+        host: &host,
+        conn: &conn,
+        callback: &callback,
+        executor: executor.as_ref(),
+    };
+    let result = call.follow(&mut frames, signal.as_ref()).await;
+    host.close_rpc_call(&conn);
+    result.map(|()| JsValue::UNDEFINED)
+}
+
+/// `cancelChat(requestId)`: ends the running `chat()` turn with that id
+/// `aborted` (an unknown id is ignored, as Think does).
+pub(super) fn cancel_chat(host: &Rc<AgentHost>, request_id: &JsValue) -> Result<JsValue, JsValue> {
+    let Some(id) = request_id.as_string() else {
+        return Err(js::error("cancelChat: the request id must be a string"));
+    };
+    if let Some(conn) = host.rpc_call_of(&id) {
+        host.rpc_frame(&conn, ParentFrame::Cancel { id }.to_json());
+    }
+    Ok(JsValue::UNDEFINED)
+}
+
+/// The message as the channel carries it: text, or one `UIMessage` (alone
+/// or as a one-element array).
+fn chat_message(message: &JsValue) -> Result<Value, JsValue> {
+    if let Some(text) = message.as_string() {
+        return Ok(Value::String(text));
+    }
+    match js::to_json(message).map_err(|e| js::error(&format!("chat: {e}")))? {
+        Some(Value::Array(mut list)) if list.len() == 1 => Ok(list.remove(0)),
+        Some(Value::Array(_)) => Err(js::error(
+            "chat: send one message (text or a UIMessage) per call",
+        )),
+        Some(message @ Value::Object(_)) => Ok(message),
+        _ => Err(js::error("chat: the message must be text or a UIMessage")),
+    }
+}
+
+/// One call in flight.
+struct Call<'a> {
+    host: &'a Rc<AgentHost>,
+    conn: &'a ConnId,
+    callback: &'a JsValue,
+    executor: Option<&'a JsValue>,
+}
+
+impl Call<'_> {
+    /// Follows the turn's frames to its end. A callback that throws (its
+    /// caller is gone) ends the call with that error; the turn goes on.
+    async fn follow(
+        &self,
+        frames: &mut UnboundedReceiver<String>,
+        signal: Option<&JsValue>,
+    ) -> Result<(), JsValue> {
+        let mut abort: LocalBoxFuture<'_, ()> = match signal {
+            Some(signal) => JsFuture::from(js::abort_of(signal))
+                .map(|_| ())
+                .boxed_local(),
+            None => futures::future::pending().boxed_local(),
+        };
+        let mut aborted = false;
+        let mut request_id: Option<String> = None;
+        loop {
+            let text = futures::select! {
+                frame = frames.next() => match frame {
+                    Some(text) => text,
+                    None => return Ok(()),
+                },
+                () = (&mut abort).fuse() => {
+                    aborted = true;
+                    abort = futures::future::pending().boxed_local();
+                    if let Some(id) = &request_id {
+                        self.cancel(id);
+                    }
+                    continue;
+                }
+            };
+            // The core's own frames; one that does not parse is not ours.
+            let Ok(frame) = parse_child_frame(&text) else {
+                continue;
+            };
+            match frame {
+                ChildFrame::Started { request_id: id } => {
+                    self.host.rpc_call_started(self.conn, &id);
+                    if aborted {
+                        self.cancel(&id);
+                    }
+                    request_id = Some(id.clone());
+                    let start = js::from_json(&json!({ "requestId": id }))?;
+                    js::call_method(self.callback, "onStart", &[start]).await?;
+                }
+                ChildFrame::ToolCall(call) => {
+                    let reply = self.run_tool_call(call).await;
+                    self.host.rpc_frame(self.conn, reply.to_json());
+                }
+                ChildFrame::Response(response) if request_id.as_ref() == Some(&response.id) => {
+                    let body = JsValue::from_str(&response.body);
+                    if response.error {
+                        js::call_method(self.callback, "onError", &[body]).await?;
+                    } else if !response.done {
+                        js::call_method(self.callback, "onEvent", &[body]).await?;
+                    } else if response.outcome == Some(Outcome::Completed) {
+                        js::call_method(self.callback, "onDone", &[]).await?;
+                    }
+                    if response.done {
+                        return Ok(());
+                    }
+                }
+                // The core refused the call (a limit, a full queue, a
+                // malformed message): the turn cannot go on.
+                ChildFrame::Refused { error } => {
+                    let text = JsValue::from_str(&error);
+                    js::call_method(self.callback, "onError", &[text]).await?;
+                    return Ok(());
+                }
+                ChildFrame::Response(_) | ChildFrame::Other => {}
+            }
+        }
+    }
+
+    fn cancel(&self, request_id: &str) {
+        let frame = ParentFrame::Cancel {
+            id: request_id.to_string(),
+        };
+        self.host.rpc_frame(self.conn, frame.to_json());
+    }
+
+    /// Runs one of the turn's client tool calls through `onClientToolCall`.
+    async fn run_tool_call(&self, call: RpcToolCall) -> ParentFrame {
+        let RpcToolCall {
+            call_id,
+            tool_call_id,
+            tool_name,
+            input,
+        } = call;
+        let result = match self.executor {
+            Some(executor) => {
+                let request = json!({
+                    "toolName": tool_name,
+                    "input": input,
+                    "toolCallId": tool_call_id,
+                });
+                match js::from_json(&request) {
+                    Ok(arg) => match js::call_function(executor, &arg).await {
+                        Ok(output) => js::to_json(&output).map(|v| v.unwrap_or(Value::Null)),
+                        Err(thrown) => Err(js::error_text(&thrown)),
+                    },
+                    Err(thrown) => Err(js::error_text(&thrown)),
+                }
+            }
+            None => Err("no executor for client tools".to_string()),
+        };
+        ParentFrame::ToolResult(RpcToolResult {
+            call_id,
+            tool_call_id,
+            result,
+        })
+    }
+}

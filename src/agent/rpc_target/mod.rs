@@ -1,0 +1,55 @@
+//! The agent as a Durable Object RPC target: the methods a caller reaches on
+//! the agent's stub, named and shaped as `@cloudflare/think`'s, so code
+//! written against a Think child works against this agent. The bridge class
+//! the build generates (`scripts/rpc-bridge.mjs`) extends `DurableObject`
+//! and forwards each method to the Rust class's `durableChatRpc(method,
+//! args)`, which `chat_agent!` defines and which lands in [`call`]. Every
+//! method feeds the core's existing paths: `chat` is a parent's channel turn
+//! (`chat.rs`), the rest are the `AgentHandle`'s submissions and messages
+//! (`submissions.rs`, `messages.rs`).
+
+use std::rc::Rc;
+
+use js_sys::{Array, Promise};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::host::AgentHost;
+
+mod chat;
+mod js;
+mod messages;
+mod submissions;
+
+/// Runs RPC method `method` with `args` on the agent (`Err`: it failed to
+/// start); the promise rejects with an `Error` for an unknown method or a
+/// refused call.
+pub fn call(host: &Result<Rc<AgentHost>, String>, method: &str, args: Array) -> Promise {
+    let host = match host {
+        Ok(host) => host.clone(),
+        Err(e) => return js::rejected(&format!("agent failed to start: {e}")),
+    };
+    host.learn_name_from_id();
+    let arg = |i: u32| args.get(i);
+    match method {
+        "chat" => future_to_promise(chat::chat(host, arg(0), arg(1), arg(2))),
+        "cancelChat" => settled(chat::cancel_chat(&host, &arg(0))),
+        "submitMessages" => settled(submissions::submit(&host, &arg(0), &arg(1))),
+        "inspectSubmission" => settled(submissions::inspect(&host, &arg(0))),
+        "cancelSubmission" => settled(submissions::cancel(&host, &arg(0))),
+        "getMessages" => settled(messages::get(&host)),
+        "clearMessages" => settled(messages::clear(&host)),
+        "addMessages" => settled(messages::add(&host, &arg(0))),
+        "saveMessages" => future_to_promise(messages::save(host, arg(0), arg(1))),
+        "continueLastTurn" => future_to_promise(messages::continue_last(host)),
+        other => js::rejected(&format!("this agent has no RPC method `{other}`")),
+    }
+}
+
+/// The promise of a call answered at once.
+fn settled(result: Result<JsValue, JsValue>) -> Promise {
+    match result {
+        Ok(value) => Promise::resolve(&value),
+        Err(error) => Promise::reject(&error),
+    }
+}

@@ -2,7 +2,7 @@
 // build command (the optimised release build) and bundles the worker exactly as a deploy would,
 // then this test reads what would be uploaded: both Durable Object classes exported and bound,
 // the SQLite migration for both, the demo page inside the wasm, the wasm the release build made,
-// and none of the test build's debug routes and tools.
+// none of the test build's debug routes and tools, and the RPC bridge classes as the entry's exports.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,6 +34,11 @@ test('wrangler deploy --dry-run bundles the release worker with both Durable Obj
   const js = readFileSync(join(out, 'bundle', 'index.js'), 'utf8');
   for (const name of CLASSES) {
     assert.match(js, new RegExp(`export\\s*\\{[^}]*\\b${name}\\b[^}]*\\}|export class ${name}\\b`), `${name} is exported by the bundle`);
+  }
+  // The entry is the RPC bridge: each class is the one that extends DurableObject (scripts/rpc-bridge.mjs).
+  assert.match(js, /class extends DurableObject/, 'the bundle holds the RPC bridge');
+  for (const name of CLASSES) {
+    assert.match(js, new RegExp(`\\b${name} = agentClass\\(`), `${name} is exported as its bridge class`);
   }
   const wasmFile = files.find((f) => f.endsWith('.wasm'));
   assert.ok(wasmFile, `the bundle holds the wasm (${files.join(', ')})`);

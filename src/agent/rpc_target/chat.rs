@@ -3,7 +3,8 @@
 //! in-isolate connection instead of a WebSocket. The callback gets Think's
 //! `StreamCallback` calls: `onStart({requestId})`, then `onEvent(chunkJson)`
 //! per chunk, and `onDone()` when the turn completed or `onError(text)` when
-//! it failed (an aborted turn gets neither). `options.clientTools` are
+//! it failed (an aborted turn gets neither; a turn cut and left to its
+//! recovery gets `onInterrupted()`). `options.clientTools` are
 //! offered for this turn; `options.onClientToolCall({toolName, input,
 //! toolCallId})` runs their calls, its value (or thrown error) continuing
 //! the turn within the call; `options.signal` aborting cancels the turn, as
@@ -159,6 +160,11 @@ impl Call<'_> {
                         js::call_method(self.callback, "onEvent", &[body]).await?;
                     } else if response.outcome == Some(Outcome::Completed) {
                         js::call_method(self.callback, "onDone", &[]).await?;
+                    } else if response.outcome == Some(Outcome::Recovering) {
+                        // Cut in this isolate; the recovery that finishes it
+                        // runs without this call. Optional in Think's
+                        // callback, so a callback without it is no failure.
+                        let _ = js::call_method(self.callback, "onInterrupted", &[]).await;
                     }
                     if response.done {
                         return Ok(());

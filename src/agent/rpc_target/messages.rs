@@ -16,7 +16,7 @@ use crate::protocol::UIMessage;
 use super::super::handle::SubmitOptions;
 use super::super::host::AgentHost;
 use super::js;
-use super::submissions::status_name;
+use super::submissions::{status_name, RPC_CALLER};
 
 /// How often `saveMessages` looks at its submission while the turn runs.
 const SUBMISSION_POLL: Duration = Duration::from_millis(100);
@@ -46,7 +46,7 @@ pub(super) async fn save(
     let messages: Vec<UIMessage> = js::read(&messages, "saveMessages: messages")?;
     let agent = host.handle();
     let options = SubmitOptions {
-        caller: Some("rpc".into()),
+        caller: Some(RPC_CALLER.into()),
         ..SubmitOptions::default()
     };
     let submission = agent

@@ -20,7 +20,7 @@ use super::super::host::AgentHost;
 use super::js;
 
 /// The caller RPC submissions' idempotency keys belong to.
-const RPC_CALLER: &str = "rpc";
+pub(super) const RPC_CALLER: &str = "rpc";
 
 /// Think's name of a status.
 pub(super) fn status_name(status: SubmissionStatus) -> &'static str {

@@ -28,12 +28,13 @@ pub mod vocab;
 use std::rc::Rc;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
+use crate::protocol::client::{frame_id, parse_client_frame_within, FrameBounds};
+use crate::protocol::{ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use callables::in_flight::MAX_CALLS_IN_FLIGHT;
+pub use callables::in_flight::{MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES};
+pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
@@ -282,6 +283,14 @@ impl Core {
         self.transcript.messages()
     }
 
+    /// The whole conversation as a transcript frame with no byte budget:
+    /// the window's messages serialized, and the place before which every
+    /// stored message belongs in front of them (`get-messages` joins those
+    /// from the store without parsing them).
+    pub fn messages_frame(&self) -> TranscriptFrame {
+        self.transcript.snapshot(usize::MAX, false)
+    }
+
     /// How many messages the core keeps in memory (the recent window).
     pub fn window_len(&self) -> usize {
         self.transcript.window_len()
@@ -330,7 +339,11 @@ impl Core {
             self.reject(conn, limits::leading_request_id(text), &error);
             return;
         }
-        match parse_client_frame(text) {
+        let bounds = FrameBounds {
+            max_body_bytes: limits.max_body_bytes,
+            max_tool_result_bytes: limits.max_tool_result_bytes,
+        };
+        match parse_client_frame_within(text, bounds) {
             Ok(ClientFrame::ChatRequest { id, request }) => {
                 match limits.check_chat_request(&request) {
                     Ok(()) => self.on_chat_request(conn, id, request),
@@ -362,10 +375,7 @@ impl Core {
     /// A malformed chat frame: answer on its request id when it has one, so
     /// the requesting tab's stream ends with the error; otherwise an error frame.
     fn reject_frame(&mut self, conn: ConnId, text: &str, error: &str) {
-        let id = serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
-        self.reject(conn, id, error);
+        self.reject(conn, frame_id(text), error);
     }
 
     fn on_timer(&mut self, timer: Timer) {

@@ -33,6 +33,7 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod all_messages;
 mod author_calls;
 #[cfg(feature = "debug-routes")]
 mod debug;
@@ -254,8 +255,7 @@ impl AgentHost {
             return debug_author::serve(req, self.handle()).await;
         }
         if path.ends_with("/get-messages") {
-            let messages = self.core.borrow().messages();
-            return Response::from_json(&messages);
+            return self.get_messages();
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if !upgrade.eq_ignore_ascii_case("websocket") {

@@ -1,7 +1,7 @@
 //! Callable methods: a connection's `rpc` frame gets exactly one reply on
 //! its id. A method the definition does not declare, a malformed frame and
-//! a call over the per-connection limit of calls in flight are answered at
-//! once with an error; a declared method is run by the host
+//! a call over the per-connection limits of calls (and call bytes) in
+//! flight are answered at once with an error; a declared method is run by the host
 //! (`AuthorCall::RunCallable`) and its outcome (`Event::CallableDone`) is the
 //! reply, sent only while the caller is still connected.
 
@@ -10,7 +10,6 @@ use serde_json::Value;
 use crate::protocol::agent_frames::{self, AgentFrameError};
 use crate::protocol::types;
 
-use crate::core::callables::in_flight::MAX_CALLS_IN_FLIGHT;
 use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::Effect;
 use crate::core::vocab::ids::ConnId;
@@ -23,15 +22,14 @@ impl Core {
         id: String,
         method: String,
         args: Value,
+        frame_bytes: usize,
     ) {
         if !self.config.agent_api.callables.contains(&method) {
             let error = format!("Method {method} does not exist");
             return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));
         }
-        if !self.calls.start(&conn) {
-            let error =
-                format!("too many calls in flight (limit {MAX_CALLS_IN_FLIGHT}); try again later");
-            return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));
+        if let Err(refusal) = self.calls.start(&conn, &id, frame_bytes) {
+            return self.send_to(vec![conn], agent_frames::rpc_error(&id, &refusal.reason()));
         }
         self.effects.push(Effect::Author(AuthorCall::RunCallable {
             conn,
@@ -47,7 +45,7 @@ impl Core {
         id: String,
         result: Result<Value, String>,
     ) {
-        self.calls.finish(&conn);
+        self.calls.finish(&conn, &id);
         if !self.conns.contains(&conn) {
             return;
         }

@@ -24,6 +24,11 @@ use crate::core::Core;
 /// Room the stored row needs beyond the state's own JSON (`{"v":1,"state":…}`).
 const ROW_OVERHEAD: usize = 32;
 
+/// Largest state, measured as the frame that carries it
+/// (`{"type":"cf_agent_state","state":…}`), in bytes: it must fit one stored
+/// row. A tab's state frame over it is refused before it is parsed.
+pub const MAX_STATE_FRAME_BYTES: usize = MAX_ROW_BYTES - ROW_OVERHEAD;
+
 /// The stored row as written (read back as `persisted::AgentStateRow`).
 #[derive(serde::Serialize)]
 struct StateRow<'a> {
@@ -76,7 +81,7 @@ impl Core {
             validate(&state, &source)?;
         }
         let frame = agent_frames::state(&state);
-        let limit = MAX_ROW_BYTES - ROW_OVERHEAD;
+        let limit = MAX_STATE_FRAME_BYTES;
         if frame.len() > limit {
             return Err(format!(
                 "state too large: {} bytes (limit {limit})",

@@ -38,7 +38,7 @@ pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
-pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_MESSAGES};
+pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
@@ -120,6 +120,7 @@ pub struct Core {
     synced: synced_state::value::SyncedState,
     /// Callable methods running, per connection.
     calls: callables::in_flight::CallsInFlight,
+    request_rate: admit::request_rate::RequestRate,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -183,6 +184,7 @@ impl Core {
             timers,
             synced,
             calls: Default::default(),
+            request_rate: Default::default(),
             schedules,
             effects: Vec::new(),
             log: Vec::new(),
@@ -200,6 +202,7 @@ impl Core {
             Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
+                self.request_rate.forget(&conn);
                 self.fail_remote_calls(&conn);
             }
             Event::Model { call, event } => self.on_model_event(call, event),

@@ -94,6 +94,9 @@ pub enum FrameError {
     Unknown(String),
     #[error("invalid {frame} frame: {reason}")]
     Invalid { frame: &'static str, reason: String },
+    /// A part of the frame is over its limit (refused before it is built).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// Default error text of a client tool result sent with `state:"output-error"`.
@@ -387,13 +390,10 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
         .sum::<usize>()
         + 1;
     if !custom.is_empty() && custom_bytes > bounds.max_body_bytes {
-        return Err(invalid(
-            FRAME,
-            format!(
-                "custom body too large: {custom_bytes} bytes (limit {})",
-                bounds.max_body_bytes
-            ),
-        ));
+        return Err(FrameError::TooLarge(format!(
+            "custom body too large: {custom_bytes} bytes (limit {})",
+            bounds.max_body_bytes
+        )));
     }
     let messages = match body.get("messages").map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get())) {
         Some(Ok(items)) => {
@@ -445,14 +445,11 @@ fn parse_tool_result(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame,
     // The output is measured as sent and refused before it is built.
     let output = match fields.text("output") {
         Some(text) if text.len() > bounds.max_tool_result_bytes => {
-            return Err(invalid(
-                FRAME,
-                format!(
-                    "tool result for {tool_call_id} is too large: {} bytes (limit {})",
-                    text.len(),
-                    bounds.max_tool_result_bytes
-                ),
-            ))
+            return Err(FrameError::TooLarge(format!(
+                "tool result for {tool_call_id} is too large: {} bytes (limit {})",
+                text.len(),
+                bounds.max_tool_result_bytes
+            )))
         }
         Some(text) => serde_json::from_str(&text).map_err(|_| FrameError::NotJson)?,
         None => Value::Null,
@@ -608,7 +605,7 @@ mod tests {
             "body": format!(r#"{{"messages":[],"note":[1{}]}}"#, " ".repeat(1_000))}})
         .to_string();
         match parse_client_frame_within(&padded, bounds) {
-            Err(FrameError::Invalid { reason, .. }) => {
+            Err(FrameError::TooLarge(reason)) => {
                 assert!(reason.starts_with("custom body too large"), "{reason}")
             }
             other => panic!("{other:?}"),
@@ -635,7 +632,7 @@ mod tests {
         };
         assert!(parse_client_frame_within(&frame(json!([1, 2, 3])), bounds).is_ok());
         match parse_client_frame_within(&frame(json!(vec![0; 100])), bounds) {
-            Err(FrameError::Invalid { reason, .. }) => {
+            Err(FrameError::TooLarge(reason)) => {
                 assert!(reason.contains("tool result for c1 is too large"), "{reason}")
             }
             other => panic!("{other:?}"),

@@ -264,6 +264,13 @@ impl AgentHost {
                 None => Response::error("Not implemented", 404),
             };
         }
+        let max_connections = self.core.borrow().config().settings.limits.max_connections;
+        if max_connections > 0 && self.state.get_websockets().len() >= max_connections {
+            return Response::error(
+                format!("too many connections to this agent (limit {max_connections})"),
+                429,
+            );
+        }
         let pk = url
             .query_pairs()
             .find(|(k, _)| k == "_pk")

@@ -119,7 +119,8 @@ async function history(inst, c, name, o) {
     const body = await r.text();
     reads.push({ status: r.status, bytes: body.length, ms: Date.now() - t0 });
   }
-  return { grown, reads, turns };
+  const read = await measure(inst, name);
+  return { grown, read, reads, turns };
 }
 
 async function main() {
@@ -149,6 +150,7 @@ async function main() {
           console.log(`  grew the history by ${h.turns} tail requests of ~830 KB`);
           console.log(`  RSS ${fmt(before.rssMiB)} → ${fmt(h.grown.rssMiB)} MiB (+${fmt(h.grown.rssMiB - before.rssMiB)}); wasm ${fmt(before.wasmMiB)} → ${fmt(h.grown.wasmMiB)} MiB (+${fmt(h.grown.wasmMiB - before.wasmMiB)})`);
           console.log(`  three get-messages: ${h.reads.map((r) => `${r.status} ${fmt(r.bytes / 1e6)} MB in ${r.ms} ms`).join('; ')}`);
+          console.log(`  after the reads: RSS ${fmt(h.read.rssMiB)} MiB (+${fmt(h.read.rssMiB - h.grown.rssMiB)}); wasm ${fmt(h.read.wasmMiB)} MiB (+${fmt(h.read.wasmMiB - h.grown.wasmMiB)})`);
         } else {
           row.what = await scenarios[scenario](c);
           console.log(`  ${row.what}`);

@@ -33,8 +33,9 @@ use crate::protocol::client::{frame_id, parse_client_frame_within, FrameBounds};
 use crate::protocol::{ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use callables::in_flight::{MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES};
-pub use synced_state::MAX_STATE_FRAME_BYTES;
+pub use callables::in_flight::{
+    MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES,
+};
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
@@ -50,6 +51,7 @@ pub use rows::persisted::{
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
 pub use rows::schedule_row::{Repeat, ScheduleRow};
+pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,

@@ -20,8 +20,7 @@ struct FrameType<'a> {
 }
 
 pub fn on_message(connection: &Connection, text: &str, _agent: &AgentHandle) {
-    let is_ping =
-        serde_json::from_str::<FrameType>(text).is_ok_and(|frame| frame.kind == "ping");
+    let is_ping = serde_json::from_str::<FrameType>(text).is_ok_and(|frame| frame.kind == "ping");
     if is_ping {
         let pong = json!({ "type": "pong", "connection": connection.state() });
         let _ = connection.send(&pong.to_string());

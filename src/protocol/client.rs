@@ -395,7 +395,10 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
             bounds.max_body_bytes
         )));
     }
-    let messages = match body.get("messages").map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get())) {
+    let messages = match body
+        .get("messages")
+        .map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()))
+    {
         Some(Ok(items)) => {
             let mut messages = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
@@ -407,7 +410,10 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
         }
         _ => return Err(invalid(FRAME, "`messages` must be an array")),
     };
-    let trigger = match body.get("trigger").map(|raw| serde_json::from_str::<Value>(raw.get())) {
+    let trigger = match body
+        .get("trigger")
+        .map(|raw| serde_json::from_str::<Value>(raw.get()))
+    {
         Some(Ok(Value::String(t))) if t == "regenerate-message" => Trigger::Regenerate,
         _ => Trigger::Submit,
     };
@@ -432,7 +438,13 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
 
 fn parse_tool_result(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame, FrameError> {
     const FRAME: &str = "tool result";
-    let obj = fields.object(&["toolCallId", "state", "errorText", "autoContinue", "clientTools"])?;
+    let obj = fields.object(&[
+        "toolCallId",
+        "state",
+        "errorText",
+        "autoContinue",
+        "clientTools",
+    ])?;
     let tool_call_id = string_field(&obj, "toolCallId", FRAME)?;
     let is_error = obj.get("state").and_then(Value::as_str) == Some("output-error");
     let error_text = is_error.then(|| {
@@ -633,7 +645,10 @@ mod tests {
         assert!(parse_client_frame_within(&frame(json!([1, 2, 3])), bounds).is_ok());
         match parse_client_frame_within(&frame(json!(vec![0; 100])), bounds) {
             Err(FrameError::TooLarge(reason)) => {
-                assert!(reason.contains("tool result for c1 is too large"), "{reason}")
+                assert!(
+                    reason.contains("tool result for c1 is too large"),
+                    "{reason}"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -642,7 +657,8 @@ mod tests {
     #[test]
     fn fields_a_chat_frame_does_not_use_are_skipped_and_its_id_read_alone() {
         let junk = format!("[{}0]", "[0],".repeat(10_000));
-        let cancel = format!(r#"{{"type":"cf_agent_chat_request_cancel","junk":{junk},"id":"r9"}}"#);
+        let cancel =
+            format!(r#"{{"type":"cf_agent_chat_request_cancel","junk":{junk},"id":"r9"}}"#);
         assert_eq!(
             parse_client_frame(&cancel),
             Ok(ClientFrame::Cancel { id: "r9".into() })

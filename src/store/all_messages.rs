@@ -1,5 +1,5 @@
 //! Every stored message before a place, as their stored JSON joined by
-//! commas in SQLite and kept as a JS string: what `get-messages` serves of
+//! commas as a JS string (each row's text stays in JS): what `get-messages` serves of
 //! the history older than the core's window, without copying or parsing
 //! it in wasm memory (whose size a long history would otherwise set for
 //! good).
@@ -34,18 +34,28 @@ impl SqlStore {
         if split.first().is_none_or(|c| c.n != 0.0) {
             return None;
         }
-        let row = self
+        // Row by row: one joined string of a long history would pass
+        // SQLite's limit on a string's length.
+        let cursor = self
             .sql
             .exec(
-                "SELECT coalesce(group_concat(body, ','), '') AS bodies FROM (SELECT body FROM chat_messages WHERE seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)",
+                "SELECT body FROM chat_messages WHERE seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq",
                 vec![seq_value(before_seq)],
             )
-            .ok()
-            .and_then(|mut cursor| Iterator::next(&mut cursor))?
             .ok()?;
-        js_sys::Reflect::get(&row, &JsValue::from_str("bodies"))
-            .ok()?
-            .dyn_into::<JsString>()
-            .ok()
+        let body_key = JsValue::from_str("body");
+        let comma = JsValue::from_str(",");
+        let mut joined = JsString::from("");
+        for row in cursor {
+            let body = js_sys::Reflect::get(&row.ok()?, &body_key)
+                .ok()?
+                .dyn_into::<JsString>()
+                .ok()?;
+            if joined.length() > 0 {
+                joined = joined.concat(&comma);
+            }
+            joined = joined.concat(&body);
+        }
+        Some(joined)
     }
 }

@@ -47,6 +47,8 @@ impl AgentHost {
         let init = web_sys::ResponseInit::new();
         init.set_headers(&headers);
         let response = JsResponse::new(&body, &init)?;
-        Ok(Response::from(response.unchecked_into::<web_sys::Response>()))
+        Ok(Response::from(
+            response.unchecked_into::<web_sys::Response>(),
+        ))
     }
 }

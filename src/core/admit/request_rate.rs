@@ -31,7 +31,9 @@ fn recent(times: &mut VecDeque<u64>, now_ms: u64) -> usize {
 /// Seconds until the oldest counted request leaves the window.
 fn wait_secs(times: &VecDeque<u64>, now_ms: u64) -> u64 {
     let oldest = times.front().copied().unwrap_or(now_ms);
-    (oldest + RATE_WINDOW_MS).saturating_sub(now_ms).div_ceil(1000)
+    (oldest + RATE_WINDOW_MS)
+        .saturating_sub(now_ms)
+        .div_ceil(1000)
 }
 
 impl RequestRate {

@@ -1,4 +1,4 @@
 pub mod state;
 pub mod value;
 
-pub use state::MAX_STATE_FRAME_BYTES;
+pub use value::MAX_STATE_FRAME_BYTES;

@@ -16,18 +16,11 @@ use crate::protocol::{agent_frames, server};
 use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::Effect;
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::rows::row_limits::MAX_ROW_BYTES;
 use crate::core::vocab::agent_api::StateSource;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
-/// Room the stored row needs beyond the state's own JSON (`{"v":1,"state":…}`).
-const ROW_OVERHEAD: usize = 32;
-
-/// Largest state, measured as the frame that carries it
-/// (`{"type":"cf_agent_state","state":…}`), in bytes: it must fit one stored
-/// row. A tab's state frame over it is refused before it is parsed.
-pub const MAX_STATE_FRAME_BYTES: usize = MAX_ROW_BYTES - ROW_OVERHEAD;
+use super::value::MAX_STATE_FRAME_BYTES;
 
 /// The stored row as written (read back as `persisted::AgentStateRow`).
 #[derive(serde::Serialize)]

@@ -35,7 +35,8 @@ fn a_connection_past_its_rate_is_refused_on_the_request_id_until_the_minute_move
     ask(&mut sim, "a", "over");
     let error = refusal(&sim, "a", "over").expect("refused");
     assert!(
-        error.starts_with("too many requests from this connection (limit 3 a minute); try again in"),
+        error
+            .starts_with("too many requests from this connection (limit 3 a minute); try again in"),
         "{error}"
     );
     assert!(
@@ -43,7 +44,11 @@ fn a_connection_past_its_rate_is_refused_on_the_request_id_until_the_minute_move
         "nothing of a refused request is stored"
     );
     ask(&mut sim, "b", "other-tab");
-    assert_eq!(refusal(&sim, "b", "other-tab"), None, "the limit is per connection");
+    assert_eq!(
+        refusal(&sim, "b", "other-tab"),
+        None,
+        "the limit is per connection"
+    );
     sim.advance(60_000);
     ask(&mut sim, "a", "later");
     assert_eq!(refusal(&sim, "a", "later"), None);
@@ -58,7 +63,10 @@ fn an_agent_past_its_rate_refuses_every_connection() {
     ask(&mut sim, "b", "r2");
     ask(&mut sim, "b", "r3");
     let error = refusal(&sim, "b", "r3").expect("refused");
-    assert!(error.starts_with("too many requests to this agent (limit 2 a minute)"), "{error}");
+    assert!(
+        error.starts_with("too many requests to this agent (limit 2 a minute)"),
+        "{error}"
+    );
     sim.advance(60_000);
     ask(&mut sim, "b", "r4");
     assert_eq!(refusal(&sim, "b", "r4"), None);

@@ -35,8 +35,8 @@ async function barrier(client) {
   await client.waitFor((f) => f.type === 'cf_agent_stream_resume_none' && f.probeId === probeId, TURN_MS);
 }
 
-const memoryWorker = (t) => workerFor(t, {
-  bindings: { DEBUG_MEMORY: '1' }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
+const memoryWorker = (t, bindings = {}) => workerFor(t, {
+  bindings: { DEBUG_MEMORY: '1', ...bindings }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
 });
 
 test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are refused as documented; memory stays within 32 MiB', async (t) => {
@@ -83,7 +83,8 @@ test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are
 });
 
 test('get-messages of a 12 MB history returns all of it without the agent holding it', async (t) => {
-  const w = await memoryWorker(t);
+  // A hundred requests in well under a minute: past the default rate of one connection.
+  const w = await memoryWorker(t, { RATE_LIMIT_PER_CONNECTION: '0' });
   const room = 'long-history';
   const client = await tab(w, room);
   const sent = [];

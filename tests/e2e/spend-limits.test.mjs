@@ -4,10 +4,25 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { connect, chatRequest, userMessage, isDone } from '../support/harness.mjs';
 import { workerFor, tab, rid } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
+
+/** The HTTP answer to a WebSocket upgrade the agent refuses: {status, body}. */
+function refusedUpgrade(url, room) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}`);
+    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
+}
 
 async function ask(client) {
   const id = rid();
@@ -45,9 +60,9 @@ test('sockets past MAX_CONNECTIONS are refused with 429 until one closes', async
   const w = await workerFor(t, { bindings: { MAX_CONNECTIONS: '2' } });
   const a = await tab(w, 'crowded');
   await tab(w, 'crowded');
-  const res = await fetch(`${w.url}/agents/chat-agent/crowded?_pk=${rid()}`, { headers: { Upgrade: 'websocket' } });
-  assert.equal(res.status, 429);
-  assert.match(await res.text(), /too many connections to this agent \(limit 2\)/);
+  const refused = await refusedUpgrade(w.url, 'crowded');
+  assert.equal(refused.status, 429);
+  assert.match(refused.body, /too many connections to this agent \(limit 2\)/);
   const elsewhere = await tab(w, 'quiet');
   assert.equal(elsewhere.ws.readyState, 1, 'the cap is per agent');
   a.ws.close();

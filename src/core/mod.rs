@@ -288,12 +288,13 @@ impl Core {
         self.transcript.messages()
     }
 
-    /// The whole conversation as a transcript frame with no byte budget:
-    /// the window's messages serialized, and the place before which every
-    /// stored message belongs in front of them (`get-messages` joins those
-    /// from the store without parsing them).
-    pub fn messages_frame(&self) -> TranscriptFrame {
-        self.transcript.snapshot(usize::MAX, false)
+    /// The newest messages whose JSON fits in `max_bytes` as a transcript
+    /// frame (the whole conversation when it fits; always the newest user
+    /// message and what follows it): the window's part serialized, the older
+    /// part named by place and budget for the host to read as stored
+    /// (`get-messages`).
+    pub fn messages_frame(&self, max_bytes: usize) -> TranscriptFrame {
+        self.transcript.snapshot(max_bytes, false)
     }
 
     /// How many messages the core keeps in memory (the recent window).

@@ -403,7 +403,7 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
             let mut messages = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
                 let message = serde_json::from_str::<UIMessage>(item.get())
-                    .map_err(|e| invalid(FRAME, format!("message {index}: {e}")))?;
+                    .map_err(|e| invalid(FRAME, format!("message {index} of `init.body`: {e}")))?;
                 messages.push(message);
             }
             messages

@@ -7,7 +7,6 @@
 //! are moved aside (`quarantine`). The core reads older messages through
 //! `reads` (its `History`); a load reads no messages.
 
-mod all_messages;
 mod mcp_servers;
 mod pieces;
 mod quarantine;

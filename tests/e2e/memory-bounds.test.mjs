@@ -3,7 +3,8 @@
 // agent ever held). Hostile inputs under the frame limit — 3.9 MiB calls, state frames and frames of
 // a type nobody handles, chat requests with 3 MiB custom bodies — are each answered as documented
 // while the agent's memory stays within a small bound, the socket stays open and the next turn works.
-// A long history read with get-messages comes back whole without the agent's memory growing with it.
+// get-messages of a long history answers its newest 4 MiB (as the transcript frame answers its
+// newest 256 KiB) without the agent's memory growing with the history.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -82,7 +83,7 @@ test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are
   assert.ok(after - before <= 32, `memory grew by ${(after - before).toFixed(1)} MiB (bound 32)`);
 });
 
-test('get-messages of a 12 MB history returns all of it without the agent holding it', async (t) => {
+test('get-messages of a 12 MB history answers its newest 4 MiB, in order, without the agent holding the history', async (t) => {
   // A hundred requests in well under a minute: past the default rate of one connection.
   const w = await memoryWorker(t, { RATE_LIMIT_PER_CONNECTION: '0' });
   const room = 'long-history';
@@ -104,9 +105,13 @@ test('get-messages of a 12 MB history returns all of it without the agent holdin
   for (let i = 0; i < 3; i++) stored = await getMessages(w.url, 'ChatAgent', room);
   const after = await wasmMiB(w, room);
   t.diagnostic(`wasm linear memory ${before.toFixed(1)} → ${after.toFixed(1)} MiB over three reads`);
-  assert.equal(stored.length, 200, 'every user message and answer');
-  assert.deepEqual(stored.filter((m) => m.role === 'user').map((m) => m.id), sent);
-  assert.ok(stored.every((m, i) => m.role === (i % 2 ? 'assistant' : 'user')));
-  assert.equal(stored[0].parts[0].text.length, 120_000 + '[tokens:2] 0 '.length);
+  const bytes = JSON.stringify(stored).length;
+  t.diagnostic(`get-messages: ${stored.length} of 200 messages, ${(bytes / MiB).toFixed(2)} MiB of JSON`);
+  assert.ok(stored.length > 20 && stored.length < 200, `${stored.length} messages`);
+  assert.ok(bytes <= 4 * MiB + 130_000, `${bytes} bytes`);
+  const users = stored.filter((m) => m.role === 'user').map((m) => m.id);
+  assert.deepEqual(users, sent.slice(-users.length), 'the newest user messages, in order');
+  assert.equal(stored.at(-1).role, 'assistant', 'ending with the last answer');
+  assert.ok(stored.every((m, i) => i === 0 || m.role !== stored[i - 1].role), 'no message missing in between');
   assert.ok(after - before <= 8, `three reads grew memory by ${(after - before).toFixed(1)} MiB (bound 8)`);
 });

@@ -1,9 +1,11 @@
-//! `GET …/get-messages`: the whole conversation as a JSON array, joined in
-//! JS from the window's messages (serialized by the core) and the stored
-//! JSON of every older message (read by SQLite as a JS string), so a long
-//! history is never copied into or parsed in wasm memory, which never
-//! shrinks. When the store cannot give the older part that way (a message
-//! split in pieces), the history is read through the core as before.
+//! `GET …/get-messages`: the conversation as a JSON array, newest first
+//! within a bound, as the transcript frame carries it: the whole history
+//! while its messages come to at most `GET_MESSAGES_BYTES` of JSON, else the
+//! newest that fit (always with the newest user message and what follows
+//! it). The window's messages are serialized by the core; the older part is
+//! the stored JSON joined by SQLite and in JS, never copied into or parsed
+//! in wasm memory (which never shrinks). The stock client replaces its list
+//! with the connect transcript right after, which is bounded the same way.
 
 use js_sys::JsString;
 use wasm_bindgen::{JsCast, JsValue};
@@ -22,19 +24,16 @@ extern "C" {
     fn new(body: &JsValue, init: &JsValue) -> Result<JsResponse, JsValue>;
 }
 
+/// The most message JSON `get-messages` answers with (see the module header).
+pub const GET_MESSAGES_BYTES: usize = 4 * 1024 * 1024;
+
 impl AgentHost {
     pub(super) fn get_messages(&self) -> worker::Result<Response> {
-        let frame = self.core.borrow().messages_frame();
-        let older = match frame.older {
-            Some(part) => match self.store.all_json_before(part.before_seq) {
-                Some(older) => older,
-                None => {
-                    let messages = self.core.borrow().messages();
-                    return Response::from_json(&messages);
-                }
-            },
-            None => JsString::from(""),
-        };
+        let frame = self.core.borrow().messages_frame(GET_MESSAGES_BYTES);
+        let older = frame
+            .older
+            .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes))
+            .unwrap_or_else(|| JsString::from(""));
         let mut body = JsString::from("[").concat(&older);
         if older.length() > 0 && !frame.window.is_empty() {
             body = body.concat(&JsValue::from_str(","));

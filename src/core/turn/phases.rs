@@ -166,10 +166,17 @@ impl Core {
     /// Phase transition: the step's model call starts (a step's first call or a retry).
     pub(in crate::core) fn enter_calling_model(&mut self, mut request: StepRequest) {
         let first_call = request.retries == 0 && !request.narrowed;
-        let Some(model_request) = self.step_request(request.budget, first_call || request.narrowed)
+        let Some(mut model_request) =
+            self.step_request(request.budget, first_call || request.narrowed)
         else {
             return;
         };
+        if request.without_files {
+            crate::model::files::files_as_notes(&mut model_request);
+        }
+        request.sent_files = model_request.messages.iter().any(
+            |m| matches!(m, crate::model::ModelMessage::User { files, .. } if !files.is_empty()),
+        );
         request.sent_bytes = context_window::estimated_bytes(&model_request.messages);
         if first_call && self.logs(LogLevel::Debug) {
             if let Some(active) = self.active.as_ref() {

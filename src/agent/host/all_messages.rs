@@ -6,6 +6,8 @@
 //! the stored JSON joined by SQLite and in JS, never copied into or parsed
 //! in wasm memory (which never shrinks). The stock client replaces its list
 //! with the connect transcript right after, which is bounded the same way.
+//! A history holding a message split in pieces (one over the 2 MB row
+//! limit) before the window is read through the core, whole, as before.
 
 use js_sys::JsString;
 use wasm_bindgen::{JsCast, JsValue};
@@ -30,6 +32,13 @@ pub const GET_MESSAGES_BYTES: usize = 4 * 1024 * 1024;
 impl AgentHost {
     pub(super) fn get_messages(&self) -> worker::Result<Response> {
         let frame = self.core.borrow().messages_frame(GET_MESSAGES_BYTES);
+        if let Some(part) = frame.older {
+            if self.store.has_split_before(part.before_seq) {
+                // A message over the row limit is read through the core, whole.
+                let messages = self.core.borrow().messages();
+                return Response::from_json(&messages);
+            }
+        }
         let older = frame
             .older
             .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes))

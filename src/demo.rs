@@ -319,6 +319,43 @@ mod coordinator {
 
     pub struct CoordinatorAgent {
         env: Rc<worker::Env>,
+        children: Rc<Children>,
+    }
+
+    /// The agents this coordinator may reach (`COORDINATOR_CHILDREN`:
+    /// comma-separated names, `prefix*` for every name with that prefix,
+    /// `*` for any). Unset or empty: none. A model chooses the names its
+    /// tools reach; this list is the parent's say over which.
+    pub struct Children(Vec<String>);
+
+    impl Children {
+        pub fn from_var(value: Option<String>) -> Children {
+            Children(
+                value
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            )
+        }
+
+        /// `Err`: the tool error the model reads (the name is not quoted).
+        pub fn check(&self, name: &str) -> Result<(), String> {
+            let allowed = self.0.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => p == name,
+            });
+            if allowed {
+                Ok(())
+            } else {
+                Err(
+                    "that agent is not one this coordinator may reach (see COORDINATOR_CHILDREN)"
+                        .to_string(),
+                )
+            }
+        }
     }
 
     /// The class binding an agent input names: `ChatAgent` (this worker's,
@@ -436,12 +473,15 @@ mod coordinator {
         fn tools(&self) -> Vec<ServerTool> {
             let env = self.env.clone();
             let submit_env = self.env.clone();
+            let (children, submit_children) = (self.children.clone(), self.children.clone());
             let submit_to = ServerTool::new(
                 "submit_to",
                 "Hand a message to another agent to answer on its own; returns its submission.",
                 move |input: SubmitToInput| {
                     let env = submit_env.clone();
+                    let allowed = submit_children.check(&input.agent);
                     async move {
+                        allowed.map_err(|e| format!("cannot submit: {e}"))?;
                         let stub = stub_for(&env, &input.class, &input.agent)
                             .map_err(|e| format!("cannot submit: {e}"))?;
                         let message = crate::protocol::UIMessage::user_text("", input.text);
@@ -456,12 +496,15 @@ mod coordinator {
                 },
             );
             let status_env = self.env.clone();
+            let status_children = self.children.clone();
             let submission = ServerTool::new(
                 "submission",
                 "Read (or cancel) a submission handed to another agent.",
                 move |input: SubmissionInput| {
                     let env = status_env.clone();
+                    let allowed = status_children.check(&input.agent);
                     async move {
+                        allowed.map_err(|e| format!("cannot reach '{}': {e}", input.agent))?;
                         let stub = stub_for(&env, &input.class, &input.agent)
                             .map_err(|e| format!("cannot reach '{}': {e}", input.agent))?;
                         let found = if input.cancel {
@@ -487,10 +530,12 @@ mod coordinator {
                     "Hand a task to another agent and get its answer.",
                     move |input: DelegateInput, ctx: ToolContext| {
                         let env = env.clone();
+                        let allowed = children.check(&input.agent);
                         async move {
                             // Fails fast, as a tool error the model reads, without quoting a bad name.
                             crate::routing::check_agent_name(&input.agent)
                                 .map_err(|e| format!("cannot delegate: {e}"))?;
+                            allowed.map_err(|e| format!("cannot delegate: {e}"))?;
                             let mut result = FinalText::default();
                             // The coordinator's own turn cancelled cancels the child's.
                             let (abort, signal) = abort_pair();
@@ -536,6 +581,10 @@ mod coordinator {
     }
 
     crate::chat_agent!(Coordinator, |env: &worker::Env| CoordinatorAgent {
-        env: Rc::new(env.clone())
+        env: Rc::new(env.clone()),
+        children: Rc::new(Children::from_var(crate::agent::settings::env_value(
+            env,
+            "COORDINATOR_CHILDREN"
+        ))),
     });
 }

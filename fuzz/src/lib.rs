@@ -161,6 +161,7 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         max_model_stream_bytes: 64 * 1024,
         max_tool_calls_per_step: 4,
         max_file_part_bytes: 2 * 1024,
+        ..Limits::default()
     };
     config
 }

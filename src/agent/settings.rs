@@ -126,6 +126,16 @@ impl AgentSettings {
                         "MODEL_STALL_TIMEOUT_MS",
                         defaults.limits.model_stall_timeout_ms,
                     ),
+                    max_requests_per_minute: vars.parsed_or(
+                        "RATE_LIMIT_PER_CONNECTION",
+                        defaults.limits.max_requests_per_minute,
+                    ),
+                    max_agent_requests_per_minute: vars.parsed_or(
+                        "RATE_LIMIT_PER_AGENT",
+                        defaults.limits.max_agent_requests_per_minute,
+                    ),
+                    max_connections: vars
+                        .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
                     ..defaults.limits
                 },
                 model_retry: RetryPolicy {

@@ -28,16 +28,18 @@ pub mod vocab;
 use std::rc::Rc;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::protocol::{parse_client_frame, ClientFrame, FrameError, UIMessage};
+use crate::protocol::client::{frame_id, parse_client_frame_within, FrameBounds};
+use crate::protocol::{ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use callables::in_flight::{MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CHUNK_BYTES};
+pub use callables::in_flight::{
+    MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES, MAX_CHUNK_BYTES,
+};
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, StoreOp, Timer};
-pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_MESSAGES};
+pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
@@ -49,6 +51,7 @@ pub use rows::persisted::{
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
 pub use rows::schedule_row::{Repeat, ScheduleRow};
+pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
@@ -119,6 +122,7 @@ pub struct Core {
     synced: synced_state::value::SyncedState,
     /// Callable methods running, per connection.
     calls: callables::in_flight::CallsInFlight,
+    request_rate: admit::request_rate::RequestRate,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -185,6 +189,7 @@ impl Core {
             timers,
             synced,
             calls: Default::default(),
+            request_rate: Default::default(),
             schedules,
             effects: Vec::new(),
             log: Vec::new(),
@@ -203,6 +208,7 @@ impl Core {
             Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
+                self.request_rate.forget(&conn);
                 self.fail_remote_calls(&conn);
                 self.drop_calls_of(&conn);
             }
@@ -292,6 +298,15 @@ impl Core {
         self.transcript.messages()
     }
 
+    /// The newest messages whose JSON fits in `max_bytes` as a transcript
+    /// frame (the whole conversation when it fits; always the newest user
+    /// message and what follows it): the window's part serialized, the older
+    /// part named by place and budget for the host to read as stored
+    /// (`get-messages`).
+    pub fn messages_frame(&self, max_bytes: usize) -> TranscriptFrame {
+        self.transcript.snapshot(max_bytes, false)
+    }
+
     /// How many messages the core keeps in memory (the recent window).
     pub fn window_len(&self) -> usize {
         self.transcript.window_len()
@@ -340,7 +355,11 @@ impl Core {
             self.reject(conn, limits::leading_request_id(text), &error);
             return;
         }
-        match parse_client_frame(text) {
+        let bounds = FrameBounds {
+            max_body_bytes: limits.max_body_bytes,
+            max_tool_result_bytes: limits.max_tool_result_bytes,
+        };
+        match parse_client_frame_within(text, bounds) {
             Ok(ClientFrame::ChatRequest { id, request }) => {
                 match limits.check_chat_request(&request) {
                     Ok(()) => self.on_chat_request(conn, id, request),
@@ -372,10 +391,7 @@ impl Core {
     /// A malformed chat frame: answer on its request id when it has one, so
     /// the requesting tab's stream ends with the error; otherwise an error frame.
     fn reject_frame(&mut self, conn: ConnId, text: &str, error: &str) {
-        let id = serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
-        self.reject(conn, id, error);
+        self.reject(conn, frame_id(text), error);
     }
 
     fn on_timer(&mut self, timer: Timer) {

@@ -2,7 +2,7 @@
 //! (default `guest`) as its own state, and a `{"type":"ping"}` frame is
 //! answered with `{"type":"pong","connection":<that state>}`.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::agent::{AgentHandle, Connection, RequestInfo};
 
@@ -11,9 +11,16 @@ pub fn on_connect(connection: &Connection, request: &RequestInfo) {
     let _ = connection.set_state(json!({ "role": role }));
 }
 
+/// A frame's `type` alone: every other field is skipped without being built,
+/// so a large frame of another type costs no memory beyond its text.
+#[derive(serde::Deserialize)]
+struct FrameType<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: std::borrow::Cow<'a, str>,
+}
+
 pub fn on_message(connection: &Connection, text: &str, _agent: &AgentHandle) {
-    let is_ping = serde_json::from_str::<Value>(text)
-        .is_ok_and(|frame| frame.get("type").and_then(Value::as_str) == Some("ping"));
+    let is_ping = serde_json::from_str::<FrameType>(text).is_ok_and(|frame| frame.kind == "ping");
     if is_ping {
         let pong = json!({ "type": "pong", "connection": connection.state() });
         let _ = connection.send(&pong.to_string());

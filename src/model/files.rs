@@ -34,6 +34,18 @@ pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
     }
 }
 
+/// Turns every file of `request` into a text note after its message's text
+/// (for a provider that refused the request with its files).
+pub fn files_as_notes(request: &mut ModelRequest) {
+    for message in &mut request.messages {
+        if let ModelMessage::User { content, files } = message {
+            if !files.is_empty() {
+                *content = text_with_notes(content, &std::mem::take(files));
+            }
+        }
+    }
+}
+
 /// The host of an `http(s)` link, lower-cased (without port or user).
 pub fn link_host(url: &str) -> Option<String> {
     let (_, rest) = url.split_once("://")?;

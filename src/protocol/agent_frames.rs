@@ -59,6 +59,18 @@ pub fn parse_agent_frame(kind: &str, text: &str) -> Option<Result<AgentFrame, Ag
     Some(parse_call(&mut obj).map_err(|(id, reason)| error(id, &reason)))
 }
 
+/// The `id` of a call frame, read without building anything else of it (for
+/// the refusal of a frame too large to parse); `None` when it has no usable one.
+pub fn call_id(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let id = serde_json::from_str::<Head>(text).ok()?.id?;
+    (!id.is_empty() && id.len() <= MAX_ID_BYTES).then(|| id.into_owned())
+}
+
 fn parse_call(obj: &mut Map<String, Value>) -> Result<AgentFrame, (Option<String>, String)> {
     let id = match obj.remove("id") {
         Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_ID_BYTES => id,

@@ -3,10 +3,18 @@
 //! Parsing never panics. A frame of a chat type that is malformed yields a
 //! `FrameError` the agent answers with an error frame; a frame of a type the
 //! chat layer does not own is `Unknown` (documented ignore).
+//!
+//! Parsing is bounded by what a frame needs, not by what it carries: its
+//! fields are first read as raw JSON text (`raw_fields`), only the fields a
+//! frame's type uses are built into values, and the parts with their own
+//! byte limit (a chat request's custom body, a tool result's output) are
+//! measured as text and refused before they are built (`FrameBounds`).
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::message::UIMessage;
@@ -86,6 +94,9 @@ pub enum FrameError {
     Unknown(String),
     #[error("invalid {frame} frame: {reason}")]
     Invalid { frame: &'static str, reason: String },
+    /// A part of the frame is over its limit (refused before it is built).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// Default error text of a client tool result sent with `state:"output-error"`.
@@ -142,7 +153,88 @@ pub(super) fn client_tools(
     }
 }
 
+/// Byte limits a frame's parts are held to before they are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameBounds {
+    /// A chat request's custom body (its keys other than `messages`,
+    /// `trigger` and `clientTools`), measured as sent.
+    pub max_body_bytes: usize,
+    /// A tool result's `output`, measured as sent.
+    pub max_tool_result_bytes: usize,
+}
+
+impl FrameBounds {
+    /// No limit beyond the frame's own size.
+    pub const NONE: FrameBounds = FrameBounds {
+        max_body_bytes: usize::MAX,
+        max_tool_result_bytes: usize::MAX,
+    };
+}
+
+/// A frame's top-level fields as raw JSON text, in order (a repeated key
+/// is read as its last, as a whole read does).
+struct RawFields<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for RawFields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = RawFields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    fields.push((key, value));
+                }
+                Ok(RawFields(fields))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+impl<'a> RawFields<'a> {
+    fn read(text: &'a str) -> Result<RawFields<'a>, FrameError> {
+        if !text.trim_start().starts_with('{') {
+            return match serde_json::from_str::<&RawValue>(text) {
+                Ok(_) => Err(FrameError::NoType),
+                Err(_) => Err(FrameError::NotJson),
+            };
+        }
+        serde_json::from_str(text).map_err(|_| FrameError::NotJson)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The named fields built into an object; every other field is skipped
+    /// without being built.
+    fn object(&self, keys: &[&str]) -> Result<Map<String, Value>, FrameError> {
+        let mut obj = Map::new();
+        for key in keys {
+            if let Some(raw) = self.get(key) {
+                let value = serde_json::from_str(raw.get()).map_err(|_| FrameError::NotJson)?;
+                obj.insert((*key).to_string(), value);
+            }
+        }
+        Ok(obj)
+    }
+}
+
 pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
+    parse_client_frame_within(text, FrameBounds::NONE)
+}
+
+/// As `parse_client_frame`, holding a frame's parts to `bounds` before they
+/// are built.
+pub fn parse_client_frame_within(
+    text: &str,
+    bounds: FrameBounds,
+) -> Result<ClientFrame, FrameError> {
     // The type is read first, skipping every other field without building
     // it: only a frame of a type the chat layer parses is read whole, so a
     // frame it does not own (or ignores) costs no memory beyond its text.
@@ -159,16 +251,21 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             (Cow::Owned(kind.clone()), Some(obj))
         }
     };
-    let mut object = || whole.take().map_or_else(|| whole_object(text), Ok);
+    // A frame whose type was read short is read field by field; one read
+    // whole already (its type could not be placed otherwise) is used as is.
+    let mut fields = || match whole.take() {
+        Some(obj) => Ok(Fields::Whole(obj)),
+        None => RawFields::read(text).map(Fields::Raw),
+    };
     match kind.as_ref() {
-        types::USE_CHAT_REQUEST => parse_chat_request(&object()?),
+        types::USE_CHAT_REQUEST => parse_chat_request(fields()?, bounds),
         types::CHAT_REQUEST_CANCEL => Ok(ClientFrame::Cancel {
-            id: string_field(&object()?, "id", "cancel")?,
+            id: string_field(&fields()?.object(&["id"])?, "id", "cancel")?,
         }),
         types::CHAT_CLEAR => Ok(ClientFrame::Clear),
-        types::TOOL_RESULT => parse_tool_result(&object()?),
+        types::TOOL_RESULT => parse_tool_result(fields()?, bounds),
         types::TOOL_APPROVAL => {
-            let obj = object()?;
+            let obj = fields()?.object(&["toolCallId", "approved", "autoContinue"])?;
             Ok(ClientFrame::ToolApproval {
                 tool_call_id: string_field(&obj, "toolCallId", "tool approval")?,
                 approved: match obj.get("approved") {
@@ -179,18 +276,60 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             })
         }
         types::STREAM_RESUME_REQUEST => Ok(ClientFrame::ResumeRequest {
-            probe_id: object()?
+            probe_id: fields()?
+                .object(&["probeId"])?
                 .get("probeId")
                 .and_then(Value::as_str)
                 .filter(|p| p.len() <= MAX_ID_BYTES)
                 .map(str::to_string),
         }),
         types::STREAM_RESUME_ACK => Ok(ClientFrame::ResumeAck {
-            id: string_field(&object()?, "id", "resume ack")?,
+            id: string_field(&fields()?.object(&["id"])?, "id", "resume ack")?,
         }),
         types::CHAT_MESSAGES => Ok(ClientFrame::MessagesPush),
         other => Err(FrameError::Unknown(other.to_string())),
     }
+}
+
+/// A chat frame's fields: as raw text (the usual case), or an object read
+/// whole when its type could only be found that way.
+enum Fields<'a> {
+    Raw(RawFields<'a>),
+    Whole(Map<String, Value>),
+}
+
+impl<'a> Fields<'a> {
+    /// The named fields built into an object.
+    fn object(&self, keys: &[&str]) -> Result<Map<String, Value>, FrameError> {
+        match self {
+            Fields::Raw(raw) => raw.object(keys),
+            Fields::Whole(obj) => Ok(keys
+                .iter()
+                .filter_map(|k| obj.get(*k).map(|v| ((*k).to_string(), v.clone())))
+                .collect()),
+        }
+    }
+
+    /// One field's JSON text, measured and parsed only by the caller.
+    fn text(&self, key: &str) -> Option<Cow<'a, str>> {
+        match self {
+            Fields::Raw(raw) => raw.get(key).map(|v| Cow::Borrowed(v.get())),
+            Fields::Whole(obj) => obj.get(key).map(|v| Cow::Owned(v.to_string())),
+        }
+    }
+}
+
+/// The `id` of a frame, read without building anything else of it.
+pub fn frame_id(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        id: Option<Cow<'a, str>>,
+    }
+    serde_json::from_str::<Head>(text)
+        .ok()?
+        .id
+        .map(Cow::into_owned)
 }
 
 /// The frame's `type`, read without building the rest of the frame:
@@ -219,9 +358,10 @@ fn whole_object(text: &str) -> Result<Map<String, Value>, FrameError> {
     }
 }
 
-fn parse_chat_request(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {
+fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame, FrameError> {
     const FRAME: &str = "chat request";
-    let id = string_field(obj, "id", FRAME)?;
+    let obj = fields.object(&["id", "init"])?;
+    let id = string_field(&obj, "id", FRAME)?;
     let Some(Value::Object(init)) = obj.get("init") else {
         return Err(invalid(FRAME, "`init` must be an object"));
     };
@@ -231,41 +371,81 @@ fn parse_chat_request(obj: &Map<String, Value>) -> Result<ClientFrame, FrameErro
     let Some(Value::String(body_text)) = init.get("body") else {
         return Err(invalid(FRAME, "`init.body` must be a JSON string"));
     };
-    let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(body_text) else {
-        return Err(invalid(FRAME, "`init.body` is not a JSON object"));
+    let body = match RawFields::read(body_text) {
+        Ok(body) => body,
+        Err(_) => return Err(invalid(FRAME, "`init.body` is not a JSON object")),
     };
-    let messages = match body.remove("messages") {
-        Some(Value::Array(items)) => {
+    // The custom body is every other key; it is measured as sent and
+    // refused before any of it is built.
+    const OWN_KEYS: [&str; 3] = ["messages", "trigger", "clientTools"];
+    let custom: Vec<(&String, &RawValue)> = body
+        .0
+        .iter()
+        .filter(|(k, _)| !OWN_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k, *v))
+        .collect();
+    let custom_bytes: usize = custom
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum::<usize>()
+        + 1;
+    if !custom.is_empty() && custom_bytes > bounds.max_body_bytes {
+        return Err(FrameError::TooLarge(format!(
+            "custom body too large: {custom_bytes} bytes (limit {})",
+            bounds.max_body_bytes
+        )));
+    }
+    let messages = match body
+        .get("messages")
+        .map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()))
+    {
+        Some(Ok(items)) => {
             let mut messages = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
-                let message = serde_json::from_value::<UIMessage>(item)
-                    .map_err(|e| invalid(FRAME, format!("message {index}: {e}")))?;
+                let message = serde_json::from_str::<UIMessage>(item.get())
+                    .map_err(|e| invalid(FRAME, format!("message {index} of `init.body`: {e}")))?;
                 messages.push(message);
             }
             messages
         }
         _ => return Err(invalid(FRAME, "`messages` must be an array")),
     };
-    let trigger = match body.remove("trigger") {
-        Some(Value::String(t)) if t == "regenerate-message" => Trigger::Regenerate,
+    let trigger = match body
+        .get("trigger")
+        .map(|raw| serde_json::from_str::<Value>(raw.get()))
+    {
+        Some(Ok(Value::String(t))) if t == "regenerate-message" => Trigger::Regenerate,
         _ => Trigger::Submit,
     };
-    let client_tools = client_tools(body.get("clientTools"), FRAME)?;
-    body.remove("clientTools");
+    let tools = body.object(&["clientTools"])?;
+    let client_tools = client_tools(tools.get("clientTools"), FRAME)?;
+    let mut custom_body = Map::new();
+    for (key, raw) in custom {
+        let value = serde_json::from_str(raw.get())
+            .map_err(|_| invalid(FRAME, "`init.body` is not a JSON object"))?;
+        custom_body.insert(key.clone(), value);
+    }
     Ok(ClientFrame::ChatRequest {
         id,
         request: ChatRequest {
             messages,
             trigger,
             client_tools,
-            body,
+            body: custom_body,
         },
     })
 }
 
-fn parse_tool_result(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError> {
+fn parse_tool_result(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame, FrameError> {
     const FRAME: &str = "tool result";
-    let tool_call_id = string_field(obj, "toolCallId", FRAME)?;
+    let obj = fields.object(&[
+        "toolCallId",
+        "state",
+        "errorText",
+        "autoContinue",
+        "clientTools",
+    ])?;
+    let tool_call_id = string_field(&obj, "toolCallId", FRAME)?;
     let is_error = obj.get("state").and_then(Value::as_str) == Some("output-error");
     let error_text = is_error.then(|| {
         obj.get("errorText")
@@ -274,11 +454,23 @@ fn parse_tool_result(obj: &Map<String, Value>) -> Result<ClientFrame, FrameError
             .unwrap_or(DEFAULT_TOOL_ERROR)
             .to_string()
     });
+    // The output is measured as sent and refused before it is built.
+    let output = match fields.text("output") {
+        Some(text) if text.len() > bounds.max_tool_result_bytes => {
+            return Err(FrameError::TooLarge(format!(
+                "tool result for {tool_call_id} is too large: {} bytes (limit {})",
+                text.len(),
+                bounds.max_tool_result_bytes
+            )))
+        }
+        Some(text) => serde_json::from_str(&text).map_err(|_| FrameError::NotJson)?,
+        None => Value::Null,
+    };
     Ok(ClientFrame::ToolResult(ToolResult {
         tool_call_id,
-        output: obj.get("output").cloned().unwrap_or(Value::Null),
+        output,
         error_text,
-        auto_continue: bool_field(obj, "autoContinue", false),
+        auto_continue: bool_field(&obj, "autoContinue", false),
         client_tools: client_tools(obj.get("clientTools"), FRAME)?,
     }))
 }
@@ -410,5 +602,74 @@ mod tests {
             Err(FrameError::NotJson)
         );
         assert_eq!(parse_client_frame("not json"), Err(FrameError::NotJson));
+    }
+
+    #[test]
+    fn a_custom_body_over_its_bound_is_refused_as_sent_before_it_is_built() {
+        let bounds = FrameBounds {
+            max_body_bytes: 1_000,
+            ..FrameBounds::NONE
+        };
+        let fits = chat_frame(json!({"messages":[], "note": "x".repeat(900)}));
+        assert!(parse_client_frame_within(&fits, bounds).is_ok());
+        // Compact it would fit; as sent (padded) it does not.
+        let padded = json!({"id":"r1","type":"cf_agent_use_chat_request","init":{"method":"POST",
+            "body": format!(r#"{{"messages":[],"note":[1{}]}}"#, " ".repeat(1_000))}})
+        .to_string();
+        match parse_client_frame_within(&padded, bounds) {
+            Err(FrameError::TooLarge(reason)) => {
+                assert!(reason.starts_with("custom body too large"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Messages, trigger and client tools are not the custom body.
+        let own = chat_frame(json!({"messages":[{"id":"u","role":"user","parts":[
+            {"type":"text","text":"y".repeat(2_000)}]}], "trigger":"regenerate-message"}));
+        let Ok(ClientFrame::ChatRequest { request, .. }) = parse_client_frame_within(&own, bounds)
+        else {
+            panic!()
+        };
+        assert_eq!(request.trigger, Trigger::Regenerate);
+        assert!(request.body.is_empty());
+    }
+
+    #[test]
+    fn a_tool_result_output_over_its_bound_is_refused_before_it_is_built() {
+        let bounds = FrameBounds {
+            max_tool_result_bytes: 100,
+            ..FrameBounds::NONE
+        };
+        let frame = |output: Value| {
+            json!({"type":"cf_agent_tool_result","toolCallId":"c1","output":output}).to_string()
+        };
+        assert!(parse_client_frame_within(&frame(json!([1, 2, 3])), bounds).is_ok());
+        match parse_client_frame_within(&frame(json!(vec![0; 100])), bounds) {
+            Err(FrameError::TooLarge(reason)) => {
+                assert!(
+                    reason.contains("tool result for c1 is too large"),
+                    "{reason}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fields_a_chat_frame_does_not_use_are_skipped_and_its_id_read_alone() {
+        let junk = format!("[{}0]", "[0],".repeat(10_000));
+        let cancel =
+            format!(r#"{{"type":"cf_agent_chat_request_cancel","junk":{junk},"id":"r9"}}"#);
+        assert_eq!(
+            parse_client_frame(&cancel),
+            Ok(ClientFrame::Cancel { id: "r9".into() })
+        );
+        let broken = format!(r#"{{"id":"r8","junk":{junk},"type":"cf_agent_tool_result"}}"#);
+        assert!(parse_client_frame(&broken).is_err());
+        assert_eq!(frame_id(&broken).as_deref(), Some("r8"));
+        assert_eq!(frame_id(r#"{"id":5}"#), None);
+        assert_eq!(
+            parse_client_frame(r#"{"type":"cf_agent_chat_clear"} x"#),
+            Err(FrameError::NotJson)
+        );
     }
 }

@@ -78,6 +78,22 @@ impl SqlStore {
         joined.filter(|j| j.length() > 0)
     }
 
+    /// Whether a message placed before `before_seq` is split in pieces (a
+    /// frame's older part leaves such a message out). `true` when unsure.
+    pub fn has_split_before(&self, before_seq: u64) -> bool {
+        #[derive(Deserialize)]
+        struct Count {
+            n: f64,
+        }
+        self.sql
+            .exec(
+                "SELECT count(*) AS n FROM chat_messages WHERE seq < ? AND pieces <> 1",
+                vec![seq_value(before_seq)],
+            )
+            .and_then(|c| c.to_array::<Count>())
+            .map_or(true, |rows| rows.first().is_none_or(|c| c.n != 0.0))
+    }
+
     /// Forgets the remembered cut when `op` may change a row it covers.
     pub(super) fn forget_snapshot_cut(&self, op: &StoreOp) {
         let Some(cut) = self.snapshot_cut.get() else {

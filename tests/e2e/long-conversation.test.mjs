@@ -58,7 +58,8 @@ for (const hook of ['think', 'agents']) describe(`tail requests with ${hook === 
 
 test('a conversation grown through tail requests keeps every message across a restart, and every model request stays within MODEL_CONTEXT_BYTES', async (t) => {
   const budget = 40_000;
-  const w = await workerFor(t, { bindings: { MODEL_CONTEXT_BYTES: String(budget) } });
+  // More requests a minute than one connection's default rate: that limit is off here.
+  const w = await workerFor(t, { bindings: { MODEL_CONTEXT_BYTES: String(budget), RATE_LIMIT_PER_CONNECTION: '0' } });
   const room = 'long-growth';
   const a = await tab(w, room);
   const turns = 150;
@@ -108,7 +109,8 @@ test('a request the provider refuses as longer than its context is sent again wi
 });
 
 test('a conversation grown past 2,000 messages and 3 MB through tail requests keeps answering within the default context policy, sends bounded transcript frames, and survives a restart', async (t) => {
-  const w = await workerFor(t);
+  // More requests a minute than one connection's default rate: that limit is off here.
+  const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_CONNECTION: '0' } });
   const room = 'long-3mb';
   const a = await tab(w, room);
   // Each tail request carries the nine user messages the server lacks (~16 KB): ten messages a turn.

@@ -238,6 +238,28 @@ for (const name of BAD_NAMES) {
   });
 }
 
+test('the coordinator reaches only the children COORDINATOR_CHILDREN lists; another name is a tool error and no turn runs there', async (t) => {
+  const own = await startWorker({ bindings: { COORDINATOR_CHILDREN: 'kid-*, helper' } });
+  t.after(() => own.close());
+  const room = rid('tr-children');
+  const c = await tab(own, room, undefined, 'Coordinator');
+  const ask = async (text) => {
+    const id = rid();
+    c.cursor = c.frames.length;
+    c.send(chatRequest(id, [...await getMessages(own.url, 'Coordinator', room), userMessage(rid('u'), text)]));
+    assert.equal((await c.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+    return partsOf(await getMessages(own.url, 'Coordinator', room), 'tool-delegate').at(-1);
+  };
+  const refused = await ask('delegate victim: say hi');
+  assert.equal(refused.state, 'output-error');
+  assert.match(refused.errorText, /not one this coordinator may reach \(see COORDINATOR_CHILDREN\)/);
+  assert.deepEqual(await getMessages(own.url, 'ChatAgent', 'victim'), [], 'no turn ran in the unlisted agent');
+  const allowed = await ask('delegate kid-1: say hi');
+  assert.equal(allowed.state, 'output-available');
+  assert.ok((await getMessages(own.url, 'ChatAgent', 'kid-1')).length > 0, 'the listed child answered');
+  await c.close();
+});
+
 // ---- the sub-agent channel ------------------------------------------------------------------
 
 async function channelStatus(name, headers) {

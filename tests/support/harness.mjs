@@ -31,6 +31,7 @@ export const DEFAULT_BINDINGS = {
   LOG_LEVEL: 'info',
   CHANNEL_SECRET: 'test-channel-secret',
   MODEL_ERROR_DETAIL: 'tabs',
+  COORDINATOR_CHILDREN: '*',
 };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */

@@ -33,6 +33,7 @@ use super::settings::{env_value, Vars};
 use super::tool::ServerTool;
 use super::tool_context::{AbortController as ToolAbort, ToolContext};
 
+mod all_messages;
 mod author_calls;
 #[cfg(feature = "debug-routes")]
 mod debug;
@@ -301,8 +302,7 @@ impl AgentHost {
             return debug_author::serve(req, self.handle()).await;
         }
         if path.ends_with("/get-messages") {
-            let messages = self.core.borrow().messages();
-            return Response::from_json(&messages);
+            return self.get_messages();
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if !upgrade.eq_ignore_ascii_case("websocket") {
@@ -310,6 +310,13 @@ impl AgentHost {
                 Some(response) => Ok(response),
                 None => Response::error("Not implemented", 404),
             };
+        }
+        let max_connections = self.core.borrow().config().settings.limits.max_connections;
+        if max_connections > 0 && self.state.get_websockets().len() >= max_connections {
+            return Response::error(
+                format!("too many connections to this agent (limit {max_connections})"),
+                429,
+            );
         }
         let pk = url
             .query_pairs()

@@ -65,6 +65,16 @@ impl Core {
             self.reject(conn, Some(id), &error);
             return;
         }
+        let limits = self.config.settings.limits;
+        if let Err(error) = self.request_rate.admit(
+            &conn,
+            self.now,
+            limits.max_requests_per_minute,
+            limits.max_agent_requests_per_minute,
+        ) {
+            self.reject(conn, Some(id), &error);
+            return;
+        }
         let overlapped = self.active.is_some() || !self.queue.is_empty();
         let trigger = match request.trigger {
             Trigger::Submit => TurnTrigger::Submit,

@@ -12,9 +12,15 @@ use crate::core::vocab::ids::ConnId;
 /// client can pile up unbounded work.
 pub const MAX_CALLS_IN_FLIGHT: usize = 32;
 
+/// Largest `rpc` frame (method, id and arguments, as sent), in bytes. A
+/// larger one is refused before its arguments are read: parsed arguments
+/// take several times their text in memory, and a wasm instance's memory
+/// never shrinks.
+pub const MAX_CALL_FRAME_BYTES: usize = 256 * 1024;
+
 /// Bytes of call frames (their arguments) one connection's running calls
 /// may hold between them; a call that would go over is refused.
-pub const MAX_CALL_BYTES_IN_FLIGHT: usize = 4 * 1024 * 1024;
+pub const MAX_CALL_BYTES_IN_FLIGHT: usize = 1024 * 1024;
 
 /// The largest frame one chunk of a streaming call may take; a bigger
 /// chunk is refused to the method that sends it (the stream goes on).
@@ -40,8 +46,8 @@ impl CallRefused {
                 format!("too many calls in flight (limit {MAX_CALLS_IN_FLIGHT}); try again later")
             }
             CallRefused::TooManyBytes { held } => format!(
-                "too much call data in flight ({held} bytes held, this call {bytes}, \
-                 limit {MAX_CALL_BYTES_IN_FLIGHT}); try again later"
+                "too many call bytes in flight ({held} bytes held, this call {bytes}, \
+                 limit {MAX_CALL_BYTES_IN_FLIGHT} bytes of frames); try again later"
             ),
         }
     }
@@ -76,7 +82,7 @@ impl CallsInFlight {
             return Err(CallRefused::TooMany);
         }
         let held: usize = calls.values().map(|c| c.bytes).sum();
-        if held + bytes > MAX_CALL_BYTES_IN_FLIGHT {
+        if held.saturating_add(bytes) > MAX_CALL_BYTES_IN_FLIGHT {
             return Err(CallRefused::TooManyBytes { held });
         }
         calls.insert(id.to_string(), Running { bytes, streaming });

@@ -21,6 +21,12 @@ use crate::core::rows::persisted::Entry;
 /// Trimmed once the window holds twice as many.
 pub const WINDOW_MESSAGES: usize = 32;
 
+/// The most text the window keeps in memory (see `Transcript::trim`): past
+/// twice this, the oldest messages are forgotten down to it, as past twice
+/// `WINDOW_MESSAGES` messages. Without it a window of large messages (a
+/// client may send 1 MiB of text per message) would hold tens of MiB.
+pub const WINDOW_BYTES: usize = 2 * 1024 * 1024;
+
 /// Messages read per page when walking back through older history.
 pub const PAGE: usize = 64;
 

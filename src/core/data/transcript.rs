@@ -10,9 +10,23 @@ use serde_json::{json, Value};
 
 use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
 
-use crate::core::contract::history::{self, History, PAGE, WINDOW_MESSAGES};
+use crate::core::contract::history::{self, History, PAGE, WINDOW_BYTES, WINDOW_MESSAGES};
 use crate::core::data::accumulator::settle_output;
 use crate::core::rows::persisted::Entry;
+
+/// The bytes of a message's text, reasoning and file URLs: what makes a
+/// message large, measured without serializing it.
+fn text_bytes(message: &UIMessage) -> usize {
+    message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::Text(t) | Part::Reasoning(t) => t.text.len(),
+            Part::Other(map) => map.get("url").and_then(Value::as_str).map_or(0, str::len),
+            _ => 0,
+        })
+        .sum()
+}
 
 pub const INTERRUPTED_TOOL_ERROR: &str =
     "The tool call was interrupted before a result was recorded.";
@@ -125,15 +139,36 @@ impl Transcript {
     }
 
     /// Forgets the oldest messages of the window once it holds twice the
-    /// window's size, keeping the newest user and assistant messages and
+    /// window's size (`WINDOW_MESSAGES` messages or `WINDOW_BYTES` of text),
+    /// down to that size, keeping the newest user and assistant messages and
     /// everything from `keep_from` (a running turn's place) and the
     /// reserved places on. The window starts at a user message where one is
     /// near. Only call it when every write is applied (reads see them).
     pub fn trim(&mut self, keep_from: Option<u64>) {
-        if self.entries.len() <= 2 * WINDOW_MESSAGES {
+        let too_many = self.entries.len() > 2 * WINDOW_MESSAGES;
+        let too_big = self
+            .entries
+            .iter()
+            .map(|e| text_bytes(&e.message))
+            .sum::<usize>()
+            > 2 * WINDOW_BYTES;
+        if !too_many && !too_big {
             return;
         }
-        let mut cut = self.entries.len() - WINDOW_MESSAGES;
+        let mut cut = self.entries.len().saturating_sub(WINDOW_MESSAGES);
+        if too_big {
+            // The newest messages whose text fits in `WINDOW_BYTES`.
+            let mut used = 0;
+            let mut fit_from = self.entries.len();
+            for (index, entry) in self.entries.iter().enumerate().rev() {
+                used += text_bytes(&entry.message);
+                if used > WINDOW_BYTES {
+                    break;
+                }
+                fit_from = index;
+            }
+            cut = cut.max(fit_from.min(self.entries.len() - 1));
+        }
         for role in [Role::User, Role::Assistant] {
             if let Some(i) = self.entries.iter().rposition(|e| e.message.role == role) {
                 cut = cut.min(i);

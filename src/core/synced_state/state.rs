@@ -21,17 +21,15 @@ use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::{Effect, StoreOp};
 use crate::core::contract::log_event::LogEvent;
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::rows::row_limits::MAX_ROW_BYTES;
 use crate::core::vocab::agent_api::StateSource;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
+use super::value::MAX_STATE_FRAME_BYTES;
+
 /// What a tab is told when its change is refused (the agents SDK's text;
 /// the reason is logged, not sent).
 pub const STATE_REFUSED: &str = "State update rejected";
-
-/// Room the stored row needs beyond the state's own JSON (`{"v":1,"state":…}`).
-const ROW_OVERHEAD: usize = 32;
 
 /// The stored row as written (read back as `persisted::AgentStateRow`).
 #[derive(serde::Serialize)]
@@ -130,7 +128,7 @@ impl Core {
             validate(&state, &source)?;
         }
         let frame = agent_frames::state(&state);
-        let limit = MAX_ROW_BYTES - ROW_OVERHEAD;
+        let limit = MAX_STATE_FRAME_BYTES;
         if frame.len() > limit {
             return Err(format!(
                 "state too large: {} bytes (limit {limit})",

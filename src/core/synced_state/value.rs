@@ -17,6 +17,15 @@ pub struct Undo {
     pub before: Option<Rc<Value>>,
     pub tabs: Vec<ConnId>,
 }
+use crate::core::rows::row_limits::MAX_ROW_BYTES;
+
+/// Room the stored row needs beyond the state's own JSON (`{"v":1,"state":…}`).
+const ROW_OVERHEAD: usize = 32;
+
+/// Largest state, measured as the frame that carries it
+/// (`{"type":"cf_agent_state","state":…}`), in bytes: it must fit one stored
+/// row. A tab's state frame over it is refused before it is parsed.
+pub const MAX_STATE_FRAME_BYTES: usize = MAX_ROW_BYTES - ROW_OVERHEAD;
 
 /// The current state, if the agent has one.
 #[derive(Debug, Default)]

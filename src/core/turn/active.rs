@@ -38,6 +38,11 @@ pub(in crate::core) struct StepRequest {
     /// The request was built again with less context after the provider
     /// refused it as too long (which happens at most once a step).
     pub(in crate::core) narrowed: bool,
+    /// The last call sent files (a user's `file` parts).
+    pub(in crate::core) sent_files: bool,
+    /// The request is built with every file as a text note: the provider
+    /// refused it with its files (which happens at most once a step).
+    pub(in crate::core) without_files: bool,
 }
 
 /// The step's model call in flight.

@@ -39,6 +39,8 @@ impl Core {
             sent_bytes: 0,
             retries: 0,
             narrowed: false,
+            sent_files: false,
+            without_files: false,
         });
     }
 
@@ -199,6 +201,8 @@ impl Core {
             sent_bytes: sent,
             retries: refused.retries,
             narrowed: true,
+            sent_files: false,
+            without_files: refused.without_files,
         });
         self.active.as_ref().and_then(|a| a.model_call()).is_some()
     }
@@ -492,6 +496,28 @@ impl Core {
             }
             let text = format!("{CONTEXT_TOO_LONG} ({})", failure.text);
             self.fail_model_call(text, false, None);
+            return;
+        }
+        if !failure.transient
+            && !current.streamed
+            && current.request.sent_files
+            && !current.request.without_files
+        {
+            // A provider that cannot take a file refuses the whole request:
+            // the step is sent once more with each file as a text note.
+            let mut request = current.request.clone();
+            request.without_files = true;
+            request.retries = request.retries.saturating_sub(1);
+            if let Some(active) = self.active.as_ref() {
+                let event = LogEvent::ModelRetry {
+                    request_id: active.turn.request_id.clone(),
+                    attempt: request.retries + 1,
+                    delay_ms: 0,
+                    reason: format!("sent again without its files: {}", failure.text),
+                };
+                self.log(event);
+            }
+            self.enter_waiting_to_retry(request, self.now);
             return;
         }
         let policy = self.config.settings.model_retry;

@@ -169,10 +169,17 @@ impl Core {
         if first_call && self.enter_summarizing(&request) {
             return;
         }
-        let Some(model_request) = self.step_request(request.budget, first_call || request.narrowed)
+        let Some(mut model_request) =
+            self.step_request(request.budget, first_call || request.narrowed)
         else {
             return;
         };
+        if request.without_files {
+            crate::model::files::files_as_notes(&mut model_request);
+        }
+        request.sent_files = model_request.messages.iter().any(
+            |m| matches!(m, crate::model::ModelMessage::User { files, .. } if !files.is_empty()),
+        );
         request.sent_bytes = context_window::estimated_bytes(&model_request.messages);
         if first_call && self.logs(LogLevel::Debug) {
             if let Some(active) = self.active.as_ref() {

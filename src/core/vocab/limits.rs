@@ -59,6 +59,15 @@ pub struct Limits {
     /// than `messages`, `trigger` and `clientTools`, as JSON), in bytes. It
     /// is kept for later turns and shown to `before_turn`.
     pub max_body_bytes: usize,
+    /// Chat requests one connection may make in a minute; past it a request
+    /// is refused on its id (0: no limit). Each may start a model turn.
+    pub max_requests_per_minute: usize,
+    /// Chat requests all of an agent's connections together may make in a
+    /// minute (0: no limit).
+    pub max_agent_requests_per_minute: usize,
+    /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
+    /// past it a WebSocket upgrade is refused with 429 (0: no limit).
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +88,9 @@ impl Default for Limits {
             max_file_part_bytes: 1024 * 1024,
             max_message_text_bytes: 1024 * 1024,
             max_body_bytes: 64 * 1024,
+            max_requests_per_minute: 60,
+            max_agent_requests_per_minute: 600,
+            max_connections: 100,
         }
     }
 }

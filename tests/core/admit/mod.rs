@@ -6,6 +6,7 @@ mod channel;
 mod concurrency;
 mod continuation;
 mod programmatic;
+mod request_rate;
 mod schedules;
 mod submissions;
 mod trust;

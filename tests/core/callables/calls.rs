@@ -5,7 +5,9 @@
 //! uses go to the author's `on_message`.
 
 use crate::sim::*;
-use durable_chat::core::{AuthorCall, Event, MAX_CALLS_IN_FLIGHT};
+use durable_chat::core::{
+    AuthorCall, Event, MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES,
+};
 use serde_json::{json, Value};
 
 fn with_methods() -> Sim {
@@ -138,6 +140,66 @@ fn calls_beyond_the_limit_in_flight_are_refused_until_one_ends() {
     assert!(sim.frames("b").is_empty(), "the limit is per connection");
     done(&mut sim, "a", "c0", Ok(json!(0)));
     sim.send("a", call("again", "echo", json!([1])));
+    assert_eq!(runs(&sim).last().unwrap().0, "again");
+}
+
+#[test]
+fn a_call_frame_over_the_frame_limit_is_refused_on_its_id_and_never_runs() {
+    let mut sim = with_methods();
+    sim.connect("a");
+    sim.clear_frames();
+    let big = "x".repeat(MAX_CALL_FRAME_BYTES);
+    sim.send("a", call("big", "echo", json!([big])));
+    let frames = sim.frames("a");
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0]["id"], "big");
+    assert_eq!(frames[0]["success"], false);
+    assert!(frames[0]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("call frame too large"));
+    assert!(runs(&sim).is_empty());
+    // Without a usable id the refusal is an error frame.
+    let text = format!(
+        r#"{{"type":"rpc","method":"echo","args":["{}"]}}"#,
+        "x".repeat(MAX_CALL_FRAME_BYTES)
+    );
+    sim.send("a", text);
+    assert_eq!(kind(&sim.frames("a")[1]), "cf_agent_chat_error");
+    // The socket is fine: a small call still runs.
+    sim.send("a", call("small", "echo", json!([1])));
+    assert_eq!(runs(&sim).last().unwrap().0, "small");
+}
+
+#[test]
+fn call_bytes_beyond_the_limit_in_flight_are_refused_until_one_ends() {
+    let mut sim = with_methods();
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    // Frames just under the frame limit: the byte budget runs out before the count does.
+    let arg = "x".repeat(MAX_CALL_FRAME_BYTES - 100);
+    let fits = MAX_CALL_BYTES_IN_FLIGHT / call("c0", "echo", json!([arg])).len();
+    assert!(fits < MAX_CALLS_IN_FLIGHT);
+    for n in 0..fits {
+        sim.send("a", call(&format!("c{n}"), "echo", json!([arg])));
+    }
+    assert_eq!(runs(&sim).len(), fits);
+    sim.send("a", call("over", "echo", json!([arg])));
+    let refused = sim.frames("a").last().unwrap().clone();
+    assert_eq!(refused["id"], "over");
+    assert!(refused["error"]
+        .as_str()
+        .unwrap()
+        .contains("too many call bytes in flight"));
+    sim.send("b", call("other-tab", "echo", json!([arg])));
+    assert_eq!(
+        runs(&sim).last().unwrap().0,
+        "other-tab",
+        "the budget is per connection"
+    );
+    done(&mut sim, "a", "c0", Ok(json!(0)));
+    sim.send("a", call("again", "echo", json!([arg])));
     assert_eq!(runs(&sim).last().unwrap().0, "again");
 }
 

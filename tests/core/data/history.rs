@@ -6,7 +6,7 @@
 
 use crate::sim::*;
 use durable_chat::core::StoreOp;
-use durable_chat::core::{SNAPSHOT_BYTES, WINDOW_MESSAGES};
+use durable_chat::core::{SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 use durable_chat::model::ModelMessage;
 use durable_chat::protocol::{Part, TextPart, ToolPart, ToolState, UIMessage};
 use serde_json::json;
@@ -260,4 +260,34 @@ fn a_repeated_tool_call_id_far_back_is_found_through_the_index() {
         sim.store.history_reads().1 - calls_before < 200,
         "found by index lookups, not a walk"
     );
+}
+
+#[test]
+fn a_window_of_large_messages_is_held_to_its_byte_bound_and_the_history_stays_whole() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    let text = "x".repeat(800_000);
+    for i in 0..12 {
+        sim.script(Reply::text("ok"));
+        sim.send(
+            "a",
+            chat_request(&format!("r{i}"), &[user(&format!("u{i}"), &text)]),
+        );
+        sim.run_until_idle();
+        assert_eq!(
+            terminal(sim.frames("a"), &format!("r{i}")).unwrap()["outcome"],
+            "completed"
+        );
+        // Answers are short: the window's text is about its user messages'.
+        let held = sim.core().window_len() / 2 * text.len();
+        assert!(
+            held <= 2 * WINDOW_BYTES + text.len(),
+            "turn {i}: the window holds {} messages",
+            sim.core().window_len()
+        );
+    }
+    assert!(sim.core().window_len() <= 12, "{}", sim.core().window_len());
+    let all = sim.core().messages();
+    assert_eq!(all.len(), 24, "every message is still read back");
+    assert_eq!(all, sim.store.messages());
 }

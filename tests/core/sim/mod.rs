@@ -175,6 +175,10 @@ pub fn demo_config() -> CoreConfig {
     let mut config = CoreConfig::new("room-1", "chat-agent");
     config.system_prompt = "You are a test agent.".into();
     config.settings.model.model = "test-model".into();
+    // Scenarios send many requests within a simulated minute; the request
+    // rates have their own tests (admit/request_rate.rs), which set them.
+    config.settings.limits.max_requests_per_minute = 0;
+    config.settings.limits.max_agent_requests_per_minute = 0;
     config.tools = vec![
         ToolSpec::new(
             "get_weather",

@@ -241,3 +241,27 @@ fn the_agents_own_change_whose_write_fails_is_undone_and_reaches_no_tab() {
         "{logged:?}"
     );
 }
+
+#[test]
+fn a_state_frame_longer_than_the_state_limit_is_refused_before_it_is_read() {
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.clear_frames();
+    // Padding makes the frame long while the state it carries is tiny: only
+    // a refusal by the frame's length, before parsing, refuses this one.
+    let padding = " ".repeat(durable_chat::core::MAX_STATE_FRAME_BYTES);
+    sim.send(
+        "a",
+        format!(r#"{{"type":"cf_agent_state","state":{{"n":1}}{padding}}}"#),
+    );
+    let error = of_type(sim.frames("a"), "cf_agent_state_error")[0].clone();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("state too large"),
+        "{error}"
+    );
+    assert_eq!(sim.core().state(), Some(&json!({})));
+    assert_eq!(stored_state(&sim), None);
+}

@@ -1,7 +1,8 @@
 //! Files in user messages: a `file` part a tab sends reaches the model
 //! request (after the message's text), a submission's too; one over the
 //! size limit is refused with an error frame on its request and nothing
-//! stored changes.
+//! stored changes; a request the provider refuses with its files is sent
+//! once more with each file as a text note.
 
 use crate::sim::*;
 use durable_chat::core::{Limits, SubmitRequest};
@@ -102,4 +103,64 @@ fn a_file_part_over_the_limit_is_refused_on_its_request_and_nothing_is_stored() 
     });
     assert!(refused.unwrap_err().0.contains("too large"));
     assert_eq!(sim.store.transcript(), before);
+}
+
+#[test]
+fn a_request_the_provider_refuses_with_its_files_is_sent_once_more_with_notes_instead() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.script(Reply::http_error(400, "Invalid image data"))
+        .script(Reply::text("I cannot see the file."));
+    let url = "data:image/png;base64,iVBORw0KGgo=";
+    sim.send(
+        "a",
+        chat_request("r1", &[with_file("u1", "what is this?", url)]),
+    );
+    sim.run_until_idle();
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+        "completed"
+    );
+    assert_eq!(sim.requests().len(), 2);
+    assert_eq!(
+        user_files(&sim.requests()[0]).len(),
+        1,
+        "the first call sent the file"
+    );
+    let call = sim.last_request();
+    assert!(user_files(call).is_empty(), "the second call sends no file");
+    let text = call.user_texts().join("\n");
+    assert!(
+        text.starts_with("what is this?\n") && text.contains("dot.png"),
+        "the file is named in a note instead: {text}"
+    );
+    assert!(!text.contains("base64"), "never its bytes");
+    assert_eq!(
+        sim.store.transcript()[0]["parts"][1]["url"],
+        url,
+        "the stored message keeps its file"
+    );
+}
+
+#[test]
+fn a_request_refused_again_without_its_files_fails_the_turn() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.script(Reply::http_error(400, "Invalid image data"))
+        .script(Reply::http_error(400, "Still bad"));
+    sim.send(
+        "a",
+        chat_request(
+            "r1",
+            &[with_file(
+                "u1",
+                "what?",
+                "data:image/png;base64,iVBORw0KGgo=",
+            )],
+        ),
+    );
+    sim.run_until_idle();
+    let end = terminal(sim.frames("a"), "r1").unwrap();
+    assert_eq!(end["outcome"], "error", "{end}");
+    assert_eq!(sim.requests().len(), 2, "one more call, not a loop");
 }

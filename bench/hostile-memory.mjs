@@ -1,0 +1,178 @@
+#!/usr/bin/env node
+// What hostile inputs cost our agent in memory (companion of bench/memory-probe.mjs; same workers,
+// model server and client). For each scenario, on a fresh workerd process with eviction disabled:
+// one agent warmed with 3 turns, then the scenario's inputs sent from one tab, then a normal turn on
+// the same socket (it must still work). Prints the workerd process's resident memory (VmRSS) and the
+// agent's wasm linear memory (GET …/__debug/memory: the test build, bash scripts/build.sh --test,
+// with DEBUG_MEMORY=1) before and after.
+//
+//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,history] [--ours-dir DIR]
+//        [--history-mb 24] [--json FILE]
+//
+// unknown: four 3.9 MiB frames of a type nobody handles, `[0,0,…]` inside.
+// rpc:     four 3.9 MiB `rpc` calls of the demo's `echo` with `[0,0,…]` arguments.
+// state:   four 3.9 MiB `cf_agent_state` frames.
+// body:    four chat requests whose custom body carries 3 MiB of `[0,0,…]`.
+// history: a history grown to --history-mb by tail requests of ~830 KB each (figures after the
+//          growth), then three GET …/get-messages (figures after the reads).
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startModelServer } from '../tests/support/model-server.mjs';
+import { chatRequest, userMessage } from '../tests/support/harness.mjs';
+import {
+  drop, fmt, median, nanoid8, openTab, settle, sleep, stageOurs, startInstance, turn, workerSpecs,
+} from './run.mjs';
+
+const MiB = 1024 * 1024;
+
+function args() {
+  const a = process.argv.slice(2);
+  const o = { scenarios: 'unknown,rpc,state,body,history', 'ours-dir': '', 'history-mb': 24, json: '' };
+  for (let i = 0; i < a.length; i++) {
+    const k = a[i].replace(/^--/, '');
+    if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
+    o[k] = typeof o[k] === 'number' ? Number(a[++i]) : a[++i];
+  }
+  return o;
+}
+
+/** `[0,0,…]` of about `bytes` bytes. */
+function zeros(bytes) {
+  return `[${'0,'.repeat(Math.floor(bytes / 2) - 1)}0]`;
+}
+
+async function wasmMemory(inst, name) {
+  const r = await fetch(`${inst.url}/agents/chat-agent/${name}/__debug/memory`);
+  if (!r.ok) throw new Error(`__debug/memory → ${r.status}: use the test build (bash scripts/build.sh --test)`);
+  return (await r.json()).wasmMemoryBytes;
+}
+
+async function measure(inst, name) {
+  await settle(inst, 3000);
+  await sleep(300);
+  const rss = [];
+  for (let i = 0; i < 5; i++) { rss.push(inst.rss()); await sleep(100); }
+  return { rssMiB: median(rss) / 1024, wasmMiB: (await wasmMemory(inst, name)) / MiB };
+}
+
+/** Waits until `pred` matches a frame received after `mark`; returns it. */
+async function frameAfter(c, mark, pred, timeoutMs = 60000) {
+  c.cursor = mark;
+  return c.waitFor(pred, timeoutMs);
+}
+
+const scenarios = {
+  async unknown(c) {
+    for (let i = 0; i < 4; i++) c.ws.send(`{"type":"hostile","data":${zeros(3.9 * MiB)}}`);
+    return 'four 3.9 MiB frames of an unknown type';
+  },
+  async rpc(c) {
+    for (let i = 0; i < 4; i++) {
+      const mark = c.frames.length;
+      c.ws.send(`{"type":"rpc","id":"h${i}","method":"echo","args":[${zeros(3.9 * MiB)}]}`);
+      const reply = await frameAfter(c, mark, (f) => f?.type === 'rpc' && f.id === `h${i}`);
+      if (i === 0) console.log(`    reply: ${JSON.stringify(reply).slice(0, 160)}`);
+    }
+    return 'four 3.9 MiB rpc calls';
+  },
+  async state(c) {
+    for (let i = 0; i < 4; i++) {
+      const mark = c.frames.length;
+      c.ws.send(`{"type":"cf_agent_state","state":{"junk":${zeros(3.9 * MiB)}}}`);
+      const reply = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_state_error' || f?.type === 'cf_agent_state', 60000);
+      if (i === 0) console.log(`    reply: ${JSON.stringify(reply).slice(0, 160)}`);
+    }
+    return 'four 3.9 MiB state frames';
+  },
+  async body(c) {
+    for (let i = 0; i < 4; i++) {
+      const id = `b${i}`;
+      const mark = c.frames.length;
+      const body = JSON.stringify({ messages: [userMessage(nanoid8(), 'hi')], trigger: 'submit-message', junk: '@@' });
+      const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
+        .replace('\\"@@\\"', zeros(3 * MiB));
+      c.ws.send(frame);
+      const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done);
+      if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
+    }
+    return 'four chat requests with 3 MiB custom bodies';
+  },
+};
+
+async function history(inst, c, name, o) {
+  const text = 'x'.repeat(830_000);
+  const turns = Math.ceil((o['history-mb'] * 1e6) / 830_000);
+  for (let i = 0; i < turns; i++) {
+    const id = nanoid8();
+    const mark = c.frames.length;
+    c.send(chatRequest(id, [userMessage(nanoid8(), `[tokens:5] ${i} ${text}`)]));
+    const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done, 120000);
+    if (end.error) throw new Error(`tail request ${i} failed: ${end.body}`);
+  }
+  const grown = await measure(inst, name);
+  const reads = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = Date.now();
+    const r = await fetch(`${inst.url}/agents/chat-agent/${name}/get-messages`);
+    const body = await r.text();
+    reads.push({ status: r.status, bytes: body.length, ms: Date.now() - t0 });
+  }
+  const read = await measure(inst, name);
+  return { grown, read, reads, turns };
+}
+
+async function main() {
+  const o = args();
+  const work = mkdtempSync(join(tmpdir(), 'durable-chat-hostile-'));
+  const ours = o['ours-dir'] ? { dir: o['ours-dir'] } : stageOurs(join(work, 'ours-build'));
+  const spec = workerSpecs(ours, '').ours;
+  const model = await startModelServer();
+  const results = [];
+  try {
+    for (const scenario of o.scenarios.split(',')) {
+      const inst = await startInstance(spec, {
+        modelUrl: model.url, persistDir: join(work, scenario), preventEviction: true,
+        miniflare: { bindings: { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' } },
+      });
+      const name = `hostile-${scenario}`;
+      let c;
+      try {
+        c = await openTab(inst, name);
+        for (let i = 0; i < 3; i++) await turn(c, `[tokens:40] warm ${i}`);
+        const before = await measure(inst, name);
+        console.log(`\n=== ${scenario}`);
+        const row = { scenario, before };
+        if (scenario === 'history') {
+          const h = await history(inst, c, name, o);
+          Object.assign(row, h);
+          console.log(`  grew the history by ${h.turns} tail requests of ~830 KB`);
+          console.log(`  RSS ${fmt(before.rssMiB)} → ${fmt(h.grown.rssMiB)} MiB (+${fmt(h.grown.rssMiB - before.rssMiB)}); wasm ${fmt(before.wasmMiB)} → ${fmt(h.grown.wasmMiB)} MiB (+${fmt(h.grown.wasmMiB - before.wasmMiB)})`);
+          console.log(`  three get-messages: ${h.reads.map((r) => `${r.status} ${fmt(r.bytes / 1e6)} MB in ${r.ms} ms`).join('; ')}`);
+          console.log(`  after the reads: RSS ${fmt(h.read.rssMiB)} MiB (+${fmt(h.read.rssMiB - h.grown.rssMiB)}); wasm ${fmt(h.read.wasmMiB)} MiB (+${fmt(h.read.wasmMiB - h.grown.wasmMiB)})`);
+        } else {
+          row.what = await scenarios[scenario](c);
+          console.log(`  ${row.what}`);
+        }
+        const open = c.ws.readyState === 1;
+        const next = open ? await turn(c, '[tokens:10] still fine?').then(() => 'ok', (e) => String(e.message)) : 'socket closed';
+        const after = await measure(inst, name);
+        Object.assign(row, { after, socketOpen: open, nextTurn: next });
+        const base = row.grown ?? before;
+        console.log(`  RSS ${fmt(base.rssMiB)} → ${fmt(after.rssMiB)} MiB (+${fmt(after.rssMiB - base.rssMiB)}); wasm linear memory ${fmt(base.wasmMiB)} → ${fmt(after.wasmMiB)} MiB (+${fmt(after.wasmMiB - base.wasmMiB)})`);
+        console.log(`  socket open afterwards: ${open}; next turn: ${next}`);
+        results.push(row);
+      } finally {
+        if (c) drop(c);
+        await inst.close();
+      }
+    }
+  } finally {
+    await model.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+  if (o.json) writeFileSync(o.json, JSON.stringify(results, null, 2));
+}
+
+main().catch((err) => { console.error(err?.stack || String(err)); process.exit(1); });

@@ -1,0 +1,117 @@
+// End-to-end memory bounds on the test build (DEBUG_MEMORY=1 serves the agent's wasm linear memory
+// size; a wasm instance's memory never shrinks, so its size is the high-water mark of everything the
+// agent ever held). Hostile inputs under the frame limit — 3.9 MiB calls, state frames and frames of
+// a type nobody handles, chat requests with 3 MiB custom bodies — are each answered as documented
+// while the agent's memory stays within a small bound, the socket stays open and the next turn works.
+// get-messages of a long history answers its newest 4 MiB (as the transcript frame answers its
+// newest 256 KiB) without the agent's memory growing with the history.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
+import { workerFor, tab, rid, probe } from '../support/e2e.mjs';
+
+const MiB = 1024 * 1024;
+const TURN_MS = 30000;
+
+/** `[0,0,…]` of about `bytes` bytes: the most values per byte JSON allows. */
+const zeros = (bytes) => `[${'0,'.repeat(Math.floor(bytes / 2) - 1)}0]`;
+
+async function wasmMiB(w, room) {
+  const r = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`);
+  assert.equal(r.status, 200, 'the test build serves …/__debug/memory with DEBUG_MEMORY=1');
+  return (await r.json()).wasmMemoryBytes / MiB;
+}
+
+async function turn(client, text) {
+  const id = rid();
+  client.cursor = client.frames.length;
+  client.send(chatRequest(id, [userMessage(rid('u'), text)]));
+  return client.waitFor(isDone(id), TURN_MS);
+}
+
+/** Every answer to frames sent before it precedes the answer to this probe. */
+async function barrier(client) {
+  const probeId = probe(client);
+  await client.waitFor((f) => f.type === 'cf_agent_stream_resume_none' && f.probeId === probeId, TURN_MS);
+}
+
+const memoryWorker = (t, bindings = {}) => workerFor(t, {
+  bindings: { DEBUG_MEMORY: '1', ...bindings }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
+});
+
+test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are refused as documented; memory stays within 32 MiB', async (t) => {
+  const w = await memoryWorker(t);
+  const room = 'hostile-memory';
+  const client = await tab(w, room);
+  assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
+  const before = await wasmMiB(w, room);
+
+  for (let i = 0; i < 4; i++) {
+    client.cursor = client.frames.length;
+    client.ws.send(`{"type":"rpc","id":"call-${i}","method":"echo","args":[${zeros(3.9 * MiB)}]}`);
+    const reply = await client.waitFor((f) => f.type === 'rpc' && f.id === `call-${i}`, TURN_MS);
+    assert.equal(reply.success, false);
+    assert.match(reply.error, /^call frame too large: \d+ bytes \(limit 262144\)/);
+  }
+  for (let i = 0; i < 4; i++) {
+    client.cursor = client.frames.length;
+    client.ws.send(`{"type":"cf_agent_state","state":{"junk":${zeros(3.9 * MiB)}}}`);
+    const refused = await client.waitFor('cf_agent_state_error', TURN_MS);
+    assert.match(refused.error, /^state too large/);
+  }
+  for (let i = 0; i < 4; i++) {
+    client.ws.send(`{"type":"not-a-frame-anyone-reads","junk":${zeros(3.9 * MiB)}}`);
+  }
+  await barrier(client);
+  for (let i = 0; i < 4; i++) {
+    const id = rid();
+    const body = JSON.stringify({ messages: [userMessage(rid('u'), 'hi')], trigger: 'submit-message', junk: '@@' });
+    const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
+      .replace('\\"@@\\"', zeros(3 * MiB));
+    client.cursor = client.frames.length;
+    client.ws.send(frame);
+    const done = await client.waitFor(isDone(id), TURN_MS);
+    assert.equal(done.error, true);
+    assert.match(done.body, /^custom body too large: \d+ bytes \(limit 65536\)/);
+  }
+
+  assert.equal(client.ws.readyState, 1, 'the socket stays open');
+  assert.equal((await turn(client, '[tokens:5] still fine')).outcome, 'completed');
+  const after = await wasmMiB(w, room);
+  t.diagnostic(`wasm linear memory ${before.toFixed(1)} → ${after.toFixed(1)} MiB`);
+  assert.ok(after - before <= 32, `memory grew by ${(after - before).toFixed(1)} MiB (bound 32)`);
+});
+
+test('get-messages of a 12 MB history answers its newest 4 MiB, in order, without the agent holding the history', async (t) => {
+  // A hundred requests in well under a minute: past the default rate of one connection.
+  const w = await memoryWorker(t, { RATE_LIMIT_PER_CONNECTION: '0' });
+  const room = 'long-history';
+  const client = await tab(w, room);
+  const sent = [];
+  // Tail requests (the newest message only), as a client configured for long histories sends them.
+  for (let i = 0; i < 100; i++) {
+    const text = `[tokens:2] ${i} ${'x'.repeat(120_000)}`;
+    const id = rid();
+    const uid = rid('u');
+    sent.push(uid);
+    client.cursor = client.frames.length;
+    client.send(chatRequest(id, [userMessage(uid, text)]));
+    const done = await client.waitFor(isDone(id), TURN_MS);
+    assert.equal(done.outcome, 'completed');
+  }
+  const before = await wasmMiB(w, room);
+  let stored;
+  for (let i = 0; i < 3; i++) stored = await getMessages(w.url, 'ChatAgent', room);
+  const after = await wasmMiB(w, room);
+  t.diagnostic(`wasm linear memory ${before.toFixed(1)} → ${after.toFixed(1)} MiB over three reads`);
+  const bytes = JSON.stringify(stored).length;
+  t.diagnostic(`get-messages: ${stored.length} of 200 messages, ${(bytes / MiB).toFixed(2)} MiB of JSON`);
+  assert.ok(stored.length > 20 && stored.length < 200, `${stored.length} messages`);
+  assert.ok(bytes <= 4 * MiB + 130_000, `${bytes} bytes`);
+  const users = stored.filter((m) => m.role === 'user').map((m) => m.id);
+  assert.deepEqual(users, sent.slice(-users.length), 'the newest user messages, in order');
+  assert.equal(stored.at(-1).role, 'assistant', 'ending with the last answer');
+  assert.ok(stored.every((m, i) => i === 0 || m.role !== stored[i - 1].role), 'no message missing in between');
+  assert.ok(after - before <= 8, `three reads grew memory by ${(after - before).toFixed(1)} MiB (bound 8)`);
+});

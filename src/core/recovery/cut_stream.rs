@@ -43,12 +43,12 @@ impl Core {
         self.log_recovery(step, "cut-stream", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery.budget = was_recovery.then_some(budget);
+            self.recovery.hold_budget(was_recovery.then_some(budget));
             self.end_turn(Outcome::Error, Some(EXHAUSTED_TEXT.to_string()));
             return true;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery.budget = Some(budget);
+        self.recovery.hold_budget(Some(budget));
         // A tool call cut while its input streamed can never run.
         if let Some(active) = self.active.as_mut() {
             repair_dead_server_calls(self.inputs.client_tools(), &mut active.message);
@@ -59,8 +59,8 @@ impl Core {
             return true;
         };
         // Offered to tabs that join while the recovery runs.
-        self.recovery.orphan = cut_stream;
-        self.recovery.recovering = Some(root.clone());
+        self.recovery.offer(cut_stream);
+        self.recovery.begin(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let request_id = self.new_id(IdKind::Request);
@@ -75,7 +75,7 @@ impl Core {
                 request_id,
                 TurnTrigger::RecoveryContinue,
                 self.now,
-                self.queue.generation,
+                self.queue.generation(),
             )
         });
         self.pump();

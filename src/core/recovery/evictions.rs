@@ -35,7 +35,7 @@ enum Plan {
 
 impl Core {
     pub(in crate::core) fn on_woke(&mut self) {
-        for open in std::mem::take(&mut self.recovery.cut_streams) {
+        for open in self.recovery.take_cut_streams() {
             self.recover(open);
         }
         // An owed continuation (restored from the store) runs once its batch is
@@ -68,7 +68,7 @@ impl Core {
                 // A recovery turn cut again ends its chain here: tabs told
                 // by the previous instance that it began are told it ended.
                 if open.record.recovery_root.is_some() {
-                    self.recovery.recovering = Some(root);
+                    self.recovery.begin(root);
                 }
                 self.finish_recovery();
                 return;
@@ -92,13 +92,13 @@ impl Core {
         self.log_recovery(step, "eviction", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery.budget = Some(budget);
+            self.recovery.hold_budget(Some(budget));
             self.exhaust(&open, &root);
             return;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery.budget = Some(budget);
-        self.recovery.recovering = Some(root.clone());
+        self.recovery.hold_budget(Some(budget));
+        self.recovery.begin(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
@@ -111,7 +111,7 @@ impl Core {
             message_ids: open.record.origin_message_ids.clone(),
             recovery_root: Some(root),
             resume_message: continue_into,
-            ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation)
+            ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation())
         });
         self.pump();
     }
@@ -135,7 +135,7 @@ impl Core {
         self.store(StoreOp::CloseStream {
             request_id: open.record.request_id.clone(),
         });
-        self.recovery.orphan = Some(open.clone());
+        self.recovery.offer(Some(open.clone()));
         if !has_content(&message) || message.role != Role::Assistant {
             if failed_runs {
                 self.broadcast_transcript(None);
@@ -249,8 +249,8 @@ impl Core {
             open.chunks.clone(),
             record.continuation,
         );
-        self.recovery.orphan = None;
-        self.recovery.recovering = Some(root.to_string());
+        self.recovery.offer(None);
+        self.recovery.begin(root.to_string());
         self.finish_recovery();
     }
 
@@ -273,7 +273,7 @@ impl Core {
     /// A recovery chain ended (completed, failed or exhausted).
     pub(in crate::core) fn finish_recovery(&mut self) {
         self.clear_budget();
-        if let Some(root) = self.recovery.recovering.take() {
+        if let Some(root) = self.recovery.end() {
             let to = self.conns.chat();
             self.send_to(to, server::chat_recovering(false, &root));
         }
@@ -282,7 +282,7 @@ impl Core {
     /// The budget of the recovery chain `root`, taken out to be charged (a
     /// new one when another chain's, or none, was held).
     pub(in crate::core) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
-        match self.recovery.budget.take() {
+        match self.recovery.take_budget() {
             Some(b) if b.root == root => b,
             _ => RecoveryBudget {
                 root: root.to_string(),
@@ -294,7 +294,7 @@ impl Core {
     }
 
     fn clear_budget(&mut self) {
-        if self.recovery.budget.take().is_some() {
+        if self.recovery.take_budget().is_some() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });

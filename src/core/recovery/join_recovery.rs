@@ -23,7 +23,7 @@ impl Core {
     /// While a recovery turn runs, the id of the cut stream it recovers.
     pub(in crate::core) fn recovery_offer(&self) -> Option<String> {
         let active = self.active.as_ref().filter(|a| a.turn.is_recovery())?;
-        let cut = self.recovery.orphan.as_ref()?;
+        let cut = self.recovery.cut_stream()?;
         (cut.record.request_id != active.turn.request_id).then(|| cut.record.request_id.clone())
     }
 
@@ -34,13 +34,11 @@ impl Core {
         let Some(id) = self.recovery_offer() else {
             return false;
         };
-        if let Some(state) = self.conns.state_mut(conn) {
-            state.pending_resume = true;
-        }
+        self.conns.offer_resume(conn);
         self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
         let frame = server::chat_messages(&self.transcript.messages(), true);
         self.send_to(vec![conn.clone()], frame);
-        if let Some(root) = &self.recovery.recovering {
+        if let Some(root) = self.recovery.recovering() {
             let frame = server::chat_recovering(true, root);
             self.send_to(vec![conn.clone()], frame);
         }
@@ -62,7 +60,7 @@ impl Core {
             // Already caught up (a repeated ACK): the recovery reaches it live.
             return true;
         }
-        let Some(cut) = self.recovery.orphan.as_ref() else {
+        let Some(cut) = self.recovery.cut_stream() else {
             return true;
         };
         let record = &cut.record;
@@ -95,7 +93,7 @@ impl Core {
     /// The recovery of the cut stream ended: it is no longer offered, and a
     /// late ACK for it is answered like one for any ended request.
     pub(in crate::core) fn retire_cut_stream(&mut self) {
-        if let Some(cut) = self.recovery.orphan.take() {
+        if let Some(cut) = self.recovery.take_offer() {
             let ids = cut.record.origin_message_ids;
             self.remember_finished(&cut.record.request_id, &ids);
         }

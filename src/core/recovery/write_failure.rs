@@ -34,7 +34,7 @@ impl Core {
         }
         let mut told = false;
         // The batch closed the last turn (its `done` frame was held back).
-        if let Some(closed) = self.last_closed.take() {
+        if let Some(closed) = self.ended.take_closed() {
             let closes = |op: &StoreOp| matches!(op, StoreOp::CloseStream { request_id } if *request_id == closed.request_id);
             if ops.iter().any(closes) {
                 let to = self.conns.chat();
@@ -54,7 +54,7 @@ impl Core {
                 );
                 told = true;
             } else {
-                self.last_closed = Some(closed);
+                self.ended.closed(closed);
             }
         }
         let written: Vec<&str> = ops

@@ -41,19 +41,14 @@ impl Core {
     ) -> Option<Vec<ModelMessage>> {
         let hook = self.config.compact.clone()?;
         let max_messages = self.config.settings.context.max_messages;
-        if (budget == 0 && max_messages == 0) || self.compaction.declined {
+        if (budget == 0 && max_messages == 0) || self.compaction.declined() {
             return None;
         }
-        let from = self
-            .compaction
-            .summary
-            .as_ref()
-            .map_or(0, |s| s.through_seq);
+        let from = self.compaction.summary().map_or(0, |s| s.through_seq);
         let system_bytes = estimated_bytes(&model_messages(system, &[]));
         let summary_bytes = self
             .compaction
-            .summary
-            .as_ref()
+            .summary()
             .map_or(0, |s| estimated_bytes(&[summary_message(&s.text)]));
         // Everything since the summary (window, then older pages back to it).
         let mut since: Vec<(u64, UIMessage)> = Vec::new();
@@ -77,7 +72,7 @@ impl Core {
         if fits {
             // The stored summary (if any) still covers what does not fit.
             let mut out = model_messages(system, &[]);
-            if let Some(summary) = &self.compaction.summary {
+            if let Some(summary) = self.compaction.summary() {
                 out.push(summary_message(&summary.text));
             }
             let kept: Vec<&UIMessage> = since.iter().map(|(_, m)| m).collect();
@@ -104,12 +99,12 @@ impl Core {
             return None;
         }
         let dropped: Vec<UIMessage> = since[..cut].iter().map(|(_, m)| m.clone()).collect();
-        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
+        let previous = self.compaction.summary().map(|s| s.text.clone());
         let Some(text) = hook(&CompactionInput {
             previous: previous.as_deref(),
             dropped: &dropped,
         }) else {
-            self.compaction.declined = true;
+            self.compaction.decline();
             return None;
         };
         let summary = Summary {
@@ -121,7 +116,7 @@ impl Core {
         out.push(summary_message(&summary.text));
         let kept: Vec<&UIMessage> = since[cut..].iter().map(|(_, m)| m).collect();
         out.extend(model_messages("", &kept));
-        self.compaction.summary = Some(summary);
+        self.compaction.replace_summary(summary);
         Some(out)
     }
 }

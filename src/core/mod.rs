@@ -285,7 +285,7 @@ impl Core {
     /// are current.
     fn trim_window(&mut self) {
         if self.effects.is_empty() {
-            let keep_from = self.active.as_ref().map(|a| a.seq);
+            let keep_from = self.active.as_ref().map(|a| a.seq());
             self.transcript.trim(keep_from);
         }
     }

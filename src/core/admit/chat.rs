@@ -157,7 +157,7 @@ impl Core {
         if self
             .active
             .as_ref()
-            .is_some_and(|a| a.turn.request_id == id)
+            .is_some_and(|a| a.turn().request_id == id)
         {
             self.end_turn(Outcome::Aborted, None);
             return;

@@ -241,8 +241,8 @@ impl Core {
         let Some(answer) = self
             .active
             .as_ref()
-            .filter(|a| a.turn.request_id == request_id)
-            .map(|a| a.message.id.clone())
+            .filter(|a| a.turn().request_id == request_id)
+            .map(|a| a.message().id.clone())
         else {
             return;
         };
@@ -321,7 +321,7 @@ impl Core {
             ids.contains(&Some(turn.request_id.as_str()))
                 || turn.recovery_root.as_deref() == Some(record.id.as_str())
         };
-        self.active.as_ref().is_some_and(|a| is_ours(&a.turn))
+        self.active.as_ref().is_some_and(|a| is_ours(&a.turn()))
             || self.queue.find(|t| is_ours(t)).is_some()
     }
 

@@ -11,11 +11,9 @@ use serde_json::{json, Value};
 use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
 
 use crate::core::contract::history::{self, History, PAGE, WINDOW_MESSAGES};
-use crate::core::data::accumulator::settle_output;
+use crate::core::data::accumulator::{settle_output, INTERRUPTED_TOOL_ERROR};
 use crate::core::rows::persisted::Entry;
 
-pub const INTERRUPTED_TOOL_ERROR: &str =
-    "The tool call was interrupted before a result was recorded.";
 pub const APPROVED_NOT_RUN_ERROR: &str =
     "The tool call was approved but did not run before the next turn started.";
 

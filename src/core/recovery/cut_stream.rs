@@ -11,7 +11,7 @@ use crate::protocol::{server, Outcome};
 
 use crate::core::contract::log_event::RecoveryStep;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::recovery::evictions::{repair_dead_server_calls, EXHAUSTED_TEXT};
+use crate::core::recovery::evictions::EXHAUSTED_TEXT;
 use crate::core::rows::persisted::ConfigKey;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -25,10 +25,10 @@ impl Core {
         let Some(active) = self.active.as_ref() else {
             return false;
         };
-        if self.transcript.has_after(active.seq) {
+        if self.transcript.has_after(active.seq()) {
             return false;
         }
-        let turn = &active.turn;
+        let turn = &active.turn();
         let was_recovery = turn.is_recovery();
         let root = turn
             .recovery_root
@@ -51,9 +51,9 @@ impl Core {
         self.recovery.hold_budget(Some(budget));
         // A tool call cut while its input streamed can never run.
         if let Some(active) = self.active.as_mut() {
-            repair_dead_server_calls(self.inputs.client_tools(), &mut active.message);
+            active.repair_dead_server_calls(self.inputs.client_tools());
         }
-        let message_id = self.active.as_ref().map(|a| a.message.id.clone());
+        let message_id = self.active.as_ref().map(|a| a.message().id.clone());
         let cut_stream = self.active_as_cut_stream();
         let Some(cut) = self.close_turn(Outcome::Recovering, None) else {
             return true;

@@ -5,13 +5,14 @@
 //! clear message once its budget (attempts, interrupted attempts, time without
 //! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
 
-use crate::protocol::{server, ClientToolSchema, Part, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Role, ToolState, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::{StoreOp, Timer};
 use crate::core::contract::log_event::{LogEvent, RecoveryStep};
-use crate::core::data::accumulator::{apply_chunk, close_dangling_text, has_content};
+use crate::core::data::accumulator::{
+    apply_chunk, close_dangling_text, has_content, repair_dead_server_calls, INTERRUPTED_TOOL_ERROR,
+};
 use crate::core::data::queue::QueuedTurn;
-use crate::core::data::transcript::INTERRUPTED_TOOL_ERROR;
 use crate::core::rows::persisted::{ConfigKey, OpenStream, RecoveryBudget};
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -298,27 +299,6 @@ impl Core {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });
-        }
-    }
-}
-
-/// A server tool whose run died (with the isolate, or with a cut stream)
-/// gets an error result; calls waiting for a person (`client_tools`) are left
-/// as they are.
-pub(in crate::core) fn repair_dead_server_calls(
-    client_tools: &[ClientToolSchema],
-    message: &mut UIMessage,
-) {
-    for part in &mut message.parts {
-        let Part::Tool(tool) = part else { continue };
-        let client_call = client_tools.iter().any(|t| t.name == tool.tool_name);
-        let dead = match tool.state {
-            ToolState::InputStreaming => true,
-            ToolState::InputAvailable => !client_call,
-            _ => false,
-        };
-        if dead {
-            tool.set_error(INTERRUPTED_TOOL_ERROR);
         }
     }
 }

@@ -20,8 +20,8 @@ impl Core {
             return;
         }
         if let Some(active) = &self.active {
-            let owner = active.turn.requester.clone();
-            let owned_elsewhere = active.turn.is_continuation()
+            let owner = active.turn().requester.clone();
+            let owned_elsewhere = active.turn().is_continuation()
                 && owner
                     .as_ref()
                     .is_some_and(|o| *o != conn && self.conns.contains(o));
@@ -30,7 +30,7 @@ impl Core {
                 self.send_to(vec![conn], frame);
                 return;
             }
-            let id = active.turn.request_id.clone();
+            let id = active.turn().request_id.clone();
             self.offer_stream(conn, &id, probe);
             return;
         }
@@ -75,12 +75,12 @@ impl Core {
             return;
         }
         if let Some(active) = &self.active {
-            if active.turn.request_id != id || !was_pending {
+            if active.turn().request_id != id || !was_pending {
                 return;
             }
-            let continuation = active.turn.is_continuation();
+            let continuation = active.turn().is_continuation();
             let caught_up = caught_up_frame(id, continuation);
-            let bodies = active.log.bodies.iter().map(|b| &**b);
+            let bodies = active.chunk_bodies().iter().map(|b| &**b);
             let frames = replay_frames(id, bodies, continuation, caught_up);
             self.send_each(&conn, frames);
             return;

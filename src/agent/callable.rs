@@ -6,14 +6,12 @@
 //! reply's result, its `Err`'s text the error the caller's promise rejects
 //! with. An optional access check decides per call.
 
-use std::fmt::Display;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
+
+use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
 #[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
@@ -21,7 +19,7 @@ use super::connection::Connection;
 use super::handle::AgentHandle;
 
 /// A type-erased call: the result as JSON, or the error text the caller reads.
-pub type CallFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+pub type CallFuture = JsonFuture;
 
 /// What one call gets besides its arguments.
 #[derive(Clone)]
@@ -53,51 +51,6 @@ pub struct Callable {
     allow: Option<AccessCheck>,
 }
 
-/// A method's body as `Callable::new` takes it: a closure of the typed
-/// arguments (`|args: A| …`) or of the arguments and the call's context
-/// (`|args: A, ctx: CallContext| …`), returning a future of `Result<O, E>`
-/// where `O` serialises and `E` displays. `Shape` tells the two apart; it
-/// is inferred.
-pub trait CallableHandler<A, Shape>: 'static {
-    type Output: Serialize + 'static;
-    type Error: Display + 'static;
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
-
-    fn run(&self, args: A, ctx: CallContext) -> Self::Future;
-}
-
-impl<A, O, E, F, Fut> CallableHandler<A, (A,)> for F
-where
-    F: Fn(A) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, _ctx: CallContext) -> Fut {
-        self(args)
-    }
-}
-
-impl<A, O, E, F, Fut> CallableHandler<A, (A, CallContext)> for F
-where
-    F: Fn(A, CallContext) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, ctx: CallContext) -> Fut {
-        self(args, ctx)
-    }
-}
-
 impl Callable {
     /// `run` gets the call's arguments (the JSON array the client sent) read
     /// as `A`, usually a tuple; arguments that do not read as `A` are an
@@ -105,23 +58,18 @@ impl Callable {
     pub fn new<A, Shape, H>(name: &str, run: H) -> Self
     where
         A: DeserializeOwned + 'static,
-        H: CallableHandler<A, Shape>,
+        H: TypedHandler<A, CallContext, Shape>,
     {
-        let run = Rc::new(run);
-        let method: Rc<str> = Rc::from(name);
+        let how = Erasure {
+            read: read_args::<A>,
+            unreadable: |method, e| format!("Invalid arguments for method {method}: {e}"),
+            unserializable: |method, e| {
+                format!("Method {method} returned an unserializable result: {e}")
+            },
+        };
         Callable {
             name: name.to_string(),
-            run: Rc::new(move |args: Value, ctx: CallContext| -> CallFuture {
-                let (run, method) = (run.clone(), method.clone());
-                Box::pin(async move {
-                    let args: A = read_args(args)
-                        .map_err(|e| format!("Invalid arguments for method {method}: {e}"))?;
-                    let output = run.run(args, ctx).await.map_err(|e| e.to_string())?;
-                    serde_json::to_value(output).map_err(|e| {
-                        format!("Method {method} returned an unserializable result: {e}")
-                    })
-                })
-            }),
+            run: erase(name, run, how),
             allow: None,
         }
     }

@@ -221,7 +221,6 @@ impl Core {
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
-            Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
             Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
         }

@@ -4,10 +4,10 @@
 //! cancelled.
 
 use crate::sim::*;
-use durable_chat::core::{ConfigKey, Event};
+use durable_chat::core::ConfigKey;
 
 fn schedule(sim: &mut Sim, at: Option<u64>) {
-    sim.handle(Event::ScheduleAlarm { at_ms: at });
+    sim.schedule_alarm(at);
 }
 
 #[test]

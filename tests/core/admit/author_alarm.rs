@@ -4,7 +4,7 @@
 //! cancelled.
 
 use crate::sim::*;
-use durable_chat::core::ConfigKey;
+use durable_chat::core::{ConfigKey, Event};
 
 fn schedule(sim: &mut Sim, at: Option<u64>) {
     sim.schedule_alarm(at);

@@ -321,7 +321,7 @@ impl Core {
             ids.contains(&Some(turn.request_id.as_str()))
                 || turn.recovery_root.as_deref() == Some(record.id.as_str())
         };
-        self.active.as_ref().is_some_and(|a| is_ours(&a.turn()))
+        self.active.as_ref().is_some_and(|a| is_ours(a.turn()))
             || self.queue.find(|t| is_ours(t)).is_some()
     }
 

@@ -28,7 +28,7 @@ impl Core {
         if self.transcript.has_after(active.seq()) {
             return false;
         }
-        let turn = &active.turn();
+        let turn = active.turn();
         let was_recovery = turn.is_recovery();
         let root = turn
             .recovery_root

@@ -103,7 +103,7 @@ impl Core {
     /// inside the isolate), kept on offer while its recovery runs.
     pub(in crate::core) fn active_as_cut_stream(&self) -> Option<OpenStream> {
         let active = self.active.as_ref()?;
-        let turn = &active.turn();
+        let turn = active.turn();
         Some(OpenStream {
             record: StreamRecord {
                 request_id: turn.request_id.clone(),

@@ -91,7 +91,7 @@ impl Core {
         }
         // The batch belonged to the running turn: it ends with the error.
         let touches_active = self.active.as_ref().is_some_and(|active| {
-            let turn = &active.turn();
+            let turn = active.turn();
             owns(
                 &turn.request_id,
                 Some(&active.message().id),

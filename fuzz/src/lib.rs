@@ -34,8 +34,8 @@ use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    carry_out, leading_request_id, AgentApi, ApprovalRule, AuthorCall, CallId, Concurrency,
-    ConnId, Core, CoreConfig, Effect, Event, Limits, Step, StoreOp, StoredState, Timer, ToolSpec,
+    carry_out, leading_request_id, AgentApi, ApprovalRule, AuthorCall, CallId, Concurrency, ConnId,
+    Core, CoreConfig, Effect, Event, Limits, Step, StoreOp, StoredState, Timer, ToolSpec,
     TurnConfig,
 };
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};

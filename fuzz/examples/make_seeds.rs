@@ -74,6 +74,11 @@ fn frame_seeds() -> Vec<String> {
         json!({"type": "cf_agent_rpc_tool_result", "callId": 1, "toolCallId": "call_1", "error": "refused"}).to_string(),
         r#"{"type":"cf_agent_rpc_chat","message":5,"executor":"yes"}"#.to_string(),
         r#"{"type":"cf_agent_rpc_tool_result","callId":-1,"toolCallId":"c","output":1,"error":"x"}"#.to_string(),
+        json!({"type": "cf_agent_state", "state": {"count": 1, "tags": ["a"]}}).to_string(),
+        json!({"type": "cf_agent_state", "state": {"refuse": true}}).to_string(),
+        json!({"type": "rpc", "id": "c1", "method": "echo", "args": [{"x": 1}]}).to_string(),
+        json!({"type": "rpc", "id": "c2", "method": "missing"}).to_string(),
+        r#"{"type":"rpc","method":"echo","args":"nope"}"#.to_string(),
     ]
 }
 

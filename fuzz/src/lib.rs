@@ -34,8 +34,9 @@ use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
 use durable_chat::core::{
-    carry_out, leading_request_id, ApprovalRule, CallId, Concurrency, ConnId, Core, CoreConfig,
-    Effect, Event, Limits, Step, StoreOp, StoredState, Timer, ToolSpec,
+    carry_out, leading_request_id, AgentApi, ApprovalRule, AuthorCall, CallId, Concurrency, ConnId,
+    Core, CoreConfig, Effect, Event, Limits, Step, StoreOp, StoredState, Timer, ToolSpec,
+    TurnConfig,
 };
 use durable_chat::model::{FinishReason, ModelEvent, ModelFailure};
 use durable_chat::protocol::channel::{parse_child_frame, parse_parent_frame, ParentFrame};
@@ -147,6 +148,18 @@ fn config(concurrency: Concurrency) -> CoreConfig {
     ];
     config.settings.max_steps = 3;
     config.settings.concurrency = concurrency;
+    // A synced state whose validator refuses `{"refuse": true}`, and one
+    // callable method.
+    config.agent_api = AgentApi {
+        initial_state: Some(json!({})),
+        validate_state: Some(Rc::new(|state: &Value, _| {
+            match state.get("refuse") == Some(&json!(true)) {
+                true => Err("refused".into()),
+                false => Ok(()),
+            }
+        })),
+        callables: ["echo".to_string()].into_iter().collect(),
+    };
     config.settings.limits = Limits {
         max_frame_bytes: 8 * 1024,
         max_messages: 8,
@@ -161,6 +174,8 @@ fn config(concurrency: Concurrency) -> CoreConfig {
         max_model_stream_bytes: 64 * 1024,
         max_tool_calls_per_step: 4,
         max_file_part_bytes: 2 * 1024,
+        max_message_text_bytes: 1024,
+        max_body_bytes: 512,
         ..Limits::default()
     };
     config
@@ -217,6 +232,10 @@ struct Sim {
     channels: BTreeSet<ConnId>,
     model_calls: Vec<CallId>,
     tool_runs: Vec<(CallId, String)>,
+    /// Turns waiting for the host's `before_turn` answer.
+    prepares: Vec<CallId>,
+    /// Callable runs waiting for their result: (connection, call id).
+    callables: Vec<(ConnId, String)>,
     /// The durable alarm, as the platform keeps it across instances.
     alarm: Option<u64>,
     /// The durable deadline this core instance last asked for.
@@ -255,7 +274,9 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
         4 => Concurrency::Drop,
         _ => Concurrency::Debounce { ms: 300 },
     };
-    let config = config(concurrency);
+    let mut config = config(concurrency);
+    // Half the runs prepare each turn through the host (`before_turn`).
+    config.prepare_turn = u.arbitrary::<bool>().unwrap_or(false);
     let ids = SharedIds::default();
     let store = Rc::new(RefCell::new(MemStore::new()));
     let mut sim = Sim {
@@ -274,6 +295,8 @@ fn run_core_events(data: &[u8], features: bool) -> Option<BTreeSet<String>> {
         channels: BTreeSet::new(),
         model_calls: Vec::new(),
         tool_runs: Vec::new(),
+        prepares: Vec::new(),
+        callables: Vec::new(),
         alarm_asked: None,
         alarm: None,
         refuse_writes: false,
@@ -399,9 +422,12 @@ impl Sim {
             | Effect::CallRemoteTool {
                 call, tool_call_id, ..
             } => self.tool_runs.push((call, tool_call_id)),
-            // Hooks: this agent has none (no turn is prepared by a host).
-            Effect::PrepareTurn { .. }
-            | Effect::DecideToolCall { .. }
+            Effect::PrepareTurn { turn, .. } => self.prepares.push(turn),
+            Effect::Author(AuthorCall::RunCallable { conn, id, .. }) => {
+                self.callables.push((conn, id))
+            }
+            // Hooks that decide tool calls or summarize: this agent has none.
+            Effect::DecideToolCall { .. }
             | Effect::Summarize { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)
@@ -485,7 +511,7 @@ impl Sim {
     }
 
     fn step(&mut self, u: &mut Unstructured) -> R<()> {
-        match u.int_in_range(0..=20u8)? {
+        match u.int_in_range(0..=23u8)? {
             0 => {
                 let conn: ConnId = Rc::from(format!("tab-{}", u.int_in_range(0..=3u8)?));
                 if self.tabs.insert(conn.clone()) {
@@ -538,6 +564,38 @@ impl Sim {
                     self.store.borrow_mut().fail_next_message_write = true;
                 }
             }
+            20 => {
+                // The host answers `before_turn`: the turn as configured.
+                if let Some(turn) = pick(u, &self.prepares.clone())? {
+                    self.prepares.retain(|t| *t != turn);
+                    let config = Box::new(TurnConfig::default());
+                    self.dispatch(Event::TurnPrepared { turn, config });
+                }
+            }
+            21 => {
+                // A callable's run ends (its connection may be gone).
+                if let Some((conn, id)) = pick(u, &self.callables.clone())? {
+                    self.callables.retain(|(c, i)| !(*c == conn && *i == id));
+                    let result = match u.arbitrary::<bool>()? {
+                        true => Ok(json!({"echo": self.text(u)?})),
+                        false => Err("the method failed".to_string()),
+                    };
+                    self.dispatch(Event::CallableDone { conn, id, result });
+                }
+            }
+            22 => {
+                // The agent's own alarm is set, moved or cancelled.
+                let at_ms = match u.arbitrary::<bool>()? {
+                    true => Some(self.now + u64::from(u.int_in_range(0..=20_000u16)?)),
+                    false => None,
+                };
+                self.core.schedule_alarm(at_ms, self.now);
+                self.carry_out_all();
+            }
+            23 if u.ratio(1, 4)? => {
+                let name = pick_str(u, &["fuzz", "renamed"])?.to_string();
+                self.dispatch(Event::Named { name });
+            }
             _ => {
                 // A parent agent's channel closes (its remote tool runs fail).
                 if let Some(conn) = pick(u, &self.channels.iter().cloned().collect::<Vec<_>>())? {
@@ -557,6 +615,8 @@ impl Sim {
         self.note(|| format!("evict:open_streams={}", open.min(2)));
         self.model_calls.clear();
         self.tool_runs.clear();
+        self.prepares.clear();
+        self.callables.clear();
         self.alarm_asked = None;
         self.diverged = false;
         let stored = self.store.borrow().stored_state();
@@ -869,7 +929,7 @@ impl Sim {
     }
 
     fn frame(&mut self, u: &mut Unstructured) -> R<String> {
-        let frame = match u.int_in_range(0..=14u8)? {
+        let frame = match u.int_in_range(0..=17u8)? {
             0..=4 => self.chat_request(u)?,
             5 => {
                 let id = pick(u, &self.request_ids.clone())?.unwrap_or_default();
@@ -909,6 +969,25 @@ impl Sim {
             13 => {
                 json!({"type":"cf_agent_chat_messages","messages":[{"id":"forged","role":"assistant","parts":[]}]})
             }
+            14 => {
+                // A tab's `setState`: accepted, refused by the validator, or not an object.
+                let state = match u.int_in_range(0..=2u8)? {
+                    0 => json!({"n": u.int_in_range(0..=9u8)?}),
+                    1 => json!({"refuse": true}),
+                    _ => json!(self.text(u)?),
+                };
+                json!({"type":"cf_agent_state","state": state})
+            }
+            15 => {
+                // A callable method, known or not, with arguments or without.
+                let method = pick_str(u, &["echo", "missing"])?;
+                let mut frame = json!({"type":"rpc","id": self.fresh("rpc"),"method": method});
+                if u.arbitrary::<bool>()? {
+                    frame["args"] = json!([self.text(u)?]);
+                }
+                frame
+            }
+            16 => json!({"type":"author_ping","n": u.int_in_range(0..=9u8)?}),
             _ => {
                 // Raw bytes from the input, as text.
                 let len = u.int_in_range(0..=64usize)?;

@@ -14,12 +14,13 @@
 
 use std::fmt::Display;
 use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+
+use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
 #[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
@@ -27,7 +28,7 @@ use super::connection::Connection;
 use super::handle::AgentHandle;
 
 /// A type-erased call: the result as JSON, or the error text the caller reads.
-pub type CallFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+pub type CallFuture = JsonFuture;
 
 /// What one call gets besides its arguments.
 #[derive(Clone)]
@@ -92,7 +93,7 @@ pub struct Callable {
 
 /// A streaming method's body as `Callable::streaming` takes it: a closure
 /// of the typed arguments and the stream (`|args: A, stream: CallStream|`),
-/// or of those and the call's context; see [`CallableHandler`].
+/// or of those and the call's context; see [`TypedHandler`].
 pub trait StreamingHandler<A, Shape>: 'static {
     type Output: Serialize + 'static;
     type Error: Display + 'static;
@@ -133,51 +134,6 @@ where
     }
 }
 
-/// A method's body as `Callable::new` takes it: a closure of the typed
-/// arguments (`|args: A| …`) or of the arguments and the call's context
-/// (`|args: A, ctx: CallContext| …`), returning a future of `Result<O, E>`
-/// where `O` serialises and `E` displays. `Shape` tells the two apart; it
-/// is inferred.
-pub trait CallableHandler<A, Shape>: 'static {
-    type Output: Serialize + 'static;
-    type Error: Display + 'static;
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
-
-    fn run(&self, args: A, ctx: CallContext) -> Self::Future;
-}
-
-impl<A, O, E, F, Fut> CallableHandler<A, (A,)> for F
-where
-    F: Fn(A) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, _ctx: CallContext) -> Fut {
-        self(args)
-    }
-}
-
-impl<A, O, E, F, Fut> CallableHandler<A, (A, CallContext)> for F
-where
-    F: Fn(A, CallContext) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, ctx: CallContext) -> Fut {
-        self(args, ctx)
-    }
-}
-
 impl Callable {
     /// `run` gets the call's arguments (the JSON array the client sent) read
     /// as `A`, usually a tuple; arguments that do not read as `A` are an
@@ -185,10 +141,10 @@ impl Callable {
     pub fn new<A, Shape, H>(name: &str, run: H) -> Self
     where
         A: DeserializeOwned + 'static,
-        H: CallableHandler<A, Shape>,
+        H: TypedHandler<A, CallContext, Shape>,
     {
-        let run = Rc::new(run);
-        Callable::typed(name, false, move |args: A, _stream, ctx| run.run(args, ctx))
+        let run = erase(name, run, call_erasure::<A>());
+        Callable::from_run(name, false, move |args, ctx, _stream| run(args, ctx))
     }
 
     /// A method that streams (see the module header): `run` gets the typed
@@ -198,41 +154,22 @@ impl Callable {
         A: DeserializeOwned + 'static,
         H: StreamingHandler<A, Shape>,
     {
-        let run = Rc::new(run);
-        Callable::typed(name, true, move |args: A, stream, ctx| {
-            run.run(args, stream, ctx)
+        let body =
+            move |args: A, (stream, ctx): (CallStream, CallContext)| run.run(args, stream, ctx);
+        let run = erase(name, body, call_erasure::<A>());
+        Callable::from_run(name, true, move |args, ctx, stream| {
+            run(args, (stream, ctx))
         })
     }
 
-    /// The arguments read as `A`, `run`'s result written as JSON.
-    fn typed<A, O, E, Fut>(
+    fn from_run(
         name: &str,
         streaming: bool,
-        run: impl Fn(A, CallStream, CallContext) -> Fut + 'static,
-    ) -> Self
-    where
-        A: DeserializeOwned + 'static,
-        O: Serialize + 'static,
-        E: Display + 'static,
-        Fut: Future<Output = Result<O, E>> + 'static,
-    {
-        let run = Rc::new(run);
-        let method: Rc<str> = Rc::from(name);
+        run: impl Fn(Value, CallContext, CallStream) -> CallFuture + 'static,
+    ) -> Self {
         Callable {
             name: name.to_string(),
-            run: Rc::new(
-                move |args: Value, ctx: CallContext, stream: CallStream| -> CallFuture {
-                    let (run, method) = (run.clone(), method.clone());
-                    Box::pin(async move {
-                        let args: A = read_args(args)
-                            .map_err(|e| format!("Invalid arguments for method {method}: {e}"))?;
-                        let output = run(args, stream, ctx).await.map_err(|e| e.to_string())?;
-                        serde_json::to_value(output).map_err(|e| {
-                            format!("Method {method} returned an unserializable result: {e}")
-                        })
-                    })
-                },
-            ),
+            run: Rc::new(run),
             allow: None,
             streaming,
         }
@@ -267,6 +204,17 @@ impl Callable {
             }
         }
         (self.run)(args, ctx, stream)
+    }
+}
+
+/// How a call's arguments are read and its two failures worded.
+fn call_erasure<A: DeserializeOwned>() -> Erasure<A> {
+    Erasure {
+        read: read_args::<A>,
+        unreadable: |method, e| format!("Invalid arguments for method {method}: {e}"),
+        unserializable: |method, e| {
+            format!("Method {method} returned an unserializable result: {e}")
+        },
     }
 }
 

@@ -71,6 +71,7 @@ pub mod subagent;
 pub mod think_submissions;
 pub mod tool;
 pub mod tool_context;
+pub mod typed_handler;
 
 pub use access::{Refusal, RequestInfo};
 #[cfg(target_arch = "wasm32")]
@@ -92,5 +93,6 @@ pub use remote::AgentStub;
 #[cfg(target_arch = "wasm32")]
 pub use schedule_callback::ScheduleCallback;
 pub use settings::{AgentSettings, Vars};
-pub use tool::{ServerTool, ToolFuture, ToolHandler};
+pub use tool::{ServerTool, ToolFuture};
 pub use tool_context::{AbortSignal, AgentEnv, ToolContext};
+pub use typed_handler::{JsonFuture, TypedHandler};

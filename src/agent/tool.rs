@@ -4,22 +4,19 @@
 //! tool's error may be any type that displays: its text is the tool error
 //! the model reads.
 
-use std::fmt::Display;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::{ApprovalRule, ToolSpec};
 
 use super::tool_context::ToolContext;
+use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
 /// A type-erased tool run: the output as JSON, or the error text the model reads.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+pub type ToolFuture = JsonFuture;
 
 /// A tool the agent runs itself. Its JSON schema comes from the input type.
 ///
@@ -38,80 +35,25 @@ pub struct ServerTool {
     run: Rc<dyn Fn(Value, ToolContext) -> ToolFuture>,
 }
 
-/// A tool's run as `ServerTool::new` takes it: a closure of the typed input
-/// (`|input: I| …`) or of the input and the run's context
-/// (`|input: I, ctx: ToolContext| …`), returning a future of
-/// `Result<O, E>` where `O` serialises and `E` displays. `Args` tells the
-/// two shapes apart; it is inferred.
-pub trait ToolHandler<I, Args>: 'static {
-    /// The tool's `Ok` value.
-    type Output: Serialize + 'static;
-    /// The tool's error; its text is what the model reads.
-    type Error: Display + 'static;
-    /// The future of one run.
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
-
-    fn run(&self, input: I, ctx: ToolContext) -> Self::Future;
-}
-
-impl<I, O, E, F, Fut> ToolHandler<I, (I,)> for F
-where
-    F: Fn(I) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, input: I, _ctx: ToolContext) -> Fut {
-        self(input)
-    }
-}
-
-impl<I, O, E, F, Fut> ToolHandler<I, (I, ToolContext)> for F
-where
-    F: Fn(I, ToolContext) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, input: I, ctx: ToolContext) -> Fut {
-        self(input, ctx)
-    }
-}
-
 impl ServerTool {
     /// `run` gets the model's input parsed as `I` (and, if it takes a second
     /// argument, the run's [`ToolContext`]: its tool call id, an abort signal
     /// that fires when the turn is cancelled, the turn's recent messages and
     /// the agent's env). Its `Ok` value becomes the tool output, its `Err`'s
     /// text the tool error the model reads.
-    pub fn new<I, Args, H>(name: &str, description: &str, run: H) -> Self
+    pub fn new<I, Shape, H>(name: &str, description: &str, run: H) -> Self
     where
         I: DeserializeOwned + JsonSchema + 'static,
-        H: ToolHandler<I, Args>,
+        H: TypedHandler<I, ToolContext, Shape>,
     {
-        let run = Rc::new(run);
-        let tool_name: Rc<str> = Rc::from(name);
+        let how = Erasure {
+            read: serde_json::from_value::<I>,
+            unreadable: |tool, e| format!("Invalid input for tool '{tool}': {e}"),
+            unserializable: |tool, e| format!("Tool '{tool}' returned unserializable output: {e}"),
+        };
         ServerTool {
             spec: ToolSpec::new(name, description, input_schema::<I>()),
-            run: Rc::new(move |input: Value, ctx: ToolContext| -> ToolFuture {
-                let (run, tool_name) = (run.clone(), tool_name.clone());
-                Box::pin(async move {
-                    let input: I = serde_json::from_value(input)
-                        .map_err(|e| format!("Invalid input for tool '{tool_name}': {e}"))?;
-                    let output = run.run(input, ctx).await.map_err(|e| e.to_string())?;
-                    serde_json::to_value(output).map_err(|e| {
-                        format!("Tool '{tool_name}' returned unserializable output: {e}")
-                    })
-                })
-            }),
+            run: erase(name, run, how),
         }
     }
 
@@ -181,6 +123,7 @@ pub fn input_schema<I: JsonSchema>() -> Value {
 mod tests {
     use super::*;
     use serde::Deserialize;
+    use std::fmt::Display;
 
     #[derive(Deserialize, JsonSchema)]
     struct WeatherInput {

@@ -100,22 +100,17 @@ pub struct Core {
     continuation: Option<PendingContinuation>,
     /// The client tools and custom body the tabs last sent.
     inputs: TabInputs,
-    terminal_error: Option<TerminalError>,
     /// Cut streams, the recovery in progress and its budget.
     recovery: RecoveryState,
     /// Approvals of calls in the streaming answer, written down until it is stored.
     stream_approvals: Option<StreamApprovals>,
-    /// Request ids of the last few ended turns with their `messageIds`.
-    finished: std::collections::VecDeque<(String, Vec<String>)>,
+    /// The last failed turn, the last turn closed and the last few ended requests.
+    ended: turn::ended::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
     submissions: admit::submission_list::Submissions,
-    /// The compaction summary in use, and whether the hook declined to make one.
+    /// The compaction summary in use, whether the hook declined to make one,
+    /// and the context cut last logged.
     compaction: CompactionState,
-    /// The last turn closed, until a write fails or another closes.
-    last_closed: Option<turn::active::ClosedTurn>,
-    /// How many messages the last logged context cut left out (a trimmed
-    /// context is logged when the cut moves, not on every request).
-    logged_cut: Option<usize>,
     next_call: CallId,
     timers: TimerTable,
     /// The agent's synced state.
@@ -177,14 +172,11 @@ impl Core {
             active: None,
             continuation,
             inputs: TabInputs::restored(stored.client_tools, stored.body),
-            terminal_error: stored.terminal_error,
+            ended: turn::ended::EndedTurns::restored(stored.terminal_error),
             recovery: RecoveryState::restored(stored.open_streams, stored.recovery),
             stream_approvals: stored.stream_approvals,
             compaction: CompactionState::restored(stored.summary),
-            finished: Default::default(),
             submissions: admit::submission_list::Submissions::restore(stored.submissions),
-            last_closed: None,
-            logged_cut: None,
             next_call: 1,
             timers,
             synced,
@@ -244,7 +236,6 @@ impl Core {
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
-            Event::ScheduleAlarm { at_ms } => self.schedule_author_alarm(at_ms),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
             Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
         }
@@ -318,7 +309,7 @@ impl Core {
     /// are current.
     fn trim_window(&mut self) {
         if self.effects.is_empty() {
-            let keep_from = self.active.as_ref().map(|a| a.seq);
+            let keep_from = self.active.as_ref().map(|a| a.seq());
             self.transcript.trim(keep_from);
         }
     }

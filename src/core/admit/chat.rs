@@ -20,9 +20,7 @@ impl Core {
             // During a recovery: the cut stream, the transcript, the flag.
         } else if let Some(id) = self.live_stream_id() {
             // A stream is live (or cut and replayable): offer it instead of the transcript.
-            if let Some(state) = self.conns.state_mut(&conn) {
-                state.pending_resume = true;
-            }
+            self.conns.offer_resume(&conn);
             self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
             if self.recovery.recovering().is_some() {
                 // During a recovery the tab also gets the transcript with the
@@ -34,9 +32,7 @@ impl Core {
             self.tell_recovering(&conn);
         } else {
             if let Some(id) = self.accepted_not_streaming() {
-                if let Some(state) = self.conns.state_mut(&conn) {
-                    state.parked = true;
-                }
+                self.conns.park(&conn);
                 self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
             }
             self.send_transcript(vec![conn.clone()], true);
@@ -115,7 +111,7 @@ impl Core {
             message_ids: reconciled.message_ids,
             overlapped,
             body: Some(request.body),
-            ..QueuedTurn::new(id, trigger, self.now, self.queue.generation)
+            ..QueuedTurn::new(id, trigger, self.now, self.queue.generation())
         });
         self.pump();
     }
@@ -149,7 +145,7 @@ impl Core {
 
     /// A superseded turn answers its requester; an invalidated one (clear) answers everyone.
     fn skip_turn(&mut self, turn: QueuedTurn) {
-        let to = if turn.generation != self.queue.generation {
+        let to = if turn.generation != self.queue.generation() {
             self.conns.chat()
         } else {
             turn.requester.iter().cloned().collect()
@@ -171,7 +167,7 @@ impl Core {
         if self
             .active
             .as_ref()
-            .is_some_and(|a| a.turn.request_id == id)
+            .is_some_and(|a| a.turn().request_id == id)
         {
             self.end_turn(Outcome::Aborted, None);
             return;
@@ -212,10 +208,9 @@ impl Core {
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
         self.compaction.reset();
-        self.logged_cut = None;
         self.inputs.reset();
         self.recovery.reset();
-        self.terminal_error = None;
+        self.ended.reset();
         self.store(StoreOp::ClearAll);
         self.keep_author_alarm();
         self.keep_agent_state();
@@ -294,7 +289,7 @@ impl Core {
                 request_id,
                 TurnTrigger::Programmatic,
                 self.now,
-                self.queue.generation,
+                self.queue.generation(),
             )
         });
         self.pump();

@@ -19,9 +19,7 @@ impl Core {
     /// written down), its owner parked on it, the coalescing window re-armed.
     pub(in crate::core) fn request_continuation(&mut self, owner: ConnId) {
         self.owe_continuation(Some(owner.clone()));
-        if let Some(state) = self.conns.state_mut(&owner) {
-            state.parked = true;
-        }
+        self.conns.park(&owner);
         self.arm_continuation();
     }
 
@@ -78,7 +76,7 @@ impl Core {
                 pending.request_id,
                 TurnTrigger::AutoContinuation,
                 self.now,
-                self.queue.generation,
+                self.queue.generation(),
             )
         });
         self.pump();

@@ -1,12 +1,14 @@
 //! The submissions the core still remembers (the agent's own work, by id,
-//! idempotency key and the request its turn runs under), oldest first.
+//! idempotency key and the request its turn runs under), oldest first, and
+//! every change of their status. Each change returns the record to store.
 
-use crate::core::rows::persisted::SubmissionRecord;
+use crate::core::rows::persisted::{SubmissionRecord, SubmissionStatus};
+use crate::core::vocab::submit::KEPT_SUBMISSIONS;
 
 /// Every submission the core still remembers, oldest first.
 #[derive(Debug, Default)]
 pub(in crate::core) struct Submissions {
-    pub(in crate::core::admit) records: Vec<SubmissionRecord>,
+    records: Vec<SubmissionRecord>,
 }
 
 impl Submissions {
@@ -32,13 +34,91 @@ impl Submissions {
     }
 
     /// The unfinished submission whose turn is request `request_id`.
-    pub(in crate::core::admit) fn live_for_request(
-        &mut self,
-        request_id: &str,
-    ) -> Option<&mut SubmissionRecord> {
+    fn live_for_request(&mut self, request_id: &str) -> Option<&mut SubmissionRecord> {
         self.records.iter_mut().find(|r| {
             !r.status.is_final()
                 && (r.id == request_id || r.turn_request_id.as_deref() == Some(request_id))
         })
+    }
+
+    /// The id of the unfinished submission whose turn is request `request_id`.
+    pub(in crate::core::admit) fn live_id_for_request(
+        &mut self,
+        request_id: &str,
+    ) -> Option<String> {
+        self.live_for_request(request_id).map(|r| r.id.clone())
+    }
+
+    /// The unfinished submissions, oldest first.
+    pub(in crate::core::admit) fn live(&self) -> impl Iterator<Item = &SubmissionRecord> {
+        self.records.iter().filter(|r| !r.status.is_final())
+    }
+
+    /// The submission `owner` names started running as request `request_id`,
+    /// whose answer is message `answer`.
+    pub(in crate::core::admit) fn start(
+        &mut self,
+        owner: &str,
+        request_id: &str,
+        answer: String,
+        now: u64,
+    ) -> Option<SubmissionRecord> {
+        let record = self.live_for_request(owner)?;
+        record.status = SubmissionStatus::Running;
+        record.turn_request_id = (record.id != request_id).then(|| request_id.to_string());
+        record.answer_message_id = Some(answer);
+        record.updated_at = now;
+        Some(record.clone())
+    }
+
+    /// The error text of a failing turn, kept for its submission.
+    pub(in crate::core::admit) fn note_error(&mut self, request_id: &str, text: &str) {
+        if let Some(record) = self.live_for_request(request_id) {
+            record.error = Some(text.to_string());
+        }
+    }
+
+    /// Submission `id`, unfinished, ends with `status` (and an error text, or
+    /// the one its failing turn reported); its answer is kept when
+    /// `answered` says it is in the transcript.
+    pub(in crate::core::admit) fn settle(
+        &mut self,
+        id: &str,
+        status: SubmissionStatus,
+        error: Option<&str>,
+        answered: impl Fn(&str) -> bool,
+        now: u64,
+    ) -> Option<SubmissionRecord> {
+        let record = self
+            .records
+            .iter_mut()
+            .find(|r| r.id == id && !r.status.is_final())?;
+        let keep_answer = record.answer_message_id.as_deref().is_some_and(answered);
+        record.status = status;
+        if !keep_answer {
+            record.answer_message_id = None;
+        }
+        if let Some(error) = error {
+            record.error = Some(error.to_string());
+        }
+        if status != SubmissionStatus::Failed && error.is_none() {
+            record.error = None;
+        }
+        record.updated_at = now;
+        Some(record.clone())
+    }
+
+    /// Keeps a new submission and at most `KEPT_SUBMISSIONS` in all (the
+    /// oldest finished ones go); returns the ids of those that went.
+    pub(in crate::core::admit) fn remember(&mut self, record: SubmissionRecord) -> Vec<String> {
+        self.records.push(record);
+        let mut gone = Vec::new();
+        while self.records.len() > KEPT_SUBMISSIONS {
+            let Some(oldest) = self.records.iter().position(|r| r.status.is_final()) else {
+                break;
+            };
+            gone.push(self.records.remove(oldest).id);
+        }
+        gone
     }
 }

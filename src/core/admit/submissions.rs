@@ -15,7 +15,7 @@ use crate::core::rows::persisted::{StoredState, SubmissionRecord, SubmissionStat
 use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::submit::{
-    submission_digest, SubmitError, SubmitRequest, KEPT_SUBMISSIONS, MAX_IDEMPOTENCY_KEY_BYTES,
+    submission_digest, SubmitError, SubmitRequest, MAX_IDEMPOTENCY_KEY_BYTES,
 };
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
@@ -75,7 +75,7 @@ impl Core {
                 let running = self
                     .active
                     .as_ref()
-                    .is_some_and(|a| a.turn.request_id == id);
+                    .is_some_and(|a| a.turn().request_id == id);
                 let queued = self.queue.find(|t| t.request_id == id).is_some();
                 let owed = self
                     .continuation
@@ -210,7 +210,7 @@ impl Core {
                 id.clone(),
                 TurnTrigger::Submit,
                 self.now,
-                self.queue.generation,
+                self.queue.generation(),
             )
         });
         self.remember_submission(record);
@@ -272,21 +272,16 @@ impl Core {
         let Some(answer) = self
             .active
             .as_ref()
-            .filter(|a| a.turn.request_id == request_id)
-            .map(|a| a.message.id.clone())
+            .filter(|a| a.turn().request_id == request_id)
+            .map(|a| a.message().id.clone())
         else {
             return;
         };
         let now = self.now;
         let owner = root.unwrap_or(request_id);
-        let Some(record) = self.submissions.live_for_request(owner) else {
+        let Some(record) = self.submissions.start(owner, request_id, answer, now) else {
             return;
         };
-        record.status = SubmissionStatus::Running;
-        record.turn_request_id = (record.id != request_id).then(|| request_id.to_string());
-        record.answer_message_id = Some(answer);
-        record.updated_at = now;
-        let record = record.clone();
         self.store(StoreOp::PutSubmission(record));
     }
 
@@ -300,11 +295,7 @@ impl Core {
             Outcome::Skipped => SubmissionStatus::Skipped,
             Outcome::Recovering => return,
         };
-        let Some(id) = self
-            .submissions
-            .live_for_request(request_id)
-            .map(|r| r.id.clone())
-        else {
+        let Some(id) = self.submissions.live_id_for_request(request_id) else {
             return;
         };
         self.settle_submission(&id, status, None);
@@ -312,21 +303,13 @@ impl Core {
 
     /// The error text of a failing turn, kept for its submission.
     pub(in crate::core) fn submission_error(&mut self, request_id: &str, text: &str) {
-        if let Some(record) = self.submissions.live_for_request(request_id) {
-            record.error = Some(text.to_string());
-        }
+        self.submissions.note_error(request_id, text);
     }
 
     /// A clear: every unfinished submission is cancelled (their turns are
     /// skipped or aborted by the clear).
     pub(in crate::core) fn cancel_live_submissions(&mut self) {
-        let live: Vec<String> = self
-            .submissions
-            .records
-            .iter()
-            .filter(|r| !r.status.is_final())
-            .map(|r| r.id.clone())
-            .collect();
+        let live: Vec<String> = self.submissions.live().map(|r| r.id.clone()).collect();
         for id in live {
             self.settle_submission(
                 &id,
@@ -342,9 +325,7 @@ impl Core {
     pub(in crate::core) fn settle_orphaned_submissions(&mut self) {
         let orphaned: Vec<String> = self
             .submissions
-            .records
-            .iter()
-            .filter(|r| !r.status.is_final())
+            .live()
             .filter(|r| !self.turn_alive(r))
             .map(|r| r.id.clone())
             .collect();
@@ -371,41 +352,21 @@ impl Core {
             ids.contains(&Some(turn.request_id.as_str()))
                 || turn.recovery_root.as_deref() == Some(record.id.as_str())
         };
-        self.active.as_ref().is_some_and(|a| is_ours(&a.turn))
+        self.active.as_ref().is_some_and(|a| is_ours(a.turn()))
             || self.queue.find(|t| is_ours(t)).is_some()
     }
 
     /// Writes submission `id`'s final status (with an error text, or the
-    /// one its failing turn reported) and keeps at most `KEPT_SUBMISSIONS`.
+    /// one its failing turn reported).
     fn settle_submission(&mut self, id: &str, status: SubmissionStatus, error: Option<&str>) {
-        let now = self.now;
-        let answered = |answer: &str| self.transcript.get(answer).is_some();
-        let Some(index) = self
+        let transcript = &self.transcript;
+        let answered = |answer: &str| transcript.get(answer).is_some();
+        let settled = self
             .submissions
-            .records
-            .iter()
-            .position(|r| r.id == id && !r.status.is_final())
-        else {
-            return;
-        };
-        let keep_answer = self.submissions.records[index]
-            .answer_message_id
-            .as_deref()
-            .is_some_and(answered);
-        let record = &mut self.submissions.records[index];
-        record.status = status;
-        if !keep_answer {
-            record.answer_message_id = None;
+            .settle(id, status, error, answered, self.now);
+        if let Some(record) = settled {
+            self.store(StoreOp::PutSubmission(record));
         }
-        if let Some(error) = error {
-            record.error = Some(error.to_string());
-        }
-        if status != SubmissionStatus::Failed && error.is_none() {
-            record.error = None;
-        }
-        record.updated_at = now;
-        let record = record.clone();
-        self.store(StoreOp::PutSubmission(record));
     }
 
     /// A message without an id gets one.
@@ -428,18 +389,8 @@ impl Core {
 
     fn remember_submission(&mut self, record: SubmissionRecord) {
         self.store(StoreOp::PutSubmission(record.clone()));
-        self.submissions.records.push(record);
-        while self.submissions.records.len() > KEPT_SUBMISSIONS {
-            let Some(oldest) = self
-                .submissions
-                .records
-                .iter()
-                .position(|r| r.status.is_final())
-            else {
-                break;
-            };
-            let gone = self.submissions.records.remove(oldest);
-            self.store(StoreOp::DeleteSubmission { id: gone.id });
+        for id in self.submissions.remember(record) {
+            self.store(StoreOp::DeleteSubmission { id });
         }
     }
 }

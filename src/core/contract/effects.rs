@@ -98,11 +98,6 @@ pub enum Event {
         turn: CallId,
         config: Box<TurnConfig>,
     },
-    /// The agent's own `schedule_alarm`: its `on_alarm` runs at `at_ms`
-    /// (`None` cancels); one alarm at a time, a later call replaces it.
-    ScheduleAlarm {
-        at_ms: Option<u64>,
-    },
     /// A run of `Store` effects could not be committed and was rolled back
     /// whole (`ops`, in order); the host held back the frames queued after
     /// it up to the next write.

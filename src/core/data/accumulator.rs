@@ -5,8 +5,13 @@
 use serde_json::{Map, Value};
 
 use crate::protocol::{
-    Approval, Part, TextPart, TextState, ToolPart, ToolState, UIMessage, UIMessageChunk,
+    Approval, ClientToolSchema, Part, TextPart, TextState, ToolPart, ToolState, UIMessage,
+    UIMessageChunk,
 };
+
+/// The error a tool call gets when its run died before a result was recorded.
+pub const INTERRUPTED_TOOL_ERROR: &str =
+    "The tool call was interrupted before a result was recorded.";
 
 /// Applies one chunk to `message`. Returns `false` when the chunk named a tool
 /// call this message does not hold (a cross-message update for the caller).
@@ -198,6 +203,24 @@ pub fn close_dangling_text(message: &mut UIMessage) {
             if t.state == Some(TextState::Streaming) {
                 t.state = Some(TextState::Done);
             }
+        }
+    }
+}
+
+/// A server tool whose run died (with the isolate, or with a cut stream)
+/// gets an error result; calls waiting for a person (`client_tools`) are left
+/// as they are.
+pub fn repair_dead_server_calls(client_tools: &[ClientToolSchema], message: &mut UIMessage) {
+    for part in &mut message.parts {
+        let Part::Tool(tool) = part else { continue };
+        let client_call = client_tools.iter().any(|t| t.name == tool.tool_name);
+        let dead = match tool.state {
+            ToolState::InputStreaming => true,
+            ToolState::InputAvailable => !client_call,
+            _ => false,
+        };
+        if dead {
+            tool.set_error(INTERRUPTED_TOOL_ERROR);
         }
     }
 }

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use crate::core::vocab::ids::ConnId;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConnState {
+struct ConnState {
     /// Offered `stream_resuming`, no ACK yet: gets no live chunks.
-    pub pending_resume: bool,
+    pending_resume: bool,
     /// Waiting for the next stream to start (`stream_pending` was sent or a continuation is owed).
-    pub parked: bool,
+    parked: bool,
 }
 
 #[derive(Debug, Default)]
@@ -32,12 +32,26 @@ impl Connections {
         self.conns.contains_key(conn)
     }
 
-    pub fn state_mut(&mut self, conn: &str) -> Option<&mut ConnState> {
-        self.conns.get_mut(conn)
+    /// `conn` was offered a stream (`stream_resuming`): it gets no live
+    /// chunks until it acknowledges.
+    pub fn offer_resume(&mut self, conn: &str) {
+        if let Some(state) = self.conns.get_mut(conn) {
+            state.pending_resume = true;
+        }
     }
 
-    pub fn get(&self, conn: &str) -> Option<ConnState> {
-        self.conns.get(conn).copied()
+    /// `conn` acknowledged its offer; returns whether it had one pending.
+    pub fn ack_resume(&mut self, conn: &str) -> bool {
+        self.conns
+            .get_mut(conn)
+            .is_some_and(|state| std::mem::take(&mut state.pending_resume))
+    }
+
+    /// `conn` waits for the next stream to start.
+    pub fn park(&mut self, conn: &str) {
+        if let Some(state) = self.conns.get_mut(conn) {
+            state.parked = true;
+        }
     }
 
     pub fn all(&self) -> Vec<ConnId> {

@@ -90,7 +90,8 @@ pub enum FrontDecision {
 #[derive(Debug, Default)]
 pub struct TurnQueue {
     items: VecDeque<QueuedTurn>,
-    pub generation: u64,
+    /// Bumped by a clear: turns of an older generation are skipped.
+    generation: u64,
     /// The queue changed since it was last written down.
     dirty: bool,
 }
@@ -143,6 +144,11 @@ impl TurnQueue {
                 })
                 .collect(),
         )
+    }
+
+    /// The generation a turn queued now belongs to.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     pub fn is_empty(&self) -> bool {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
 
 use crate::core::contract::history::{self, History, PAGE, WINDOW_BYTES, WINDOW_MESSAGES};
-use crate::core::data::accumulator::settle_output;
+use crate::core::data::accumulator::{settle_output, INTERRUPTED_TOOL_ERROR};
 use crate::core::rows::persisted::Entry;
 
 /// The bytes of a message's text, reasoning and file URLs: what makes a
@@ -28,8 +28,6 @@ fn text_bytes(message: &UIMessage) -> usize {
         .sum()
 }
 
-pub const INTERRUPTED_TOOL_ERROR: &str =
-    "The tool call was interrupted before a result was recorded.";
 pub const APPROVED_NOT_RUN_ERROR: &str =
     "The tool call was approved but did not run before the next turn started.";
 

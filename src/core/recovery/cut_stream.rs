@@ -11,7 +11,7 @@ use crate::protocol::{server, Outcome};
 
 use crate::core::contract::log_event::RecoveryStep;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::recovery::evictions::{repair_dead_server_calls, EXHAUSTED_TEXT};
+use crate::core::recovery::evictions::EXHAUSTED_TEXT;
 use crate::core::rows::persisted::ConfigKey;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -25,10 +25,10 @@ impl Core {
         let Some(active) = self.active.as_ref() else {
             return false;
         };
-        if self.transcript.has_after(active.seq) {
+        if self.transcript.has_after(active.seq()) {
             return false;
         }
-        let turn = &active.turn;
+        let turn = active.turn();
         let was_recovery = turn.is_recovery();
         let root = turn
             .recovery_root
@@ -43,24 +43,24 @@ impl Core {
         self.log_recovery(step, "cut-stream", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery.budget = was_recovery.then_some(budget);
+            self.recovery.hold_budget(was_recovery.then_some(budget));
             self.end_turn(Outcome::Error, Some(EXHAUSTED_TEXT.to_string()));
             return true;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery.budget = Some(budget);
+        self.recovery.hold_budget(Some(budget));
         // A tool call cut while its input streamed can never run.
         if let Some(active) = self.active.as_mut() {
-            repair_dead_server_calls(self.inputs.client_tools(), &mut active.message);
+            active.repair_dead_server_calls(self.inputs.client_tools());
         }
-        let message_id = self.active.as_ref().map(|a| a.message.id.clone());
+        let message_id = self.active.as_ref().map(|a| a.message().id.clone());
         let cut_stream = self.active_as_cut_stream();
         let Some(cut) = self.close_turn(Outcome::Recovering, None) else {
             return true;
         };
         // Offered to tabs that join while the recovery runs.
-        self.recovery.orphan = cut_stream;
-        self.recovery.recovering = Some(root.clone());
+        self.recovery.offer(cut_stream);
+        self.recovery.begin(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let request_id = self.new_id(IdKind::Request);
@@ -75,7 +75,7 @@ impl Core {
                 request_id,
                 TurnTrigger::RecoveryContinue,
                 self.now,
-                self.queue.generation,
+                self.queue.generation(),
             )
         });
         self.pump();

@@ -5,13 +5,14 @@
 //! clear message once its budget (attempts, interrupted attempts, time without
 //! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
 
-use crate::protocol::{server, ClientToolSchema, Part, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Role, ToolState, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::{StoreOp, Timer};
 use crate::core::contract::log_event::{LogEvent, RecoveryStep};
-use crate::core::data::accumulator::{apply_chunk, close_dangling_text, has_content};
+use crate::core::data::accumulator::{
+    apply_chunk, close_dangling_text, has_content, repair_dead_server_calls, INTERRUPTED_TOOL_ERROR,
+};
 use crate::core::data::queue::QueuedTurn;
-use crate::core::data::transcript::INTERRUPTED_TOOL_ERROR;
 use crate::core::rows::persisted::{ConfigKey, OpenStream, RecoveryBudget};
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -35,7 +36,7 @@ enum Plan {
 
 impl Core {
     pub(in crate::core) fn on_woke(&mut self) {
-        for open in std::mem::take(&mut self.recovery.cut_streams) {
+        for open in self.recovery.take_cut_streams() {
             self.recover(open);
         }
         // An owed continuation (restored from the store) runs once its batch is
@@ -68,7 +69,7 @@ impl Core {
                 // A recovery turn cut again ends its chain here: tabs told
                 // by the previous instance that it began are told it ended.
                 if open.record.recovery_root.is_some() {
-                    self.recovery.recovering = Some(root);
+                    self.recovery.begin(root);
                 }
                 self.finish_recovery();
                 return;
@@ -92,13 +93,13 @@ impl Core {
         self.log_recovery(step, "eviction", &root, budget.attempts);
         if exhausted {
             // Held again only so that ending the chain deletes its row.
-            self.recovery.budget = Some(budget);
+            self.recovery.hold_budget(Some(budget));
             self.exhaust(&open, &root);
             return;
         }
         self.put_config(ConfigKey::Recovery, &budget);
-        self.recovery.budget = Some(budget);
-        self.recovery.recovering = Some(root.clone());
+        self.recovery.hold_budget(Some(budget));
+        self.recovery.begin(root.clone());
         let to = self.conns.chat();
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
@@ -111,7 +112,7 @@ impl Core {
             message_ids: open.record.origin_message_ids.clone(),
             recovery_root: Some(root),
             resume_message: continue_into,
-            ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation)
+            ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation())
         });
         self.pump();
     }
@@ -135,7 +136,7 @@ impl Core {
         self.store(StoreOp::CloseStream {
             request_id: open.record.request_id.clone(),
         });
-        self.recovery.orphan = Some(open.clone());
+        self.recovery.offer(Some(open.clone()));
         if !has_content(&message) || message.role != Role::Assistant {
             if failed_runs {
                 self.broadcast_transcript(None);
@@ -249,8 +250,8 @@ impl Core {
             open.chunks.clone(),
             record.continuation,
         );
-        self.recovery.orphan = None;
-        self.recovery.recovering = Some(root.to_string());
+        self.recovery.offer(None);
+        self.recovery.begin(root.to_string());
         self.finish_recovery();
     }
 
@@ -273,7 +274,7 @@ impl Core {
     /// A recovery chain ended (completed, failed or exhausted).
     pub(in crate::core) fn finish_recovery(&mut self) {
         self.clear_budget();
-        if let Some(root) = self.recovery.recovering.take() {
+        if let Some(root) = self.recovery.end() {
             let to = self.conns.chat();
             self.send_to(to, server::chat_recovering(false, &root));
         }
@@ -282,7 +283,7 @@ impl Core {
     /// The budget of the recovery chain `root`, taken out to be charged (a
     /// new one when another chain's, or none, was held).
     pub(in crate::core) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
-        match self.recovery.budget.take() {
+        match self.recovery.take_budget() {
             Some(b) if b.root == root => b,
             _ => RecoveryBudget {
                 root: root.to_string(),
@@ -294,31 +295,10 @@ impl Core {
     }
 
     fn clear_budget(&mut self) {
-        if self.recovery.budget.take().is_some() {
+        if self.recovery.take_budget().is_some() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::Recovery,
             });
-        }
-    }
-}
-
-/// A server tool whose run died (with the isolate, or with a cut stream)
-/// gets an error result; calls waiting for a person (`client_tools`) are left
-/// as they are.
-pub(in crate::core) fn repair_dead_server_calls(
-    client_tools: &[ClientToolSchema],
-    message: &mut UIMessage,
-) {
-    for part in &mut message.parts {
-        let Part::Tool(tool) = part else { continue };
-        let client_call = client_tools.iter().any(|t| t.name == tool.tool_name);
-        let dead = match tool.state {
-            ToolState::InputStreaming => true,
-            ToolState::InputAvailable => !client_call,
-            _ => false,
-        };
-        if dead {
-            tool.set_error(INTERRUPTED_TOOL_ERROR);
         }
     }
 }

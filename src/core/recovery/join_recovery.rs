@@ -22,9 +22,9 @@ use crate::core::Core;
 impl Core {
     /// While a recovery turn runs, the id of the cut stream it recovers.
     pub(in crate::core) fn recovery_offer(&self) -> Option<String> {
-        let active = self.active.as_ref().filter(|a| a.turn.is_recovery())?;
-        let cut = self.recovery.orphan.as_ref()?;
-        (cut.record.request_id != active.turn.request_id).then(|| cut.record.request_id.clone())
+        let active = self.active.as_ref().filter(|a| a.turn().is_recovery())?;
+        let cut = self.recovery.cut_stream()?;
+        (cut.record.request_id != active.turn().request_id).then(|| cut.record.request_id.clone())
     }
 
     /// On connect during a recovery: the cut stream is offered (live chunks
@@ -34,13 +34,11 @@ impl Core {
         let Some(id) = self.recovery_offer() else {
             return false;
         };
-        if let Some(state) = self.conns.state_mut(conn) {
-            state.pending_resume = true;
-        }
+        self.conns.offer_resume(conn);
         self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
         let frame = server::chat_messages(&self.transcript.messages(), true);
         self.send_to(vec![conn.clone()], frame);
-        if let Some(root) = &self.recovery.recovering {
+        if let Some(root) = self.recovery.recovering() {
             let frame = server::chat_recovering(true, root);
             self.send_to(vec![conn.clone()], frame);
         }
@@ -62,7 +60,7 @@ impl Core {
             // Already caught up (a repeated ACK): the recovery reaches it live.
             return true;
         }
-        let Some(cut) = self.recovery.orphan.as_ref() else {
+        let Some(cut) = self.recovery.cut_stream() else {
             return true;
         };
         let record = &cut.record;
@@ -75,9 +73,9 @@ impl Core {
         if let Some(active) = &self.active {
             // What the recovery streamed before the tab joined, as the live
             // frames the other tabs got (same `seq`s); live frames follow.
-            let recovery = active.turn.request_id.as_str();
-            let continuation = active.turn.is_continuation();
-            frames.extend(active.log.bodies.iter().enumerate().map(|(seq, body)| {
+            let recovery = active.turn().request_id.as_str();
+            let continuation = active.turn().is_continuation();
+            frames.extend(active.chunk_bodies().iter().enumerate().map(|(seq, body)| {
                 ResponseFrame {
                     seq: Some(seq as u64),
                     continuation,
@@ -95,7 +93,7 @@ impl Core {
     /// The recovery of the cut stream ended: it is no longer offered, and a
     /// late ACK for it is answered like one for any ended request.
     pub(in crate::core) fn retire_cut_stream(&mut self) {
-        if let Some(cut) = self.recovery.orphan.take() {
+        if let Some(cut) = self.recovery.take_offer() {
             let ids = cut.record.origin_message_ids;
             self.remember_finished(&cut.record.request_id, &ids);
         }
@@ -105,17 +103,21 @@ impl Core {
     /// inside the isolate), kept on offer while its recovery runs.
     pub(in crate::core) fn active_as_cut_stream(&self) -> Option<OpenStream> {
         let active = self.active.as_ref()?;
-        let turn = &active.turn;
+        let turn = active.turn();
         Some(OpenStream {
             record: StreamRecord {
                 request_id: turn.request_id.clone(),
-                message_id: active.message.id.clone(),
+                message_id: active.message().id.clone(),
                 continuation: turn.is_continuation(),
                 origin_message_ids: turn.message_ids.clone(),
                 started_at: self.now,
                 recovery_root: turn.recovery_root.clone(),
             },
-            chunks: active.log.bodies.iter().map(|b| b.to_string()).collect(),
+            chunks: active
+                .chunk_bodies()
+                .iter()
+                .map(|b| b.to_string())
+                .collect(),
         })
     }
 }

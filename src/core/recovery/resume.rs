@@ -20,8 +20,8 @@ impl Core {
             return;
         }
         if let Some(active) = &self.active {
-            let owner = active.turn.requester.clone();
-            let owned_elsewhere = active.turn.is_continuation()
+            let owner = active.turn().requester.clone();
+            let owned_elsewhere = active.turn().is_continuation()
                 && owner
                     .as_ref()
                     .is_some_and(|o| *o != conn && self.conns.contains(o));
@@ -30,11 +30,11 @@ impl Core {
                 self.send_to(vec![conn], frame);
                 return;
             }
-            let id = active.turn.request_id.clone();
+            let id = active.turn().request_id.clone();
             self.offer_stream(conn, &id, probe);
             return;
         }
-        if let Some(orphan) = &self.recovery.orphan {
+        if let Some(orphan) = self.recovery.cut_stream() {
             let id = orphan.record.request_id.clone();
             self.offer_stream(conn, &id, probe);
             return;
@@ -47,7 +47,7 @@ impl Core {
                 return;
             }
         }
-        if let Some(record) = &self.terminal_error {
+        if let Some(record) = self.ended.terminal_error() {
             let frame = server::stream_resuming(&record.request_id, probe);
             self.send_to(vec![conn], frame);
             return;
@@ -60,42 +60,34 @@ impl Core {
     }
 
     fn offer_stream(&mut self, conn: ConnId, id: &str, probe: Option<&str>) {
-        if let Some(state) = self.conns.state_mut(&conn) {
-            state.pending_resume = true;
-        }
+        self.conns.offer_resume(&conn);
         self.send_to(vec![conn], server::stream_resuming(id, probe));
     }
 
     fn park(&mut self, conn: ConnId, id: &str, probe: Option<&str>) {
-        if let Some(state) = self.conns.state_mut(&conn) {
-            state.parked = true;
-        }
+        self.conns.park(&conn);
         self.send_to(vec![conn], server::stream_pending(id, probe));
     }
 
     pub(in crate::core) fn on_resume_ack(&mut self, conn: ConnId, id: &str) {
-        let was_pending = self.conns.get(&conn).is_some_and(|s| s.pending_resume);
-        if let Some(state) = self.conns.state_mut(&conn) {
-            state.pending_resume = false;
-        }
+        let was_pending = self.conns.ack_resume(&conn);
         if self.ack_cut_stream(&conn, id, was_pending) {
             return;
         }
         if let Some(active) = &self.active {
-            if active.turn.request_id != id || !was_pending {
+            if active.turn().request_id != id || !was_pending {
                 return;
             }
-            let continuation = active.turn.is_continuation();
+            let continuation = active.turn().is_continuation();
             let caught_up = caught_up_frame(id, continuation);
-            let bodies = active.log.bodies.iter().map(|b| &**b);
+            let bodies = active.chunk_bodies().iter().map(|b| &**b);
             let frames = replay_frames(id, bodies, continuation, caught_up);
             self.send_each(&conn, frames);
             return;
         }
         if let Some(orphan) = self
             .recovery
-            .orphan
-            .as_ref()
+            .cut_stream()
             .filter(|o| o.record.request_id == id)
         {
             let continuation = orphan.record.continuation;
@@ -109,7 +101,7 @@ impl Core {
             self.send_each(&conn, frames);
             return;
         }
-        if let Some(record) = self.terminal_error.as_ref().filter(|r| r.request_id == id) {
+        if let Some(record) = self.ended.terminal_error().filter(|r| r.request_id == id) {
             // The failed stream replays, then its error (kept until a new turn is accepted).
             let failed = failed_replay_frame(record);
             let chunks = record.chunks.iter().map(String::as_str);
@@ -123,10 +115,7 @@ impl Core {
 
     /// The `messageIds` of a recently ended request (for a late ACK).
     fn recently_finished(&self, id: &str) -> Option<Vec<String>> {
-        self.finished
-            .iter()
-            .find(|(request_id, _)| request_id == id)
-            .map(|(_, ids)| ids.clone())
+        self.ended.recently_finished(id)
     }
 }
 

@@ -11,12 +11,12 @@ use crate::core::rows::persisted::{OpenStream, RecoveryBudget};
 pub struct RecoveryState {
     /// A stream cut by an eviction (or broken off inside the isolate),
     /// replayable until a new turn streams; kept while its recovery runs.
-    pub(in crate::core::recovery) orphan: Option<OpenStream>,
+    orphan: Option<OpenStream>,
     /// Streams found open at start, recovered on `Event::Woke`.
-    pub(in crate::core::recovery) cut_streams: Vec<OpenStream>,
+    cut_streams: Vec<OpenStream>,
     /// Root request id of the recovery in progress (tabs are told on connect).
-    pub(in crate::core::recovery) recovering: Option<String>,
-    pub(in crate::core::recovery) budget: Option<RecoveryBudget>,
+    recovering: Option<String>,
+    budget: Option<RecoveryBudget>,
 }
 
 impl RecoveryState {
@@ -37,6 +37,41 @@ impl RecoveryState {
     /// The root request of the recovery in progress, if any.
     pub fn recovering(&self) -> Option<&str> {
         self.recovering.as_deref()
+    }
+
+    /// The streams found open at start, taken out to be recovered.
+    pub(in crate::core::recovery) fn take_cut_streams(&mut self) -> Vec<OpenStream> {
+        std::mem::take(&mut self.cut_streams)
+    }
+
+    /// `cut` is the stream on offer to tabs that join (or none).
+    pub(in crate::core::recovery) fn offer(&mut self, cut: Option<OpenStream>) {
+        self.orphan = cut;
+    }
+
+    /// The cut stream on offer, no longer offered.
+    pub(in crate::core::recovery) fn take_offer(&mut self) -> Option<OpenStream> {
+        self.orphan.take()
+    }
+
+    /// The recovery chain `root` is in progress (tabs are told so).
+    pub(in crate::core::recovery) fn begin(&mut self, root: String) {
+        self.recovering = Some(root);
+    }
+
+    /// The chain in progress ended: its root, if one was in progress.
+    pub(in crate::core::recovery) fn end(&mut self) -> Option<String> {
+        self.recovering.take()
+    }
+
+    /// Holds `budget` as the chain's (or none).
+    pub(in crate::core::recovery) fn hold_budget(&mut self, budget: Option<RecoveryBudget>) {
+        self.budget = budget;
+    }
+
+    /// The budget held, taken out (to be charged or deleted).
+    pub(in crate::core::recovery) fn take_budget(&mut self) -> Option<RecoveryBudget> {
+        self.budget.take()
     }
 
     /// A turn that is not this recovery's streams: the cut stream is no

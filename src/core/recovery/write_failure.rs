@@ -39,7 +39,7 @@ impl Core {
         }
         let mut told = false;
         // The batch closed the last turn (its `done` frame was held back).
-        if let Some(closed) = self.last_closed.take() {
+        if let Some(closed) = self.ended.take_closed() {
             let closes = |op: &StoreOp| matches!(op, StoreOp::CloseStream { request_id } if *request_id == closed.request_id);
             if ops.iter().any(closes) {
                 let to = self.conns.chat();
@@ -59,7 +59,7 @@ impl Core {
                 );
                 told = true;
             } else {
-                self.last_closed = Some(closed);
+                self.ended.closed(closed);
             }
         }
         let written: Vec<&str> = ops
@@ -96,10 +96,10 @@ impl Core {
         }
         // The batch belonged to the running turn: it ends with the error.
         let touches_active = self.active.as_ref().is_some_and(|active| {
-            let turn = &active.turn;
+            let turn = active.turn();
             owns(
                 &turn.request_id,
-                Some(&active.message.id),
+                Some(&active.message().id),
                 &turn.message_ids,
             )
         });

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::model::{FinishReason, Usage};
-use crate::protocol::UIMessage;
+use crate::protocol::{ClientToolSchema, UIMessage};
 
+use crate::core::data::accumulator;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::vocab::hooks::ToolCall;
 use crate::core::vocab::ids::{CallId, ConnId};
@@ -18,9 +19,9 @@ use crate::core::vocab::turn_config::TurnSettings;
 /// A tool call the model made in the current step.
 #[derive(Debug)]
 pub(in crate::core) struct StepCall {
-    pub(in crate::core) id: String,
-    pub(in crate::core) name: String,
-    pub(in crate::core) arguments: String,
+    pub(in crate::core::turn) id: String,
+    pub(in crate::core::turn) name: String,
+    pub(in crate::core::turn) arguments: String,
 }
 
 /// How a step's request to the model is built, and how many times it was
@@ -31,44 +32,44 @@ pub(in crate::core) struct StepCall {
 #[derive(Debug, Clone)]
 pub(in crate::core) struct StepRequest {
     /// The context budget the request is built within (bytes; 0: no bound).
-    pub(in crate::core) budget: usize,
+    pub(in crate::core::turn) budget: usize,
     /// The estimated size of the messages the last call sent.
-    pub(in crate::core) sent_bytes: usize,
-    pub(in crate::core) retries: u32,
+    pub(in crate::core::turn) sent_bytes: usize,
+    pub(in crate::core::turn) retries: u32,
     /// The request was built again with less context after the provider
     /// refused it as too long (which happens at most once a step).
-    pub(in crate::core) narrowed: bool,
+    pub(in crate::core::turn) narrowed: bool,
     /// The last call sent files (a user's `file` parts).
-    pub(in crate::core) sent_files: bool,
+    pub(in crate::core::turn) sent_files: bool,
     /// The request is built with every file as a text note: the provider
     /// refused it with its files (which happens at most once a step).
-    pub(in crate::core) without_files: bool,
+    pub(in crate::core::turn) without_files: bool,
 }
 
 /// The step's model call in flight.
 #[derive(Debug)]
 pub(in crate::core) struct ModelCall {
-    pub(in crate::core) id: CallId,
-    pub(in crate::core) request: StepRequest,
+    pub(in crate::core::turn) id: CallId,
+    pub(in crate::core::turn) request: StepRequest,
     /// The call produced at least one event: it is never sent again.
-    pub(in crate::core) streamed: bool,
+    pub(in crate::core::turn) streamed: bool,
     /// Tool calls streamed so far, by the provider's index.
-    pub(in crate::core) calls: BTreeMap<u32, StepCall>,
+    pub(in crate::core::turn) calls: BTreeMap<u32, StepCall>,
 }
 
 /// How the model ended a step, known once its stream finished.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct StepEnd {
-    pub(in crate::core) finish_reason: FinishReason,
+    pub(in crate::core::turn) finish_reason: FinishReason,
     /// The model called tools, so another step may follow.
-    pub(in crate::core) called_tools: bool,
+    pub(in crate::core::turn) called_tools: bool,
     /// The names of the tools it called, in order.
-    pub(in crate::core) tool_names: Vec<String>,
+    pub(in crate::core::turn) tool_names: Vec<String>,
     /// What the provider reported for the step's call.
-    pub(in crate::core) usage: Option<Usage>,
+    pub(in crate::core::turn) usage: Option<Usage>,
     /// A call waits for a person (a browser tool or an approval): the turn
     /// ends after this step and resumes as a continuation.
-    pub(in crate::core) waits_on_person: bool,
+    pub(in crate::core::turn) waits_on_person: bool,
 }
 
 /// What the running turn is doing. Each phase holds exactly what it needs.
@@ -103,17 +104,17 @@ pub(in crate::core) enum TurnPhase {
 /// sees it and nothing runs yet.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct RunningTool {
-    pub(in crate::core) call: CallId,
-    pub(in crate::core) tool_name: String,
-    pub(in crate::core) remote: Option<ConnId>,
-    pub(in crate::core) deciding: Option<ToolCall>,
+    pub(in crate::core::turn) call: CallId,
+    pub(in crate::core::turn) tool_name: String,
+    pub(in crate::core::turn) remote: Option<ConnId>,
+    pub(in crate::core::turn) deciding: Option<ToolCall>,
 }
 
 /// The open text and reasoning parts of the answer and its part counter.
 #[derive(Debug, Default)]
 pub(in crate::core) struct OpenParts {
-    pub(in crate::core) text: Option<String>,
-    pub(in crate::core) reasoning: Option<String>,
+    pub(in crate::core::turn) text: Option<String>,
+    pub(in crate::core::turn) reasoning: Option<String>,
     next_part: u32,
 }
 
@@ -126,31 +127,57 @@ impl OpenParts {
 
 #[derive(Debug)]
 pub(in crate::core) struct ActiveTurn {
-    pub turn: QueuedTurn,
-    pub message: UIMessage,
+    pub(in crate::core::turn) turn: QueuedTurn,
+    pub(in crate::core::turn) message: UIMessage,
     /// The answer's place in the transcript, reserved when the turn starts so
     /// it follows the messages it answers even if newer ones arrive meanwhile.
-    pub(in crate::core) seq: u64,
-    pub(in crate::core) settings: TurnSettings,
+    pub(in crate::core::turn) seq: u64,
+    pub(in crate::core::turn) settings: TurnSettings,
     /// Model steps begun so far.
-    pub(in crate::core) steps: u32,
-    pub(in crate::core) phase: TurnPhase,
-    pub(in crate::core) running_tools: BTreeMap<String, RunningTool>,
-    pub(in crate::core) open: OpenParts,
-    pub log: ChunkLog,
+    pub(in crate::core::turn) steps: u32,
+    pub(in crate::core::turn) phase: TurnPhase,
+    pub(in crate::core::turn) running_tools: BTreeMap<String, RunningTool>,
+    pub(in crate::core::turn) open: OpenParts,
+    pub(in crate::core::turn) log: ChunkLog,
     /// Bytes of text, reasoning and tool arguments the model streamed in this turn.
-    pub(in crate::core) model_bytes: usize,
+    pub(in crate::core::turn) model_bytes: usize,
     /// When the turn started (for its log line).
-    pub(in crate::core) started_at: u64,
+    pub(in crate::core::turn) started_at: u64,
     /// Tokens the turn's steps used so far, as the provider reported them.
-    pub(in crate::core) usage: Option<Usage>,
+    pub(in crate::core::turn) usage: Option<Usage>,
     /// The current step's settings, when `before_step` changed the turn's.
-    pub(in crate::core) step_settings: Option<TurnSettings>,
+    pub(in crate::core::turn) step_settings: Option<TurnSettings>,
     /// The tools the model called in the last step that ended.
-    pub(in crate::core) last_step_tools: Vec<String>,
+    pub(in crate::core::turn) last_step_tools: Vec<String>,
 }
 
 impl ActiveTurn {
+    /// The queued request the turn answers.
+    pub(in crate::core) fn turn(&self) -> &QueuedTurn {
+        &self.turn
+    }
+
+    /// The answer being written.
+    pub(in crate::core) fn message(&self) -> &UIMessage {
+        &self.message
+    }
+
+    /// The answer's place in the transcript.
+    pub(in crate::core) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Every chunk body the stream logged so far, oldest first.
+    pub(in crate::core) fn chunk_bodies(&self) -> &[Rc<str>] {
+        &self.log.bodies
+    }
+
+    /// The stream was cut: a server tool call whose run died gets an error
+    /// result (calls waiting for a person are left as they are).
+    pub(in crate::core) fn repair_dead_server_calls(&mut self, client_tools: &[ClientToolSchema]) {
+        accumulator::repair_dead_server_calls(client_tools, &mut self.message);
+    }
+
     /// The settings of the current step: the turn's, with what
     /// `before_step` changed for it.
     pub(in crate::core) fn step_settings(&self) -> &TurnSettings {
@@ -198,8 +225,8 @@ pub struct ClosedTurn {
 /// Every logged chunk body of the running stream, and how much of it is durable.
 #[derive(Debug, Default)]
 pub struct ChunkLog {
-    pub bodies: Vec<Rc<str>>,
+    pub(in crate::core::turn) bodies: Vec<Rc<str>>,
     pub(in crate::core::turn) flushed: usize,
     /// A text or reasoning delta was streamed.
-    pub(in crate::core) saw_delta: bool,
+    pub(in crate::core::turn) saw_delta: bool,
 }

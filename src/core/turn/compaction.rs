@@ -69,12 +69,12 @@ impl Core {
             } => (dropped, through_seq, kept),
         };
         let hook = self.config.compact.clone()?;
-        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
+        let previous = self.compaction.summary().map(|s| s.text.clone());
         let Some(text) = hook(&CompactionInput {
             previous: previous.as_deref(),
             dropped: &dropped,
         }) else {
-            self.compaction.declined = true;
+            self.compaction.decline();
             return None;
         };
         Some(self.adopt_summary(system, Summary { through_seq, text }, &kept))
@@ -99,7 +99,7 @@ impl Core {
             return false;
         };
         let call = self.next_call_id();
-        let previous = self.compaction.summary.as_ref().map(|s| s.text.clone());
+        let previous = self.compaction.summary().map(|s| s.text.clone());
         let Some(active) = self.active.as_mut() else {
             return false;
         };
@@ -134,9 +134,9 @@ impl Core {
             Some(text) => {
                 let summary = Summary { through_seq, text };
                 self.put_config(ConfigKey::Summary, &summary);
-                self.compaction.summary = Some(summary);
+                self.compaction.replace_summary(summary);
             }
-            None => self.compaction.declined = true,
+            None => self.compaction.decline(),
         }
         self.enter_calling_model(request);
     }
@@ -153,7 +153,7 @@ impl Core {
         out.push(summary_message(&summary.text));
         let kept: Vec<&UIMessage> = kept.iter().collect();
         out.extend(model_messages("", &kept));
-        self.compaction.summary = Some(summary);
+        self.compaction.replace_summary(summary);
         out
     }
 
@@ -169,19 +169,14 @@ impl Core {
         budget: usize,
     ) -> Option<Plan> {
         let max_messages = self.config.settings.context.max_messages;
-        if (budget == 0 && max_messages == 0) || self.compaction.declined {
+        if (budget == 0 && max_messages == 0) || self.compaction.declined() {
             return None;
         }
-        let from = self
-            .compaction
-            .summary
-            .as_ref()
-            .map_or(0, |s| s.through_seq);
+        let from = self.compaction.summary().map_or(0, |s| s.through_seq);
         let system_bytes = estimated_bytes(&model_messages(system, &[]));
         let summary_bytes = self
             .compaction
-            .summary
-            .as_ref()
+            .summary()
             .map_or(0, |s| estimated_bytes(&[summary_message(&s.text)]));
         // Everything since the summary (window, then older pages back to it).
         let mut since: Vec<(u64, UIMessage)> = Vec::new();
@@ -205,7 +200,7 @@ impl Core {
         if fits {
             // The stored summary (if any) still covers what does not fit.
             let mut out = model_messages(system, &[]);
-            if let Some(summary) = &self.compaction.summary {
+            if let Some(summary) = self.compaction.summary() {
                 out.push(summary_message(&summary.text));
             }
             let kept: Vec<&UIMessage> = since.iter().map(|(_, m)| m).collect();

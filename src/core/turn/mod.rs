@@ -3,6 +3,7 @@ pub mod chunk_log;
 pub mod compaction;
 pub mod compaction_state;
 pub mod context_cut;
+pub mod ended;
 pub mod model_call;
 pub mod phases;
 pub mod prepare;

@@ -57,8 +57,7 @@ impl Core {
         let compacted = self.compacted_step_context(context_budget);
         let (request, omitted) = self.build_step_request(context_budget, compacted)?;
         // Logged when the cut moves: a long conversation trims every request.
-        if omitted > 0 && log_trim && self.logged_cut != Some(omitted) {
-            self.logged_cut = Some(omitted);
+        if omitted > 0 && log_trim && self.compaction.cut_moved(omitted) {
             let request_id = self.active.as_ref()?.turn.request_id.clone();
             self.log(LogEvent::ContextTrimmed {
                 request_id,

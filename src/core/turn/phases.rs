@@ -107,9 +107,7 @@ impl Core {
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
-            if let Some(state) = self.conns.state_mut(&conn) {
-                state.pending_resume = true;
-            }
+            self.conns.offer_resume(&conn);
             self.send_to(vec![conn], server::stream_resuming(&request_id, None));
         }
         self.emit(UIMessageChunk::Start {
@@ -383,7 +381,7 @@ impl Core {
             self.broadcast_transcript(None);
         }
         self.remember_finished(&request_id, &message_ids);
-        self.last_closed = Some(crate::core::turn::active::ClosedTurn {
+        self.ended.closed(crate::core::turn::active::ClosedTurn {
             request_id: request_id.clone(),
             message_ids: message_ids.clone(),
             continuation,
@@ -485,12 +483,7 @@ impl Core {
     }
 
     pub(in crate::core) fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
-        const REMEMBERED: usize = 32;
-        if self.finished.len() == REMEMBERED {
-            self.finished.pop_front();
-        }
-        self.finished
-            .push_back((request_id.to_string(), message_ids.to_vec()));
+        self.ended.remember_finished(request_id, message_ids);
     }
 }
 

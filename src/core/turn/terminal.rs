@@ -106,12 +106,12 @@ impl Core {
             continuation,
         };
         self.put_config(ConfigKey::TerminalError, &record);
-        self.terminal_error = Some(record);
+        self.ended.record_terminal_error(record);
     }
 
     /// A new turn was accepted: the last failure is no longer replayed.
     pub(in crate::core) fn forget_terminal_error(&mut self) {
-        if self.terminal_error.take().is_some() {
+        if self.ended.forget_terminal_error() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::TerminalError,
             });

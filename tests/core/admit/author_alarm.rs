@@ -7,7 +7,7 @@ use crate::sim::*;
 use durable_chat::core::{ConfigKey, Event};
 
 fn schedule(sim: &mut Sim, at: Option<u64>) {
-    sim.handle(Event::ScheduleAlarm { at_ms: at });
+    sim.schedule_alarm(at);
 }
 
 #[test]

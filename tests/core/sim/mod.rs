@@ -528,6 +528,12 @@ impl Sim {
         self.apply_effects();
     }
 
+    /// The agent's own code schedules its alarm (`Core::schedule_alarm`).
+    pub fn schedule_alarm(&mut self, at_ms: Option<u64>) {
+        self.core.schedule_alarm(at_ms, self.now);
+        self.apply_effects();
+    }
+
     /// The agent's own code sets the synced state (`Core::set_state`).
     pub fn set_state(&mut self, state: Value) -> Result<(), String> {
         let result = self.core.set_state(state, self.now);

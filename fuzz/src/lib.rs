@@ -159,6 +159,7 @@ fn config(concurrency: Concurrency) -> CoreConfig {
             }
         })),
         callables: ["echo".to_string()].into_iter().collect(),
+        streaming: Default::default(),
     };
     config.settings.limits = Limits {
         max_frame_bytes: 8 * 1024,

@@ -2,8 +2,7 @@
 // in one Miniflare session: the coordinator's `ChatAgent` binding is the Rust worker's class, so
 // its calls are Durable Object RPC calls to the bridge class the build generates. Owns:
 // buildCoordinator (the esbuild bundle, into target/think-coordinator/), startWithCoordinator.
-import { build } from 'esbuild';
-import { builtinModules } from 'node:module';
+import { bundleThinkWorker } from '../../scripts/think-bundle.mjs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,37 +12,9 @@ import { startModelServer } from './model-server.mjs';
 
 const OUT = join(ROOT, 'target', 'think-coordinator', 'index.js');
 
-// Think's dependency graph imports an optional peer (agents' skill-script runner → just-bash) the
-// coordinator never reaches; it resolves to a module that throws if it ever is.
-const optionalPeers = {
-  name: 'optional-peers',
-  setup(b) {
-    b.onResolve({ filter: /^just-bash$/ }, (args) => ({ path: args.path, namespace: 'optional-peer' }));
-    b.onLoad({ filter: /.*/, namespace: 'optional-peer' }, () => ({
-      contents: `const fail = () => { throw new Error('just-bash is not bundled'); };
-export class Bash { constructor() { fail(); } }
-export const defineCommand = fail;
-export default {};`,
-      loader: 'js',
-    }));
-  },
-};
-
 export async function buildCoordinator() {
-  await build({
-    entryPoints: [join(ROOT, 'tests', 'support', 'think-coordinator', 'coordinator.js')],
-    outfile: OUT,
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    conditions: ['workerd', 'worker', 'browser', 'import', 'module'],
-    mainFields: ['module', 'main'],
-    external: ['cloudflare:*', 'node:*', ...builtinModules],
-    plugins: [optionalPeers],
-    logLevel: 'error',
-  });
-  return OUT;
+  const entry = join(ROOT, 'tests', 'support', 'think-coordinator', 'coordinator.js');
+  return bundleThinkWorker(entry, OUT, { logLevel: 'error' });
 }
 
 /**

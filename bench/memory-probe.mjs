@@ -148,7 +148,7 @@ async function main() {
   const ours = o['ours-dir'] ? { dir: o['ours-dir'] } : stageOurs(join(work, 'ours-build'));
   const specs = workerSpecs(ours, o.workers.includes('think') ? ensureThinkBuilt() : '');
   const model = await startModelServer();
-  const bindings = { OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' };
+  const bindings = { OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1', RATE_LIMIT_PER_CONNECTION: '0', RATE_LIMIT_PER_AGENT: '0' };
   for (const kv of o.vars.split(',').filter(Boolean)) { const [k, v] = kv.split('='); bindings[k] = v; }
   try {
     for (const key of o.workers.split(',')) {

@@ -220,7 +220,8 @@ async function startInstance(spec, { modelUrl, persistDir, preventEviction = fal
     cf: false,
     host: '127.0.0.1',
     port: 0,
-    bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue' },
+    // No request rates: the peer has none, and a phase sends more than a minute's default share.
+    bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', RATE_LIMIT_PER_CONNECTION: '0', RATE_LIMIT_PER_AGENT: '0' },
     ...miniflare,
   }));
   const ready = await mf.ready;

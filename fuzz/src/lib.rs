@@ -429,6 +429,7 @@ impl Sim {
             }
             // Hooks that decide tool calls or summarize: this agent has none.
             Effect::DecideToolCall { .. }
+            | Effect::RewriteToolResult { .. }
             | Effect::Summarize { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)

@@ -142,7 +142,15 @@ pub trait AgentDefinition: 'static {
 
     /// Sees every tool result (a server tool's run, a tab's or a parent's
     /// answer) before it is stored and the model reads it; may rewrite it.
-    fn after_tool_call(&self, _call: &ToolCall, result: ToolOutcome) -> ToolOutcome {
+    /// Awaited (it may read the agent's storage or ask a service): the result
+    /// waits for it, under the tool's deadline (past it, the result stands
+    /// as it came).
+    async fn after_tool_call(
+        &self,
+        _call: ToolCall,
+        result: ToolOutcome,
+        _agent: AgentHandle,
+    ) -> ToolOutcome {
         result
     }
 

@@ -683,6 +683,26 @@ impl AgentHost {
                     host.dispatch(Event::ToolCallDecided { call, decision });
                 });
             }
+            Effect::RewriteToolResult { call, tool, result } => {
+                let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed =
+                    (self.debug.tools).then(|| (tool.clone(), result.clone(), self.handle()));
+                let rewrite = (self.hooks.after_tool_call)((tool, result), self.handle());
+                spawn_local(async move {
+                    #[allow(unused_mut)]
+                    let mut result = rewrite.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let Some((tool, given, agent)) = listed {
+                        if result == given {
+                            if let Some(replaced) = debug_author::rewrite(&tool, &agent).await {
+                                result = replaced;
+                            }
+                        }
+                    }
+                    host.dispatch(Event::ToolResultRewritten { call, result });
+                });
+            }
             Effect::Summarize { call, request } => {
                 let host = self.clone();
                 let summarize = (self.hooks.summarize)(request, self.handle());

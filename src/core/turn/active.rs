@@ -12,7 +12,7 @@ use crate::protocol::{ClientToolSchema, UIMessage};
 
 use crate::core::data::accumulator;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::vocab::hooks::ToolCall;
+use crate::core::vocab::hooks::{ToolCall, ToolOutcome};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::turn_config::TurnSettings;
 
@@ -101,13 +101,16 @@ pub(in crate::core) enum TurnPhase {
 /// A tool run in flight: its call and, for a client tool run by a parent
 /// agent, the channel it went to. While the host's `before_tool_call`
 /// decides (`Effect::DecideToolCall`), `deciding` holds the call as the hook
-/// sees it and nothing runs yet.
+/// sees it and nothing runs yet. While the host's `after_tool_call` looks at
+/// a result (`Effect::RewriteToolResult`), `rewriting` holds the result as it
+/// came, and nothing is shown or stored yet.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct RunningTool {
     pub(in crate::core::turn) call: CallId,
     pub(in crate::core::turn) tool_name: String,
     pub(in crate::core::turn) remote: Option<ConnId>,
     pub(in crate::core::turn) deciding: Option<ToolCall>,
+    pub(in crate::core::turn) rewriting: Option<ToolOutcome>,
 }
 
 /// The open text and reasoning parts of the answer and its part counter.

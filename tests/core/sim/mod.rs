@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision, ToolSpec,
-    TurnConfig, TurnContext,
+    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision,
+    ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -57,6 +57,11 @@ enum Work {
         call: CallId,
         summary: Option<String>,
     },
+    /// The host's `after_tool_call` answered.
+    Rewritten {
+        call: CallId,
+        result: ToolOutcome,
+    },
     /// The host's `on_chat_response` returned for this turn.
     Delivered {
         request_id: String,
@@ -71,6 +76,7 @@ impl Work {
             }
             Work::Prepared { turn, .. } => Some(*turn),
             Work::Decided { call, .. } => Some(*call),
+            Work::Rewritten { call, .. } => Some(*call),
             Work::Summarized { call, .. } => Some(*call),
             Work::Delivered { .. } => None,
         }
@@ -84,6 +90,15 @@ impl Work {
 pub struct Decider {
     pub delay_ms: u64,
     pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
+}
+
+/// The host's `after_tool_call` when the core asks
+/// (`CoreConfig::rewrite_tool_results`): answered `delay_ms` later with what
+/// `hook` leaves of the result.
+#[derive(Clone)]
+pub struct Rewriter {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>,
 }
 
 /// Writes a summary (`None`: declines).
@@ -145,6 +160,10 @@ pub struct Sim {
     pub decider: Decider,
     /// The calls the core asked the host to decide, in order.
     pub decided: Vec<ToolCall>,
+    /// Answers `Effect::RewriteToolResult` (default: at once, unchanged).
+    pub rewriter: Rewriter,
+    /// The calls and results the core asked the host to look at, in order.
+    pub rewritten: Vec<(ToolCall, ToolOutcome)>,
     /// Answers `Effect::Summarize` (default: at once, declining).
     pub summarizer: Summarizer,
     /// What the core asked the host to summarize, in order.
@@ -246,6 +265,11 @@ impl Sim {
                 hook: Rc::new(|_| ToolCallDecision::Allow),
             },
             decided: Vec::new(),
+            rewriter: Rewriter {
+                delay_ms: 0,
+                hook: Rc::new(|_, result| result),
+            },
+            rewritten: Vec::new(),
             summarizer: Summarizer {
                 delay_ms: 0,
                 hook: Rc::new(|_| None),
@@ -450,6 +474,7 @@ impl Sim {
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
                 Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
+                Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
                 Work::Summarized { call, summary } => Event::Summarized { call, summary },
             };
             self.handle(event);
@@ -701,6 +726,13 @@ impl Sim {
                 self.decided.push(tool);
                 let at = self.now + self.decider.delay_ms;
                 self.schedule(at, Work::Decided { call, decision });
+            }
+            Effect::RewriteToolResult { call, tool, result } => {
+                let rewritten = (self.rewriter.hook)(&tool, result.clone());
+                self.rewritten.push((tool, result));
+                let at = self.now + self.rewriter.delay_ms;
+                let result = rewritten;
+                self.schedule(at, Work::Rewritten { call, result });
             }
             Effect::Summarize { call, request } => {
                 let summary = (self.summarizer.hook)(&request);

@@ -17,6 +17,7 @@ mod step_hooks;
 mod summarizing;
 mod tool_decisions;
 mod tool_hooks;
+mod tool_rewrites;
 mod turn_hooks;
 mod turns;
 mod usage_metadata;

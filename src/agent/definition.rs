@@ -127,7 +127,9 @@ pub trait AgentDefinition: 'static {
     /// Called for a turn that is about to fail. `Retry` sends the failed
     /// model call again (when `error.retryable`: it streamed nothing and the
     /// step's model-retry budget is left); `Fail` (the default) ends the turn.
-    fn on_chat_error(&self, _error: &ChatError) -> ErrorDisposition {
+    /// Awaited (it may read the agent's storage or ask a service): the turn
+    /// waits for it, at most the model call's deadline.
+    async fn on_chat_error(&self, _error: ChatError, _agent: AgentHandle) -> ErrorDisposition {
         ErrorDisposition::Fail
     }
 

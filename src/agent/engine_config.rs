@@ -1,15 +1,15 @@
 //! How a definition becomes what the engine runs: the core's configuration
 //! (system prompt, tool specs, settings, the inline hooks) and the awaited
 //! hooks the host calls (`before_turn`, `before_tool_call`,
-//! `after_tool_call`, `on_chat_response`, `on_step_end`).
+//! `after_tool_call`, `on_chat_error`, `on_chat_response`, `on_step_end`).
 
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport,
-    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, ErrorDisposition, Hooks, MetadataMoment, StepContext,
+    StepReport, SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
@@ -30,6 +30,7 @@ pub struct AsyncHooks {
     pub on_step_end: Awaited<StepReport, ()>,
     pub before_tool_call: Awaited<ToolCall, ToolCallDecision>,
     pub after_tool_call: Awaited<(ToolCall, ToolOutcome), ToolOutcome>,
+    pub on_chat_error: Awaited<ChatError, ErrorDisposition>,
     pub summarize: Awaited<SummaryRequest, Option<String>>,
 }
 
@@ -37,7 +38,7 @@ impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
         let (decide, summarize) = (definition.clone(), definition.clone());
-        let rewrite = definition.clone();
+        let (rewrite, errors) = (definition.clone(), definition.clone());
         AsyncHooks {
             before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
@@ -59,6 +60,10 @@ impl AsyncHooks {
                 let definition = rewrite.clone();
                 Box::pin(async move { definition.after_tool_call(call, result, agent).await })
             }),
+            on_chat_error: Rc::new(move |error, agent| {
+                let definition = errors.clone();
+                Box::pin(async move { definition.on_chat_error(error, agent).await })
+            }),
             summarize: Rc::new(move |request, agent| {
                 let definition = summarize.clone();
                 Box::pin(async move { definition.summarize(request, agent).await })
@@ -69,7 +74,8 @@ impl AsyncHooks {
 
 /// Builds the core's configuration for one agent instance: each turn is
 /// prepared by the host and each tool call decided and its result looked at
-/// there (`before_turn`, `before_tool_call` and `after_tool_call` are awaited
+/// there, and each failed turn's disposition (`before_turn`,
+/// `before_tool_call`, `after_tool_call` and `on_chat_error` are awaited
 /// there); the inline hooks go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
@@ -85,12 +91,10 @@ pub fn core_config<D: AgentDefinition>(
     config.prepare_turn = true;
     config.decide_tool_calls = true;
     config.rewrite_tool_results = true;
-    let errors = definition.clone();
+    config.decide_chat_errors = true;
     let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
-        on_chat_error: Some(Rc::new(move |error: &ChatError| {
-            errors.on_chat_error(error)
-        })),
+        on_chat_error: None,
         before_tool_call: None,
         after_tool_call: None,
         before_step: Some(Rc::new(move |ctx: &StepContext| step.before_step(ctx))),
@@ -176,6 +180,10 @@ mod tests {
         assert!(
             config.rewrite_tool_results && config.hooks.after_tool_call.is_none(),
             "each tool result is looked at by the host"
+        );
+        assert!(
+            config.decide_chat_errors && config.hooks.on_chat_error.is_none(),
+            "each failed turn is decided by the host"
         );
         let hooks = AsyncHooks::of(&definition);
         let call = ToolCall {

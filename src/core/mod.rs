@@ -231,6 +231,9 @@ impl Core {
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
             Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
             Event::ToolResultRewritten { call, result } => self.on_result_rewritten(call, result),
+            Event::ChatErrorDecided { call, disposition } => {
+                self.on_chat_error_decided(call, disposition)
+            }
             Event::Summarized { call, summary } => self.on_summarized(call, summary),
             Event::ProgrammaticChat {
                 conn,

@@ -703,6 +703,14 @@ impl AgentHost {
                     host.dispatch(Event::ToolResultRewritten { call, result });
                 });
             }
+            Effect::DecideChatError { call, error } => {
+                let host = self.clone();
+                let decide = (self.hooks.on_chat_error)(error, self.handle());
+                spawn_local(async move {
+                    let disposition = decide.await;
+                    host.dispatch(Event::ChatErrorDecided { call, disposition });
+                });
+            }
             Effect::Summarize { call, request } => {
                 let host = self.clone();
                 let summarize = (self.hooks.summarize)(request, self.handle());

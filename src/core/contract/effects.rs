@@ -13,7 +13,8 @@ use crate::protocol::UIMessage;
 
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
 use crate::core::vocab::hooks::{
-    ChatResponse, SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome,
+    ChatError, ChatResponse, ErrorDisposition, SummaryRequest, ToolCall, ToolCallDecision,
+    ToolOutcome,
 };
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
@@ -77,6 +78,12 @@ pub enum Event {
     ToolResultRewritten {
         call: CallId,
         result: ToolOutcome,
+    },
+    /// The host's answer to `Effect::DecideChatError`: what `on_chat_error`
+    /// decided for the failed turn.
+    ChatErrorDecided {
+        call: CallId,
+        disposition: ErrorDisposition,
     },
     /// The host's answer to `Effect::Summarize`: the summary, or `None` to
     /// leave messages out without one.
@@ -232,6 +239,12 @@ pub enum Effect {
         call: CallId,
         tool: ToolCall,
         result: ToolOutcome,
+    },
+    /// Run the agent's `on_chat_error` on `error` and answer with
+    /// `Event::ChatErrorDecided { call }` (`CoreConfig::decide_chat_errors`).
+    DecideChatError {
+        call: CallId,
+        error: ChatError,
     },
     /// Summarize what the context policy leaves out before the step's model
     /// call, and answer with `Event::Summarized { call }`

@@ -210,6 +210,10 @@ pub struct CoreConfig {
     /// answered with `Event::ToolResultRewritten`) instead of to the inline
     /// `hooks.after_tool_call`; the result is stored only once it answers.
     pub rewrite_tool_results: bool,
+    /// A step's model call that failed for good is first decided by the host
+    /// (`Effect::DecideChatError`, answered with `Event::ChatErrorDecided`)
+    /// instead of by the inline `hooks.on_chat_error`; the turn waits for it.
+    pub decide_chat_errors: bool,
     /// What the context policy leaves out is summarized by the host
     /// (`Effect::Summarize`, answered with `Event::Summarized`) before the
     /// step's model call, instead of by the inline `compact` hook.
@@ -233,6 +237,7 @@ impl CoreConfig {
             prepare_turn: false,
             decide_tool_calls: false,
             rewrite_tool_results: false,
+            decide_chat_errors: false,
             summarize_by_host: false,
             hooks: Default::default(),
             compact: None,

@@ -21,9 +21,9 @@ use serde_json::{json, Value};
 
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
-    ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision,
-    ToolOutcome, ToolSpec, TurnConfig, TurnContext,
+    ApprovalRule, AuthorCall, CallId, ChatError, ChatResponse, ConnId, Core, CoreConfig, Effect,
+    ErrorDisposition, Event, LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall,
+    ToolCallDecision, ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -57,6 +57,11 @@ enum Work {
         call: CallId,
         summary: Option<String>,
     },
+    /// The host's `on_chat_error` answered.
+    ErrorDecided {
+        call: CallId,
+        disposition: ErrorDisposition,
+    },
     /// The host's `after_tool_call` answered.
     Rewritten {
         call: CallId,
@@ -77,6 +82,7 @@ impl Work {
             Work::Prepared { turn, .. } => Some(*turn),
             Work::Decided { call, .. } => Some(*call),
             Work::Rewritten { call, .. } => Some(*call),
+            Work::ErrorDecided { call, .. } => Some(*call),
             Work::Summarized { call, .. } => Some(*call),
             Work::Delivered { .. } => None,
         }
@@ -99,6 +105,15 @@ pub struct Decider {
 pub struct Rewriter {
     pub delay_ms: u64,
     pub hook: Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>,
+}
+
+/// The host's `on_chat_error` when the core asks
+/// (`CoreConfig::decide_chat_errors`): answered `delay_ms` later with what
+/// `hook` decides.
+#[derive(Clone)]
+pub struct ErrorDecider {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&ChatError) -> ErrorDisposition>,
 }
 
 /// Writes a summary (`None`: declines).
@@ -164,6 +179,10 @@ pub struct Sim {
     pub rewriter: Rewriter,
     /// The calls and results the core asked the host to look at, in order.
     pub rewritten: Vec<(ToolCall, ToolOutcome)>,
+    /// Answers `Effect::DecideChatError` (default: at once, failing).
+    pub error_decider: ErrorDecider,
+    /// The failed turns the core asked the host to decide, in order.
+    pub errors_decided: Vec<ChatError>,
     /// Answers `Effect::Summarize` (default: at once, declining).
     pub summarizer: Summarizer,
     /// What the core asked the host to summarize, in order.
@@ -270,6 +289,11 @@ impl Sim {
                 hook: Rc::new(|_, result| result),
             },
             rewritten: Vec::new(),
+            error_decider: ErrorDecider {
+                delay_ms: 0,
+                hook: Rc::new(|_| ErrorDisposition::Fail),
+            },
+            errors_decided: Vec::new(),
             summarizer: Summarizer {
                 delay_ms: 0,
                 hook: Rc::new(|_| None),
@@ -475,6 +499,9 @@ impl Sim {
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
                 Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
                 Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
+                Work::ErrorDecided { call, disposition } => {
+                    Event::ChatErrorDecided { call, disposition }
+                }
                 Work::Summarized { call, summary } => Event::Summarized { call, summary },
             };
             self.handle(event);
@@ -726,6 +753,12 @@ impl Sim {
                 self.decided.push(tool);
                 let at = self.now + self.decider.delay_ms;
                 self.schedule(at, Work::Decided { call, decision });
+            }
+            Effect::DecideChatError { call, error } => {
+                let disposition = (self.error_decider.hook)(&error);
+                self.errors_decided.push(error);
+                let at = self.now + self.error_decider.delay_ms;
+                self.schedule(at, Work::ErrorDecided { call, disposition });
             }
             Effect::RewriteToolResult { call, tool, result } => {
                 let rewritten = (self.rewriter.hook)(&tool, result.clone());

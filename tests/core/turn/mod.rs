@@ -5,6 +5,7 @@ mod client_tools;
 mod compaction;
 mod context;
 mod deadlines;
+mod error_decisions;
 mod files;
 mod large_values;
 mod logs;

@@ -4,8 +4,8 @@
 // first while `hold_responses` is set). A report cut by a runtime restart while the hook runs is
 // delivered after the restart, once; `run_turn` from a route answers with the stored answer while
 // a tab watches the turn stream; `cancel_request` stops a tab's running turn by its request id;
-// an awaited `before_tool_call` blocks a call and an awaited `after_tool_call` rewrites a result,
-// both after reading the agent's storage.
+// an awaited `before_tool_call` blocks a call, an awaited `after_tool_call` rewrites a result and
+// an awaited `on_chat_error` sends a failed model call again, each after reading the agent's storage.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,4 +141,22 @@ test('an awaited after_tool_call that reads storage rewrites the result the mode
   const later = await getMessages(w.url, AGENT, room);
   const own = later[3].parts.find((p) => p.type === 'tool-kv_put');
   assert.deepEqual(own.output, { stored: 'from-tool' });
+});
+
+test('an awaited on_chat_error that reads storage sends a failed model call again', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'tc-chat-error';
+  assert.equal((await post(w, room, 'kv-put', { key: 'retry_errors', value: true })).status, 200);
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), `[http-once:400] first ${id}`)]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the retry answered');
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.match(textOf(stored[1]), /You said: .*first/);
+
+  // Left failing, the same failure ends the turn.
+  assert.equal((await post(w, room, 'kv-put', { key: 'retry_errors', value: false })).status, 200);
+  const again = rid();
+  a.send(chatRequest(again, [userMessage(rid('u'), `[http-once:400] second ${again}`)]));
+  assert.equal((await a.waitFor(isDone(again), TURN_MS)).outcome, 'error');
 });

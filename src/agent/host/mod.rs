@@ -687,8 +687,8 @@ impl AgentHost {
                 let host = self.clone();
                 #[cfg(feature = "debug-routes")]
                 let listed =
-                    (self.debug.tools).then(|| (tool.clone(), result.clone(), self.handle()));
-                let rewrite = (self.hooks.after_tool_call)((tool, result), self.handle());
+                    (self.debug.tools).then(|| (tool.clone(), (*result).clone(), self.handle()));
+                let rewrite = (self.hooks.after_tool_call)((tool, *result), self.handle());
                 spawn_local(async move {
                     #[allow(unused_mut)]
                     let mut result = rewrite.await;
@@ -705,9 +705,20 @@ impl AgentHost {
             }
             Effect::DecideChatError { call, error } => {
                 let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed = (self.debug.tools).then(|| self.handle());
                 let decide = (self.hooks.on_chat_error)(error, self.handle());
                 spawn_local(async move {
-                    let disposition = decide.await;
+                    #[allow(unused_mut)]
+                    let mut disposition = decide.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let (crate::core::ErrorDisposition::Fail, Some(agent)) =
+                        (disposition, listed)
+                    {
+                        if let Some(retry) = debug_author::retry_error(&agent).await {
+                            disposition = retry;
+                        }
+                    }
                     host.dispatch(Event::ChatErrorDecided { call, disposition });
                 });
             }

@@ -238,7 +238,7 @@ pub enum Effect {
     RewriteToolResult {
         call: CallId,
         tool: ToolCall,
-        result: ToolOutcome,
+        result: Box<ToolOutcome>,
     },
     /// Run the agent's `on_chat_error` on `error` and answer with
     /// `Event::ChatErrorDecided { call }` (`CoreConfig::decide_chat_errors`).

@@ -35,7 +35,7 @@ impl Core {
             self.effects.push(Effect::RewriteToolResult {
                 call,
                 tool: hooked,
-                result: outcome,
+                result: Box::new(outcome),
             });
             return;
         }

@@ -385,7 +385,7 @@ impl Core {
         self.effects.push(Effect::RewriteToolResult {
             call,
             tool: hooked,
-            result,
+            result: Box::new(result),
         });
     }
 

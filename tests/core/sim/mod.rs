@@ -98,13 +98,16 @@ pub struct Decider {
     pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
 }
 
+/// Rewrites a tool's result.
+pub type RewriteHook = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
+
 /// The host's `after_tool_call` when the core asks
 /// (`CoreConfig::rewrite_tool_results`): answered `delay_ms` later with what
 /// `hook` leaves of the result.
 #[derive(Clone)]
 pub struct Rewriter {
     pub delay_ms: u64,
-    pub hook: Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>,
+    pub hook: RewriteHook,
 }
 
 /// The host's `on_chat_error` when the core asks
@@ -761,8 +764,8 @@ impl Sim {
                 self.schedule(at, Work::ErrorDecided { call, disposition });
             }
             Effect::RewriteToolResult { call, tool, result } => {
-                let rewritten = (self.rewriter.hook)(&tool, result.clone());
-                self.rewritten.push((tool, result));
+                let rewritten = (self.rewriter.hook)(&tool, (*result).clone());
+                self.rewritten.push((tool, *result));
                 let at = self.now + self.rewriter.delay_ms;
                 let result = rewritten;
                 self.schedule(at, Work::Rewritten { call, result });

@@ -3,7 +3,7 @@
 //! stored and read by the model; a result settled by `before_tool_call` and
 //! a tab's result pass it too; a late answer for a cancelled turn is
 //! ignored; a hook that never answers leaves the result as the tool gave it
-//! once the tool's deadline passes.
+//! once the tool's deadline passes; an eviction meanwhile is recovered.
 
 use std::rc::Rc;
 
@@ -159,4 +159,31 @@ fn a_hook_that_never_answers_leaves_the_result_as_it_came() {
         terminal(sim.frames("a"), "r1").expect("ended")["outcome"],
         "completed"
     );
+}
+
+#[test]
+fn an_eviction_while_a_result_is_rewritten_is_recovered_and_the_turn_ends() {
+    let mut sim = rewriting_sim(|_| {});
+    ask_weather(&mut sim);
+    sim.script(Reply::text("recovered answer"));
+    sim.advance(300);
+    assert_eq!(sim.rewritten.len(), 1, "the rewrite is pending");
+    sim.evict();
+    sim.run_until_idle();
+    let ended = sim.frames("a").iter().any(|f| f["done"] == true);
+    assert!(ended, "the turn ended after the restart");
+    let stored = sim.transcript();
+    assert_eq!(stored.len(), 2, "one answer stored");
+    let unsettled = stored[1]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"].as_str().is_some_and(|t| t.starts_with("tool-")))
+        .any(|p| {
+            !matches!(
+                p["state"].as_str(),
+                Some("output-available" | "output-error")
+            )
+        });
+    assert!(!unsettled, "no call is left unsettled: {}", stored[1]);
 }

@@ -429,6 +429,8 @@ impl Sim {
             }
             // Hooks that decide tool calls or summarize: this agent has none.
             Effect::DecideToolCall { .. }
+            | Effect::RewriteToolResult { .. }
+            | Effect::DecideChatError { .. }
             | Effect::Summarize { .. }
             | Effect::TurnEnded(_)
             | Effect::StepEnded(_)

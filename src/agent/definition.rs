@@ -127,7 +127,9 @@ pub trait AgentDefinition: 'static {
     /// Called for a turn that is about to fail. `Retry` sends the failed
     /// model call again (when `error.retryable`: it streamed nothing and the
     /// step's model-retry budget is left); `Fail` (the default) ends the turn.
-    fn on_chat_error(&self, _error: &ChatError) -> ErrorDisposition {
+    /// Awaited (it may read the agent's storage or ask a service): the turn
+    /// waits for it, at most the model call's deadline.
+    async fn on_chat_error(&self, _error: ChatError, _agent: AgentHandle) -> ErrorDisposition {
         ErrorDisposition::Fail
     }
 
@@ -142,7 +144,15 @@ pub trait AgentDefinition: 'static {
 
     /// Sees every tool result (a server tool's run, a tab's or a parent's
     /// answer) before it is stored and the model reads it; may rewrite it.
-    fn after_tool_call(&self, _call: &ToolCall, result: ToolOutcome) -> ToolOutcome {
+    /// Awaited (it may read the agent's storage or ask a service): the result
+    /// waits for it, under the tool's deadline (past it, the result stands
+    /// as it came).
+    async fn after_tool_call(
+        &self,
+        _call: ToolCall,
+        result: ToolOutcome,
+        _agent: AgentHandle,
+    ) -> ToolOutcome {
         result
     }
 

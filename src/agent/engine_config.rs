@@ -1,15 +1,15 @@
 //! How a definition becomes what the engine runs: the core's configuration
 //! (system prompt, tool specs, settings, the inline hooks) and the awaited
 //! hooks the host calls (`before_turn`, `before_tool_call`,
-//! `on_chat_response`, `on_step_end`).
+//! `after_tool_call`, `on_chat_error`, `on_chat_response`, `on_step_end`).
 
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 
 use crate::core::{
-    ChatError, ChatResponse, CoreConfig, Hooks, MetadataMoment, StepContext, StepReport,
-    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CoreConfig, ErrorDisposition, Hooks, MetadataMoment, StepContext,
+    StepReport, SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
 use super::definition::AgentDefinition;
@@ -29,6 +29,8 @@ pub struct AsyncHooks {
     pub on_chat_response: Awaited<ChatResponse, ()>,
     pub on_step_end: Awaited<StepReport, ()>,
     pub before_tool_call: Awaited<ToolCall, ToolCallDecision>,
+    pub after_tool_call: Awaited<(ToolCall, ToolOutcome), ToolOutcome>,
+    pub on_chat_error: Awaited<ChatError, ErrorDisposition>,
     pub summarize: Awaited<SummaryRequest, Option<String>>,
 }
 
@@ -36,6 +38,7 @@ impl AsyncHooks {
     pub fn of<D: AgentDefinition>(definition: &Rc<D>) -> AsyncHooks {
         let (prepare, respond, step) = (definition.clone(), definition.clone(), definition.clone());
         let (decide, summarize) = (definition.clone(), definition.clone());
+        let (rewrite, errors) = (definition.clone(), definition.clone());
         AsyncHooks {
             before_turn: Rc::new(move |ctx, agent| {
                 let definition = prepare.clone();
@@ -53,6 +56,14 @@ impl AsyncHooks {
                 let definition = decide.clone();
                 Box::pin(async move { definition.before_tool_call(call, agent).await })
             }),
+            after_tool_call: Rc::new(move |(call, result), agent| {
+                let definition = rewrite.clone();
+                Box::pin(async move { definition.after_tool_call(call, result, agent).await })
+            }),
+            on_chat_error: Rc::new(move |error, agent| {
+                let definition = errors.clone();
+                Box::pin(async move { definition.on_chat_error(error, agent).await })
+            }),
             summarize: Rc::new(move |request, agent| {
                 let definition = summarize.clone();
                 Box::pin(async move { definition.summarize(request, agent).await })
@@ -62,8 +73,10 @@ impl AsyncHooks {
 }
 
 /// Builds the core's configuration for one agent instance: each turn is
-/// prepared by the host and each tool call decided there (`before_turn` and
-/// `before_tool_call` are awaited there); the inline hooks go to the core.
+/// prepared by the host and each tool call decided and its result looked at
+/// there, and each failed turn's disposition (`before_turn`,
+/// `before_tool_call`, `after_tool_call` and `on_chat_error` are awaited
+/// there); the inline hooks go to the core.
 pub fn core_config<D: AgentDefinition>(
     definition: &Rc<D>,
     settings: &AgentSettings,
@@ -77,16 +90,13 @@ pub fn core_config<D: AgentDefinition>(
     config.settings = settings.turns.clone();
     config.prepare_turn = true;
     config.decide_tool_calls = true;
-    let (errors, after) = (definition.clone(), definition.clone());
+    config.rewrite_tool_results = true;
+    config.decide_chat_errors = true;
     let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
-        on_chat_error: Some(Rc::new(move |error: &ChatError| {
-            errors.on_chat_error(error)
-        })),
+        on_chat_error: None,
         before_tool_call: None,
-        after_tool_call: Some(Rc::new(move |call: &ToolCall, result: ToolOutcome| {
-            after.after_tool_call(call, result)
-        })),
+        after_tool_call: None,
         before_step: Some(Rc::new(move |ctx: &StepContext| step.before_step(ctx))),
         message_metadata: Some(Rc::new(move |moment: &MetadataMoment<'_>| {
             metadata.message_metadata(moment)
@@ -146,6 +156,15 @@ mod tests {
         async fn before_tool_call(&self, call: ToolCall, _agent: AgentHandle) -> ToolCallDecision {
             ToolCallDecision::Block(format!("no {}", call.tool_name))
         }
+
+        async fn after_tool_call(
+            &self,
+            call: ToolCall,
+            result: ToolOutcome,
+            _agent: AgentHandle,
+        ) -> ToolOutcome {
+            result.map(|_| Value::String(format!("seen {}", call.tool_name)))
+        }
     }
 
     #[test]
@@ -158,6 +177,14 @@ mod tests {
             config.decide_tool_calls,
             "each tool call is decided by the host"
         );
+        assert!(
+            config.rewrite_tool_results && config.hooks.after_tool_call.is_none(),
+            "each tool result is looked at by the host"
+        );
+        assert!(
+            config.decide_chat_errors && config.hooks.on_chat_error.is_none(),
+            "each failed turn is decided by the host"
+        );
         let hooks = AsyncHooks::of(&definition);
         let call = ToolCall {
             request_id: "r1".into(),
@@ -166,6 +193,11 @@ mod tests {
             input: Value::Null,
             client: true,
         };
+        let rewritten = futures::executor::block_on((hooks.after_tool_call)(
+            (call.clone(), Ok(Value::Null)),
+            AgentHandle::default(),
+        ));
+        assert_eq!(rewritten, Ok(Value::String("seen refund".into())));
         let decided =
             futures::executor::block_on((hooks.before_tool_call)(call, AgentHandle::default()));
         assert_eq!(decided, ToolCallDecision::Block("no refund".into()));

@@ -104,6 +104,9 @@ pub struct Core {
     recovery: RecoveryState,
     /// Approvals of calls in the streaming answer, written down until it is stored.
     stream_approvals: Option<StreamApprovals>,
+    /// Tabs' tool results the host's `after_tool_call` looks at, by the call
+    /// that asked it (`turn/tool_results.rs`).
+    tab_results_rewriting: Vec<(CallId, ConnId, crate::protocol::ToolResult)>,
     /// The last failed turn, the last turn closed and the last few ended requests.
     ended: turn::ended::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
@@ -175,6 +178,7 @@ impl Core {
             ended: turn::ended::EndedTurns::restored(stored.terminal_error),
             recovery: RecoveryState::restored(stored.open_streams, stored.recovery),
             stream_approvals: stored.stream_approvals,
+            tab_results_rewriting: Vec::new(),
             compaction: CompactionState::restored(stored.summary),
             submissions: admit::submission_list::Submissions::restore(stored.submissions),
             next_call: 1,
@@ -226,6 +230,10 @@ impl Core {
             }
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
             Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
+            Event::ToolResultRewritten { call, result } => self.on_result_rewritten(call, result),
+            Event::ChatErrorDecided { call, disposition } => {
+                self.on_chat_error_decided(call, disposition)
+            }
             Event::Summarized { call, summary } => self.on_summarized(call, summary),
             Event::ProgrammaticChat {
                 conn,

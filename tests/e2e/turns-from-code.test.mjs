@@ -3,7 +3,9 @@
 // `on_chat_response` records each report it is given in the agent's key-value store (and waits
 // first while `hold_responses` is set). A report cut by a runtime restart while the hook runs is
 // delivered after the restart, once; `run_turn` from a route answers with the stored answer while
-// a tab watches the turn stream; `cancel_request` stops a tab's running turn by its request id.
+// a tab watches the turn stream; `cancel_request` stops a tab's running turn by its request id;
+// an awaited `before_tool_call` blocks a call, an awaited `after_tool_call` rewrites a result and
+// an awaited `on_chat_error` sends a failed model call again, each after reading the agent's storage.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -113,4 +115,48 @@ test('an awaited before_tool_call that reads storage blocks a call before it run
   a.send(chatRequest(again, [userMessage(rid('u'), '[tool:kv_put:{"key":"from-tool","value":2}]')]));
   assert.equal((await a.waitFor(isDone(again), TURN_MS)).outcome, 'completed');
   assert.equal(await kvGet(w, room, 'from-tool'), 2);
+});
+
+test('an awaited after_tool_call that reads storage rewrites the result the model reads', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'tc-rewrite';
+  const note = { note: 'rewritten from the agent storage' };
+  assert.equal((await post(w, room, 'kv-put', { key: 'rewritten_results', value: { kv_put: note } })).status, 200);
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), '[tool:kv_put:{"key":"from-tool","value":1}]')]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  assert.equal(await kvGet(w, room, 'from-tool'), 1, 'the tool ran');
+  const stored = await getMessages(w.url, AGENT, room);
+  const part = stored[1].parts.find((p) => p.type === 'tool-kv_put');
+  assert.equal(part.state, 'output-available');
+  assert.deepEqual(part.output, note, 'the stored result is the rewrite');
+  assert.match(textOf(stored[1]), /kv_put=\{"note":"rewritten from the agent storage"\}/, 'the model read the rewrite');
+
+  // With nothing stored for the tool, its own result stands.
+  assert.equal((await post(w, room, 'kv-put', { key: 'rewritten_results', value: {} })).status, 200);
+  const again = rid();
+  a.send(chatRequest(again, [userMessage(rid('u'), '[tool:kv_put:{"key":"from-tool","value":2}]')]));
+  assert.equal((await a.waitFor(isDone(again), TURN_MS)).outcome, 'completed');
+  const later = await getMessages(w.url, AGENT, room);
+  const own = later[3].parts.find((p) => p.type === 'tool-kv_put');
+  assert.deepEqual(own.output, { stored: 'from-tool' });
+});
+
+test('an awaited on_chat_error that reads storage sends a failed model call again', { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'tc-chat-error';
+  assert.equal((await post(w, room, 'kv-put', { key: 'retry_errors', value: true })).status, 200);
+  const a = await tab(w, room);
+  const id = rid();
+  a.send(chatRequest(id, [userMessage(rid('u'), `[http-once:400] first ${id}`)]));
+  assert.equal((await a.waitFor(isDone(id), TURN_MS)).outcome, 'completed', 'the retry answered');
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.match(textOf(stored[1]), /You said: .*first/);
+
+  // Left failing, the same failure ends the turn.
+  assert.equal((await post(w, room, 'kv-put', { key: 'retry_errors', value: false })).status, 200);
+  const again = rid();
+  a.send(chatRequest(again, [userMessage(rid('u'), `[http-once:400] second ${again}`)]));
+  assert.equal((await a.waitFor(isDone(again), TURN_MS)).outcome, 'error');
 });

@@ -1,7 +1,7 @@
 //! An example agent built on `durable-chat` used as a library (`default-features = false`): a
 //! support agent with a typed tool (`lookup_order`), a tool that needs the user's approval
 //! (`refund`), turn and tool hooks (a French prompt on request, an order as JSON on request,
-//! refunds of `X-` orders blocked, each step and each ended turn logged with its token usage),
+//! refunds of `X-` orders blocked, orders on hold in the agent's storage looked up as held, each step and each ended turn logged with its token usage),
 //! metadata on each answer (when it was started, the model, the tokens used, the agent's own
 //! `source`), its Durable Object class `SupportAgentDO` and the worker's fetch entry. It is the README's "Writing your own agent", built and tested end to end.
 
@@ -103,6 +103,27 @@ impl AgentDefinition for SupportAgent {
             );
         }
         ToolCallDecision::Allow
+    }
+
+    // A looked-up order the staff put on hold (the agent's key-value entry `hold:<order>`, a
+    // reason) reads as held: the stored result and what the model reads say so.
+    #[cfg(target_arch = "wasm32")]
+    async fn after_tool_call(
+        &self,
+        call: ToolCall,
+        result: ToolOutcome,
+        agent: AgentHandle,
+    ) -> ToolOutcome {
+        let order = call.input["order"].as_str().unwrap_or_default();
+        if call.tool_name != "lookup_order" || result.is_err() {
+            return result;
+        }
+        match agent.storage().get::<String>(&format!("hold:{order}")) {
+            Ok(Some(reason)) => {
+                Ok(serde_json::json!({ "order": order, "status": "on hold", "reason": reason }))
+            }
+            _ => result,
+        }
     }
 
     // Each ended turn, once its answer is stored, goes to the Worker's log.

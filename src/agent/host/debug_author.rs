@@ -11,6 +11,11 @@
 //! is `true` (so a test can restart the runtime while the hook runs). A
 //! call `before_tool_call` allowed is then blocked, after an awaited pause
 //! and a storage read, when its tool is listed in the entry `blocked_tools`.
+//! A result `after_tool_call` left as it was is then replaced, after an
+//! awaited pause and a storage read, by the value the entry
+//! `rewritten_results` (an object by tool name) holds for its tool. A failed
+//! turn `on_chat_error` left failing is sent again, after an awaited pause
+//! and a storage read, while the entry `retry_errors` is `true`.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,7 +26,9 @@ use crate::agent::handle::AgentHandle;
 use crate::agent::schedule_callback::ScheduleCallback;
 use crate::agent::tool::ServerTool;
 use crate::agent::tool_context::ToolContext;
-use crate::core::{ChatResponse, ScheduleWhen, ToolCall, ToolCallDecision};
+use crate::core::{
+    ChatResponse, ErrorDisposition, ScheduleWhen, ToolCall, ToolCallDecision, ToolOutcome,
+};
 use crate::protocol::UIMessage;
 
 /// The path segment the routes live under.
@@ -226,4 +233,31 @@ pub async fn decide(call: &ToolCall, agent: &AgentHandle) -> Option<ToolCallDeci
     blocked
         .contains(&call.tool_name)
         .then(|| ToolCallDecision::Block(format!("{} is blocked by the test list", call.tool_name)))
+}
+
+/// After the definition's `after_tool_call` left `call`'s result as it was:
+/// waits a moment, then replaces it with the value `rewritten_results`
+/// holds for its tool, if any.
+pub async fn rewrite(call: &ToolCall, agent: &AgentHandle) -> Option<ToolOutcome> {
+    worker::Delay::from(std::time::Duration::from_millis(50)).await;
+    let rewritten: serde_json::Map<String, Value> = agent
+        .storage()
+        .get("rewritten_results")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    rewritten.get(&call.tool_name).cloned().map(Ok)
+}
+
+/// After the definition's `on_chat_error` left a turn failing: waits a
+/// moment, then asks for a retry while `retry_errors` is `true`.
+pub async fn retry_error(agent: &AgentHandle) -> Option<ErrorDisposition> {
+    worker::Delay::from(std::time::Duration::from_millis(50)).await;
+    let retry: bool = agent
+        .storage()
+        .get("retry_errors")
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    retry.then_some(ErrorDisposition::Retry { after_ms: 50 })
 }

@@ -683,6 +683,45 @@ impl AgentHost {
                     host.dispatch(Event::ToolCallDecided { call, decision });
                 });
             }
+            Effect::RewriteToolResult { call, tool, result } => {
+                let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed =
+                    (self.debug.tools).then(|| (tool.clone(), (*result).clone(), self.handle()));
+                let rewrite = (self.hooks.after_tool_call)((tool, *result), self.handle());
+                spawn_local(async move {
+                    #[allow(unused_mut)]
+                    let mut result = rewrite.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let Some((tool, given, agent)) = listed {
+                        if result == given {
+                            if let Some(replaced) = debug_author::rewrite(&tool, &agent).await {
+                                result = replaced;
+                            }
+                        }
+                    }
+                    host.dispatch(Event::ToolResultRewritten { call, result });
+                });
+            }
+            Effect::DecideChatError { call, error } => {
+                let host = self.clone();
+                #[cfg(feature = "debug-routes")]
+                let listed = (self.debug.tools).then(|| self.handle());
+                let decide = (self.hooks.on_chat_error)(error, self.handle());
+                spawn_local(async move {
+                    #[allow(unused_mut)]
+                    let mut disposition = decide.await;
+                    #[cfg(feature = "debug-routes")]
+                    if let (crate::core::ErrorDisposition::Fail, Some(agent)) =
+                        (disposition, listed)
+                    {
+                        if let Some(retry) = debug_author::retry_error(&agent).await {
+                            disposition = retry;
+                        }
+                    }
+                    host.dispatch(Event::ChatErrorDecided { call, disposition });
+                });
+            }
             Effect::Summarize { call, request } => {
                 let host = self.clone();
                 let summarize = (self.hooks.summarize)(request, self.handle());

@@ -12,7 +12,10 @@ use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 use crate::protocol::UIMessage;
 
 use crate::core::rows::persisted::{ConfigKey, StreamRecord, SubmissionRecord};
-use crate::core::vocab::hooks::{ChatResponse, SummaryRequest, ToolCall, ToolCallDecision};
+use crate::core::vocab::hooks::{
+    ChatError, ChatResponse, ErrorDisposition, SummaryRequest, ToolCall, ToolCallDecision,
+    ToolOutcome,
+};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
@@ -69,6 +72,18 @@ pub enum Event {
     ToolCallDecided {
         call: CallId,
         decision: ToolCallDecision,
+    },
+    /// The host's answer to `Effect::RewriteToolResult`: the result as
+    /// `after_tool_call` left it.
+    ToolResultRewritten {
+        call: CallId,
+        result: ToolOutcome,
+    },
+    /// The host's answer to `Effect::DecideChatError`: what `on_chat_error`
+    /// decided for the failed turn.
+    ChatErrorDecided {
+        call: CallId,
+        disposition: ErrorDisposition,
     },
     /// The host's answer to `Effect::Summarize`: the summary, or `None` to
     /// leave messages out without one.
@@ -217,6 +232,19 @@ pub enum Effect {
     DecideToolCall {
         call: CallId,
         tool: ToolCall,
+    },
+    /// Run the agent's `after_tool_call` on `tool`'s `result` and answer with
+    /// `Event::ToolResultRewritten { call }` (`CoreConfig::rewrite_tool_results`).
+    RewriteToolResult {
+        call: CallId,
+        tool: ToolCall,
+        result: Box<ToolOutcome>,
+    },
+    /// Run the agent's `on_chat_error` on `error` and answer with
+    /// `Event::ChatErrorDecided { call }` (`CoreConfig::decide_chat_errors`).
+    DecideChatError {
+        call: CallId,
+        error: ChatError,
     },
     /// Summarize what the context policy leaves out before the step's model
     /// call, and answer with `Event::Summarized { call }`

@@ -12,7 +12,7 @@ use crate::protocol::{ClientToolSchema, UIMessage};
 
 use crate::core::data::accumulator;
 use crate::core::data::queue::QueuedTurn;
-use crate::core::vocab::hooks::ToolCall;
+use crate::core::vocab::hooks::{ToolCall, ToolOutcome};
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::turn_config::TurnSettings;
 
@@ -57,6 +57,16 @@ pub(in crate::core) struct ModelCall {
     pub(in crate::core::turn) calls: BTreeMap<u32, StepCall>,
 }
 
+/// A step's model call that failed for good, while `on_chat_error` decides:
+/// the request to send again, the error the turn ends with, and the
+/// backoff a retry waits at least (`None`: it may not be sent again).
+#[derive(Debug, Clone)]
+pub(in crate::core) struct FailedCall {
+    pub(in crate::core::turn) request: StepRequest,
+    pub(in crate::core::turn) text: String,
+    pub(in crate::core::turn) backoff: Option<u64>,
+}
+
 /// How the model ended a step, known once its stream finished.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct StepEnd {
@@ -93,6 +103,11 @@ pub(in crate::core) enum TurnPhase {
     },
     /// The step's model call failed transiently; `Timer::ModelRetry` sends it again.
     WaitingToRetry(StepRequest),
+    /// The step's model call failed for good and the host runs the agent's
+    /// `on_chat_error` (`Effect::DecideChatError` with this id);
+    /// `Event::ChatErrorDecided` answers: the call is sent again or the turn
+    /// ends with the error.
+    DecidingError { call: CallId, failed: FailedCall },
     /// The model finished the step; its tool calls run and the step ends
     /// when the last one is done.
     RunningTools(StepEnd),
@@ -101,13 +116,16 @@ pub(in crate::core) enum TurnPhase {
 /// A tool run in flight: its call and, for a client tool run by a parent
 /// agent, the channel it went to. While the host's `before_tool_call`
 /// decides (`Effect::DecideToolCall`), `deciding` holds the call as the hook
-/// sees it and nothing runs yet.
+/// sees it and nothing runs yet. While the host's `after_tool_call` looks at
+/// a result (`Effect::RewriteToolResult`), `rewriting` holds the result as it
+/// came, and nothing is shown or stored yet.
 #[derive(Debug, Clone)]
 pub(in crate::core) struct RunningTool {
     pub(in crate::core::turn) call: CallId,
     pub(in crate::core::turn) tool_name: String,
     pub(in crate::core::turn) remote: Option<ConnId>,
     pub(in crate::core::turn) deciding: Option<ToolCall>,
+    pub(in crate::core::turn) rewriting: Option<ToolOutcome>,
 }
 
 /// The open text and reasoning parts of the answer and its part counter.

@@ -4,6 +4,7 @@ pub mod compaction;
 pub mod compaction_state;
 pub mod context_cut;
 pub mod ended;
+pub mod error_decisions;
 pub mod model_call;
 pub mod phases;
 pub mod prepare;

@@ -14,9 +14,9 @@ use crate::core::contract::log_event::LogEvent;
 use crate::core::data::accumulator::has_content;
 use crate::core::data::context::{finish_model_messages, model_messages, turn_tools};
 use crate::core::data::context_window;
-use crate::core::turn::active::{ModelCall, StepCall, StepRequest, TurnPhase};
+use crate::core::turn::active::{FailedCall, ModelCall, StepCall, StepRequest, TurnPhase};
 use crate::core::turn::context_cut::ContextBounds;
-use crate::core::vocab::hooks::{ChatError, ErrorDisposition};
+use crate::core::vocab::hooks::ChatError;
 use crate::core::vocab::ids::CallId;
 use crate::core::vocab::step_config::{StepConfig, StepContext};
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -368,6 +368,7 @@ impl Core {
         match timer {
             Timer::ModelStall => self.on_model_stalled(),
             Timer::ModelRetry => self.retry_model_call(),
+            Timer::ModelDeadline if self.deciding_error() => self.on_error_decision_overrun(),
             Timer::ModelDeadline => self.on_model_overrun(format!(
                 "The model call did not finish within {} s.",
                 self.config.settings.limits.model_call_timeout_ms as f64 / 1000.0
@@ -404,11 +405,14 @@ impl Core {
             self.end_turn(Outcome::Error, Some(text));
             return;
         };
-        let Some(hook) = self.config.hooks.on_chat_error.clone() else {
+        let decided_by_host = self.config.decide_chat_errors;
+        let hook = self.config.hooks.on_chat_error.clone();
+        if hook.is_none() && !decided_by_host {
             self.end_turn(Outcome::Error, Some(text));
             return;
-        };
+        }
         let request = call.request.clone();
+        let model = call.id;
         let policy = self.config.settings.model_retry;
         let backoff = (!call.streamed)
             .then(|| policy.delay(request.retries + 1, retry_after_ms))
@@ -428,23 +432,18 @@ impl Core {
             retryable: backoff.is_some(),
             retries: request.retries,
         };
-        match (hook(&error), backoff) {
-            (ErrorDisposition::Retry { after_ms }, Some(backoff)) => {
-                let wait = after_ms.clamp(backoff, backoff.max(crate::model::MAX_RETRY_AFTER_MS));
-                let call = call.id;
-                self.log(LogEvent::ModelRetry {
-                    request_id: error.request_id.clone(),
-                    attempt: request.retries + 1,
-                    delay_ms: wait,
-                    reason: text,
-                });
-                self.enter_waiting_to_retry(request, self.now + wait);
-                if in_flight {
-                    self.effects
-                        .push(crate::core::contract::effects::Effect::AbortModel { call });
-                }
+        let failed = FailedCall {
+            request,
+            text,
+            backoff,
+        };
+        match hook.filter(|_| !decided_by_host) {
+            Some(hook) => {
+                let disposition = hook(&error);
+                let abort = in_flight.then_some(model);
+                self.apply_error_disposition(failed, disposition, abort);
             }
-            _ => self.end_turn(Outcome::Error, Some(text)),
+            None => self.ask_error_disposition(failed, error, in_flight),
         }
     }
 

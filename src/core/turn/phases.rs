@@ -245,7 +245,7 @@ impl Core {
 
     /// Phase transition out of calling the model: the call's stall check and
     /// deadline go with it. Returns the call that was in flight, if any.
-    fn leave_model_call(&mut self, next: TurnPhase) -> Option<CallId> {
+    pub(in crate::core::turn) fn leave_model_call(&mut self, next: TurnPhase) -> Option<CallId> {
         let left = self.active.as_mut()?.replace_phase(next);
         self.clear_timer(Timer::ModelStall);
         self.clear_timer(Timer::ModelDeadline);
@@ -276,6 +276,7 @@ impl Core {
             TurnPhase::Preparing(_)
             | TurnPhase::CallingModel(_)
             | TurnPhase::WaitingToRetry(_)
+            | TurnPhase::DecidingError { .. }
             | TurnPhase::Summarizing { .. } => return,
             TurnPhase::RunningTools(end) => (
                 end.clone(),

@@ -1,7 +1,8 @@
 //! Tool results and approvals from clients: applied to the waiting tool part
 //! (in the streaming answer or in the stored message that owns it), told to
 //! every tab, and handed to `continuation.rs` when they ask to continue.
-//! A tab's result passes through `after_tool_call` first.
+//! A tab's result passes through `after_tool_call` first (inline, or
+//! awaited by the host before it is applied).
 //! A result settles only a call that was routed to a browser and waits for
 //! it; an approval only a call that asked for one. Approvals given while
 //! their answer still streams are written down on their own (no chunk
@@ -11,7 +12,7 @@ use crate::protocol::{
     server, ClientToolSchema, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk,
 };
 
-use crate::core::contract::effects::StoreOp;
+use crate::core::contract::effects::{Effect, StoreOp};
 use crate::core::data::transcript::{apply_approval, apply_tool_result};
 use crate::core::rows::persisted::{ConfigKey, StreamApprovals};
 use crate::core::vocab::ids::ConnId;
@@ -27,7 +28,52 @@ impl Core {
         if !self.awaits_browser_result(&result.tool_call_id) {
             return;
         }
+        if self.config.rewrite_tool_results {
+            let (hooked, outcome) = self.browser_hook_call(&result);
+            let call = self.next_call_id();
+            self.tab_results_rewriting.push((call, conn, result));
+            self.effects.push(Effect::RewriteToolResult {
+                call,
+                tool: hooked,
+                result: Box::new(outcome),
+            });
+            return;
+        }
         let (output, error_text) = self.after_browser_result(&result);
+        self.apply_browser_result(conn, result, output, error_text);
+    }
+
+    /// The host's `after_tool_call` answered for a tab's result: applied if
+    /// its call still waits for one (not when another result settled it
+    /// meanwhile or the conversation was cleared). False: `call` is not a
+    /// tab's result.
+    pub(in crate::core) fn on_tab_result_rewritten(
+        &mut self,
+        call: crate::core::vocab::ids::CallId,
+        rewritten: &crate::core::vocab::hooks::ToolOutcome,
+    ) -> bool {
+        let Some(at) = self
+            .tab_results_rewriting
+            .iter()
+            .position(|(asked, _, _)| *asked == call)
+        else {
+            return false;
+        };
+        let (_, conn, result) = self.tab_results_rewriting.remove(at);
+        if self.awaits_browser_result(&result.tool_call_id) {
+            let (output, error_text) = split_outcome(rewritten.clone());
+            self.apply_browser_result(conn, result, output, error_text);
+        }
+        true
+    }
+
+    fn apply_browser_result(
+        &mut self,
+        conn: ConnId,
+        result: ToolResult,
+        output: serde_json::Value,
+        error_text: Option<String>,
+    ) {
         let applied = self.update_tool_part(&result.tool_call_id, |tool| {
             apply_tool_result(tool, &output, error_text.as_deref())
         });
@@ -40,15 +86,29 @@ impl Core {
         self.after_human_answer(conn, result.auto_continue);
     }
 
-    /// A tab's result as `after_tool_call` leaves it: the output, or error text.
+    /// A tab's result as the inline `after_tool_call` leaves it: the output,
+    /// or error text.
     fn after_browser_result(&self, result: &ToolResult) -> (serde_json::Value, Option<String>) {
+        if self.config.hooks.after_tool_call.is_none() {
+            return (result.output.clone(), result.error_text.clone());
+        }
+        let (call, outcome) = self.browser_hook_call(result);
+        split_outcome(self.rewrite_tool_result(&call, outcome))
+    }
+
+    /// A tab's result as the tool hooks see it: the call it settles and
+    /// its outcome.
+    fn browser_hook_call(
+        &self,
+        result: &ToolResult,
+    ) -> (
+        crate::core::vocab::hooks::ToolCall,
+        crate::core::vocab::hooks::ToolOutcome,
+    ) {
         let outcome = match &result.error_text {
             Some(text) => Err(text.clone()),
             None => Ok(result.output.clone()),
         };
-        if self.config.hooks.after_tool_call.is_none() {
-            return (result.output.clone(), result.error_text.clone());
-        }
         let id = &result.tool_call_id;
         let describe = |t: &crate::protocol::ToolPart| {
             (t.tool_name.clone(), t.input.clone().unwrap_or_default())
@@ -72,10 +132,7 @@ impl Core {
             })
             .unwrap_or_default();
         let call = self.hook_call(&result.tool_call_id, &name, input, true);
-        match self.rewrite_tool_result(&call, outcome) {
-            Ok(output) => (output, None),
-            Err(text) => (serde_json::Value::Null, Some(text)),
-        }
+        (call, outcome)
     }
 
     /// Whether the call `tool_call_id` was routed to a browser and still
@@ -219,6 +276,16 @@ impl Core {
     fn broadcast_updated(&mut self, message: &UIMessage) {
         let to = self.conns.all();
         self.send_to(to, server::message_updated(message));
+    }
+}
+
+/// A result as a tool part takes it: the output, or error text.
+fn split_outcome(
+    outcome: crate::core::vocab::hooks::ToolOutcome,
+) -> (serde_json::Value, Option<String>) {
+    match outcome {
+        Ok(output) => (output, None),
+        Err(text) => (serde_json::Value::Null, Some(text)),
     }
 }
 

@@ -3,7 +3,8 @@
 //! approval waits for a person, an unknown tool or unreadable input is an
 //! input error the model reads; `before_tool_call` may block a call,
 //! change its input or settle it first, and `after_tool_call` sees every
-//! result of a run. Also the approved calls a continuation runs
+//! result of a run (inline, or awaited by the host before the result is
+//! shown and stored). Also the approved calls a continuation runs
 //! first, and tool runs ending (or lost with a parent's channel).
 
 use serde_json::Value;
@@ -53,6 +54,7 @@ impl Core {
                     tool_name: tool_name.to_string(),
                     remote: remote.clone(),
                     deciding: None,
+                    rewriting: None,
                 },
             );
         }
@@ -172,6 +174,7 @@ impl Core {
                     tool_name: hooked.tool_name.clone(),
                     remote: None,
                     deciding: Some(hooked.clone()),
+                    rewriting: None,
                 },
             );
         }
@@ -233,9 +236,7 @@ impl Core {
             provider_executed: (is_client && settled.is_some()).then_some(true),
         });
         if let Some(result) = settled {
-            let hooked = ToolCall { input, ..hooked };
-            let result = self.rewrite_tool_result(&hooked, result);
-            self.emit(tool_output_chunk(id, result));
+            self.settle_tool_call(ToolCall { input, ..hooked }, result);
             return;
         }
         let name = hooked.tool_name;
@@ -323,6 +324,13 @@ impl Core {
             return;
         };
         self.clear_timer(Timer::ToolDeadline(call));
+        // Its `after_tool_call` never answered: the result stands as the
+        // tool gave it.
+        if let Some(unchanged) = run.rewriting {
+            self.emit(tool_output_chunk(tool_call_id.to_string(), unchanged));
+            self.maybe_finish_step();
+            return;
+        }
         // Its `before_tool_call` never answered: the call's input is shown
         // before the error that settles it.
         if let Some(hooked) = &run.deciding {
@@ -344,8 +352,63 @@ impl Core {
             .and_then(|t| t.input.clone())
             .unwrap_or_default();
         let hooked = self.hook_call(tool_call_id, &run.tool_name, input, run.remote.is_some());
-        let result = self.rewrite_tool_result(&hooked, result);
-        self.emit(tool_output_chunk(tool_call_id.to_string(), result));
+        self.settle_tool_call(hooked, result);
+        self.maybe_finish_step();
+    }
+
+    /// A call's result passes `after_tool_call`, then is shown and stored:
+    /// inline, or awaited by the host (`Effect::RewriteToolResult`), the
+    /// call staying in the step's running tools (under the tool's deadline)
+    /// until it answers.
+    fn settle_tool_call(&mut self, hooked: ToolCall, result: ToolOutcome) {
+        if !self.config.rewrite_tool_results || self.active.is_none() {
+            let result = self.rewrite_tool_result(&hooked, result);
+            self.emit(tool_output_chunk(hooked.tool_call_id, result));
+            return;
+        }
+        let call = self.next_call_id();
+        if let Some(active) = self.active.as_mut() {
+            active.running_tools.insert(
+                hooked.tool_call_id.clone(),
+                RunningTool {
+                    call,
+                    tool_name: hooked.tool_name.clone(),
+                    remote: None,
+                    deciding: None,
+                    rewriting: Some(result.clone()),
+                },
+            );
+        }
+        if let Some(ms) = self.run_timeout(&hooked.tool_name, hooked.client) {
+            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
+        }
+        self.effects.push(Effect::RewriteToolResult {
+            call,
+            tool: hooked,
+            result: Box::new(result),
+        });
+    }
+
+    /// The host's answer to `Effect::RewriteToolResult` (ignored when the
+    /// result no longer waits: its turn ended, or its deadline passed).
+    pub(in crate::core) fn on_result_rewritten(&mut self, call: CallId, result: ToolOutcome) {
+        if self.on_tab_result_rewritten(call, &result) {
+            return;
+        }
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let Some(tool_call_id) = active
+            .running_tools
+            .iter()
+            .find(|(_, run)| run.call == call && run.rewriting.is_some())
+            .map(|(id, _)| id.clone())
+        else {
+            return;
+        };
+        active.running_tools.remove(&tool_call_id);
+        self.clear_timer(Timer::ToolDeadline(call));
+        self.emit(tool_output_chunk(tool_call_id, result));
         self.maybe_finish_step();
     }
 }

@@ -1,9 +1,10 @@
-//! The author's hooks the core calls inline: `on_chat_error` (may classify a
+//! The author's hooks as the core sees them: `on_chat_error` (may classify a
 //! failed turn as worth another model call), `before_tool_call` (allow,
 //! block, substitute the input or the result) and `after_tool_call` (observe
-//! or rewrite a result), for server and client tools alike. They are
-//! synchronous so a decision lands in the same event that needed it: a tool
-//! result is never held by the agent's code while the isolate may die.
+//! or rewrite a result), for server and client tools alike. Each is either an
+//! inline closure here (`Hooks`) or, with the matching `CoreConfig` switch,
+//! an effect the host answers once the author's awaited hook returned; the
+//! turn waits for it either way.
 //! What ended turns report (`ChatResponse`) and ended steps (`StepReport`)
 //! goes out as an effect; message metadata the author writes on the answer
 //! (`MessageMetadata`) is asked for inline, where the chunk carrying it is
@@ -104,7 +105,9 @@ pub type OnChatError = Rc<dyn Fn(&ChatError) -> ErrorDisposition>;
 pub type BeforeToolCall = Rc<dyn Fn(&ToolCall) -> ToolCallDecision>;
 pub type AfterToolCall = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
 
-/// The inline hooks of one agent (`None`: the default behaviour).
+/// The inline hooks of one agent (`None`: the default behaviour, or the
+/// host answers instead: `CoreConfig::decide_tool_calls`,
+/// `rewrite_tool_results`, `decide_chat_errors`).
 #[derive(Clone, Default)]
 pub struct Hooks {
     pub on_chat_error: Option<OnChatError>,

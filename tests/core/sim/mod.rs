@@ -21,9 +21,9 @@ use serde_json::{json, Value};
 
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
-    ApprovalRule, AuthorCall, CallId, ChatResponse, ConnId, Core, CoreConfig, Effect, Event,
-    LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall, ToolCallDecision, ToolSpec,
-    TurnConfig, TurnContext,
+    ApprovalRule, AuthorCall, CallId, ChatError, ChatResponse, ConnId, Core, CoreConfig, Effect,
+    ErrorDisposition, Event, LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall,
+    ToolCallDecision, ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -57,6 +57,16 @@ enum Work {
         call: CallId,
         summary: Option<String>,
     },
+    /// The host's `on_chat_error` answered.
+    ErrorDecided {
+        call: CallId,
+        disposition: ErrorDisposition,
+    },
+    /// The host's `after_tool_call` answered.
+    Rewritten {
+        call: CallId,
+        result: ToolOutcome,
+    },
     /// The host's `on_chat_response` returned for this turn.
     Delivered {
         request_id: String,
@@ -71,6 +81,8 @@ impl Work {
             }
             Work::Prepared { turn, .. } => Some(*turn),
             Work::Decided { call, .. } => Some(*call),
+            Work::Rewritten { call, .. } => Some(*call),
+            Work::ErrorDecided { call, .. } => Some(*call),
             Work::Summarized { call, .. } => Some(*call),
             Work::Delivered { .. } => None,
         }
@@ -84,6 +96,27 @@ impl Work {
 pub struct Decider {
     pub delay_ms: u64,
     pub hook: Rc<dyn Fn(&ToolCall) -> ToolCallDecision>,
+}
+
+/// Rewrites a tool's result.
+pub type RewriteHook = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
+
+/// The host's `after_tool_call` when the core asks
+/// (`CoreConfig::rewrite_tool_results`): answered `delay_ms` later with what
+/// `hook` leaves of the result.
+#[derive(Clone)]
+pub struct Rewriter {
+    pub delay_ms: u64,
+    pub hook: RewriteHook,
+}
+
+/// The host's `on_chat_error` when the core asks
+/// (`CoreConfig::decide_chat_errors`): answered `delay_ms` later with what
+/// `hook` decides.
+#[derive(Clone)]
+pub struct ErrorDecider {
+    pub delay_ms: u64,
+    pub hook: Rc<dyn Fn(&ChatError) -> ErrorDisposition>,
 }
 
 /// Writes a summary (`None`: declines).
@@ -145,6 +178,14 @@ pub struct Sim {
     pub decider: Decider,
     /// The calls the core asked the host to decide, in order.
     pub decided: Vec<ToolCall>,
+    /// Answers `Effect::RewriteToolResult` (default: at once, unchanged).
+    pub rewriter: Rewriter,
+    /// The calls and results the core asked the host to look at, in order.
+    pub rewritten: Vec<(ToolCall, ToolOutcome)>,
+    /// Answers `Effect::DecideChatError` (default: at once, failing).
+    pub error_decider: ErrorDecider,
+    /// The failed turns the core asked the host to decide, in order.
+    pub errors_decided: Vec<ChatError>,
     /// Answers `Effect::Summarize` (default: at once, declining).
     pub summarizer: Summarizer,
     /// What the core asked the host to summarize, in order.
@@ -246,6 +287,16 @@ impl Sim {
                 hook: Rc::new(|_| ToolCallDecision::Allow),
             },
             decided: Vec::new(),
+            rewriter: Rewriter {
+                delay_ms: 0,
+                hook: Rc::new(|_, result| result),
+            },
+            rewritten: Vec::new(),
+            error_decider: ErrorDecider {
+                delay_ms: 0,
+                hook: Rc::new(|_| ErrorDisposition::Fail),
+            },
+            errors_decided: Vec::new(),
             summarizer: Summarizer {
                 delay_ms: 0,
                 hook: Rc::new(|_| None),
@@ -450,6 +501,10 @@ impl Sim {
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
                 Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
+                Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
+                Work::ErrorDecided { call, disposition } => {
+                    Event::ChatErrorDecided { call, disposition }
+                }
                 Work::Summarized { call, summary } => Event::Summarized { call, summary },
             };
             self.handle(event);
@@ -701,6 +756,19 @@ impl Sim {
                 self.decided.push(tool);
                 let at = self.now + self.decider.delay_ms;
                 self.schedule(at, Work::Decided { call, decision });
+            }
+            Effect::DecideChatError { call, error } => {
+                let disposition = (self.error_decider.hook)(&error);
+                self.errors_decided.push(error);
+                let at = self.now + self.error_decider.delay_ms;
+                self.schedule(at, Work::ErrorDecided { call, disposition });
+            }
+            Effect::RewriteToolResult { call, tool, result } => {
+                let rewritten = (self.rewriter.hook)(&tool, (*result).clone());
+                self.rewritten.push((tool, *result));
+                let at = self.now + self.rewriter.delay_ms;
+                let result = rewritten;
+                self.schedule(at, Work::Rewritten { call, result });
             }
             Effect::Summarize { call, request } => {
                 let summary = (self.summarizer.hook)(&request);

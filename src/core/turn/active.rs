@@ -190,6 +190,19 @@ impl ActiveTurn {
         &self.log.bodies
     }
 
+    /// The tool call id of the running tool of `call` that `waits` says is
+    /// waiting (for a decision, a rewrite), if any.
+    pub(in crate::core::turn) fn running_tool_waiting(
+        &self,
+        call: CallId,
+        waits: impl Fn(&RunningTool) -> bool,
+    ) -> Option<String> {
+        self.running_tools
+            .iter()
+            .find(|(_, run)| run.call == call && waits(run))
+            .map(|(id, _)| id.clone())
+    }
+
     /// The stream was cut: a server tool call whose run died gets an error
     /// result (calls waiting for a person are left as they are).
     pub(in crate::core) fn repair_dead_server_calls(&mut self, client_tools: &[ClientToolSchema]) {

@@ -191,11 +191,7 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let Some(tool_call_id) = active
-            .running_tools
-            .iter()
-            .find(|(_, run)| run.call == call && run.deciding.is_some())
-            .map(|(id, _)| id.clone())
+        let Some(tool_call_id) = active.running_tool_waiting(call, |run| run.deciding.is_some())
         else {
             return;
         };
@@ -398,11 +394,7 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let Some(tool_call_id) = active
-            .running_tools
-            .iter()
-            .find(|(_, run)| run.call == call && run.rewriting.is_some())
-            .map(|(id, _)| id.clone())
+        let Some(tool_call_id) = active.running_tool_waiting(call, |run| run.rewriting.is_some())
         else {
             return;
         };

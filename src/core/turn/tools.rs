@@ -162,9 +162,15 @@ impl Core {
         self.route_decided_call(hooked, decision);
     }
 
-    /// The host awaits the agent's `before_tool_call`; the call waits in the
-    /// step's running tools (under the tool deadline) until it answers.
-    fn ask_tool_decision(&mut self, hooked: ToolCall) {
+    /// Puts `hooked` among the step's running tools while the host runs a
+    /// hook on it (`deciding`: `before_tool_call`; `rewriting`:
+    /// `after_tool_call` over that result), under the tool's deadline.
+    fn wait_on_host(
+        &mut self,
+        hooked: &ToolCall,
+        deciding: Option<ToolCall>,
+        rewriting: Option<ToolOutcome>,
+    ) -> CallId {
         let call = self.next_call_id();
         if let Some(active) = self.active.as_mut() {
             active.running_tools.insert(
@@ -173,14 +179,21 @@ impl Core {
                     call,
                     tool_name: hooked.tool_name.clone(),
                     remote: None,
-                    deciding: Some(hooked.clone()),
-                    rewriting: None,
+                    deciding,
+                    rewriting,
                 },
             );
         }
         if let Some(ms) = self.run_timeout(&hooked.tool_name, hooked.client) {
             self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
         }
+        call
+    }
+
+    /// The host awaits the agent's `before_tool_call`; the call waits in the
+    /// step's running tools (under the tool deadline) until it answers.
+    fn ask_tool_decision(&mut self, hooked: ToolCall) {
+        let call = self.wait_on_host(&hooked, Some(hooked.clone()), None);
         self.effects
             .push(Effect::DecideToolCall { call, tool: hooked });
     }
@@ -362,22 +375,7 @@ impl Core {
             self.emit(tool_output_chunk(hooked.tool_call_id, result));
             return;
         }
-        let call = self.next_call_id();
-        if let Some(active) = self.active.as_mut() {
-            active.running_tools.insert(
-                hooked.tool_call_id.clone(),
-                RunningTool {
-                    call,
-                    tool_name: hooked.tool_name.clone(),
-                    remote: None,
-                    deciding: None,
-                    rewriting: Some(result.clone()),
-                },
-            );
-        }
-        if let Some(ms) = self.run_timeout(&hooked.tool_name, hooked.client) {
-            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
-        }
+        let call = self.wait_on_host(&hooked, None, Some(result.clone()));
         self.effects.push(Effect::RewriteToolResult {
             call,
             tool: hooked,

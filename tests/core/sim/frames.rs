@@ -204,6 +204,22 @@ pub fn tool_part<'a>(message: &'a Value, tool_call_id: &str) -> Option<&'a Value
         .find(|p| p["toolCallId"] == tool_call_id)
 }
 
+/// Whether a message has a tool part with no result yet (neither
+/// `output-available` nor `output-error`).
+pub fn has_unsettled_tool_part(message: &Value) -> bool {
+    message["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"].as_str().is_some_and(|t| t.starts_with("tool-")))
+        .any(|p| {
+            !matches!(
+                p["state"].as_str(),
+                Some("output-available" | "output-error")
+            )
+        })
+}
+
 /// The concatenated text parts of a message.
 pub fn text_of(message: &Value) -> String {
     message["parts"]

@@ -131,16 +131,9 @@ fn an_eviction_while_a_call_is_decided_is_recovered_and_the_turn_ends() {
     assert!(ended, "the turn ended after the restart");
     let stored = sim.transcript();
     assert_eq!(stored.len(), 2, "one answer stored");
-    let unsettled = stored[1]["parts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["type"].as_str().is_some_and(|t| t.starts_with("tool-")))
-        .any(|p| {
-            !matches!(
-                p["state"].as_str(),
-                Some("output-available" | "output-error")
-            )
-        });
-    assert!(!unsettled, "no call is left unsettled: {}", stored[1]);
+    assert!(
+        !has_unsettled_tool_part(&stored[1]),
+        "no call is left unsettled: {}",
+        stored[1]
+    );
 }

@@ -136,6 +136,8 @@ impl AgentSettings {
                     ),
                     max_connections: vars
                         .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
+                    max_stored_messages: vars
+                        .parsed_or("HISTORY_MAX_MESSAGES", defaults.limits.max_stored_messages),
                     ..defaults.limits
                 },
                 model_retry: RetryPolicy {

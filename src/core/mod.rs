@@ -248,6 +248,21 @@ impl Core {
             Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
         }
         self.write_down_queue();
+        self.keep_history_within_cap();
+    }
+
+    /// Deletes the oldest stored messages beyond the agent's history cap
+    /// (`Limits::max_stored_messages`), last in an event's writes: nothing
+    /// after them in the event reads the history.
+    fn keep_history_within_cap(&mut self) {
+        let keep = self.config.settings.limits.max_stored_messages;
+        if keep == 0 {
+            return;
+        }
+        let keep_from = self.active.as_ref().map(|a| a.seq());
+        if let Some(seq) = self.transcript.drop_oldest_beyond(keep, keep_from) {
+            self.store(StoreOp::DropMessagesBefore { seq });
+        }
     }
 
     /// Stores the queue after an event changed it (in the same write batch as
@@ -265,6 +280,7 @@ impl Core {
         while let Some(timer) = self.timers.pop_expired(self.now) {
             self.on_timer(timer);
             self.write_down_queue();
+            self.keep_history_within_cap();
         }
     }
 

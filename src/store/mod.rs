@@ -270,6 +270,18 @@ impl SqlStore {
                 )?;
                 pieces::drop_pieces(sql, Kind::Message, id, None)?;
             }
+            StoreOp::DropMessagesBefore { seq } => {
+                let before = reads::seq_value(*seq);
+                sql.exec(
+                    "DELETE FROM chat_pieces WHERE kind = ? AND key IN (SELECT id FROM chat_messages WHERE seq < ?)",
+                    vec![Kind::Message.as_str().into(), before.clone()],
+                )?;
+                sql.exec(
+                    "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
+                    vec![before.clone()],
+                )?;
+                sql.exec("DELETE FROM chat_messages WHERE seq < ?", vec![before])?;
+            }
             StoreOp::ClearAll => {
                 for table in [
                     "chat_messages",

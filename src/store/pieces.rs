@@ -19,7 +19,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Kind::Message => "message",
             Kind::Chunks => "chunks",

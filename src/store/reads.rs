@@ -172,4 +172,19 @@ impl History for SqlStore {
             .and_then(|rows| rows.first().map(|r| r.n as usize))
             .unwrap_or(0)
     }
+
+    fn seq_after_oldest(&self, n: usize) -> Option<u64> {
+        #[derive(Deserialize)]
+        struct SeqRow {
+            seq: f64,
+        }
+        self.sql
+            .exec(
+                "SELECT seq FROM chat_messages ORDER BY seq LIMIT 1 OFFSET ?",
+                vec![SqlStorageValue::from(n.min(1 << 52) as i64)],
+            )
+            .and_then(|c| c.to_array::<SeqRow>())
+            .ok()
+            .and_then(|rows| rows.first().map(|r| r.seq as u64))
+    }
 }

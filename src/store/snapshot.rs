@@ -101,7 +101,9 @@ impl SqlStore {
         };
         let touches = match op {
             StoreOp::PutMessage { seq, .. } => *seq < cut.before,
-            StoreOp::DeleteMessage { .. } | StoreOp::ClearAll => true,
+            StoreOp::DeleteMessage { .. }
+            | StoreOp::DropMessagesBefore { .. }
+            | StoreOp::ClearAll => true,
             _ => false,
         };
         if touches {

@@ -204,6 +204,16 @@ impl MemStore {
                 }
                 self.tool_calls.retain(|(_, owner)| owner != id);
             }
+            StoreOp::DropMessagesBefore { seq } => {
+                let dropped: Vec<(u64, u64)> =
+                    self.by_seq.range(..(*seq, 0)).map(|(k, _)| *k).collect();
+                for key in dropped {
+                    if let Some(id) = self.by_seq.remove(&key) {
+                        self.messages.remove(&id);
+                        self.tool_calls.retain(|(_, owner)| *owner != id);
+                    }
+                }
+            }
             StoreOp::ClearAll => {
                 self.messages.clear();
                 self.by_seq.clear();

@@ -279,6 +279,11 @@ pub enum StoreOp {
     DeleteMessage {
         id: String,
     },
+    /// Forget every message placed before `seq` (the history cap: the
+    /// oldest messages beyond it go, with their tool call index rows).
+    DropMessagesBefore {
+        seq: u64,
+    },
     /// Forget history, streams, config and turn state.
     ClearAll,
     OpenStream(StreamRecord),

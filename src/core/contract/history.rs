@@ -66,6 +66,9 @@ pub trait History {
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry>;
     /// How many stored messages are placed before `seq`.
     fn count_before(&self, seq: u64) -> usize;
+    /// The place of the stored message with `n` older ones before it (0:
+    /// the oldest), if there are that many.
+    fn seq_after_oldest(&self, n: usize) -> Option<u64>;
 }
 
 /// The stored messages placed before `before_seq`, newest first, read
@@ -111,6 +114,9 @@ impl History for NoHistory {
     }
     fn count_before(&self, _: u64) -> usize {
         0
+    }
+    fn seq_after_oldest(&self, _: usize) -> Option<u64> {
+        None
     }
 }
 

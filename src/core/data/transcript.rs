@@ -441,7 +441,10 @@ impl Transcript {
                 }
             }
         }
-        for message in incoming {
+        // Where the newest posted message the store knows is, asked the
+        // first time a posted user message is unknown.
+        let mut last_known: Option<Option<usize>> = None;
+        for (index, message) in incoming.iter().enumerate() {
             if message.role != Role::User {
                 continue;
             }
@@ -449,7 +452,20 @@ impl Transcript {
             match self.find_ref(&message.id) {
                 Some(stored) if stored.role != Role::User => {}
                 Some(stored) if stored.parts == sanitized.parts => {}
-                _ => out.written.push(self.upsert(sanitized)),
+                Some(_) => out.written.push(self.upsert(sanitized)),
+                None => {
+                    let known = *last_known.get_or_insert_with(|| {
+                        incoming
+                            .iter()
+                            .rposition(|m| self.find_ref(&m.id).is_some())
+                    });
+                    // Unknown, yet older than a message the store keeps: a
+                    // message the history cap deleted, posted again by a tab
+                    // that still shows it. It stays deleted.
+                    if known.is_none_or(|known| index > known) {
+                        out.written.push(self.upsert(sanitized));
+                    }
+                }
             }
         }
         out
@@ -645,6 +661,9 @@ pub fn is_mid_batch(message: &UIMessage) -> bool {
 
 #[path = "transcript_reads.rs"]
 mod reads;
+
+#[path = "transcript_retention.rs"]
+mod retention;
 
 #[cfg(test)]
 #[path = "transcript_tests.rs"]

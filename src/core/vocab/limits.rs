@@ -68,6 +68,9 @@ pub struct Limits {
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).
     pub max_connections: usize,
+    /// Messages an agent keeps stored; past it the oldest are deleted once
+    /// the event that added the newest is handled (0: keep every message).
+    pub max_stored_messages: usize,
 }
 
 impl Default for Limits {
@@ -91,6 +94,7 @@ impl Default for Limits {
             max_requests_per_minute: 60,
             max_agent_requests_per_minute: 600,
             max_connections: 100,
+            max_stored_messages: 0,
         }
     }
 }

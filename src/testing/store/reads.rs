@@ -97,4 +97,10 @@ impl History for RefCell<MemStore> {
         store.count_calls.set(store.count_calls.get() + 1);
         store.by_seq.range(..(seq, 0)).count()
     }
+
+    fn seq_after_oldest(&self, n: usize) -> Option<u64> {
+        let store = self.borrow();
+        store.counted(Vec::new());
+        store.by_seq.keys().nth(n).map(|(seq, _)| *seq)
+    }
 }

@@ -2,3 +2,4 @@
 
 mod cron;
 mod history;
+mod history_cap;

@@ -252,8 +252,8 @@ impl Core {
     }
 
     /// Deletes the oldest stored messages beyond the agent's history cap
-    /// (`Limits::max_stored_messages`), last in an event's writes: nothing
-    /// after them in the event reads the history.
+    /// (`Limits::max_stored_messages`): before a transcript frame is made,
+    /// and last in an event's writes.
     fn keep_history_within_cap(&mut self) {
         let keep = self.config.settings.limits.max_stored_messages;
         if keep == 0 {
@@ -480,6 +480,10 @@ impl Core {
         if to.is_empty() {
             return;
         }
+        // Messages beyond the history cap go first: the frame (whose older
+        // part the host reads after this event's earlier writes) shows what
+        // stays stored.
+        self.keep_history_within_cap();
         let frame = self.transcript.snapshot(history::SNAPSHOT_BYTES, connect);
         self.effects.push(Effect::SendTranscript { to, frame });
     }

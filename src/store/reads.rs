@@ -181,7 +181,7 @@ impl History for SqlStore {
         self.sql
             .exec(
                 "SELECT seq FROM chat_messages ORDER BY seq LIMIT 1 OFFSET ?",
-                vec![SqlStorageValue::from(n.min(1 << 52) as i64)],
+                vec![SqlStorageValue::from(i64::try_from(n).unwrap_or(i64::MAX))],
             )
             .and_then(|c| c.to_array::<SeqRow>())
             .ok()

@@ -164,3 +164,36 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.equal(afterRestart.length, stored.length + 2, 'nothing was lost in the restart');
   assert.deepEqual(afterRestart.slice(0, stored.length).map((m) => m.id), stored.map((m) => m.id));
 });
+
+test('with HISTORY_MAX_MESSAGES the oldest messages are deleted after each turn, the stock client posting its whole transcript does not bring them back, and a restart keeps the cut', async (t) => {
+  const w = await workerFor(t, { bindings: { HISTORY_MAX_MESSAGES: '6' } });
+  const room = 'history-cap';
+  const a = await mountAgentChat({ url: w.url, name: room, hook: 'agents' });
+  t.after(() => a.unmount());
+  await a.waitFor(() => a.frames.some((f) => f.type === 'cf_agent_stream_resume_none'));
+
+  // The first question is stored in pieces (over 1 MB): its pieces go with it.
+  const questions = [`big ${'b'.repeat(1_000_100)}`, 'two', 'three', 'four', 'five'];
+  for (const text of questions) {
+    await a.chat.sendMessage({ text });
+    await a.waitFor((c) => c.status === 'ready' && lastText(c).startsWith(`You said: ${text.slice(0, 20)}`));
+  }
+  const sent = requestsSent(a);
+  assert.ok(messagesOf(sent.at(-1)).length > 6, 'the stock client posts every message it shows');
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 6, 'only the newest six are kept');
+  const textOf = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+  assert.deepEqual(stored.filter((m) => m.role === 'user').map(textOf), ['three', 'four', 'five']);
+  assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+  await a.waitFor((c) => c.messages.length === 6);
+  assert.deepEqual(a.chat.messages.map((m) => m.id), stored.map((m) => m.id), 'the tab shows what is stored');
+
+  await w.restart();
+  const b = await tab(w, room);
+  const { done } = await sendAndWait(b, rid(), [userMessage(rid('u'), 'six')]);
+  assert.equal(done.outcome, 'completed');
+  const after = await getMessages(w.url, AGENT, room);
+  assert.equal(after.length, 6);
+  assert.deepEqual(after.slice(0, 4).map((m) => m.id), stored.slice(2).map((m) => m.id), 'the cut moved on by one exchange');
+  assert.deepEqual(a.errors, []);
+});

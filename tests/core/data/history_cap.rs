@@ -165,3 +165,13 @@ fn without_a_cap_nothing_is_deleted() {
         0
     );
 }
+
+#[test]
+fn the_transcript_frame_at_the_end_of_a_turn_already_leaves_the_deleted_messages_out() {
+    let mut sim = seeded(3, 6);
+    sim.connect("a");
+    ask(&mut sim, "r1", &[user("u3", "one more")]);
+    let frames = of_type(sim.frames("a"), "cf_agent_chat_messages");
+    let last = ids_of(&frames.last().expect("a transcript frame")["messages"]);
+    assert_eq!(last, stored_ids(&sim));
+}

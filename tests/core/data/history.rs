@@ -5,48 +5,19 @@
 //! tool call id lookup). Costs are counted in rows read, not in time.
 
 use crate::sim::*;
-use durable_chat::core::StoreOp;
 use durable_chat::core::{SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 use durable_chat::model::ModelMessage;
-use durable_chat::protocol::{Part, TextPart, ToolPart, ToolState, UIMessage};
 use serde_json::json;
 
-/// `pairs` question/answer pairs written straight into the store, every
-/// `tools_every`-th answer holding a settled tool call `old_<i>`; then the
-/// agent restarts on them.
+/// `pairs` stored question/answer pairs (every `tools_every`-th answer
+/// with a settled tool call `old_<i>`), the agent restarted on them.
 fn seeded(
     pairs: usize,
     tools_every: usize,
     adjust: impl FnOnce(&mut durable_chat::core::CoreConfig),
 ) -> Sim {
     let mut sim = Sim::with(adjust);
-    for i in 0..pairs {
-        let question = UIMessage::user_text(format!("u{i}"), format!("question {i}"));
-        let mut answer = UIMessage::assistant(format!("a{i}"));
-        if tools_every > 0 && i % tools_every == 0 {
-            let mut call = ToolPart::new(
-                &format!("old_{i}"),
-                "get_weather",
-                ToolState::OutputAvailable,
-            );
-            call.input = Some(json!({"city": "Paris"}));
-            call.output = Some(json!({"tempC": i}));
-            answer.parts.push(Part::Tool(call));
-            answer.parts.push(Part::StepStart);
-        }
-        answer
-            .parts
-            .push(Part::Text(TextPart::done(format!("answer {i}"))));
-        sim.store.apply(StoreOp::PutMessage {
-            seq: 2 * i as u64,
-            message: question,
-        });
-        sim.store.apply(StoreOp::PutMessage {
-            seq: 2 * i as u64 + 1,
-            message: answer,
-        });
-    }
-    sim.evict();
+    seed_history(&mut sim, pairs, tools_every);
     sim
 }
 

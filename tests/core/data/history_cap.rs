@@ -3,39 +3,14 @@
 //! a tab that still shows deleted messages does not bring them back.
 
 use crate::sim::*;
-use durable_chat::core::StoreOp;
-use durable_chat::protocol::{Part, TextPart, ToolPart, ToolState, UIMessage};
 use serde_json::{json, Value};
 
-/// `pairs` question/answer pairs written straight into the store (answer
-/// `a<i>` holds the settled tool call `old_<i>`), then a restart on them
-/// with the history cap at `keep`.
+/// `pairs` stored question/answer pairs (answer `a<i>` holding the settled
+/// tool call `old_<i>`), the agent restarted on them with the history cap
+/// at `keep`.
 fn seeded(pairs: usize, keep: usize) -> Sim {
     let mut sim = Sim::with(|c| c.settings.limits.max_stored_messages = keep);
-    for i in 0..pairs {
-        let mut answer = UIMessage::assistant(format!("a{i}"));
-        let mut call = ToolPart::new(
-            &format!("old_{i}"),
-            "get_weather",
-            ToolState::OutputAvailable,
-        );
-        call.input = Some(json!({"city": "Paris"}));
-        call.output = Some(json!({"tempC": i}));
-        answer.parts.push(Part::Tool(call));
-        answer
-            .parts
-            .push(Part::Text(TextPart::done(format!("answer {i}"))));
-        let question = UIMessage::user_text(format!("u{i}"), format!("question {i}"));
-        sim.store.apply(StoreOp::PutMessage {
-            seq: 2 * i as u64,
-            message: question,
-        });
-        sim.store.apply(StoreOp::PutMessage {
-            seq: 2 * i as u64 + 1,
-            message: answer,
-        });
-    }
-    sim.evict();
+    seed_history(&mut sim, pairs, 1);
     sim
 }
 

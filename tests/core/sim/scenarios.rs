@@ -1,6 +1,7 @@
 //! Set-ups shared by the behaviour tests: two connected tabs, the client tool
 //! `getLocation`, a turn in which the model calls it (alone, or beside a slow
-//! server tool), and one that asks for approval.
+//! server tool), one that asks for approval, and a history written straight
+//! into the store.
 
 use serde_json::{json, Value};
 
@@ -70,4 +71,39 @@ pub fn approval_turn(sim: &mut Sim) -> String {
     sim.send("a", chat_request("r1", &[user("u1", "delete /tmp/x")]));
     sim.run_until_idle();
     sim.store.message_ids()[1].clone()
+}
+
+/// `pairs` question/answer pairs (`u<i>` "question i", `a<i>` "answer i")
+/// written straight into the store, every `tools_every`-th answer holding
+/// the settled tool call `old_<i>` (0: none); then the agent restarts on them.
+pub fn seed_history(sim: &mut Sim, pairs: usize, tools_every: usize) {
+    use durable_chat::core::StoreOp;
+    use durable_chat::protocol::{Part, TextPart, ToolPart, ToolState, UIMessage};
+    for i in 0..pairs {
+        let question = UIMessage::user_text(format!("u{i}"), format!("question {i}"));
+        let mut answer = UIMessage::assistant(format!("a{i}"));
+        if tools_every > 0 && i % tools_every == 0 {
+            let mut call = ToolPart::new(
+                &format!("old_{i}"),
+                "get_weather",
+                ToolState::OutputAvailable,
+            );
+            call.input = Some(json!({"city": "Paris"}));
+            call.output = Some(json!({"tempC": i}));
+            answer.parts.push(Part::Tool(call));
+            answer.parts.push(Part::StepStart);
+        }
+        answer
+            .parts
+            .push(Part::Text(TextPart::done(format!("answer {i}"))));
+        sim.store.apply(StoreOp::PutMessage {
+            seq: 2 * i as u64,
+            message: question,
+        });
+        sim.store.apply(StoreOp::PutMessage {
+            seq: 2 * i as u64 + 1,
+            message: answer,
+        });
+    }
+    sim.evict();
 }

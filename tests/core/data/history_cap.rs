@@ -3,6 +3,7 @@
 //! a tab that still shows deleted messages does not bring them back.
 
 use crate::sim::*;
+use durable_chat::core::StoreOp;
 use serde_json::{json, Value};
 
 /// `pairs` stored question/answer pairs (answer `a<i>` holding the settled

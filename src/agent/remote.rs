@@ -13,6 +13,8 @@
 //! body tagged by `op`; the host answers it only when the internal fetch
 //! fallback is on.
 
+use std::future::Future;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use worker::{Env, Method, Request, Response};
@@ -20,6 +22,7 @@ use worker::{Env, Method, Request, Response};
 use crate::protocol::UIMessage;
 
 use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
+use super::child_calls::acquire_child_call;
 use super::handle::{AgentHandle, Submission, SubmitOptions};
 use super::rpc_stub::{from_js, to_js, RpcStub};
 use super::think_submissions::{ThinkCancelResult, ThinkInspection, ThinkSubmitOptions};
@@ -149,21 +152,26 @@ impl AgentStub {
     /// `SubmitOptions::body` reaches the agent as Think's `metadata` (this
     /// crate's agents read it as the custom body); `caller` is not sent: the
     /// agent keeps the keys of RPC callers apart from its own.
-    pub async fn submit_messages(
+    pub fn submit_messages(
         &self,
         messages: Vec<UIMessage>,
         options: SubmitOptions,
-    ) -> worker::Result<Submission> {
-        let think = ThinkSubmitOptions {
-            idempotency_key: options.idempotency_key,
-            metadata: options.body,
-        };
-        let answer = self
-            .stub
-            .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
-            .await?;
-        let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
-        inspection.into_submission().map_err(rust_error)
+    ) -> impl Future<Output = worker::Result<Submission>> + '_ {
+        // A submission starts a turn there: it counts as a child call.
+        let slot = acquire_child_call();
+        async move {
+            let _slot = slot.map_err(rust_error)?;
+            let think = ThinkSubmitOptions {
+                idempotency_key: options.idempotency_key,
+                metadata: options.body,
+            };
+            let answer = self
+                .stub
+                .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
+                .await?;
+            let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
+            inspection.into_submission().map_err(rust_error)
+        }
     }
 
     /// `Ok(None)`: the agent does not know the submission.
@@ -196,9 +204,13 @@ impl AgentStub {
 
     /// Think's `continueLastTurn()`: returns the continuation's request id
     /// once it ended.
-    pub async fn continue_last_turn(&self) -> worker::Result<String> {
-        let answer = self.stub.call("continueLastTurn", &[]).await?;
-        let continued: Continued = from_js(&answer).map_err(rust_error)?;
-        Ok(continued.request_id)
+    pub fn continue_last_turn(&self) -> impl Future<Output = worker::Result<String>> + '_ {
+        let slot = acquire_child_call();
+        async move {
+            let _slot = slot.map_err(rust_error)?;
+            let answer = self.stub.call("continueLastTurn", &[]).await?;
+            let continued: Continued = from_js(&answer).map_err(rust_error)?;
+            Ok(continued.request_id)
+        }
     }
 }

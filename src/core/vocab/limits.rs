@@ -68,6 +68,14 @@ pub struct Limits {
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).
     pub max_connections: usize,
+    /// Calls to child agents (a sub-agent `chat()`, an `AgentStub`
+    /// submission or continuation) one turn's tools may have in flight
+    /// together; a call past it is refused at once with an error the tool
+    /// returns to the model (0: no limit).
+    pub max_child_calls_per_turn: usize,
+    /// Calls to child agents the whole agent may have in flight together
+    /// (its turns, routes, alarm and schedules; 0: no limit).
+    pub max_child_calls_per_agent: usize,
 }
 
 impl Default for Limits {
@@ -91,6 +99,8 @@ impl Default for Limits {
             max_requests_per_minute: 60,
             max_agent_requests_per_minute: 600,
             max_connections: 100,
+            max_child_calls_per_turn: 4,
+            max_child_calls_per_agent: 16,
         }
     }
 }

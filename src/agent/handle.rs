@@ -133,6 +133,12 @@ impl AgentHandle {
         self.with_core(|core, now| core.continue_last(now))
     }
 
+    /// `continue_last_turn` asked for by a caller outside the agent (over
+    /// RPC or the submission API): it counts toward `RATE_LIMIT_PER_AGENT`.
+    pub(crate) fn continue_last_turn_from_outside(&self) -> Result<String, SubmitError> {
+        self.with_core(|core, now| core.continue_last_from_outside(now))
+    }
+
     /// Runs the definition's `on_alarm` at `at_ms` (ms since the epoch),
     /// replacing an alarm already scheduled; `None` cancels it. Stored, so
     /// it fires after an eviction too (once: an alarm whose `on_alarm` is

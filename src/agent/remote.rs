@@ -110,7 +110,7 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
             };
             match agent.submit_messages(messages, options) {
                 Ok(s) => Response::from_json(&s),
-                Err(e) => refuse(&e.0, 400),
+                Err(e) => refuse(&e.0, refusal_status(&e)),
             }
         }
         ApiCall::Status { id } => found(agent.submission_status(&id)),
@@ -119,10 +119,19 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
             Ok(ids) => Response::from_json(&Saved { ids }),
             Err(e) => refuse(&e.0, 400),
         },
-        ApiCall::Continue => match agent.continue_last_turn() {
+        ApiCall::Continue => match agent.continue_last_turn_from_outside() {
             Ok(request_id) => Response::from_json(&Continued { request_id }),
-            Err(e) => refuse(&e.0, 400),
+            Err(e) => refuse(&e.0, refusal_status(&e)),
         },
+    }
+}
+
+/// 429 for a refusal for want of request rate, 400 for any other.
+fn refusal_status(error: &crate::core::SubmitError) -> u16 {
+    if error.is_rate_limited() {
+        429
+    } else {
+        400
     }
 }
 

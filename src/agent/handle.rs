@@ -62,7 +62,9 @@ pub struct SubmitOptions {
     /// of the same caller, so a route that strangers reach (name it, e.g.
     /// `"http"` or the signed-in user) cannot replay or block the keys of
     /// the agent's own code (`None`). Calls over an `AgentStub` are a caller
-    /// of their own (`stub:<caller>`).
+    /// of their own (`stub:<caller>`). A named caller's submissions count
+    /// toward the agent's request rate (`RATE_LIMIT_PER_AGENT`); the agent's
+    /// own code's are not rate limited.
     pub caller: Option<String>,
     /// The custom body `before_turn` sees (`TurnContext::body`), as a
     /// tab's request body.

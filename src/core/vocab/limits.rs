@@ -62,8 +62,10 @@ pub struct Limits {
     /// Chat requests one connection may make in a minute; past it a request
     /// is refused on its id (0: no limit). Each may start a model turn.
     pub max_requests_per_minute: usize,
-    /// Chat requests all of an agent's connections together may make in a
-    /// minute (0: no limit).
+    /// Turns an agent may be asked for in a minute (0: no limit): its
+    /// connections' chat requests together, parents' `chat()` calls, named
+    /// callers' submissions and continuations asked for over RPC. The
+    /// agent's own code is not counted.
     pub max_agent_requests_per_minute: usize,
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).

@@ -21,6 +21,8 @@ pub struct SubmitRequest {
     pub idempotency_key: Option<String>,
     /// Who the key belongs to: keys are compared only between submissions
     /// of the same caller (`None` and `Some("")` are the agent's own code).
+    /// A named caller's submissions count toward the agent's request rate
+    /// (`Limits::max_agent_requests_per_minute`); the agent's own do not.
     pub caller: Option<String>,
     /// The custom body `before_turn` sees, as a tab's request body.
     pub body: Option<Map<String, Value>>,

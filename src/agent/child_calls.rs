@@ -251,18 +251,13 @@ mod tests {
 
     /// A tool's future: takes a slot when polled inside its scope, then
     /// waits on `gate` (a child call in flight) holding it.
-    fn child_call(
-        gate: oneshot::Receiver<()>,
-        refused: Rc<Cell<usize>>,
-    ) -> impl Future<Output = ()> {
-        async move {
-            match acquire_child_call() {
-                Ok(Some(_slot)) => {
-                    let _ = gate.await;
-                }
-                Ok(None) => panic!("the scope is current while the tool runs"),
-                Err(_) => refused.set(refused.get() + 1),
+    async fn child_call(gate: oneshot::Receiver<()>, refused: Rc<Cell<usize>>) {
+        match acquire_child_call() {
+            Ok(Some(_slot)) => {
+                let _ = gate.await;
             }
+            Ok(None) => panic!("the scope is current while the tool runs"),
+            Err(_) => refused.set(refused.get() + 1),
         }
     }
 

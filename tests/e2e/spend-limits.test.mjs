@@ -4,13 +4,14 @@
 // rate also counts what reaches it without a tab: the public submit route (429 past it), a
 // parent's chat() and submissions over RPC (the parent's tool reads the refusal). One turn's
 // calls to child agents are capped in flight: a step delegating past MAX_CHILD_CALLS_PER_TURN
-// gets tool errors for the calls over the cap, whose children never run a turn.
+// gets tool errors for the calls over the cap, whose children never run a turn, and a cancelled
+// turn's calls give their slots back.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { connect, chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
-import { workerFor, tab, rid, contentText } from '../support/e2e.mjs';
+import { workerFor, tab, rid, contentText, waitUntil } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
 
@@ -88,11 +89,12 @@ const partsOf = (messages, type) => messages.flatMap((m) => m.parts).filter((p) 
  * directives inside the calls' texts are sent as `\u005b…` so that only the child, not the
  * coordinator's model, reads them.
  */
+const fanOutText = (tool, calls) => `go [tool-each:${tool}:${JSON.stringify(calls).replace(/\[(?=[a-z])/g, '\\u005b')}]`;
+
 async function fanOut(w, room, tool, calls) {
   const c = await tab(w, room, undefined, 'Coordinator');
   const id = rid();
-  const list = JSON.stringify(calls).replace(/\[(?=[a-z])/g, '\\u005b');
-  c.send(chatRequest(id, [userMessage(rid('u'), `go [tool-each:${tool}:${list}]`)]));
+  c.send(chatRequest(id, [userMessage(rid('u'), fanOutText(tool, calls))]));
   const done = await c.waitFor(isDone(id), 30000);
   await c.close();
   return { done, parts: partsOf(await getMessages(w.url, 'Coordinator', room), `tool-${tool}`) };
@@ -160,4 +162,32 @@ test('a step delegating past MAX_CHILD_CALLS_PER_TURN: the calls over the cap ar
   // The slots came back when the calls ended: the next turn's two calls both run.
   const again = await fanOut(w, 'fan-parent-2', 'delegate', kids.slice(2, 4).map((agent) => ({ agent, task: `[tokens:2] again ${agent}` })));
   assert.deepEqual(again.parts.map((p) => p.state), ['output-available', 'output-available']);
+});
+
+test("a cancelled turn's child calls give their slots back: the agent's next turn may make as many", async (t) => {
+  const w = await workerFor(t, { bindings: { MAX_CHILD_CALLS_PER_TURN: '2', MAX_CHILD_CALLS_PER_AGENT: '2' } });
+  const c = await tab(w, 'fan-cancel', undefined, 'Coordinator');
+  const slow = ['slow-kid-1', 'slow-kid-2'].map((agent) => ({ agent, task: `[delay:300] [tokens:100] for ${agent}` }));
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), fanOutText('delegate', slow))]));
+  // Both children are answering: the agent's two slots are taken.
+  await waitUntil(() => slow.every(({ agent }) => w.model.requests.some((r) => r.messages.some((m) => contentText(m.content).endsWith(`for ${agent}`)))), { what: 'both children asked their model' });
+  c.send({ id, type: 'cf_agent_chat_request_cancel' });
+  assert.equal((await c.waitFor(isDone(id), TURN_MS)).outcome, 'aborted');
+  // The next turn's calls run once the cancelled ones have ended (their children cancelled too); a
+  // slot kept by a cancelled call would refuse them on every try.
+  const quick = ['quick-kid-1', 'quick-kid-2'];
+  let states;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const again = await fanOut(w, `fan-cancel-${attempt}`, 'delegate', quick.map((agent) => ({ agent, task: `[tokens:2] ${attempt}` })));
+    states = again.parts.map((p) => p.state);
+    if (states.every((s) => s === 'output-available')) break;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  assert.deepEqual(states, ['output-available', 'output-available']);
+  for (const { agent } of slow) {
+    const kid = await getMessages(w.url, 'ChatAgent', agent);
+    const words = kid.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('').trim().split(/\s+/);
+    assert.ok(words.length < 100, `${agent}'s turn was cancelled with its parent's (${words.length} words)`);
+  }
 });

@@ -262,6 +262,8 @@ mod routes {
             let message = UIMessage::user_text("", submit.text);
             return match agent.submit_messages(vec![message], options) {
                 Ok(submission) => Ok(Some(Response::from_json(&submission)?.with_status(202))),
+                // A named caller counts toward RATE_LIMIT_PER_AGENT.
+                Err(e) if e.is_rate_limited() => Response::error(e.to_string(), 429).map(Some),
                 Err(e) => Response::error(e.to_string(), 400).map(Some),
             };
         }

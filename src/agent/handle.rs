@@ -62,7 +62,9 @@ pub struct SubmitOptions {
     /// of the same caller, so a route that strangers reach (name it, e.g.
     /// `"http"` or the signed-in user) cannot replay or block the keys of
     /// the agent's own code (`None`). Calls over an `AgentStub` are a caller
-    /// of their own (`stub:<caller>`).
+    /// of their own (`stub:<caller>`). A named caller's submissions count
+    /// toward the agent's request rate (`RATE_LIMIT_PER_AGENT`); the agent's
+    /// own code's are not rate limited.
     pub caller: Option<String>,
     /// The custom body `before_turn` sees (`TurnContext::body`), as a
     /// tab's request body.
@@ -131,6 +133,12 @@ impl AgentHandle {
     /// continuation's request id.
     pub fn continue_last_turn(&self) -> Result<String, SubmitError> {
         self.with_core(|core, now| core.continue_last(now))
+    }
+
+    /// `continue_last_turn` asked for by a caller outside the agent (over
+    /// RPC or the submission API): it counts toward `RATE_LIMIT_PER_AGENT`.
+    pub(crate) fn continue_last_turn_from_outside(&self) -> Result<String, SubmitError> {
+        self.with_core(|core, now| core.continue_last_from_outside(now))
     }
 
     /// Runs the definition's `on_alarm` at `at_ms` (ms since the epoch),

@@ -5,7 +5,8 @@
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
 //!    connect), `channel_auth` (the deployment's internal credential), `body`
 //!    (request bodies read under a limit), `child_events` (what a parent
-//!    hears from a child's `chat()`), `think_submissions` (Think's submission
+//!    hears from a child's `chat()`), `child_calls` (calls to child agents in
+//!    flight, held under their caps), `think_submissions` (Think's submission
 //!    shapes), `rpc_stub` (a Durable Object stub called over RPC);
 //! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
 //!    the host implements), `connection` (a socket as the author sees it),
@@ -31,6 +32,7 @@ mod binding_model;
 pub mod body;
 pub mod callable;
 pub mod channel_auth;
+pub mod child_calls;
 pub mod child_events;
 #[cfg(target_arch = "wasm32")]
 pub mod connection;

@@ -13,6 +13,8 @@
 //! body tagged by `op`; the host answers it only when the internal fetch
 //! fallback is on.
 
+use std::future::Future;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use worker::{Env, Method, Request, Response};
@@ -20,6 +22,7 @@ use worker::{Env, Method, Request, Response};
 use crate::protocol::UIMessage;
 
 use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
+use super::child_calls::acquire_child_call;
 use super::handle::{AgentHandle, Submission, SubmitOptions};
 use super::rpc_stub::{from_js, to_js, RpcStub};
 use super::think_submissions::{ThinkCancelResult, ThinkInspection, ThinkSubmitOptions};
@@ -107,7 +110,7 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
             };
             match agent.submit_messages(messages, options) {
                 Ok(s) => Response::from_json(&s),
-                Err(e) => refuse(&e.0, 400),
+                Err(e) => refuse(&e.0, refusal_status(&e)),
             }
         }
         ApiCall::Status { id } => found(agent.submission_status(&id)),
@@ -116,10 +119,19 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
             Ok(ids) => Response::from_json(&Saved { ids }),
             Err(e) => refuse(&e.0, 400),
         },
-        ApiCall::Continue => match agent.continue_last_turn() {
+        ApiCall::Continue => match agent.continue_last_turn_from_outside() {
             Ok(request_id) => Response::from_json(&Continued { request_id }),
-            Err(e) => refuse(&e.0, 400),
+            Err(e) => refuse(&e.0, refusal_status(&e)),
         },
+    }
+}
+
+/// 429 for a refusal for want of request rate, 400 for any other.
+fn refusal_status(error: &crate::core::SubmitError) -> u16 {
+    if error.is_rate_limited() {
+        429
+    } else {
+        400
     }
 }
 
@@ -149,21 +161,26 @@ impl AgentStub {
     /// `SubmitOptions::body` reaches the agent as Think's `metadata` (this
     /// crate's agents read it as the custom body); `caller` is not sent: the
     /// agent keeps the keys of RPC callers apart from its own.
-    pub async fn submit_messages(
+    pub fn submit_messages(
         &self,
         messages: Vec<UIMessage>,
         options: SubmitOptions,
-    ) -> worker::Result<Submission> {
-        let think = ThinkSubmitOptions {
-            idempotency_key: options.idempotency_key,
-            metadata: options.body,
-        };
-        let answer = self
-            .stub
-            .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
-            .await?;
-        let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
-        inspection.into_submission().map_err(rust_error)
+    ) -> impl Future<Output = worker::Result<Submission>> + '_ {
+        // A submission starts a turn there: it counts as a child call.
+        let slot = acquire_child_call();
+        async move {
+            let _slot = slot.map_err(rust_error)?;
+            let think = ThinkSubmitOptions {
+                idempotency_key: options.idempotency_key,
+                metadata: options.body,
+            };
+            let answer = self
+                .stub
+                .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])
+                .await?;
+            let inspection: ThinkInspection = from_js(&answer).map_err(rust_error)?;
+            inspection.into_submission().map_err(rust_error)
+        }
     }
 
     /// `Ok(None)`: the agent does not know the submission.
@@ -196,9 +213,13 @@ impl AgentStub {
 
     /// Think's `continueLastTurn()`: returns the continuation's request id
     /// once it ended.
-    pub async fn continue_last_turn(&self) -> worker::Result<String> {
-        let answer = self.stub.call("continueLastTurn", &[]).await?;
-        let continued: Continued = from_js(&answer).map_err(rust_error)?;
-        Ok(continued.request_id)
+    pub fn continue_last_turn(&self) -> impl Future<Output = worker::Result<String>> + '_ {
+        let slot = acquire_child_call();
+        async move {
+            let _slot = slot.map_err(rust_error)?;
+            let answer = self.stub.call("continueLastTurn", &[]).await?;
+            let continued: Continued = from_js(&answer).map_err(rust_error)?;
+            Ok(continued.request_id)
+        }
     }
 }

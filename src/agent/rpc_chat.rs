@@ -22,6 +22,7 @@ use futures::channel::oneshot;
 use crate::protocol::channel::ChatMessage;
 use crate::protocol::ClientToolSchema;
 
+use super::child_calls::ChildCallScope;
 use super::child_events::{
     CallEnd, ChatCallback, ChildEvent, ClientToolCall, ClientToolExecutor, EventRelay,
 };
@@ -35,6 +36,9 @@ pub(crate) struct RpcCall {
     pub abort: Option<oneshot::Receiver<()>>,
     /// 0: no deadline.
     pub timeout_ms: u64,
+    /// Where the call was made: the executor's runs count their own child
+    /// calls there too.
+    pub scope: Option<ChildCallScope>,
 }
 
 /// How long a call is still awaited after its deadline cancelled it, so
@@ -104,18 +108,25 @@ fn callback_functions(
 /// `onClientToolCall`: runs the author's executor; its `Err` text is thrown
 /// to the child as an `Error` (the child's model reads it as the tool's
 /// error).
-fn executor_function(executor: ClientToolExecutor) -> Closure<dyn FnMut(JsValue) -> Promise> {
+fn executor_function(
+    executor: ClientToolExecutor,
+    scope: Option<ChildCallScope>,
+) -> Closure<dyn FnMut(JsValue) -> Promise> {
     Closure::new(move |call: JsValue| -> Promise {
         let call = from_js::<ClientToolCall>(&call);
         let run = executor.clone();
-        future_to_promise(async move {
+        let answer = async move {
             let call =
                 call.map_err(|e| js_sys::Error::new(&format!("malformed tool call: {e}")))?;
             match run(call).await {
                 Ok(output) => to_js(&output).map_err(|e| js_sys::Error::new(&e.to_string()).into()),
                 Err(text) => Err(js_sys::Error::new(&text).into()),
             }
-        })
+        };
+        match scope.clone() {
+            Some(scope) => future_to_promise(scope.run(answer)),
+            None => future_to_promise(answer),
+        }
     })
 }
 
@@ -128,7 +139,11 @@ pub(crate) async fn chat_over_rpc(
 ) -> worker::Result<()> {
     let (tx, mut events) = mpsc::unbounded();
     let functions = callback_functions(tx)?;
-    let executor = options.executor.clone().map(executor_function);
+    let scope = options.scope.clone();
+    let executor = options
+        .executor
+        .clone()
+        .map(|run| executor_function(run, scope));
     let call_options = Object::new();
     if !options.client_tools.is_empty() {
         Reflect::set(

@@ -138,6 +138,14 @@ impl AgentSettings {
                         .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
                     max_stored_messages: vars
                         .parsed_or("HISTORY_MAX_MESSAGES", defaults.limits.max_stored_messages),
+                    max_child_calls_per_turn: vars.parsed_or(
+                        "MAX_CHILD_CALLS_PER_TURN",
+                        defaults.limits.max_child_calls_per_turn,
+                    ),
+                    max_child_calls_per_agent: vars.parsed_or(
+                        "MAX_CHILD_CALLS_PER_AGENT",
+                        defaults.limits.max_child_calls_per_agent,
+                    ),
                     ..defaults.limits
                 },
                 model_retry: RetryPolicy {
@@ -289,10 +297,13 @@ mod tests {
         let lookup = |name: &str| match name {
             "MODEL_MAX_RETRIES" => Some(" 0 ".to_string()),
             "MODEL_STALL_TIMEOUT_MS" => Some("soon".to_string()),
+            "MAX_CHILD_CALLS_PER_TURN" => Some("0".to_string()),
             _ => None,
         };
         let settings = AgentSettings::from_vars(&Vars(&lookup));
         assert_eq!(settings.turns.model_retry.max_retries, 0);
+        assert_eq!(settings.turns.limits.max_child_calls_per_turn, 0);
+        assert_eq!(settings.turns.limits.max_child_calls_per_agent, 16);
         assert_eq!(
             settings.turns.limits.model_stall_timeout_ms,
             Limits::default().model_stall_timeout_ms

@@ -12,6 +12,7 @@ use worker::Env;
 pub use crate::protocol::channel::ChatMessage;
 use crate::protocol::ClientToolSchema;
 
+use super::child_calls::{acquire_child_call, current_scope};
 pub use super::child_events::{ChatCallback, ClientToolCall, ClientToolExecutor};
 use super::rpc_chat::{chat_over_rpc, RpcCall};
 use super::rpc_stub::RpcStub;
@@ -51,20 +52,33 @@ pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::DEFAULT_TOOL_TIMEOUT_MS;
 /// `binding` and returns when it ended. Plain text is sent as such: the
 /// child mints the message id. A name outside the agent-name rule fails
 /// before anything is sent.
-pub async fn chat(
-    env: &Env,
-    binding: &str,
-    name: &str,
-    message: impl Into<ChatMessage>,
-    callback: &mut dyn ChatCallback,
+///
+/// Made from a server tool (or the agent's routes, alarm or schedules),
+/// the call counts toward the agent's caps on child calls in flight
+/// (`MAX_CHILD_CALLS_PER_TURN`, `MAX_CHILD_CALLS_PER_AGENT`) from the
+/// moment `chat` is called until its future ends or is dropped; over a cap
+/// it fails at once, before anything is sent, with an error that says so.
+pub fn chat<'a>(
+    env: &'a Env,
+    binding: &'a str,
+    name: &'a str,
+    message: impl Into<ChatMessage> + 'a,
+    callback: &'a mut dyn ChatCallback,
     options: ChatOptions,
-) -> worker::Result<()> {
-    let stub = RpcStub::new(env, binding, name)?;
-    let call = RpcCall {
-        client_tools: options.client_tools,
-        executor: options.on_client_tool_call,
-        abort: options.signal.map(|AbortSignal(rx)| rx),
-        timeout_ms: options.timeout_ms.unwrap_or(DEFAULT_CHAT_TIMEOUT_MS),
-    };
-    chat_over_rpc(&stub, message.into(), callback, call).await
+) -> impl std::future::Future<Output = worker::Result<()>> + 'a {
+    // Taken now, in the caller's scope, not when the future is first polled.
+    let slot = acquire_child_call();
+    let scope = current_scope();
+    async move {
+        let _slot = slot.map_err(worker::Error::RustError)?;
+        let stub = RpcStub::new(env, binding, name)?;
+        let call = RpcCall {
+            client_tools: options.client_tools,
+            executor: options.on_client_tool_call,
+            abort: options.signal.map(|AbortSignal(rx)| rx),
+            timeout_ms: options.timeout_ms.unwrap_or(DEFAULT_CHAT_TIMEOUT_MS),
+            scope,
+        };
+        chat_over_rpc(&stub, message.into(), callback, call).await
+    }
 }

@@ -1,12 +1,17 @@
 // End-to-end limits on what one client can make an agent do: chat requests per connection and per
 // agent in a minute (refused on the request's id, the socket stays open, other tabs go on), and
-// sockets per agent (an upgrade past the cap is refused with 429 until one closes).
+// sockets per agent (an upgrade past the cap is refused with 429 until one closes). The agent's
+// rate also counts what reaches it without a tab: the public submit route (429 past it), a
+// parent's chat() and submissions over RPC (the parent's tool reads the refusal). One turn's
+// calls to child agents are capped in flight: a step delegating past MAX_CHILD_CALLS_PER_TURN
+// gets tool errors for the calls over the cap, whose children never run a turn, and a cancelled
+// turn's calls give their slots back.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { connect, chatRequest, userMessage, isDone } from '../support/harness.mjs';
-import { workerFor, tab, rid } from '../support/e2e.mjs';
+import { connect, chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
+import { workerFor, tab, rid, contentText, waitUntil } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
 
@@ -73,4 +78,116 @@ test('sockets past MAX_CONNECTIONS are refused with 429 until one closes', async
   }
   assert.ok(third, 'a socket is accepted again once one closed');
   assert.equal((await ask(third)).outcome, 'completed');
+});
+
+// ---- what reaches an agent without a tab, and a turn's calls to child agents ------------------
+
+const partsOf = (messages, type) => messages.flatMap((m) => m.parts).filter((p) => p.type === type);
+
+/**
+ * A coordinator turn whose model calls `tool` once per entry of `calls`, in one step. The
+ * directives inside the calls' texts are sent as `\u005b…` so that only the child, not the
+ * coordinator's model, reads them.
+ */
+const fanOutText = (tool, calls) => `go [tool-each:${tool}:${JSON.stringify(calls).replace(/\[(?=[a-z])/g, '\\u005b')}]`;
+
+async function fanOut(w, room, tool, calls) {
+  const c = await tab(w, room, undefined, 'Coordinator');
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), fanOutText(tool, calls))]));
+  const done = await c.waitFor(isDone(id), 30000);
+  await c.close();
+  return { done, parts: partsOf(await getMessages(w.url, 'Coordinator', room), `tool-${tool}`) };
+}
+
+const submitRoute = (w, room, text) => w.fetch(`/agents/chat-agent/${room}/submit`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ text }),
+});
+
+test('the public submit route counts toward RATE_LIMIT_PER_AGENT and is answered 429 past it', async (t) => {
+  const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_AGENT: '2' } });
+  const a = await tab(w, 'routed');
+  assert.equal((await ask(a)).outcome, 'completed');
+  assert.equal((await submitRoute(w, 'routed', '[tokens:2] from a route')).status, 202);
+  const refused = await submitRoute(w, 'routed', 'one too many');
+  assert.equal(refused.status, 429);
+  assert.match(await refused.text(), /too many requests to this agent \(limit 2 a minute\)/);
+  const stored = await getMessages(w.url, 'ChatAgent', 'routed');
+  assert.ok(!stored.some((m) => m.parts.some((p) => p.text === 'one too many')), 'nothing of it is stored');
+  const after = await ask(a);
+  assert.equal(after.error, true, 'the route used the budget the tabs share');
+});
+
+test("a parent's chat() and submissions over RPC count toward the child's RATE_LIMIT_PER_AGENT", async (t) => {
+  const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_AGENT: '2' } });
+  const delegated = await fanOut(w, 'rate-parent', 'delegate', [1, 2, 3].map((n) => ({ agent: 'rate-kid', task: `[tokens:2] task ${n}` })));
+  assert.equal(delegated.done.outcome, 'completed');
+  assert.deepEqual(delegated.parts.map((p) => p.state).sort(), ['output-available', 'output-available', 'output-error']);
+  const refused = delegated.parts.find((p) => p.state === 'output-error');
+  assert.match(refused.errorText, /^agent 'rate-kid' failed: too many requests to this agent \(limit 2 a minute\); try again in \d+ s$/);
+  const kid = await getMessages(w.url, 'ChatAgent', 'rate-kid');
+  assert.equal(kid.filter((m) => m.role === 'user').length, 2, 'the refused call stored nothing in the child');
+
+  const submitted = await fanOut(w, 'rate-submitter', 'submit_to', [1, 2, 3].map((n) => ({ agent: 'rate-kid-2', text: `[tokens:2] note ${n}` })));
+  assert.equal(submitted.done.outcome, 'completed');
+  const states = submitted.parts.map((p) => p.state).sort();
+  assert.deepEqual(states, ['output-available', 'output-available', 'output-error']);
+  assert.match(submitted.parts.find((p) => p.state === 'output-error').errorText, /^submitting to 'rate-kid-2' failed: .*too many requests to this agent \(limit 2 a minute\)/);
+});
+
+test('a step delegating past MAX_CHILD_CALLS_PER_TURN: the calls over the cap are tool errors, their children never run, the turn ends normally', async (t) => {
+  const w = await workerFor(t, { bindings: { MAX_CHILD_CALLS_PER_TURN: '2' } });
+  // Each child answers slowly, so the first two are still running when the rest are made.
+  const kids = [1, 2, 3, 4, 5].map((n) => `fan-kid-${n}`);
+  const calls = kids.map((agent) => ({ agent, task: `[delay:400] [tokens:4] for ${agent}` }));
+  const first = await fanOut(w, 'fan-parent', 'delegate', calls);
+  assert.equal(first.done.outcome, 'completed', 'the turn ended normally');
+  assert.equal(first.parts.length, 5);
+  const ran = first.parts.filter((p) => p.state === 'output-available');
+  const capped = first.parts.filter((p) => p.state === 'output-error');
+  assert.equal(ran.length, 2, JSON.stringify(first.parts.map((p) => [p.input.agent, p.state, p.errorText])));
+  assert.equal(capped.length, 3);
+  for (const part of capped) {
+    assert.match(part.errorText, /^delegating to 'fan-kid-\d' failed: too many child agent calls at once in this turn: 2 running \(limit 2, MAX_CHILD_CALLS_PER_TURN\)/);
+    assert.deepEqual(await getMessages(w.url, 'ChatAgent', part.input.agent), [], `${part.input.agent} never ran a turn`);
+    const asked = w.model.requests.some((r) => r.messages.some((m) => m.role === 'user' && contentText(m.content) === `[delay:400] [tokens:4] for ${part.input.agent}`));
+    assert.ok(!asked, `the model was never asked for ${part.input.agent}`);
+  }
+  for (const part of ran) {
+    assert.equal(part.output.text, 'w1 w2 w3 w4');
+    assert.equal((await getMessages(w.url, 'ChatAgent', part.input.agent)).length, 2);
+  }
+  // The slots came back when the calls ended: the next turn's two calls both run.
+  const again = await fanOut(w, 'fan-parent-2', 'delegate', kids.slice(2, 4).map((agent) => ({ agent, task: `[tokens:2] again ${agent}` })));
+  assert.deepEqual(again.parts.map((p) => p.state), ['output-available', 'output-available']);
+});
+
+test("a cancelled turn's child calls give their slots back: the agent's next turn may make as many", async (t) => {
+  const w = await workerFor(t, { bindings: { MAX_CHILD_CALLS_PER_TURN: '2', MAX_CHILD_CALLS_PER_AGENT: '2' } });
+  const c = await tab(w, 'fan-cancel', undefined, 'Coordinator');
+  const slow = ['slow-kid-1', 'slow-kid-2'].map((agent) => ({ agent, task: `[delay:300] [tokens:100] for ${agent}` }));
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), fanOutText('delegate', slow))]));
+  // Both children are answering: the agent's two slots are taken.
+  await waitUntil(() => slow.every(({ agent }) => w.model.requests.some((r) => r.messages.some((m) => contentText(m.content).endsWith(`for ${agent}`)))), { what: 'both children asked their model' });
+  c.send({ id, type: 'cf_agent_chat_request_cancel' });
+  assert.equal((await c.waitFor(isDone(id), TURN_MS)).outcome, 'aborted');
+  // The next turn's calls run once the cancelled ones have ended (their children cancelled too); a
+  // slot kept by a cancelled call would refuse them on every try.
+  const quick = ['quick-kid-1', 'quick-kid-2'];
+  let states;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const again = await fanOut(w, `fan-cancel-${attempt}`, 'delegate', quick.map((agent) => ({ agent, task: `[tokens:2] ${attempt}` })));
+    states = again.parts.map((p) => p.state);
+    if (states.every((s) => s === 'output-available')) break;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  assert.deepEqual(states, ['output-available', 'output-available']);
+  for (const { agent } of slow) {
+    const kid = await getMessages(w.url, 'ChatAgent', agent);
+    const words = kid.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('').trim().split(/\s+/);
+    assert.ok(words.length < 100, `${agent}'s turn was cancelled with its parent's (${words.length} words)`);
+  }
 });

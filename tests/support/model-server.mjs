@@ -74,6 +74,25 @@ function parseToolDirective(text) {
   return { name: m[1], args: end >= 0 ? rest.slice(0, end) : '{}' };
 }
 
+/**
+ * Parse `[tool-each:NAME:[JSON, …]]`: one call of NAME per element of the array (its arguments);
+ * the first `]]` after which the array parses wins. Null when absent or unreadable.
+ */
+function parseToolEachDirective(text) {
+  const m = /\[tool-each:([^:\]\s]+):/.exec(text);
+  if (!m) return null;
+  const rest = text.slice(m.index + m[0].length);
+  for (let i = rest.indexOf(']]'); i >= 0; i = rest.indexOf(']]', i + 1)) {
+    try {
+      const list = JSON.parse(rest.slice(0, i + 1));
+      if (Array.isArray(list)) return list.map((args) => call(m[1], args));
+    } catch {
+      /* keep looking for a later `]]` */
+    }
+  }
+  return null;
+}
+
 /** The instruction a recovering agent appends after its cut answer. */
 export function isContinueInstruction(text) {
   return /^Continue your previous response/i.test(text.trim());
@@ -186,6 +205,8 @@ function planFreshReply(body) {
   if (text.includes('[truncate]')) return say(echo, 'truncate');
   if (text.includes('[hang]')) return say(echo, 'hang');
 
+  const eachCalls = parseToolEachDirective(text);
+  if (eachCalls?.length) return tools(...eachCalls);
   const toolDirective = parseToolDirective(text);
   if (toolDirective) return tools(call(toolDirective.name, toolDirective.args));
   const toolsMatch = /\[tools:([^\]]*)\]/.exec(text);

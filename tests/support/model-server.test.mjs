@@ -267,6 +267,19 @@ test('[tools:A,B,C] makes parallel calls with unique ids across requests', async
   assert.equal(new Set(ids).size, ids.length);
 });
 
+test('[tool-each:NAME:[…]] makes one call of NAME per array element, with that element as arguments', async () => {
+  const text = 'go [tool-each:delegate:[{"agent":"kid-1","task":"\\u005bdelay:5] a"},{"agent":"kid-2","task":"b"}]] now';
+  const r = await complete({ messages: [user(text)] });
+  assertComplete(r, 'tool_calls');
+  const calls = toolCalls(r.events);
+  assert.deepEqual(calls.map((c) => c.name), ['delegate', 'delegate']);
+  assert.deepEqual(calls.map((c) => JSON.parse(c.arguments)), [
+    { agent: 'kid-1', task: '[delay:5] a' },
+    { agent: 'kid-2', task: 'b' },
+  ]);
+  assert.equal(new Set(calls.map((c) => c.id)).size, 2);
+});
+
 test('tool results: "Tool results: name=content; ..." from the trailing tool messages', async () => {
   const messages = [
     user('weather in Paris and timezone'),

@@ -24,6 +24,7 @@ use crate::store::SqlStore;
 use super::access::{request_info, Refusal, RequestInfo};
 use super::author_hooks::AuthorHooks;
 use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
+use super::child_calls::{ChildCallLimits, ChildCallScope, ChildCalls};
 use super::connection::{Attachment, Connection};
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};
@@ -127,6 +128,8 @@ pub struct AgentHost {
     rpc: rpc_calls::RpcCalls,
     /// `INTERNAL_FETCH_FALLBACK=1`: the internal fetch paths are served.
     internal_fetch: bool,
+    /// Calls to child agents in flight, per turn and in all (see `child_calls.rs`).
+    child_calls: Rc<ChildCalls>,
 }
 
 /// How many handled closes `AgentHost::closed` remembers.
@@ -173,6 +176,10 @@ impl AgentHost {
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
         let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
+        let child_calls = ChildCalls::new(ChildCallLimits {
+            per_turn: settings.turns.limits.max_child_calls_per_turn,
+            per_agent: settings.turns.limits.max_child_calls_per_agent,
+        });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
         let (owner, allowed) = (definition.clone(), settings.clone());
@@ -231,6 +238,7 @@ impl AgentHost {
             settled_waiters: RefCell::new(Vec::new()),
             rpc: rpc_calls::RpcCalls::default(),
             internal_fetch,
+            child_calls,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
@@ -306,7 +314,10 @@ impl AgentHost {
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if !upgrade.eq_ignore_ascii_case("websocket") {
-            return match (self.on_request)(req, self.handle()).await? {
+            let route = self
+                .child_call_scope(None)
+                .run((self.on_request)(req, self.handle()));
+            return match route.await? {
                 Some(response) => Ok(response),
                 None => Response::error("Not implemented", 404),
             };
@@ -383,6 +394,12 @@ impl AgentHost {
             tools: Vec::new(),
             executor: false,
         });
+    }
+
+    /// Where a child call made now by this agent's code counts: turn
+    /// `turn`'s tools, or (`None`) the agent's code outside a turn.
+    fn child_call_scope(&self, turn: Option<&str>) -> ChildCallScope {
+        ChildCallScope::new(self.child_calls.clone(), turn)
     }
 
     /// The agent as its own code reaches it.
@@ -583,7 +600,7 @@ impl AgentHost {
             }
             Effect::AuthorAlarm => {
                 let run = (self.on_author_alarm)(self.handle());
-                spawn_local(run);
+                spawn_local(self.child_call_scope(None).run(run));
             }
             Effect::RunSchedule {
                 name,
@@ -614,7 +631,9 @@ impl AgentHost {
                     agent: Some(self.handle()),
                 };
                 self.tool_runs.borrow_mut().insert(call, abort);
-                spawn_local(async move {
+                let turn = self.core.borrow().running_request_id();
+                let scope = self.child_call_scope(turn.as_deref());
+                spawn_local(scope.run(async move {
                     let result = match (tool, mcp_tool) {
                         (Some(tool), _) => tool.call_with(input, ctx).await,
                         (None, Some(target)) => host.call_mcp_tool(target, input, signal).await,
@@ -626,7 +645,7 @@ impl AgentHost {
                         tool_call_id,
                         result,
                     });
-                });
+                }));
             }
             Effect::CallRemoteTool {
                 call,
@@ -766,7 +785,7 @@ impl AgentHost {
             None => Err(format!("no schedule callback `{callback}` is registered")),
         };
         match run {
-            Ok(run) => spawn_local(run),
+            Ok(run) => spawn_local(self.child_call_scope(None).run(run)),
             Err(e) => self.log_line(
                 crate::log::LogLevel::Error,
                 &format!("schedule `{name}` could not run: {e}"),

@@ -72,7 +72,7 @@ pub(super) async fn save(
 pub(super) async fn continue_last(host: Rc<AgentHost>) -> Result<JsValue, JsValue> {
     let request_id = host
         .handle()
-        .continue_last_turn()
+        .continue_last_turn_from_outside()
         .map_err(|e| js::error(&e.0))?;
     let ended = host
         .wait_for_turn(&request_id)

@@ -257,6 +257,15 @@ impl Core {
             }
             return;
         }
+        // A parent's turn counts toward the agent's request rate, as a
+        // tab's does; the agent's own (no connection) does not.
+        if let Some(conn) = &conn {
+            let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
+            if let Err(error) = self.request_rate.admit_for_agent(self.now, per_agent) {
+                self.reject(conn.clone(), None, &error);
+                return;
+            }
+        }
         let request_id = self.new_id(crate::core::vocab::ids::IdKind::Request);
         if let Some(conn) = &conn {
             self.send_to(

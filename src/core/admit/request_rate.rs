@@ -1,11 +1,15 @@
 //! `RequestRate`: how many chat requests each connection, and the agent as a
 //! whole, had accepted in the last minute, held under the limits
 //! (`Limits::max_requests_per_minute`, `max_agent_requests_per_minute`), so
-//! no tab (or set of tabs) can start turns, and spend, without bound.
+//! no tab (or set of tabs) can start turns, and spend, without bound. The
+//! agent's count also takes the turns asked for from outside it without a
+//! tab: a parent's `chat()` and the submissions of a named caller (RPC, an
+//! `AgentStub`, an HTTP route that names its caller).
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::core::vocab::ids::ConnId;
+use crate::core::vocab::submit::RATE_REFUSAL_PREFIX;
 
 /// The window the limits count over.
 pub const RATE_WINDOW_MS: u64 = 60_000;
@@ -36,6 +40,17 @@ fn wait_secs(times: &VecDeque<u64>, now_ms: u64) -> u64 {
         .div_ceil(1000)
 }
 
+/// Whether the agent's limit (0: none) allows one more now.
+fn agent_allows(agent: &mut VecDeque<u64>, now_ms: u64, per_agent: usize) -> Result<(), String> {
+    if per_agent > 0 && recent(agent, now_ms) >= per_agent {
+        return Err(format!(
+            "{RATE_REFUSAL_PREFIX} to this agent (limit {per_agent} a minute); try again in {} s",
+            wait_secs(agent, now_ms)
+        ));
+    }
+    Ok(())
+}
+
 impl RequestRate {
     /// Counts a request of `conn` at `now_ms` when both limits (0: none)
     /// allow it; otherwise the refusal's text and nothing is counted.
@@ -49,17 +64,21 @@ impl RequestRate {
         let mine = self.by_conn.entry(conn.clone()).or_default();
         if per_conn > 0 && recent(mine, now_ms) >= per_conn {
             return Err(format!(
-                "too many requests from this connection (limit {per_conn} a minute); try again in {} s",
+                "{RATE_REFUSAL_PREFIX} from this connection (limit {per_conn} a minute); try again in {} s",
                 wait_secs(mine, now_ms)
             ));
         }
-        if per_agent > 0 && recent(&mut self.agent, now_ms) >= per_agent {
-            return Err(format!(
-                "too many requests to this agent (limit {per_agent} a minute); try again in {} s",
-                wait_secs(&self.agent, now_ms)
-            ));
-        }
+        agent_allows(&mut self.agent, now_ms, per_agent)?;
         mine.push_back(now_ms);
+        self.agent.push_back(now_ms);
+        Ok(())
+    }
+
+    /// Counts a turn asked for without a tab (a parent's `chat()`, a named
+    /// caller's submission) at `now_ms` when the agent's limit (0: none)
+    /// allows it; otherwise the refusal's text and nothing is counted.
+    pub fn admit_for_agent(&mut self, now_ms: u64, per_agent: usize) -> Result<(), String> {
+        agent_allows(&mut self.agent, now_ms, per_agent)?;
         self.agent.push_back(now_ms);
         Ok(())
     }

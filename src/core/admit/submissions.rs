@@ -107,7 +107,17 @@ impl Core {
     /// its request id.
     pub fn continue_last(&mut self, now_ms: u64) -> Result<String, SubmitError> {
         self.now = self.now.max(now_ms);
-        let result = self.on_continue_last_turn();
+        let result = self.on_continue_last_turn(false);
+        self.write_down_queue();
+        result
+    }
+
+    /// [`Core::continue_last`] asked for from outside the agent (a parent
+    /// or another worker over RPC): it counts toward the agent's request
+    /// rate (`Limits::max_agent_requests_per_minute`) and is refused past it.
+    pub fn continue_last_from_outside(&mut self, now_ms: u64) -> Result<String, SubmitError> {
+        self.now = self.now.max(now_ms);
+        let result = self.on_continue_last_turn(true);
         self.write_down_queue();
         result
     }
@@ -161,6 +171,9 @@ impl Core {
         }
         if let Some(error) = self.queue_full() {
             return Err(SubmitError(error));
+        }
+        if caller.is_some() {
+            self.admit_outside_turn()?;
         }
         let id = self.new_id(IdKind::Request);
         let mut record = SubmissionRecord {
@@ -258,13 +271,29 @@ impl Core {
         Ok(ids)
     }
 
-    pub(in crate::core) fn on_continue_last_turn(&mut self) -> Result<String, SubmitError> {
+    pub(in crate::core) fn on_continue_last_turn(
+        &mut self,
+        from_outside: bool,
+    ) -> Result<String, SubmitError> {
         if self.transcript.last().map(|m| m.role) != Some(Role::Assistant) {
             return Err(SubmitError(
                 "nothing to continue: the last message is not an assistant message".into(),
             ));
         }
+        if from_outside {
+            self.admit_outside_turn()?;
+        }
         Ok(self.owe_continuation_now())
+    }
+
+    /// A turn asked for from outside the agent without a tab (a named
+    /// caller's submission, a continuation over RPC) counts toward the
+    /// agent's request rate; past it, the refusal.
+    fn admit_outside_turn(&mut self) -> Result<(), SubmitError> {
+        let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
+        self.request_rate
+            .admit_for_agent(self.now, per_agent)
+            .map_err(SubmitError)
     }
 
     /// A turn started (`pump`): a submission it runs is running, its answer known.

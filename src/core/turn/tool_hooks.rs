@@ -41,6 +41,11 @@ impl Core {
         messages.split_off(messages.len().saturating_sub(keep))
     }
 
+    /// The request id of the turn running now, if one is.
+    pub fn running_request_id(&self) -> Option<String> {
+        self.active.as_ref().map(|a| a.turn().request_id.clone())
+    }
+
     /// `before_tool_call` for one call (`Allow` without a hook).
     pub(in crate::core) fn decide_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
         match &self.config.hooks.before_tool_call {

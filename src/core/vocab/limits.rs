@@ -62,15 +62,25 @@ pub struct Limits {
     /// Chat requests one connection may make in a minute; past it a request
     /// is refused on its id (0: no limit). Each may start a model turn.
     pub max_requests_per_minute: usize,
-    /// Chat requests all of an agent's connections together may make in a
-    /// minute (0: no limit).
+    /// Turns an agent may be asked for in a minute (0: no limit): its
+    /// connections' chat requests together, parents' `chat()` calls, named
+    /// callers' submissions and continuations asked for over RPC. The
+    /// agent's own code is not counted.
     pub max_agent_requests_per_minute: usize,
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).
     pub max_connections: usize,
-    /// Messages an agent keeps stored; past it the oldest are deleted once
-    /// the event that added the newest is handled (0: keep every message).
+    /// Messages an agent keeps stored; past it the oldest are deleted
+    /// (0: keep every message).
     pub max_stored_messages: usize,
+    /// Calls to child agents (a sub-agent `chat()`, an `AgentStub`
+    /// submission or continuation) one turn's tools may have in flight
+    /// together; a call past it is refused at once with an error the tool
+    /// returns to the model (0: no limit).
+    pub max_child_calls_per_turn: usize,
+    /// Calls to child agents the whole agent may have in flight together
+    /// (its turns, routes, alarm and schedules; 0: no limit).
+    pub max_child_calls_per_agent: usize,
 }
 
 impl Default for Limits {
@@ -95,6 +105,8 @@ impl Default for Limits {
             max_agent_requests_per_minute: 600,
             max_connections: 100,
             max_stored_messages: 0,
+            max_child_calls_per_turn: 4,
+            max_child_calls_per_agent: 16,
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct SubmitRequest {
     pub idempotency_key: Option<String>,
     /// Who the key belongs to: keys are compared only between submissions
     /// of the same caller (`None` and `Some("")` are the agent's own code).
+    /// A named caller's submissions count toward the agent's request rate
+    /// (`Limits::max_agent_requests_per_minute`); the agent's own do not.
     pub caller: Option<String>,
     /// The custom body `before_turn` sees, as a tab's request body.
     pub body: Option<Map<String, Value>>,
@@ -49,9 +51,21 @@ pub fn submission_digest(messages: &[UIMessage], body: Option<&Map<String, Value
     format!("{hash:016x}")
 }
 
+/// How every refusal for want of request rate starts (a tab's, a
+/// parent's, a submission's).
+pub const RATE_REFUSAL_PREFIX: &str = "too many requests";
+
 /// Why the agent's own code was refused; nothing was stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmitError(pub String);
+
+impl SubmitError {
+    /// The refusal was for want of request rate (a route answers it 429):
+    /// a submission of a named caller past `RATE_LIMIT_PER_AGENT`.
+    pub fn is_rate_limited(&self) -> bool {
+        self.0.starts_with(RATE_REFUSAL_PREFIX)
+    }
+}
 
 impl std::fmt::Display for SubmitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -71,3 +71,133 @@ fn an_agent_past_its_rate_refuses_every_connection() {
     ask(&mut sim, "b", "r4");
     assert_eq!(refusal(&sim, "b", "r4"), None);
 }
+
+fn parent_chat(sim: &mut Sim, parent: &str, text: &str) {
+    sim.script(Reply::text("ok"));
+    let frame = serde_json::json!({"type": "cf_agent_rpc_chat", "message": text,
+                                   "clientTools": [], "executor": false});
+    sim.send_channel(parent, frame.to_string());
+    sim.run_until_idle();
+}
+
+fn named_submit(
+    sim: &mut Sim,
+    id: &str,
+    caller: Option<&str>,
+    key: Option<&str>,
+) -> Result<durable_chat::core::SubmissionRecord, durable_chat::core::SubmitError> {
+    sim.script(Reply::text("ok"));
+    let request = durable_chat::core::SubmitRequest {
+        messages: vec![durable_chat::protocol::UIMessage::user_text(id, "hi")],
+        idempotency_key: key.map(str::to_string),
+        caller: caller.map(str::to_string),
+        ..Default::default()
+    };
+    let result = sim.call(|core, now| core.submit(request, now));
+    sim.run_until_idle();
+    result
+}
+
+#[test]
+fn a_parents_chat_counts_toward_the_agents_rate_and_is_refused_on_its_channel_past_it() {
+    let mut sim = limited(0, 2);
+    sim.connect("tab");
+    sim.open_channel("parent");
+    ask(&mut sim, "tab", "r1");
+    parent_chat(&mut sim, "parent", "first from the parent");
+    assert_eq!(
+        of_type(sim.frames("parent"), "cf_agent_rpc_started").len(),
+        1
+    );
+    sim.clear_frames();
+    parent_chat(&mut sim, "parent", "second from the parent");
+    let answers = sim.take_frames("parent");
+    assert_eq!(kinds(&answers), [CHAT_ERROR], "{answers:?}");
+    let error = answers[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("too many requests to this agent (limit 2 a minute)"),
+        "{error}"
+    );
+    assert!(
+        !sim.transcript()
+            .iter()
+            .any(|m| m["parts"][0]["text"] == "second from the parent"),
+        "nothing of a refused call is stored"
+    );
+    ask(&mut sim, "tab", "r2");
+    assert!(
+        refusal(&sim, "tab", "r2").is_some(),
+        "the parent's turns used the agent's budget the tabs share"
+    );
+    sim.advance(60_000);
+    parent_chat(&mut sim, "parent", "after a minute");
+    assert_eq!(
+        of_type(sim.frames("parent"), "cf_agent_rpc_started").len(),
+        1
+    );
+}
+
+#[test]
+fn a_named_callers_submissions_count_toward_the_agents_rate_and_the_agents_own_do_not() {
+    let mut sim = limited(0, 2);
+    assert!(named_submit(&mut sim, "s1", Some("http"), Some("k1")).is_ok());
+    assert!(
+        named_submit(&mut sim, "s1", Some("http"), Some("k1")).is_ok(),
+        "a repeat of a key returns the first submission"
+    );
+    assert!(named_submit(&mut sim, "s2", Some("rpc"), None).is_ok());
+    let refused =
+        named_submit(&mut sim, "s3", Some("http"), None).expect_err("past the agent's rate");
+    assert!(refused.is_rate_limited(), "{refused}");
+    assert!(
+        refused
+            .0
+            .starts_with("too many requests to this agent (limit 2 a minute); try again in"),
+        "{refused}"
+    );
+    assert!(
+        !sim.store.messages().iter().any(|m| m.id == "s3"),
+        "nothing of a refused submission is stored"
+    );
+    for (n, own) in [None, Some("")].into_iter().enumerate() {
+        let id = format!("own{n}");
+        assert!(
+            named_submit(&mut sim, &id, own, None).is_ok(),
+            "the agent's own code is not rate limited"
+        );
+    }
+    let continued = sim.call(|core, now| core.continue_last_from_outside(now));
+    assert!(
+        continued.as_ref().is_err_and(|e| e.is_rate_limited()),
+        "{continued:?}"
+    );
+    assert!(
+        sim.call(|core, now| core.continue_last(now)).is_ok(),
+        "the agent's own continuation is not rate limited"
+    );
+    sim.run_until_idle();
+    sim.advance(60_000);
+    assert!(named_submit(&mut sim, "s4", Some("http"), None).is_ok());
+    assert!(sim
+        .call(|core, now| core.continue_last_from_outside(now))
+        .is_ok());
+}
+
+#[test]
+fn the_agents_own_chat_is_not_rate_limited() {
+    let mut sim = limited(0, 1);
+    sim.connect("tab");
+    ask(&mut sim, "tab", "r1");
+    sim.script(Reply::text("scheduled"));
+    sim.handle(durable_chat::core::Event::ProgrammaticChat {
+        conn: None,
+        message: durable_chat::protocol::UIMessage::user_text("own", "scheduled job"),
+        tools: Vec::new(),
+        executor: false,
+    });
+    sim.run_until_idle();
+    assert_eq!(
+        text_of(sim.transcript().last().expect("an answer")),
+        "scheduled"
+    );
+}

@@ -6,8 +6,8 @@
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
-    AbortSignal, AgentDefinition, AgentEnv, AgentHandle, AgentSettings, CallContext, Callable,
-    Refusal, RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
+    default_authorize, AbortSignal, AgentDefinition, AgentEnv, AgentHandle, AgentSettings,
+    CallContext, Callable, Refusal, RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
 };
 pub use crate::chat_agent;
 pub use crate::core::StateSource;

@@ -15,7 +15,8 @@ use crate::core::{
 use crate::core::StateSource;
 use crate::mcp::McpServer;
 
-use super::access::{require_token, Refusal, RequestInfo};
+use super::access::{Refusal, RequestInfo};
+use super::anonymous::default_authorize;
 use super::callable::Callable;
 #[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
@@ -76,10 +77,16 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
-    /// Decides whether a request may open a socket or read the transcript.
-    /// The default requires `?token=` to match `AUTH_TOKEN` when that is set.
+    /// Decides whether a request from outside may open a socket, read the
+    /// transcript (`get-messages`) or reach `on_request`. The default is
+    /// [`default_authorize`]: `?token=` (or `Authorization: Bearer`) must
+    /// match `AUTH_TOKEN` when that is set; without it, a real model (the
+    /// Workers AI binding, or an `OPENAI_BASE_URL` that is not loopback)
+    /// refuses every request unless `ALLOW_ANONYMOUS=1`. An override is the
+    /// agent's access check (no such refusal is added); it may call
+    /// `default_authorize` itself.
     fn authorize(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
-        require_token(request, settings.auth_token.as_deref())
+        default_authorize(request, settings)
     }
 
     /// Chooses one turn's settings from its context (trigger, custom body,

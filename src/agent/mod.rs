@@ -3,7 +3,8 @@
 //!
 //! 1. vocabulary: `tool_context` (what a tool run gets), `tool` (the server
 //!    tool builder), `settings` (settings and worker vars), `access` (who may
-//!    connect), `channel_auth` (the deployment's internal credential), `body`
+//!    connect), `anonymous` (the default `authorize`: no anonymous requests
+//!    to a real model unless opted in), `channel_auth` (the deployment's internal credential), `body`
 //!    (request bodies read under a limit), `child_events` (what a parent
 //!    hears from a child's `chat()`), `child_calls` (calls to child agents in
 //!    flight, held under their caps), `think_submissions` (Think's submission
@@ -22,6 +23,7 @@
 //!    build's generated bridge class forwards to), on top.
 
 pub mod access;
+pub mod anonymous;
 #[cfg(target_arch = "wasm32")]
 mod author_hooks;
 pub mod author_sql_guard;
@@ -76,6 +78,7 @@ pub mod tool_context;
 pub mod typed_handler;
 
 pub use access::{Refusal, RequestInfo};
+pub use anonymous::default_authorize;
 #[cfg(target_arch = "wasm32")]
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use callable::{CallContext, CallStream, Callable};

@@ -43,6 +43,9 @@ pub struct AgentSettings {
     pub workers_ai_images: bool,
     /// `AUTH_TOKEN`: when set, requests must carry a matching `token` query parameter.
     pub auth_token: Option<String>,
+    /// `ALLOW_ANONYMOUS=1` (or `true`): with a real model and no access
+    /// check, anyone may still connect (see `default_authorize`).
+    pub allow_anonymous: bool,
     /// How turns run: the model, step limit, concurrency, limits, model
     /// retries (`MODEL_MAX_RETRIES`: retries of a call that failed
     /// transiently before streaming anything, default 2, 0 turns them off),
@@ -58,6 +61,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("base_url", &self.base_url)
             .field("api_key", &set(&self.api_key))
             .field("auth_token", &set(&self.auth_token))
+            .field("allow_anonymous", &self.allow_anonymous)
             .field("turns", &self.turns)
             .finish()
     }
@@ -65,7 +69,7 @@ impl std::fmt::Debug for AgentSettings {
 
 impl AgentSettings {
     /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `MODEL`, `MESSAGE_CONCURRENCY`,
-    /// `AUTH_TOKEN`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`, `LOG_LEVEL`.
+    /// `AUTH_TOKEN`, `ALLOW_ANONYMOUS`, `MODEL_STALL_TIMEOUT_MS`, `MODEL_MAX_RETRIES`, `LOG_LEVEL`.
     pub fn from_vars(vars: &Vars) -> AgentSettings {
         let concurrency = vars
             .get("MESSAGE_CONCURRENCY")
@@ -113,6 +117,12 @@ impl AgentSettings {
                 Some("1" | "true")
             ),
             auth_token: vars.get("AUTH_TOKEN"),
+            allow_anonymous: matches!(
+                vars.get("ALLOW_ANONYMOUS")
+                    .map(|v| v.trim().to_ascii_lowercase())
+                    .as_deref(),
+                Some("1" | "true")
+            ),
             turns: CoreSettings {
                 model: ModelSettings {
                     model: vars

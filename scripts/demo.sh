@@ -49,6 +49,14 @@ if [ "$has_base_url" = 0 ]; then
   VAR_ARGS+=(--var "OPENAI_BASE_URL:http://127.0.0.1:$MODEL_PORT/v1")
 fi
 
+# With a real model the agents refuse anonymous requests unless AUTH_TOKEN or ALLOW_ANONYMOUS is
+# set (docs/guides/configuration.md#access). wrangler dev listens on 127.0.0.1 only, so a local run
+# with a model of the user's and neither of them in .dev.vars lets this machine in.
+if [ "$has_base_url" = 1 ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]]*(AUTH_TOKEN|ALLOW_ANONYMOUS)[[:space:]]*=' .dev.vars; }; then
+  echo "demo: a model of your own and no AUTH_TOKEN in .dev.vars: anonymous access is allowed for this local run (ALLOW_ANONYMOUS=1)"
+  VAR_ARGS+=(--var "ALLOW_ANONYMOUS:1")
+fi
+
 # The demo's Coordinator reaches ChatAgents over the sub-agent channel, which is closed without a
 # CHANNEL_SECRET: a local run gets a random one unless the environment or .dev.vars sets it.
 if [ -z "${CHANNEL_SECRET:-}" ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]]*CHANNEL_SECRET[[:space:]]*=' .dev.vars; }; then

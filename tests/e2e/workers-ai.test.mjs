@@ -5,7 +5,9 @@
 // so the tests see that the input reached it as plain JSON (tool parameter schemas included),
 // that text and tool calls of both shapes drive a turn with a server tool, and that with
 // `AI_GATEWAY_ID` the call carries the gateway options as `run`'s third argument, and with
-// `WORKERS_AI_IMAGES=1` an image the tab sends reaches the model as an `image_url` part.
+// `WORKERS_AI_IMAGES=1` an image the tab sends reaches the model as an `image_url` part. The binding
+// is a real model with no access check here, so the agents run with ALLOW_ANONYMOUS=1; without it
+// a tab's connection is refused.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +15,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
+import WebSocket from 'ws';
 import { BUILD_DIR, DEFAULT_BINDINGS, agentWorkerOptions, getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
 import { tab, rid } from '../support/e2e.mjs';
 
@@ -64,7 +67,7 @@ async function workersAiAgent(t, model, vars = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-wai-'));
   const agent = agentWorkerOptions({
     buildDir: BUILD_DIR,
-    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model, ...vars },
+    bindings: { ...DEFAULT_BINDINGS, MODEL_PROVIDER: 'workers-ai', MODEL: model, ALLOW_ANONYMOUS: '1', ...vars },
     options: { serviceBindings: { AI: { name: 'ai-stand-in', entrypoint: 'AiStandIn' } } },
   });
   const mf = new Miniflare(convertV4MiniflareOptions({
@@ -127,4 +130,23 @@ test('with WORKERS_AI_IMAGES=1 an image in a user message reaches the vision mod
   const { done, text } = await sendAndWait(c, rid(), [message]);
   assert.equal(done.outcome, 'completed');
   assert.equal(text, 'parts text:what is this? | image_url:data:image/png;base64,');
+});
+
+test('without ALLOW_ANONYMOUS or AUTH_TOKEN the binding is a real model: a tab\'s connection and get-messages are refused', async (t) => {
+  const url = await workersAiAgent(t, '@cf/test/native-lines', { ALLOW_ANONYMOUS: '' });
+  const refused = await new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/wai-closed?_pk=${rid()}`);
+    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
+  assert.equal(refused.status, 403, refused.body);
+  assert.match(refused.body, /^anonymous access is off: .*AUTH_TOKEN.*ALLOW_ANONYMOUS/);
+  const read = await fetch(`${url}/agents/chat-agent/wai-closed/get-messages`);
+  assert.equal(read.status, 403);
+  assert.match(await read.text(), /^anonymous access is off: /);
 });

@@ -1,0 +1,105 @@
+// End-to-end on the real runtime: safe by default for deployment. With a real model (the scripted
+// model server reached through a non-loopback address of this machine, as a deployed agent reaches
+// its provider) and no access check, a WebSocket upgrade, `get-messages` and the agent's own HTTP
+// routes are refused with 403 `anonymous access is off: …` and no model call is made. With
+// ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a connection carrying the token runs one; with
+// a loopback model and nothing set (local development) a turn runs as before.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { networkInterfaces } from 'node:os';
+import WebSocket from 'ws';
+import { startModelServer } from '../support/model-server.mjs';
+import { userMessage, sendAndWait } from '../support/harness.mjs';
+import { workerFor, tab, rid } from '../support/e2e.mjs';
+
+/** An IPv4 address of this machine that is not loopback, or null. */
+function outsideAddress() {
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const a of addresses ?? []) {
+      if (a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.')) return a.address;
+    }
+  }
+  return null;
+}
+
+const ADDRESS = outsideAddress();
+const SKIP = ADDRESS ? false : 'this machine has no non-loopback IPv4 address to reach the model server through';
+
+let model = null;
+before(async () => {
+  if (ADDRESS) model = await startModelServer({ host: ADDRESS });
+});
+after(async () => { await model?.close(); });
+
+/** A worker whose model is the scripted server at the non-loopback address. */
+const realModelWorker = (t, bindings = {}) => workerFor(t, { model, bindings: { OPENAI_BASE_URL: model.url, ...bindings } });
+
+/** The HTTP answer to a WebSocket upgrade that is refused: {status, body}. */
+function refusedUpgrade(url, room, query = '') {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}${query}`);
+    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
+}
+
+function assertRefusedAnonymous({ status, body }, what) {
+  assert.equal(status, 403, `${what}: ${body}`);
+  assert.match(body, /^anonymous access is off: /, what);
+  assert.match(body, /wrangler secret put AUTH_TOKEN/, what);
+  assert.match(body, /ALLOW_ANONYMOUS = "1"/, what);
+}
+
+async function oneTurn(w, room, opts) {
+  const c = await tab(w, room, opts);
+  const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')], {}, 15000);
+  await c.close();
+  return { done, text };
+}
+
+test('a real model and no access check: upgrades, get-messages and routes are refused, no model call made', { skip: SKIP }, async (t) => {
+  const w = await realModelWorker(t);
+  const before = model.requests.length;
+  const room = rid('anon');
+  assertRefusedAnonymous(await refusedUpgrade(w.url, room), 'WebSocket upgrade');
+  const read = await w.fetch(`/agents/chat-agent/${room}/get-messages`);
+  assertRefusedAnonymous({ status: read.status, body: await read.text() }, 'get-messages');
+  const submit = await w.fetch(`/agents/chat-agent/${room}/submit`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'spend please' }),
+  });
+  assertRefusedAnonymous({ status: submit.status, body: await submit.text() }, 'the agent\'s submit route');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(model.requests.length, before, 'no model call was made');
+});
+
+test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', { skip: SKIP }, async (t) => {
+  const w = await realModelWorker(t, { ALLOW_ANONYMOUS: '1' });
+  const before = model.requests.length;
+  const { done, text } = await oneTurn(w, rid('anon-open'));
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, 'hello there');
+  assert.ok(model.requests.length > before, 'the model at the non-loopback address answered');
+});
+
+test('a real model with AUTH_TOKEN: a connection carrying the token runs a turn, one without it is refused', { skip: SKIP }, async (t) => {
+  const w = await realModelWorker(t, { AUTH_TOKEN: 'anon-test-token' });
+  const room = rid('anon-token');
+  const { done } = await oneTurn(w, room, { query: { token: 'anon-test-token' } });
+  assert.equal(done.outcome, 'completed');
+  const refused = await refusedUpgrade(w.url, room);
+  assert.equal(refused.status, 401, refused.body);
+});
+
+test('a loopback model and nothing set (local development): a turn runs', async (t) => {
+  const w = await workerFor(t);
+  assert.match(w.model.url, /^http:\/\/127\.0\.0\.1:/);
+  const { done, text } = await oneTurn(w, rid('anon-local'));
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, 'hello there');
+});

@@ -83,7 +83,7 @@ test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', 
   const before = model.requests.length;
   const { done, text } = await oneTurn(w, rid('anon-open'));
   assert.equal(done.outcome, 'completed');
-  assert.equal(text, 'hello there');
+  assert.equal(text, 'You said: hello there');
   assert.ok(model.requests.length > before, 'the model at the non-loopback address answered');
 });
 
@@ -101,5 +101,5 @@ test('a loopback model and nothing set (local development): a turn runs', async 
   assert.match(w.model.url, /^http:\/\/127\.0\.0\.1:/);
   const { done, text } = await oneTurn(w, rid('anon-local'));
   assert.equal(done.outcome, 'completed');
-  assert.equal(text, 'hello there');
+  assert.equal(text, 'You said: hello there');
 });

@@ -1,9 +1,10 @@
 // End-to-end on the real runtime: safe by default for deployment. With a real model (the scripted
 // model server reached through a non-loopback address of this machine, as a deployed agent reaches
 // its provider) and no access check, a WebSocket upgrade, `get-messages` and the agent's own HTTP
-// routes are refused with 403 `anonymous access is off: …` and no model call is made. With
-// ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a connection carrying the token runs one; with
-// a loopback model and nothing set (local development) a turn runs as before.
+// routes are refused with 403 `anonymous access is off: …`, no model call is made and the refusals
+// log one warning for the isolate. With ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a
+// connection carrying the token runs one; with a loopback model and nothing set (local development)
+// a turn runs as before.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -32,8 +33,18 @@ before(async () => {
 });
 after(async () => { await model?.close(); });
 
-/** A worker whose model is the scripted server at the non-loopback address. */
-const realModelWorker = (t, bindings = {}) => workerFor(t, { model, bindings: { OPENAI_BASE_URL: model.url, ...bindings } });
+/** A worker whose model is the scripted server at the non-loopback address; its console lines are
+ * collected in `.logs` ({level, message}). */
+async function realModelWorker(t, bindings = {}) {
+  const logs = [];
+  const w = await workerFor(t, {
+    model,
+    bindings: { OPENAI_BASE_URL: model.url, ...bindings },
+    miniflare: { handleStructuredLogs: (log) => logs.push(log) },
+  });
+  w.logs = logs;
+  return w;
+}
 
 /** The HTTP answer to a WebSocket upgrade that is refused: {status, body}. */
 function refusedUpgrade(url, room, query = '') {
@@ -74,8 +85,13 @@ test('a real model and no access check: upgrades, get-messages and routes are re
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'spend please' }),
   });
   assertRefusedAnonymous({ status: submit.status, body: await submit.text() }, 'the agent\'s submit route');
+  assertRefusedAnonymous(await refusedUpgrade(w.url, rid('anon-other')), 'another agent\'s upgrade');
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(model.requests.length, before, 'no model call was made');
+  const warnings = w.logs.filter((l) => l.message.includes('anonymous access is off'));
+  assert.equal(warnings.length, 1, `one warning per isolate, not per request:\n${warnings.map((l) => l.message).join('\n')}`);
+  assert.equal(warnings[0].level, 'warn');
+  assert.match(warnings[0].message, new RegExp(`real model \\(OPENAI_BASE_URL at ${ADDRESS.replaceAll('.', '\\.')}\\)`));
 });
 
 test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', { skip: SKIP }, async (t) => {

@@ -80,36 +80,48 @@ pub fn anonymous_refusal() -> Refusal {
 /// (no model, or a model on this machine: local development).
 pub fn default_authorize(request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
     let token = settings.auth_token.as_deref().filter(|t| !t.is_empty());
-    if token.is_some() || settings.allow_anonymous {
+    if token.is_some() {
         return require_token(request, token);
     }
     match real_model(settings) {
         None => Ok(()),
+        Some(model) if settings.allow_anonymous => {
+            log_once(
+                &OPTED_IN_LOGGED,
+                &format!(
+                    "anonymous access is on (ALLOW_ANONYMOUS): anyone who reaches this worker \
+                     may connect and spend calls to the real model ({model}). \
+                     (Logged once per isolate.)"
+                ),
+            );
+            Ok(())
+        }
         Some(model) => {
-            warn_once(&model);
+            log_once(
+                &REFUSAL_LOGGED,
+                &format!(
+                    "anonymous access is off: the agent calls a real model ({model}) and has no \
+                     access check, so requests from outside (WebSocket upgrades, get-messages, \
+                     the agent's routes) are refused with 403. Set the AUTH_TOKEN secret \
+                     (npx wrangler secret put AUTH_TOKEN), write an `authorize` of your own, or \
+                     set ALLOW_ANONYMOUS=1 under [vars] in wrangler.toml to let anyone connect \
+                     and spend model calls. (Logged once per isolate.)"
+                ),
+            );
             Err(anonymous_refusal())
         }
     }
 }
 
-static WARNED: AtomicBool = AtomicBool::new(false);
+static REFUSAL_LOGGED: AtomicBool = AtomicBool::new(false);
+static OPTED_IN_LOGGED: AtomicBool = AtomicBool::new(false);
 
-/// The first refusal in this isolate logs why; later ones are quiet.
-fn warn_once(model: &str) {
-    if WARNED.swap(true, Ordering::Relaxed) {
-        return;
+/// Logs `line` as a warning the first time `flag` is seen in this isolate;
+/// later calls are quiet.
+fn log_once(flag: &AtomicBool, line: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        crate::log::write(crate::log::LogLevel::Warn, line);
     }
-    crate::log::write(
-        crate::log::LogLevel::Warn,
-        &format!(
-            "anonymous access is off: the agent calls a real model ({model}) and has no access \
-             check, so requests from outside (WebSocket upgrades, get-messages, the agent's \
-             routes) are refused with 403. Set the AUTH_TOKEN secret \
-             (npx wrangler secret put AUTH_TOKEN), write an `authorize` of your own, or set \
-             ALLOW_ANONYMOUS=1 under [vars] in wrangler.toml to let anyone connect and spend \
-             model calls. (Logged once per isolate.)"
-        ),
-    );
 }
 
 #[cfg(test)]

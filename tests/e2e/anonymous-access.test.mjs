@@ -101,6 +101,10 @@ test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', 
   assert.equal(done.outcome, 'completed');
   assert.equal(text, 'You said: hello there');
   assert.ok(model.requests.length > before, 'the model at the non-loopback address answered');
+  await oneTurn(w, rid('anon-open-2'));
+  const notices = w.logs.filter((l) => l.message.includes('anonymous access is on'));
+  assert.equal(notices.length, 1, `the opt-in is logged once per isolate:\n${notices.map((l) => l.message).join('\n')}`);
+  assert.equal(notices[0].level, 'warn');
 });
 
 test('a real model with AUTH_TOKEN: a connection carrying the token runs a turn, one without it is refused', { skip: SKIP }, async (t) => {

@@ -9,10 +9,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
-import WebSocket from 'ws';
 import { startModelServer } from '../support/model-server.mjs';
 import { userMessage, sendAndWait } from '../support/harness.mjs';
-import { workerFor, tab, rid } from '../support/e2e.mjs';
+import { workerFor, tab, rid, refusedUpgrade } from '../support/e2e.mjs';
 
 /** An IPv4 address of this machine that is not loopback, or null. */
 function outsideAddress() {
@@ -44,20 +43,6 @@ async function realModelWorker(t, bindings = {}) {
   });
   w.logs = logs;
   return w;
-}
-
-/** The HTTP answer to a WebSocket upgrade that is refused: {status, body}. */
-function refusedUpgrade(url, room, query = '') {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}${query}`);
-    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body }));
-    });
-    ws.on('error', () => {});
-  });
 }
 
 function assertRefusedAnonymous({ status, body }, what) {

@@ -9,25 +9,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 import { connect, chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
-import { workerFor, tab, rid, contentText, waitUntil } from '../support/e2e.mjs';
+import { workerFor, tab, rid, contentText, waitUntil, refusedUpgrade } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
-
-/** The HTTP answer to a WebSocket upgrade the agent refuses: {status, body}. */
-function refusedUpgrade(url, room) {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}`);
-    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body }));
-    });
-    ws.on('error', () => {});
-  });
-}
 
 async function ask(client) {
   const id = rid();

@@ -15,9 +15,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
-import WebSocket from 'ws';
 import { BUILD_DIR, DEFAULT_BINDINGS, agentWorkerOptions, getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
-import { tab, rid } from '../support/e2e.mjs';
+import { tab, rid, refusedUpgrade } from '../support/e2e.mjs';
 
 const AGENT = 'ChatAgent';
 
@@ -134,16 +133,7 @@ test('with WORKERS_AI_IMAGES=1 an image in a user message reaches the vision mod
 
 test('without ALLOW_ANONYMOUS or AUTH_TOKEN the binding is a real model: a tab\'s connection and get-messages are refused', async (t) => {
   const url = await workersAiAgent(t, '@cf/test/native-lines', { ALLOW_ANONYMOUS: '' });
-  const refused = await new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/wai-closed?_pk=${rid()}`);
-    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body }));
-    });
-    ws.on('error', () => {});
-  });
+  const refused = await refusedUpgrade(url, 'wai-closed');
   assert.equal(refused.status, 403, refused.body);
   assert.match(refused.body, /^anonymous access is off: .*AUTH_TOKEN.*ALLOW_ANONYMOUS/);
   const read = await fetch(`${url}/agents/chat-agent/wai-closed/get-messages`);

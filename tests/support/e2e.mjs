@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
 import { connect, startWorker, isResponse, isDone, kebab, DEFAULT_BINDINGS } from './harness.mjs';
 
 /** Start a fresh worker (own model server and storage) closed when test `t` ends. */
@@ -170,4 +171,18 @@ export async function chatApi(worker, room, call, { agent = 'ChatAgent', credent
   let body = text;
   try { body = JSON.parse(text); } catch { /* not JSON */ }
   return { status: res.status, body };
+}
+
+/** The HTTP answer to a WebSocket upgrade that is refused: {status, body} (rejects if accepted). */
+export function refusedUpgrade(url, room, query = '') {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}${query}`);
+    ws.on('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
 }

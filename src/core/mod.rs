@@ -147,7 +147,7 @@ impl Core {
             .continuation_owed
             .then(|| PendingContinuation::restored(ids.new_id(IdKind::Request)));
         let mut queue = TurnQueue::default();
-        queue.restore(stored.queue);
+        queue.restore(stored.queue, stored.queued_bodies);
         let mut timers = TimerTable::default();
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
@@ -268,8 +268,16 @@ impl Core {
     /// Stores the queue after an event changed it (in the same write batch as
     /// the messages it refers to).
     fn write_down_queue(&mut self) {
-        if let Some(turns) = self.queue.take_changes() {
-            self.put_config_or_delete(ConfigKey::Queue, &turns, turns.is_empty());
+        let Some(write) = self.queue.take_changes() else {
+            return;
+        };
+        for (request_id, body) in write.put_bodies {
+            self.store(StoreOp::PutQueuedBody { request_id, body });
+        }
+        let turns = write.turns;
+        self.put_config_or_delete(ConfigKey::Queue, &turns, turns.is_empty());
+        for request_id in write.dropped_bodies {
+            self.store(StoreOp::DeleteQueuedBody { request_id });
         }
     }
 

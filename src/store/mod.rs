@@ -1,6 +1,7 @@
 //! Durable state on the Durable Object's SQLite: the transcript, the chunk
-//! log of streaming turns, and agent config (last client tools, last custom
-//! body, last terminal error). Applies the core's `StoreOp`s in order, a
+//! log of streaming turns, agent config (last client tools, last custom
+//! body, last terminal error) and the custom bodies of queued turns
+//! (`queued_bodies`). Applies the core's `StoreOp`s in order, a
 //! batch at a time inside one transaction (all of it is written or none);
 //! values over production's row limit are split (`pieces`), the schema is
 //! versioned and migrated on open (`schema`), and rows that no longer parse
@@ -10,6 +11,7 @@
 mod mcp_servers;
 mod pieces;
 mod quarantine;
+mod queued_bodies;
 mod reads;
 pub mod schema;
 mod snapshot;
@@ -96,6 +98,9 @@ impl SqlStore {
             self.moved(move |sql| {
                 quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
             })?;
+        }
+        for (id, body, reason) in queued_bodies::load(&self.sql, &mut state)? {
+            self.moved(move |sql| queued_bodies::quarantined(sql, &id, &body, &reason))?;
         }
         let submissions: Vec<SubmissionRow> = self
             .sql
@@ -291,6 +296,7 @@ impl SqlStore {
                     "chat_tool_calls",
                     "chat_quarantine",
                     "chat_pieces",
+                    "chat_queued_bodies",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
@@ -356,6 +362,12 @@ impl SqlStore {
             }
             StoreOp::DeleteSubmission { id } => {
                 sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![text(id)])?;
+            }
+            StoreOp::PutQueuedBody { request_id, body } => {
+                queued_bodies::put(sql, request_id, body)?;
+            }
+            StoreOp::DeleteQueuedBody { request_id } => {
+                queued_bodies::delete(sql, request_id)?;
             }
             StoreOp::DeleteConfig { key } => {
                 sql.exec(

@@ -16,6 +16,7 @@ pub enum Kind {
     Chunks,
     Config,
     Quarantine,
+    QueuedBody,
 }
 
 impl Kind {
@@ -25,6 +26,7 @@ impl Kind {
             Kind::Chunks => "chunks",
             Kind::Config => "config",
             Kind::Quarantine => "quarantine",
+            Kind::QueuedBody => "queued_body",
         }
     }
 }

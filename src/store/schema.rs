@@ -54,6 +54,11 @@ const MIGRATIONS: &[&[&str]] = &[
     ],
     // 7: the MCP servers the agent's code added (see store::mcp_servers).
     &["CREATE TABLE IF NOT EXISTS chat_mcp_servers (id TEXT PRIMARY KEY, record TEXT NOT NULL)"],
+    // 8: the custom bodies of queued turns, out of the queue row (see
+    // store::queued_bodies); split over `chat_pieces` under kind 'queued_body'.
+    // A queue row of an older release keeps its bodies inline: they move
+    // here at the next write of the queue.
+    &["CREATE TABLE IF NOT EXISTS chat_queued_bodies (request_id TEXT PRIMARY KEY, body TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)"],
 ];
 
 /// The version this build writes.

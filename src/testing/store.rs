@@ -85,6 +85,8 @@ pub struct MemStore {
     config: BTreeMap<&'static str, String>,
     /// `chat_submissions` by id: (submitted_at, record JSON).
     submissions: BTreeMap<String, (u64, String)>,
+    /// `chat_queued_bodies` by request id: the body's JSON text.
+    queued_bodies: BTreeMap<String, String>,
     next_rowid: u64,
     /// Every write is refused while set (failure injection for tests).
     pub fail_writes: bool,
@@ -121,6 +123,7 @@ impl MemStore {
             chunks: BTreeMap::new(),
             config: BTreeMap::new(),
             submissions: BTreeMap::new(),
+            queued_bodies: BTreeMap::new(),
             next_rowid: 0,
             fail_writes: false,
             fail_next_message_write: false,
@@ -222,6 +225,7 @@ impl MemStore {
                 self.config.clear();
                 self.tool_calls.clear();
                 self.quarantine.clear();
+                self.queued_bodies.clear();
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log (as the SQLite store's).
@@ -258,6 +262,12 @@ impl MemStore {
             }
             StoreOp::DeleteConfig { key } => {
                 self.config.remove(key.as_str());
+            }
+            StoreOp::PutQueuedBody { request_id, body } => {
+                self.queued_bodies.insert(request_id.clone(), body.clone());
+            }
+            StoreOp::DeleteQueuedBody { request_id } => {
+                self.queued_bodies.remove(request_id);
             }
         }
     }
@@ -401,6 +411,12 @@ impl MemStore {
         self.config.get(key.as_str()).map(String::as_str)
     }
 
+    /// The stored bodies of queued turns (`chat_queued_bodies`): request id
+    /// and JSON text.
+    pub fn queued_bodies(&self) -> &BTreeMap<String, String> {
+        &self.queued_bodies
+    }
+
     /// The names of the stored config rows.
     pub fn config_keys(&self) -> Vec<&'static str> {
         self.config.keys().copied().collect()
@@ -433,6 +449,7 @@ fn check_limits(op: &StoreOp) -> Result<usize, String> {
             )
         }
         StoreOp::PutConfig { key, value } => (key.as_str().to_string(), value.clone()),
+        StoreOp::PutQueuedBody { request_id, body } => (request_id.clone(), body.clone()),
         _ => return Ok(0),
     };
     let mut largest = 0;

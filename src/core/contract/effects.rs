@@ -309,4 +309,15 @@ pub enum StoreOp {
     DeleteSubmission {
         id: String,
     },
+    /// Insert or replace the custom body (JSON object text) of the queued
+    /// turn `request_id` (`chat_queued_bodies`; the queue row only says
+    /// that it has one).
+    PutQueuedBody {
+        request_id: String,
+        body: String,
+    },
+    /// The queued turn `request_id` left the queue: its body row goes.
+    DeleteQueuedBody {
+        request_id: String,
+    },
 }

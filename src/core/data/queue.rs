@@ -1,7 +1,12 @@
 //! The serial turn queue: what is waiting to run, why, for whom, and the
-//! message-concurrency decisions made when a turn reaches the front.
+//! message-concurrency decisions made when a turn reaches the front. It also
+//! says what of it must be written down after a change (`QueueWrite`): the
+//! queue row, which names each turn but keeps no custom body, and the body
+//! rows (`chat_queued_bodies`), each written once when its turn is queued and
+//! deleted once the turn leaves the queue (started, skipped, cancelled,
+//! cleared), so a change never rewrites the bodies of every waiting turn.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::{Map, Value};
 
@@ -94,6 +99,26 @@ pub struct TurnQueue {
     generation: u64,
     /// The queue changed since it was last written down.
     dirty: bool,
+    /// Request ids whose body row is stored (as of the last write down).
+    stored_bodies: BTreeSet<String>,
+}
+
+/// What to write after the queue changed, in this order: the new body rows,
+/// the queue row (`turns`; empty: delete it), the body rows no longer needed.
+#[derive(Debug, Default, PartialEq)]
+pub struct QueueWrite {
+    /// (request id, the body's JSON text) of turns queued since the last write.
+    pub put_bodies: Vec<(String, String)>,
+    pub turns: Vec<DurableTurn>,
+    /// Request ids whose turn left the queue.
+    pub dropped_bodies: Vec<String>,
+}
+
+/// Whether a turn is written down at all: a recovery or an automatic
+/// continuation is found again from other rows, and a turn run by a
+/// parent's executor does not outlive the live reference.
+fn is_durable(turn: &QueuedTurn) -> bool {
+    turn.executor.is_none() && !turn.is_recovery() && turn.trigger != TurnTrigger::AutoContinuation
 }
 
 impl TurnQueue {
@@ -108,8 +133,14 @@ impl TurnQueue {
         self.items.push_front(turn);
     }
 
-    /// Turns written down by an earlier instance, in their order.
-    pub fn restore(&mut self, turns: Vec<DurableTurn>) {
+    /// Turns written down by an earlier instance, in their order, with the
+    /// bodies of their body rows. A row of an older release keeps its bodies
+    /// inline: they are moved to body rows at the next write down.
+    pub fn restore(
+        &mut self,
+        turns: Vec<DurableTurn>,
+        mut bodies: BTreeMap<String, Map<String, Value>>,
+    ) {
         for turn in turns {
             let mut queued = QueuedTurn::new(
                 turn.request_id,
@@ -119,31 +150,60 @@ impl TurnQueue {
             );
             queued.message_ids = turn.message_ids;
             queued.overlapped = turn.overlapped;
-            queued.body = turn.body;
+            queued.body = match turn.body {
+                Some(inline) => {
+                    self.dirty = true;
+                    Some(inline)
+                }
+                None => bodies.remove(&queued.request_id),
+            };
+            if turn.stored_body || bodies.contains_key(&queued.request_id) {
+                self.stored_bodies.insert(queued.request_id.clone());
+            }
             self.items.push_back(queued);
+        }
+        // Body rows no queued turn names are deleted at the next write down.
+        for orphan in bodies.into_keys() {
+            self.dirty = true;
+            self.stored_bodies.insert(orphan);
         }
     }
 
-    /// The queue as it must be stored, once after each change.
-    pub fn take_changes(&mut self) -> Option<Vec<DurableTurn>> {
+    /// A write of the body of `request_id` was refused: it is not stored.
+    pub fn body_not_stored(&mut self, request_id: &str) {
+        if self.stored_bodies.remove(request_id) {
+            self.dirty = true;
+        }
+    }
+
+    /// What must be stored, once after each change.
+    pub fn take_changes(&mut self) -> Option<QueueWrite> {
         if !std::mem::take(&mut self.dirty) {
             return None;
         }
-        Some(
-            self.items
-                .iter()
-                .filter(|t| t.executor.is_none() && !t.is_recovery())
-                .filter(|t| t.trigger != TurnTrigger::AutoContinuation)
-                .map(|t| DurableTurn {
-                    request_id: t.request_id.clone(),
-                    trigger: t.trigger,
-                    message_ids: t.message_ids.clone(),
-                    submitted_at: t.submitted_at,
-                    overlapped: t.overlapped,
-                    body: t.body.clone(),
-                })
-                .collect(),
-        )
+        let mut write = QueueWrite::default();
+        let mut kept = BTreeSet::new();
+        for turn in self.items.iter().filter(|t| is_durable(t)) {
+            if let Some(body) = &turn.body {
+                if !self.stored_bodies.contains(&turn.request_id) {
+                    let text = serde_json::to_string(body).unwrap_or_else(|_| "{}".into());
+                    write.put_bodies.push((turn.request_id.clone(), text));
+                }
+                kept.insert(turn.request_id.clone());
+            }
+            write.turns.push(DurableTurn {
+                request_id: turn.request_id.clone(),
+                trigger: turn.trigger,
+                message_ids: turn.message_ids.clone(),
+                submitted_at: turn.submitted_at,
+                overlapped: turn.overlapped,
+                body: None,
+                stored_body: turn.body.is_some(),
+            });
+        }
+        write.dropped_bodies = self.stored_bodies.difference(&kept).cloned().collect();
+        self.stored_bodies = kept;
+        Some(write)
     }
 
     /// The generation a turn queued now belongs to.

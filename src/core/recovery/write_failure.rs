@@ -30,6 +30,11 @@ impl Core {
             return;
         }
         let text = write_failed_text(error);
+        for op in ops {
+            if let StoreOp::PutQueuedBody { request_id, .. } = op {
+                self.queue.body_not_stored(request_id);
+            }
+        }
         // What is served (`get-messages`, a connecting tab's transcript) is
         // what is stored: the refused messages go back to their stored copy.
         for op in ops {

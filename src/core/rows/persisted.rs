@@ -260,6 +260,8 @@ pub struct StoredState {
     pub continuation_owed: bool,
     /// Turns accepted but not started, in their order.
     pub queue: Vec<DurableTurn>,
+    /// The custom bodies of queued turns, by request id (`chat_queued_bodies`).
+    pub queued_bodies: std::collections::BTreeMap<String, Map<String, Value>>,
     pub stream_approvals: Option<StreamApprovals>,
     /// Submissions, oldest first (`chat_submissions`).
     pub submissions: Vec<SubmissionRecord>,
@@ -379,6 +381,20 @@ impl StoredState {
     }
 }
 
+impl StoredState {
+    /// Adds one `chat_queued_bodies` row; the error says why it cannot be
+    /// read (the store quarantines it; its turn runs with the last body).
+    pub fn push_queued_body_row(&mut self, request_id: &str, body: &str) -> Result<(), String> {
+        match serde_json::from_str::<Value>(body).map_err(|e| e.to_string())? {
+            Value::Object(map) => {
+                self.queued_bodies.insert(request_id.to_string(), map);
+                Ok(())
+            }
+            _ => Err("a queued body is not a JSON object".into()),
+        }
+    }
+}
+
 impl OpenStream {
     /// An open stream from its stored record (any shape up to this
     /// release's), with no chunks yet; the error says why the record cannot
@@ -413,8 +429,13 @@ pub struct DurableTurn {
     pub submitted_at: u64,
     #[serde(default)]
     pub overlapped: bool,
+    /// The custom body inline, as releases before body rows wrote it (read
+    /// only: a body is now kept in its own row, `chat_queued_bodies`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Map<String, Value>>,
+    /// The turn has a custom body, kept in its own row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stored_body: bool,
 }
 
 /// The stored summary: it stands for every message placed before `through_seq`.

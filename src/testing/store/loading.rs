@@ -39,6 +39,9 @@ impl MemStore {
                 "chat_submissions" => {
                     self.submissions.remove(&row.key);
                 }
+                "chat_queued_bodies" => {
+                    self.queued_bodies.remove(&row.key);
+                }
                 _ => {
                     self.config.retain(|key, _| *key != row.key);
                 }
@@ -76,6 +79,11 @@ impl MemStore {
                 &bad.value,
                 bad.reason,
             );
+        }
+        for (request_id, body) in &self.queued_bodies {
+            if let Err(reason) = state.push_queued_body_row(request_id, body) {
+                keep("chat_queued_bodies", request_id.clone(), body, reason);
+            }
         }
         // `chat_submissions` ORDER BY submitted_at (a clear keeps them).
         let mut submissions: Vec<(&String, &(u64, String))> = self.submissions.iter().collect();
@@ -132,6 +140,11 @@ impl MemStore {
                     .find(|((id, first), _)| format!("{id}:{first}") == key);
                 if let Some((_, row)) = found {
                     row.bodies = text.into();
+                }
+            }
+            "chat_queued_bodies" => {
+                if let Some(body) = self.queued_bodies.get_mut(key) {
+                    *body = text.into();
                 }
             }
             _ => {

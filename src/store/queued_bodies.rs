@@ -1,0 +1,83 @@
+//! The custom bodies of queued turns (`chat_queued_bodies`, one row per
+//! request id, split over `chat_pieces` like any value over the row limit):
+//! written once when a turn is queued, read back with the queue on wake,
+//! deleted when the turn leaves the queue. The queue row itself only says
+//! that a turn has a body, so queueing one more turn never rewrites the
+//! bodies of the others.
+
+use serde::Deserialize;
+use worker::{SqlStorage, SqlStorageValue};
+
+use crate::core::StoredState;
+
+use super::pieces::{self, write, Kind};
+use super::quarantine;
+
+#[derive(Deserialize)]
+struct BodyRow {
+    request_id: String,
+    body: String,
+    pieces: f64,
+}
+
+/// Inserts or replaces the body of `request_id`.
+pub fn put(sql: &SqlStorage, request_id: &str, body: &str) -> worker::Result<()> {
+    let (first, count) = pieces::put(sql, Kind::QueuedBody, request_id, 0, body)?;
+    write(
+        sql,
+        "INSERT OR REPLACE INTO chat_queued_bodies (request_id, body, pieces) VALUES (?, ?, ?)",
+        vec![
+            request_id.into(),
+            first.into(),
+            SqlStorageValue::from(count),
+        ],
+    )
+}
+
+/// Deletes the body of `request_id` (nothing when it has none).
+pub fn delete(sql: &SqlStorage, request_id: &str) -> worker::Result<()> {
+    sql.exec(
+        "DELETE FROM chat_queued_bodies WHERE request_id = ?",
+        vec![request_id.into()],
+    )?;
+    pieces::drop_pieces(sql, Kind::QueuedBody, request_id, None)
+}
+
+/// Reads every stored body into `state`; an unreadable one is returned to
+/// be quarantined (`quarantined`).
+pub fn load(
+    sql: &SqlStorage,
+    state: &mut StoredState,
+) -> worker::Result<Vec<(String, String, String)>> {
+    let rows: Vec<BodyRow> = sql
+        .exec(
+            "SELECT request_id, body, pieces FROM chat_queued_bodies",
+            None,
+        )?
+        .to_array()?;
+    let mut unreadable = Vec::new();
+    for row in rows {
+        let body = pieces::get(
+            sql,
+            Kind::QueuedBody,
+            &row.request_id,
+            0,
+            row.body,
+            row.pieces,
+        )?;
+        if let Err(reason) = state.push_queued_body_row(&row.request_id, &body) {
+            unreadable.push((row.request_id, body, reason));
+        }
+    }
+    Ok(unreadable)
+}
+
+/// Moves an unreadable body row to the quarantine.
+pub fn quarantined(
+    sql: &SqlStorage,
+    request_id: &str,
+    body: &str,
+    reason: &str,
+) -> worker::Result<quarantine::Moved> {
+    quarantine::queued_body(sql, request_id, body, reason)
+}

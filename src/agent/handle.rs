@@ -90,6 +90,11 @@ impl AgentHandle {
         result
     }
 
+    /// The agent's limits (`CoreSettings::limits`).
+    pub(crate) fn limits(&self) -> crate::core::Limits {
+        self.host.core().borrow().config().settings.limits
+    }
+
     /// Stores `messages` (user messages), queues their turn and returns at
     /// once: the turn runs in the turn queue under the agent's message
     /// concurrency and streams to every tab; it survives an eviction.

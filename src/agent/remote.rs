@@ -21,7 +21,7 @@ use worker::{Env, Method, Request, Response};
 
 use crate::protocol::UIMessage;
 
-use super::body::{read_json, BodyError, DEFAULT_BODY_LIMIT};
+use super::body::{read_bytes, BodyError, DEFAULT_BODY_LIMIT};
 use super::child_calls::acquire_child_call;
 use super::handle::{AgentHandle, Submission, SubmitOptions};
 use super::rpc_stub::{from_js, to_js, RpcStub};
@@ -79,16 +79,28 @@ struct Continued {
 
 /// Answers one API call (the credential was checked by the host): 200 with
 /// the result, 400 `{"error"}` for a refusal or a malformed call, 404 for
-/// an unknown submission, 413 for an over-long body.
+/// an unknown submission, 413 for an over-long body or one holding more
+/// JSON values or nesting than the agent's limits allow (counted in its
+/// text before any of it is built).
 pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Result<Response> {
     if req.method() != Method::Post {
         return Response::error("POST a JSON call", 405);
     }
     // The largest call read is a tab's frame limit.
-    let call: ApiCall = match read_json(&mut req, DEFAULT_BODY_LIMIT).await {
-        Ok(call) => call,
-        Err(e @ BodyError::Malformed(_)) => return refuse(&format!("malformed call: {e}"), 400),
+    let bytes = match read_bytes(&mut req, DEFAULT_BODY_LIMIT).await {
+        Ok(bytes) => bytes,
         Err(e) => return refuse(&format!("call refused: {e}"), e.status()),
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        let e = BodyError::Unreadable("not UTF-8".into());
+        return refuse(&format!("call refused: {e}"), e.status());
+    };
+    if let Err(e) = agent.limits().check_json_shape(text, "call body") {
+        return refuse(&format!("call refused: {e}"), 413);
+    }
+    let call: ApiCall = match serde_json::from_str(text) {
+        Ok(call) => call,
+        Err(e) => return refuse(&format!("malformed call: malformed body: {e}"), 400),
     };
     let found = |s: Option<Submission>| match s {
         Some(s) => Response::from_json(&s),

@@ -381,6 +381,7 @@ impl Core {
         let bounds = FrameBounds {
             max_body_bytes: limits.max_body_bytes,
             max_tool_result_bytes: limits.max_tool_result_bytes,
+            shape: limits.shape(),
         };
         match parse_client_frame_within(text, bounds) {
             Ok(ClientFrame::ChatRequest { id, request }) => {

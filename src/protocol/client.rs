@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::json_shape::{self, ShapeError, ShapeLimits};
 use super::message::UIMessage;
 use super::types;
 
@@ -161,6 +162,10 @@ pub struct FrameBounds {
     pub max_body_bytes: usize,
     /// A tool result's `output`, measured as sent.
     pub max_tool_result_bytes: usize,
+    /// The values and nesting a chat request's body (its messages, tools
+    /// and custom body) or a tool result's `output` may hold, counted in
+    /// its text before anything of it is built (`json_shape`).
+    pub shape: ShapeLimits,
 }
 
 impl FrameBounds {
@@ -168,7 +173,21 @@ impl FrameBounds {
     pub const NONE: FrameBounds = FrameBounds {
         max_body_bytes: usize::MAX,
         max_tool_result_bytes: usize::MAX,
+        shape: ShapeLimits::NONE,
     };
+}
+
+/// Refuses `text` (`what`) when it holds more values or nesting than
+/// `limits`, before any of it is built.
+fn within_shape(text: &str, limits: ShapeLimits, what: &str) -> Result<(), FrameError> {
+    match json_shape::measure(text, limits) {
+        Ok(_) => Ok(()),
+        Err(error @ (ShapeError::TooManyValues { .. } | ShapeError::TooDeep { .. })) => {
+            Err(FrameError::TooLarge(error.describe(what)))
+        }
+        // Left to the parser, which says what is wrong.
+        Err(ShapeError::Malformed) => Ok(()),
+    }
 }
 
 /// A frame's top-level fields as raw JSON text, in order (a repeated key
@@ -244,6 +263,7 @@ pub fn parse_client_frame_within(
         Some(Some(kind)) => (kind, None),
         Some(None) => return Err(FrameError::NoType),
         None => {
+            within_shape(text, bounds.shape, "frame")?;
             let obj = whole_object(text)?;
             let Some(Value::String(kind)) = obj.get("type") else {
                 return Err(FrameError::NoType);
@@ -371,6 +391,10 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
     let Some(Value::String(body_text)) = init.get("body") else {
         return Err(invalid(FRAME, "`init.body` must be a JSON string"));
     };
+    // Everything of the body that is built (messages, client tools, custom
+    // body) is counted first: a body within its bytes may still hold
+    // millions of tiny values.
+    within_shape(body_text, bounds.shape, "chat request")?;
     let body = match RawFields::read(body_text) {
         Ok(body) => body,
         Err(_) => return Err(invalid(FRAME, "`init.body` is not a JSON object")),
@@ -463,7 +487,10 @@ fn parse_tool_result(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame,
                 bounds.max_tool_result_bytes
             )))
         }
-        Some(text) => serde_json::from_str(&text).map_err(|_| FrameError::NotJson)?,
+        Some(text) => {
+            within_shape(&text, bounds.shape, &format!("tool result for {tool_call_id}"))?;
+            serde_json::from_str(&text).map_err(|_| FrameError::NotJson)?
+        }
         None => Value::Null,
     };
     Ok(ClientFrame::ToolResult(ToolResult {
@@ -652,6 +679,61 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_body_or_output_over_its_value_bound_is_refused_before_it_is_built() {
+        let bounds = FrameBounds {
+            shape: ShapeLimits {
+                max_values: 100,
+                max_depth: 8,
+            },
+            ..FrameBounds::NONE
+        };
+        let message = |data: Value| {
+            json!({"id":"u","role":"user","parts":[{"type":"data-x","data":data}]})
+        };
+        let fits = chat_frame(json!({"messages":[message(json!(vec![0; 50]))]}));
+        assert!(parse_client_frame_within(&fits, bounds).is_ok());
+        let many = chat_frame(json!({"messages":[message(json!(vec![0; 200]))]}));
+        assert_eq!(
+            parse_client_frame_within(&many, bounds),
+            Err(FrameError::TooLarge(
+                "chat request: too many JSON values (limit 100)".into()
+            ))
+        );
+        let deep = chat_frame(json!({"messages":[message(json!([[[[[0]]]]]))]}));
+        assert_eq!(
+            parse_client_frame_within(&deep, bounds),
+            Err(FrameError::TooLarge(
+                "chat request: nested too deeply (limit 8 levels)".into()
+            ))
+        );
+        // A custom body counts too.
+        let custom = chat_frame(json!({"messages":[], "junk": vec![0; 200]}));
+        assert!(matches!(
+            parse_client_frame_within(&custom, bounds),
+            Err(FrameError::TooLarge(_))
+        ));
+        let result = json!({"type":"cf_agent_tool_result","toolCallId":"c1","output":vec![0; 200]})
+            .to_string();
+        assert_eq!(
+            parse_client_frame_within(&result, bounds),
+            Err(FrameError::TooLarge(
+                "tool result for c1: too many JSON values (limit 100)".into()
+            ))
+        );
+        // A frame read whole (its type repeated) is counted before it is built.
+        let repeated = format!(
+            r#"{{"type":"cf_agent_tool_result","type":"cf_agent_tool_result","junk":{}}}"#,
+            json!(vec![0; 200])
+        );
+        assert_eq!(
+            parse_client_frame_within(&repeated, bounds),
+            Err(FrameError::TooLarge(
+                "frame: too many JSON values (limit 100)".into()
+            ))
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod agent_frames;
 pub mod channel;
 pub mod chunk;
 pub mod client;
+pub mod json_shape;
 pub mod message;
 pub mod server;
 pub mod types;

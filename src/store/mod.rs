@@ -196,6 +196,14 @@ impl SqlStore {
         self.sql.database_size()
     }
 
+    /// The stored queue row's bytes, how many body rows of queued turns are
+    /// stored and their bytes (debug output only).
+    pub fn queue_rows(&self) -> worker::Result<(usize, usize, usize)> {
+        let queue = self.config_value(ConfigKey::Queue)?.map_or(0, |v| v.len());
+        let (bodies, bytes) = queued_bodies::sizes(&self.sql)?;
+        Ok((queue, bodies, bytes))
+    }
+
     pub fn config_value(&self, key: ConfigKey) -> worker::Result<Option<String>> {
         let rows: Vec<TextRow> = self
             .sql

@@ -81,3 +81,24 @@ pub fn quarantined(
 ) -> worker::Result<quarantine::Moved> {
     quarantine::queued_body(sql, request_id, body, reason)
 }
+
+#[derive(Deserialize)]
+struct Sizes {
+    rows: f64,
+    bytes: f64,
+}
+
+/// How many body rows are stored and their bytes (their first pieces and
+/// the others); test figures only.
+pub fn sizes(sql: &SqlStorage) -> worker::Result<(usize, usize)> {
+    let rows: Vec<Sizes> = sql
+        .exec(
+            "SELECT COUNT(*) AS rows, COALESCE(SUM(LENGTH(body)), 0) + (SELECT COALESCE(SUM(LENGTH(piece)), 0) FROM chat_pieces WHERE kind = 'queued_body') AS bytes FROM chat_queued_bodies",
+            None,
+        )?
+        .to_array()?;
+    Ok(rows
+        .first()
+        .map(|r| (r.rows as usize, r.bytes as usize))
+        .unwrap_or_default())
+}

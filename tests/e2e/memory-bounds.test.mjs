@@ -4,12 +4,15 @@
 // a type nobody handles, chat requests with 3 MiB custom bodies — are each answered as documented
 // while the agent's memory stays within a small bound, the socket stays open and the next turn works.
 // get-messages of a long history answers its newest 4 MiB (as the transcript frame answers its
-// newest 256 KiB) without the agent's memory growing with the history.
+// newest 256 KiB) without the agent's memory growing with the history. Thirty-two chat requests
+// queued behind a running turn, each with a 60 KiB custom body, keep their bodies out of the stored
+// queue row (one body row each, written once) and each runs with its own body, also after the
+// agent is evicted with all of them queued.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
-import { workerFor, tab, rid, probe } from '../support/e2e.mjs';
+import { workerFor, tab, rid, probe, waitUntil, modelTexts } from '../support/e2e.mjs';
 
 const MiB = 1024 * 1024;
 const TURN_MS = 30000;
@@ -114,4 +117,54 @@ test('get-messages of a 12 MB history answers its newest 4 MiB, in order, withou
   assert.equal(stored.at(-1).role, 'assistant', 'ending with the last answer');
   assert.ok(stored.every((m, i) => i === 0 || m.role !== stored[i - 1].role), 'no message missing in between');
   assert.ok(after - before <= 8, `three reads grew memory by ${(after - before).toFixed(1)} MiB (bound 8)`);
+});
+
+async function queueRows(w, room) {
+  const r = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/queue-rows`);
+  assert.equal(r.status, 200, 'the test build serves …/__debug/queue-rows with DEBUG_TOOLS=1');
+  return r.json();
+}
+
+test('32 queued requests with 60 KiB custom bodies: the queue row keeps no body, and each runs with its own body after an eviction', async (t) => {
+  const w = await memoryWorker(t, { DEBUG_TOOLS: '1', RATE_LIMIT_PER_CONNECTION: '0', RATE_LIMIT_PER_AGENT: '0' });
+  const room = 'queued-bodies';
+  const client = await tab(w, room);
+  const first = rid();
+  client.send(chatRequest(first, [userMessage(rid('u'), '[tokens:200] [delay:50] the slow one')]));
+  await client.waitFor((f) => f.id === first && f.body?.includes('text-delta'), TURN_MS);
+  const QUEUED = 32;
+  const BLOB = 60 * 1024;
+  for (let n = 0; n < QUEUED; n++) {
+    const body = { echoBody: true, tag: n, blob: 'x'.repeat(BLOB) };
+    client.send(chatRequest(rid(), [userMessage(rid('u'), `[tokens:2] queued ${n}`)], body));
+  }
+  const rows = await waitUntil(async () => {
+    const r = await queueRows(w, room);
+    return r.queuedBodies === QUEUED && r;
+  }, { timeoutMs: TURN_MS, what: 'every body row stored' });
+  t.diagnostic(`queue row ${rows.queueRowBytes} bytes; ${rows.queuedBodies} body rows, ${rows.queuedBodyBytes} bytes`);
+  assert.ok(rows.queueRowBytes > 0 && rows.queueRowBytes < 16 * 1024, `the queue row holds no body (${rows.queueRowBytes} bytes)`);
+  assert.ok(rows.queuedBodyBytes > QUEUED * BLOB, 'each body is stored in full in its own row');
+
+  // Evicted with every request queued: the restarted agent runs each with its own body.
+  const evicted = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/evict`, { method: 'POST' });
+  assert.equal(evicted.status, 200);
+  await waitUntil(async () => (await tab(w, room).catch(() => null)) ?? false, { timeoutMs: TURN_MS, what: 'the agent back' });
+  await waitUntil(
+    () => [...Array(QUEUED).keys()].every((n) => w.model.requests.some((r) => modelTexts(r).at(-1) === `[tokens:2] queued ${n}`)),
+    { timeoutMs: 4 * TURN_MS, intervalMs: 100, what: 'every queued turn asked the model' },
+  );
+  for (let n = 0; n < QUEUED; n++) {
+    const request = w.model.requests.find((r) => modelTexts(r).at(-1) === `[tokens:2] queued ${n}`);
+    const system = modelTexts(request, 'system').join('\n');
+    const seen = system.match(/custom body tag=(\d+) bytes=(\d+)/);
+    assert.ok(seen, `turn ${n} ran with a custom body (system: ${system.slice(0, 200)})`);
+    assert.equal(Number(seen[1]), n, `turn ${n} ran with its own body`);
+    assert.ok(Number(seen[2]) > BLOB, `turn ${n} ran with its whole body`);
+  }
+  const after = await waitUntil(async () => {
+    const r = await queueRows(w, room);
+    return r.queuedBodies === 0 && r;
+  }, { timeoutMs: TURN_MS, what: 'every body row deleted' });
+  assert.equal(after.queueRowBytes, 0, 'the queue row is gone');
 });

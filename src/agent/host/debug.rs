@@ -4,7 +4,9 @@
 //! `DEBUG_MEMORY` serves `GET …/__debug/memory` (this wasm instance's linear
 //! memory, for `bench/memory-probe.mjs`), `DEBUG_TOOLS` adds the tools of
 //! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
-//! `POST …/__debug/evict` (the Durable Object is reset as by an eviction).
+//! `POST …/__debug/evict` (the Durable Object is reset as by an eviction)
+//! and `GET …/__debug/queue-rows` (the size of the stored queue row and the
+//! body rows of queued turns).
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,6 +23,9 @@ const MEMORY_ROUTE: &str = "/__debug/memory";
 /// The route that evicts the agent (`ctx.abort()`), as the platform would,
 /// while calls to it are in flight.
 const EVICT_ROUTE: &str = "/__debug/evict";
+
+/// The route that reports the stored queue's rows.
+const QUEUE_ROWS_ROUTE: &str = "/__debug/queue-rows";
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -69,6 +74,15 @@ impl AgentHost {
                 (Method::Post, |host| {
                     host.store.fail_next_state_write();
                     Response::ok("armed")
+                })
+            } else if self.debug.tools && path.ends_with(QUEUE_ROWS_ROUTE) {
+                (Method::Get, |host| {
+                    let (queue_row_bytes, bodies, body_bytes) = host.store.queue_rows()?;
+                    Response::from_json(&serde_json::json!({
+                        "queueRowBytes": queue_row_bytes,
+                        "queuedBodies": bodies,
+                        "queuedBodyBytes": body_bytes,
+                    }))
                 })
             } else if self.debug.tools && path.ends_with(EVICT_ROUTE) {
                 (Method::Post, |host| {

@@ -15,7 +15,10 @@
 //! awaited pause and a storage read, by the value the entry
 //! `rewritten_results` (an object by tool name) holds for its tool. A failed
 //! turn `on_chat_error` left failing is sent again, after an awaited pause
-//! and a storage read, while the entry `retry_errors` is `true`.
+//! and a storage read, while the entry `retry_errors` is `true`. A turn
+//! whose custom body holds `echoBody` (and for which `before_turn` chose no
+//! system prompt) gets a system prompt naming the body's `tag` and its size,
+//! so a test reads from the model's request which body its turn ran with.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -92,6 +95,17 @@ struct RunTurnBody {
 #[serde(rename_all = "camelCase")]
 struct CancelRequestBody {
     request_id: String,
+}
+
+/// The system prompt of a turn whose body asks for it (`echoBody`): the
+/// body's `tag` and how many bytes of JSON it holds.
+pub fn echo_body(body: &serde_json::Map<String, Value>, config: &mut crate::core::TurnConfig) {
+    if config.system.is_some() || !body.contains_key("echoBody") {
+        return;
+    }
+    let bytes = serde_json::to_string(body).map(|t| t.len()).unwrap_or(0);
+    let tag = body.get("tag").cloned().unwrap_or(Value::Null);
+    config.system = Some(format!("custom body tag={tag} bytes={bytes}"));
 }
 
 pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Response> {

@@ -674,9 +674,17 @@ impl AgentHost {
                 let host = self.clone();
                 let before_turn = self.hooks.before_turn.clone();
                 let agent = self.handle();
+                #[cfg(feature = "debug-routes")]
+                let echoed = (self.debug.tools && context.body.contains_key("echoBody"))
+                    .then(|| context.body.clone());
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
-                    let config = before_turn(context, agent).await;
+                    #[allow(unused_mut)]
+                    let mut config = before_turn(context, agent).await;
+                    #[cfg(feature = "debug-routes")]
+                    if let Some(body) = echoed {
+                        debug_author::echo_body(&body, &mut config);
+                    }
                     host.dispatch(Event::TurnPrepared {
                         turn,
                         config: Box::new(config),

@@ -16,18 +16,44 @@ pub(super) fn rejected(message: &str) -> Promise {
     Promise::reject(&error(message))
 }
 
-/// `value` as JSON (`None`: `undefined` or `null`).
-pub(super) fn to_json(value: &JsValue) -> Result<Option<serde_json::Value>, String> {
+/// `value`'s JSON text (`None`: `undefined` or `null`).
+fn to_text(value: &JsValue) -> Result<Option<String>, String> {
     if value.is_undefined() || value.is_null() {
         return Ok(None);
     }
-    let text = js_sys::JSON::stringify(value)
+    js_sys::JSON::stringify(value)
         .map_err(|_| "a value that is not JSON".to_string())?
         .as_string()
-        .ok_or_else(|| "a value that is not JSON".to_string())?;
+        .ok_or_else(|| "a value that is not JSON".to_string())
+        .map(Some)
+}
+
+/// `value` as JSON (`None`: `undefined` or `null`).
+pub(super) fn to_json(value: &JsValue) -> Result<Option<serde_json::Value>, String> {
+    let Some(text) = to_text(value)? else {
+        return Ok(None);
+    };
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| format!("a value that is not JSON: {e}"))
+}
+
+/// `value` read as a `T` from its JSON text, refused first when the text
+/// holds more values or nesting than `limits` allow
+/// (`Limits::max_message_values`, `max_message_depth`); `what` names it in
+/// the error.
+pub(super) fn read_bounded<T: DeserializeOwned>(
+    value: &JsValue,
+    what: &str,
+    limits: &crate::core::Limits,
+) -> Result<T, JsValue> {
+    let text = to_text(value)
+        .map_err(|e| error(&format!("{what}: {e}")))?
+        .unwrap_or_else(|| "null".into());
+    limits
+        .check_json_shape(&text, what)
+        .map_err(|e| error(&e))?;
+    serde_json::from_str(&text).map_err(|e| error(&format!("{what}: {e}")))
 }
 
 /// `value` read as a `T` through JSON; `what` names it in the error.

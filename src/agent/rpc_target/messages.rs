@@ -31,7 +31,8 @@ pub(super) fn clear(host: &Rc<AgentHost>) -> Result<JsValue, JsValue> {
 }
 
 pub(super) fn add(host: &Rc<AgentHost>, messages: &JsValue) -> Result<JsValue, JsValue> {
-    let messages: Vec<UIMessage> = js::read(messages, "addMessages: messages")?;
+    let limits = host.handle().limits();
+    let messages: Vec<UIMessage> = js::read_bounded(messages, "addMessages: messages", &limits)?;
     host.handle()
         .save_messages(messages)
         .map_err(|e| js::error(&e.0))?;
@@ -43,7 +44,9 @@ pub(super) async fn save(
     messages: JsValue,
     _options: JsValue,
 ) -> Result<JsValue, JsValue> {
-    let messages: Vec<UIMessage> = js::read(&messages, "saveMessages: messages")?;
+    let limits = host.handle().limits();
+    let messages: Vec<UIMessage> =
+        js::read_bounded(&messages, "saveMessages: messages", &limits)?;
     let agent = host.handle();
     let options = SubmitOptions {
         caller: Some(RPC_CALLER.into()),

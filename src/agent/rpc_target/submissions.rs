@@ -71,10 +71,13 @@ pub(super) fn submit(
     messages: &JsValue,
     options: &JsValue,
 ) -> Result<JsValue, JsValue> {
-    let messages: Vec<UIMessage> = js::read(messages, "submitMessages: messages")?;
+    let limits = host.handle().limits();
+    let messages: Vec<UIMessage> =
+        js::read_bounded(messages, "submitMessages: messages", &limits)?;
     let idempotency_key: Option<String> =
         js::read(&js::field(options, "idempotencyKey"), "idempotencyKey")?;
-    let body: Option<Map<String, Value>> = js::read(&js::field(options, "metadata"), "metadata")?;
+    let body: Option<Map<String, Value>> =
+        js::read_bounded(&js::field(options, "metadata"), "metadata", &limits)?;
     let agent = host.handle();
     let asked_at = agent.now_ms();
     let options = SubmitOptions {

@@ -81,6 +81,13 @@ pub struct Limits {
     /// Calls to child agents the whole agent may have in flight together
     /// (its turns, routes, alarm and schedules; 0: no limit).
     pub max_child_calls_per_agent: usize,
+    /// JSON values (each array, object, string, number, boolean, null) in
+    /// one chat request's body, one tool result's output, or the messages
+    /// of one submission, counted in the text before any is built: a value
+    /// costs the agent tens of bytes however short its text.
+    pub max_message_values: usize,
+    /// How deeply those values may nest.
+    pub max_message_depth: usize,
 }
 
 impl Default for Limits {
@@ -107,11 +114,33 @@ impl Default for Limits {
             max_stored_messages: 0,
             max_child_calls_per_turn: 4,
             max_child_calls_per_agent: 16,
+            max_message_values: 300_000,
+            max_message_depth: 64,
         }
     }
 }
 
 impl Limits {
+    /// The values and nesting an input's text may hold
+    /// (`max_message_values`, `max_message_depth`).
+    pub fn shape(&self) -> crate::protocol::json_shape::ShapeLimits {
+        crate::protocol::json_shape::ShapeLimits {
+            max_values: self.max_message_values,
+            max_depth: self.max_message_depth,
+        }
+    }
+
+    /// Refuses the JSON text of an input (`what`: how the error names it)
+    /// holding more values or nesting than the limits allow, before any
+    /// of it is built. Text that is not JSON is left to its parser.
+    pub fn check_json_shape(&self, text: &str, what: &str) -> Result<(), String> {
+        use crate::protocol::json_shape::{measure, ShapeError};
+        match measure(text, self.shape()) {
+            Ok(_) | Err(ShapeError::Malformed) => Ok(()),
+            Err(error) => Err(error.describe(what)),
+        }
+    }
+
     /// An incoming frame of `bytes` bytes is not parsed when over the limit.
     pub fn check_frame_size(&self, bytes: usize) -> Result<(), String> {
         if bytes > self.max_frame_bytes {

@@ -344,3 +344,85 @@ fn an_oversized_custom_body_or_message_text_is_refused_on_its_request_and_nothin
     assert!(sim.requests().is_empty(), "no model call");
     assert!(sim.store.stored_state().body.is_empty(), "no body kept");
 }
+
+/// A message carrying `n` zeros in a data part (two bytes of text each).
+fn zeros_message(id: &str, n: usize) -> Value {
+    json!({"id": id, "role": "user", "parts": [
+        {"type": "text", "text": "look"},
+        {"type": "data-zeros", "data": vec![0; n]}
+    ]})
+}
+
+#[test]
+fn a_request_or_tool_result_holding_too_many_json_values_is_refused_before_it_is_built() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    // Default limits: 300,000 values, 64 levels. 1.9 million zeros fit the
+    // 4 MiB frame and would be built into as many values.
+    sim.send("a", chat_request("r1", &[zeros_message("u1", 1_900_000)]));
+    let mut deep = json!(0);
+    for _ in 0..70 {
+        deep = json!([deep]);
+    }
+    let nested = json!({"id": "u2", "role": "user", "parts": [
+        {"type": "text", "text": "deep"}, {"type": "data-deep", "data": deep}
+    ]});
+    sim.send("a", chat_request("r2", &[nested]));
+    sim.send("a", tool_result("call-1", json!(vec![0; 400_000]), false));
+    sim.run_until_idle();
+    let frames = sim.frames("a").to_vec();
+    let values = terminal(&frames, "r1").expect("answered on r1");
+    assert_eq!(values["error"], true);
+    assert_eq!(
+        values["body"],
+        "chat request: too many JSON values (limit 300000)"
+    );
+    let depth = terminal(&frames, "r2").expect("answered on r2");
+    assert_eq!(
+        depth["body"],
+        "chat request: nested too deeply (limit 64 levels)"
+    );
+    let refused_output = of_type(&frames, CHAT_ERROR);
+    assert!(
+        refused_output.iter().any(|f| f["error"]
+            .as_str()
+            .is_some_and(|e| e == "tool result for call-1: too many JSON values (limit 300000)")),
+        "{refused_output:?}"
+    );
+    assert!(sim.store.message_ids().is_empty(), "nothing stored");
+    assert!(sim.requests().is_empty(), "no model call");
+    // The socket stays open and the next turn runs.
+    sim.script(Reply::text("fine"));
+    sim.send("a", chat_request("r3", &[user("u3", "hi")]));
+    sim.run_until_idle();
+    let done = terminal(sim.frames("a"), "r3").expect("r3 ends");
+    assert_eq!(done["error"], Value::Null, "{done}");
+    assert_eq!(sim.requests().len(), 1);
+}
+
+#[test]
+fn the_value_and_depth_limits_are_the_agents_to_set() {
+    let mut sim = Sim::with(|c| {
+        c.settings.limits.max_message_values = 50;
+        // The body, its messages, a message, its parts, a part, its data.
+        c.settings.limits.max_message_depth = 6;
+    });
+    sim.connect("a");
+    sim.send("a", chat_request("r1", &[zeros_message("u1", 60)]));
+    let nested = json!({"id": "u3", "role": "user", "parts": [{"type": "data-x", "data": [[0]]}]});
+    sim.send("a", chat_request("r3", &[nested]));
+    sim.script(Reply::text("ok"));
+    sim.send("a", chat_request("r2", &[zeros_message("u2", 20)]));
+    sim.run_until_idle();
+    let frames = sim.frames("a").to_vec();
+    assert_eq!(
+        terminal(&frames, "r1").expect("r1")["body"],
+        "chat request: too many JSON values (limit 50)"
+    );
+    assert_eq!(
+        terminal(&frames, "r3").expect("r3")["body"],
+        "chat request: nested too deeply (limit 6 levels)"
+    );
+    assert_eq!(terminal(&frames, "r2").expect("r2")["error"], Value::Null);
+    assert_eq!(sim.store.message_ids().first().map(String::as_str), Some("u2"));
+}

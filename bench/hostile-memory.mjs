@@ -6,13 +6,14 @@
 // agent's wasm linear memory (GET …/__debug/memory: the test build, bash scripts/build.sh --test,
 // with DEBUG_MEMORY=1) before and after.
 //
-//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,history] [--ours-dir DIR]
+//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,messages,history] [--ours-dir DIR]
 //        [--history-mb 24] [--json FILE]
 //
 // unknown: four 3.9 MiB frames of a type nobody handles, `[0,0,…]` inside.
 // rpc:     four 3.9 MiB `rpc` calls of the demo's `echo` with `[0,0,…]` arguments.
 // state:   four 3.9 MiB `cf_agent_state` frames.
 // body:    four chat requests whose custom body carries 3 MiB of `[0,0,…]`.
+// messages: four 3.9 MiB chat requests whose message carries `[0,0,…]` in a data part.
 // history: a history grown to --history-mb by tail requests of ~830 KB each (figures after the
 //          growth), then three GET …/get-messages (figures after the reads).
 
@@ -29,7 +30,7 @@ const MiB = 1024 * 1024;
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { scenarios: 'unknown,rpc,state,body,history', 'ours-dir': '', 'history-mb': 24, json: '' };
+  const o = { scenarios: 'unknown,rpc,state,body,messages,history', 'ours-dir': '', 'history-mb': 24, json: '' };
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
@@ -98,6 +99,20 @@ const scenarios = {
       if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
     }
     return 'four chat requests with 3 MiB custom bodies';
+  },
+  async messages(c) {
+    for (let i = 0; i < 4; i++) {
+      const id = `m${i}`;
+      const mark = c.frames.length;
+      const message = { id: nanoid8(), role: 'user', parts: [{ type: 'text', text: 'hi' }, { type: 'data-junk', data: '@@' }] };
+      const body = JSON.stringify({ messages: [message], trigger: 'submit-message' });
+      const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
+        .replace('\\"@@\\"', zeros(3.9 * MiB));
+      c.ws.send(frame);
+      const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done);
+      if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
+    }
+    return 'four 3.9 MiB chat requests of tiny values in their messages';
   },
 };
 

@@ -86,6 +86,34 @@ test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are
   assert.ok(after - before <= 32, `memory grew by ${(after - before).toFixed(1)} MiB (bound 32)`);
 });
 
+test('chat requests whose messages carry 3.9 MiB of tiny JSON values are refused on their id before they are built; memory stays within 32 MiB', async (t) => {
+  const w = await memoryWorker(t);
+  const room = 'hostile-messages';
+  const client = await tab(w, room);
+  assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
+  const before = await wasmMiB(w, room);
+  for (let i = 0; i < 4; i++) {
+    const id = rid();
+    const message = { id: rid('u'), role: 'user', parts: [{ type: 'text', text: 'hi' }, { type: 'data-junk', data: '@@' }] };
+    const body = JSON.stringify({ messages: [message], trigger: 'submit-message' });
+    const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
+      .replace('\\"@@\\"', zeros(3.9 * MiB));
+    assert.ok(frame.length > 3.9 * MiB && frame.length < 4 * MiB);
+    client.cursor = client.frames.length;
+    client.ws.send(frame);
+    const done = await client.waitFor(isDone(id), TURN_MS);
+    assert.equal(done.error, true);
+    assert.equal(done.body, 'chat request: too many JSON values (limit 300000)');
+  }
+  assert.equal(client.ws.readyState, 1, 'the socket stays open');
+  assert.equal((await turn(client, '[tokens:5] still fine')).outcome, 'completed');
+  const stored = await getMessages(w.url, 'ChatAgent', room);
+  assert.equal(stored.length, 4, 'only the two normal turns are stored');
+  const after = await wasmMiB(w, room);
+  t.diagnostic(`wasm linear memory ${before.toFixed(1)} → ${after.toFixed(1)} MiB`);
+  assert.ok(after - before <= 32, `memory grew by ${(after - before).toFixed(1)} MiB (bound 32)`);
+});
+
 test('get-messages of a 12 MB history answers its newest 4 MiB, in order, without the agent holding the history', async (t) => {
   // A hundred requests in well under a minute: past the default rate of one connection.
   const w = await memoryWorker(t, { RATE_LIMIT_PER_CONNECTION: '0' });

@@ -391,10 +391,6 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
     let Some(Value::String(body_text)) = init.get("body") else {
         return Err(invalid(FRAME, "`init.body` must be a JSON string"));
     };
-    // Everything of the body that is built (messages, client tools, custom
-    // body) is counted first: a body within its bytes may still hold
-    // millions of tiny values.
-    within_shape(body_text, bounds.shape, "chat request")?;
     let body = match RawFields::read(body_text) {
         Ok(body) => body,
         Err(_) => return Err(invalid(FRAME, "`init.body` is not a JSON object")),
@@ -419,6 +415,10 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
             bounds.max_body_bytes
         )));
     }
+    // Everything of the body that is built (messages, client tools, custom
+    // body) is counted before any of it is: a body within its bytes may
+    // still hold millions of tiny values.
+    within_shape(body_text, bounds.shape, "chat request")?;
     let messages = match body
         .get("messages")
         .map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()))

@@ -41,6 +41,7 @@ impl Core {
 /// the error frame that answers it.
 pub fn parse_channel_frame(text: &str, limits: &Limits) -> Result<ParentFrame, String> {
     limits.check_frame_size(text.len())?;
+    limits.check_json_shape(text, "channel frame")?;
     let frame = parse_parent_frame(text).map_err(|e| e.to_string())?;
     match &frame {
         ParentFrame::Chat(chat) => {
@@ -123,6 +124,18 @@ mod tests {
         let error = json!({"type": "cf_agent_rpc_tool_result", "callId": 1,
                            "toolCallId": "c", "error": "x".repeat(101)});
         assert!(refusal(&error.to_string()).contains("too large"));
+    }
+
+    #[test]
+    fn a_frame_holding_too_many_values_is_refused_before_it_is_built() {
+        let limits = Limits {
+            max_message_values: 100,
+            ..Limits::default()
+        };
+        let message = json!({"id": "m1", "role": "user",
+                             "parts": [{"type": "data-x", "data": vec![0; 200]}]});
+        let error = parse_channel_frame(&chat(message, json!([])), &limits).expect_err("refused");
+        assert_eq!(error, "channel frame: too many JSON values (limit 100)");
     }
 
     #[test]

@@ -175,9 +175,12 @@ test('32 queued requests with 60 KiB custom bodies: the queue row keeps no body,
   assert.ok(rows.queuedBodyBytes > QUEUED * BLOB, 'each body is stored in full in its own row');
 
   // Evicted with every request queued: the restarted agent runs each with its own body.
+  const hosts = async () => (await (await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`)).json()).hostsCreated;
+  const hostsBefore = await hosts();
   const evicted = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/evict`, { method: 'POST' });
   assert.equal(evicted.status, 200);
   await waitUntil(async () => (await tab(w, room).catch(() => null)) ?? false, { timeoutMs: TURN_MS, what: 'the agent back' });
+  assert.ok((await hosts()) > hostsBefore, 'a new instance of the agent runs the queue');
   await waitUntil(
     () => [...Array(QUEUED).keys()].every((n) => w.model.requests.some((r) => modelTexts(r).at(-1) === `[tokens:2] queued ${n}`)),
     { timeoutMs: 4 * TURN_MS, intervalMs: 100, what: 'every queued turn asked the model' },

@@ -488,7 +488,11 @@ fn parse_tool_result(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame,
             )))
         }
         Some(text) => {
-            within_shape(&text, bounds.shape, &format!("tool result for {tool_call_id}"))?;
+            within_shape(
+                &text,
+                bounds.shape,
+                &format!("tool result for {tool_call_id}"),
+            )?;
             serde_json::from_str(&text).map_err(|_| FrameError::NotJson)?
         }
         None => Value::Null,
@@ -690,9 +694,8 @@ mod tests {
             },
             ..FrameBounds::NONE
         };
-        let message = |data: Value| {
-            json!({"id":"u","role":"user","parts":[{"type":"data-x","data":data}]})
-        };
+        let message =
+            |data: Value| json!({"id":"u","role":"user","parts":[{"type":"data-x","data":data}]});
         let fits = chat_frame(json!({"messages":[message(json!(vec![0; 50]))]}));
         assert!(parse_client_frame_within(&fits, bounds).is_ok());
         let many = chat_frame(json!({"messages":[message(json!(vec![0; 200]))]}));

@@ -165,25 +165,67 @@ mod tests {
 
     #[test]
     fn counts_every_value_but_object_keys() {
-        assert_eq!(shape("0"), Ok(Shape { values: 1, depth: 0 }));
-        assert_eq!(shape("[0,0,0]"), Ok(Shape { values: 4, depth: 1 }));
+        assert_eq!(
+            shape("0"),
+            Ok(Shape {
+                values: 1,
+                depth: 0
+            })
+        );
+        assert_eq!(
+            shape("[0,0,0]"),
+            Ok(Shape {
+                values: 4,
+                depth: 1
+            })
+        );
         assert_eq!(
             shape(r#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#),
-            Ok(Shape { values: 8, depth: 2 })
+            Ok(Shape {
+                values: 8,
+                depth: 2
+            })
         );
-        assert_eq!(shape(" [ ] "), Ok(Shape { values: 1, depth: 1 }));
+        assert_eq!(
+            shape(" [ ] "),
+            Ok(Shape {
+                values: 1,
+                depth: 1
+            })
+        );
         assert_eq!(
             shape("[-1.5e+3, 2E-2 ,0]"),
-            Ok(Shape { values: 4, depth: 1 })
+            Ok(Shape {
+                values: 4,
+                depth: 1
+            })
         );
     }
 
     #[test]
     fn brackets_quotes_and_escapes_inside_strings_are_text() {
         let text = r#"{"k[{":"]}\"[[[,,,\\","x":"\u005b"}"#;
-        assert_eq!(shape(text), Ok(Shape { values: 3, depth: 1 }));
-        assert_eq!(shape(r#"["\\"]"#), Ok(Shape { values: 2, depth: 1 }));
-        assert_eq!(shape(r#"["a\"]"]"#), Ok(Shape { values: 2, depth: 1 }));
+        assert_eq!(
+            shape(text),
+            Ok(Shape {
+                values: 3,
+                depth: 1
+            })
+        );
+        assert_eq!(
+            shape(r#"["\\"]"#),
+            Ok(Shape {
+                values: 2,
+                depth: 1
+            })
+        );
+        assert_eq!(
+            shape(r#"["a\"]"]"#),
+            Ok(Shape {
+                values: 2,
+                depth: 1
+            })
+        );
     }
 
     #[test]
@@ -216,7 +258,10 @@ mod tests {
         };
         assert_eq!(
             measure("[[[0]]]", limits),
-            Ok(Shape { values: 4, depth: 3 })
+            Ok(Shape {
+                values: 4,
+                depth: 3
+            })
         );
         assert_eq!(
             measure("[[[[0]]]]", limits),
@@ -246,10 +291,7 @@ mod tests {
     #[test]
     fn describes_each_refusal() {
         let text = ShapeError::TooManyValues { limit: 5 }.describe("the messages");
-        assert_eq!(
-            text,
-            "the messages: too many JSON values (limit 5)"
-        );
+        assert_eq!(text, "the messages: too many JSON values (limit 5)");
         assert!(ShapeError::TooDeep { limit: 2 }
             .describe("x")
             .contains("nested too deeply"));

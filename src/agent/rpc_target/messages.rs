@@ -45,8 +45,7 @@ pub(super) async fn save(
     _options: JsValue,
 ) -> Result<JsValue, JsValue> {
     let limits = host.handle().limits();
-    let messages: Vec<UIMessage> =
-        js::read_bounded(&messages, "saveMessages: messages", &limits)?;
+    let messages: Vec<UIMessage> = js::read_bounded(&messages, "saveMessages: messages", &limits)?;
     let agent = host.handle();
     let options = SubmitOptions {
         caller: Some(RPC_CALLER.into()),

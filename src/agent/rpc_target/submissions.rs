@@ -72,8 +72,7 @@ pub(super) fn submit(
     options: &JsValue,
 ) -> Result<JsValue, JsValue> {
     let limits = host.handle().limits();
-    let messages: Vec<UIMessage> =
-        js::read_bounded(messages, "submitMessages: messages", &limits)?;
+    let messages: Vec<UIMessage> = js::read_bounded(messages, "submitMessages: messages", &limits)?;
     let idempotency_key: Option<String> =
         js::read(&js::field(options, "idempotencyKey"), "idempotencyKey")?;
     let body: Option<Map<String, Value>> =

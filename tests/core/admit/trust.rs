@@ -424,5 +424,8 @@ fn the_value_and_depth_limits_are_the_agents_to_set() {
         "chat request: nested too deeply (limit 6 levels)"
     );
     assert_eq!(terminal(&frames, "r2").expect("r2")["error"], Value::Null);
-    assert_eq!(sim.store.message_ids().first().map(String::as_str), Some("u2"));
+    assert_eq!(
+        sim.store.message_ids().first().map(String::as_str),
+        Some("u2")
+    );
 }

@@ -2,7 +2,8 @@
 // Miniflare session calls `chat()` on the agent's stub with the sub-agent code of the Think
 // documentation (text, a client tool its `onClientToolCall` runs, an executor that throws, a
 // signal that aborts, the child evicted mid-call), the durable submissions and the message methods
-// round-trip over RPC, and the internal fetch paths are closed to every request.
+// round-trip over RPC, and the internal fetch paths are closed to every request. Messages holding
+// too many JSON values are refused over RPC and by the submission API before they are built.
 // Runs on the test build (`bash scripts/build.sh --test`: the eviction route).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -172,7 +173,24 @@ test('INTERNAL_FETCH_FALLBACK=1 serves the submission API again (the switch the 
     const submit = { op: 'submit', messages: [userMessage('f-1', 'through the fallback')] };
     const inside = await fallback.coordinator('c-open', 'internal-fetch', { child: 'rpc-open', path: '__chat-api', credential: 'secret:test-channel-secret', call: submit });
     assert.equal(inside.status, 200, inside.text);
+    // A call holding too many JSON values is refused with 413 before it is built.
+    const zeros = { id: 'f-2', role: 'user', parts: [{ type: 'text', text: 'zeros' }, { type: 'data-junk', data: new Array(400_000).fill(0) }] };
+    const crowded = { op: 'submit', messages: [zeros] };
+    const refused = await fallback.coordinator('c-open', 'internal-fetch', { child: 'rpc-open', path: '__chat-api', credential: 'secret:test-channel-secret', call: crowded });
+    assert.equal(refused.status, 413, refused.text);
+    assert.deepEqual(JSON.parse(refused.text), { error: 'call refused: call body: too many JSON values (limit 300000)' });
   } finally {
     await fallback.close();
   }
+});
+
+test('submitMessages, saveMessages and addMessages refuse messages holding too many JSON values before building them', async () => {
+  const zeros = { id: 'z-1', role: 'user', parts: [{ type: 'text', text: 'zeros' }, { type: 'data-junk', data: new Array(400_000).fill(0) }] };
+  for (const method of ['submitMessages', 'saveMessages', 'addMessages']) {
+    const r = await call('rpc-values', method, [zeros], {});
+    assert.equal(r.threw, `${method}: messages: too many JSON values (limit 300000)`);
+  }
+  assert.deepEqual((await call('rpc-values', 'getMessages')).result, [], 'nothing stored');
+  const ok = (await call('rpc-values', 'submitMessages', [userMessage('v-1', 'a normal one')], {})).result;
+  assert.equal(ok.accepted, true);
 });

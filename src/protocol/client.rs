@@ -418,7 +418,7 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
     // Everything of the body that is built (messages, client tools, custom
     // body) is counted before any of it is: a body within its bytes may
     // still hold millions of tiny values.
-    within_shape(body_text, bounds.shape, "chat request")?;
+    within_shape(body_text, bounds.shape, "chat request body")?;
     let messages = match body
         .get("messages")
         .map(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()))
@@ -702,14 +702,14 @@ mod tests {
         assert_eq!(
             parse_client_frame_within(&many, bounds),
             Err(FrameError::TooLarge(
-                "chat request: too many JSON values (limit 100)".into()
+                "chat request body: too many JSON values (limit 100)".into()
             ))
         );
         let deep = chat_frame(json!({"messages":[message(json!([[[[[0]]]]]))]}));
         assert_eq!(
             parse_client_frame_within(&deep, bounds),
             Err(FrameError::TooLarge(
-                "chat request: nested too deeply (limit 8 levels)".into()
+                "chat request body: JSON nested too deeply (limit 8 levels)".into()
             ))
         );
         // A custom body counts too.

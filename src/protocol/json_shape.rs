@@ -52,7 +52,7 @@ impl ShapeError {
                 format!("{what}: too many JSON values (limit {limit})")
             }
             ShapeError::TooDeep { limit } => {
-                format!("{what}: nested too deeply (limit {limit} levels)")
+                format!("{what}: JSON nested too deeply (limit {limit} levels)")
             }
             ShapeError::Malformed => format!("{what}: not valid JSON"),
         }

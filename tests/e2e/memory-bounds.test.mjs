@@ -103,7 +103,7 @@ test('chat requests whose messages carry 3.9 MiB of tiny JSON values are refused
     client.ws.send(frame);
     const done = await client.waitFor(isDone(id), TURN_MS);
     assert.equal(done.error, true);
-    assert.equal(done.body, 'chat request: too many JSON values (limit 300000)');
+    assert.equal(done.body, 'chat request body: too many JSON values (limit 300000)');
   }
   assert.equal(client.ws.readyState, 1, 'the socket stays open');
   assert.equal((await turn(client, '[tokens:5] still fine')).outcome, 'completed');

@@ -375,12 +375,12 @@ fn a_request_or_tool_result_holding_too_many_json_values_is_refused_before_it_is
     assert_eq!(values["error"], true);
     assert_eq!(
         values["body"],
-        "chat request: too many JSON values (limit 300000)"
+        "chat request body: too many JSON values (limit 300000)"
     );
     let depth = terminal(&frames, "r2").expect("answered on r2");
     assert_eq!(
         depth["body"],
-        "chat request: nested too deeply (limit 64 levels)"
+        "chat request body: JSON nested too deeply (limit 64 levels)"
     );
     let refused_output = of_type(&frames, CHAT_ERROR);
     assert!(
@@ -417,11 +417,11 @@ fn the_value_and_depth_limits_are_the_agents_to_set() {
     let frames = sim.frames("a").to_vec();
     assert_eq!(
         terminal(&frames, "r1").expect("r1")["body"],
-        "chat request: too many JSON values (limit 50)"
+        "chat request body: too many JSON values (limit 50)"
     );
     assert_eq!(
         terminal(&frames, "r3").expect("r3")["body"],
-        "chat request: nested too deeply (limit 6 levels)"
+        "chat request body: JSON nested too deeply (limit 6 levels)"
     );
     assert_eq!(terminal(&frames, "r2").expect("r2")["error"], Value::Null);
     assert_eq!(

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::json_shape::{self, ShapeError, ShapeLimits};
+use super::json_string;
 use super::message::UIMessage;
 use super::types;
 
@@ -380,17 +381,26 @@ fn whole_object(text: &str) -> Result<Map<String, Value>, FrameError> {
 
 fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame, FrameError> {
     const FRAME: &str = "chat request";
-    let obj = fields.object(&["id", "init"])?;
-    let id = string_field(&obj, "id", FRAME)?;
-    let Some(Value::Object(init)) = obj.get("init") else {
-        return Err(invalid(FRAME, "`init` must be an object"));
-    };
-    if init.get("method").and_then(Value::as_str) != Some("POST") {
+    let id = string_field(&fields.object(&["id"])?, "id", FRAME)?;
+    // `init` is read field by field too, and its body (a JSON string that
+    // holds the request's JSON) unescaped into one buffer of its size.
+    let not_object = || invalid(FRAME, "`init` must be an object");
+    let init_text = fields.text("init").ok_or_else(not_object)?;
+    let init = RawFields::read(&init_text).map_err(|_| not_object())?;
+    if init
+        .object(&["method"])?
+        .get("method")
+        .and_then(Value::as_str)
+        != Some("POST")
+    {
         return Ok(ClientFrame::NotPost);
     }
-    let Some(Value::String(body_text)) = init.get("body") else {
-        return Err(invalid(FRAME, "`init.body` must be a JSON string"));
-    };
+    let body_raw = init
+        .get("body")
+        .filter(|raw| raw.get().starts_with('"'))
+        .ok_or_else(|| invalid(FRAME, "`init.body` must be a JSON string"))?;
+    let body_text = json_string::decode(body_raw.get()).ok_or(FrameError::NotJson)?;
+    let body_text = body_text.as_str();
     let body = match RawFields::read(body_text) {
         Ok(body) => body,
         Err(_) => return Err(invalid(FRAME, "`init.body` is not a JSON object")),

@@ -7,6 +7,7 @@ pub mod channel;
 pub mod chunk;
 pub mod client;
 pub mod json_shape;
+pub mod json_string;
 pub mod message;
 pub mod server;
 pub mod types;

@@ -29,11 +29,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Whether .dev.vars sets a var whose name matches the extended regex $1 (to the value pattern $2).
+dev_vars_set() { [ -f .dev.vars ] && grep -Eq "^[[:space:]]*($1)[[:space:]]*=${2:-}" .dev.vars; }
+
 has_base_url=0
 if [ -n "${OPENAI_BASE_URL:-}" ]; then
   has_base_url=1
   VAR_ARGS+=(--var "OPENAI_BASE_URL:$OPENAI_BASE_URL")
-elif [ -f .dev.vars ] && grep -Eq '^[[:space:]]*OPENAI_BASE_URL[[:space:]]*=[[:space:]]*"?[^"[:space:]]' .dev.vars; then
+elif dev_vars_set OPENAI_BASE_URL '[[:space:]]*"?[^"[:space:]]'; then
   has_base_url=1
 fi
 
@@ -52,14 +55,14 @@ fi
 # With a real model the agents refuse anonymous requests unless AUTH_TOKEN or ALLOW_ANONYMOUS is
 # set (docs/guides/configuration.md#access). wrangler dev listens on 127.0.0.1 only, so a local run
 # with a model of the user's and neither of them in .dev.vars lets this machine in.
-if [ "$has_base_url" = 1 ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]]*(AUTH_TOKEN|ALLOW_ANONYMOUS)[[:space:]]*=' .dev.vars; }; then
+if [ "$has_base_url" = 1 ] && ! dev_vars_set 'AUTH_TOKEN|ALLOW_ANONYMOUS'; then
   echo "demo: a model of your own and no AUTH_TOKEN in .dev.vars: anonymous access is allowed for this local run (ALLOW_ANONYMOUS=1)"
   VAR_ARGS+=(--var "ALLOW_ANONYMOUS:1")
 fi
 
 # The demo's Coordinator reaches ChatAgents over the sub-agent channel, which is closed without a
 # CHANNEL_SECRET: a local run gets a random one unless the environment or .dev.vars sets it.
-if [ -z "${CHANNEL_SECRET:-}" ] && ! { [ -f .dev.vars ] && grep -Eq '^[[:space:]]*CHANNEL_SECRET[[:space:]]*=' .dev.vars; }; then
+if [ -z "${CHANNEL_SECRET:-}" ] && ! dev_vars_set CHANNEL_SECRET; then
   VAR_ARGS+=(--var "CHANNEL_SECRET:demo-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')")
 elif [ -n "${CHANNEL_SECRET:-}" ]; then
   VAR_ARGS+=(--var "CHANNEL_SECRET:$CHANNEL_SECRET")

@@ -21,7 +21,7 @@ use worker::{Env, Method, Request, Response};
 
 use crate::protocol::UIMessage;
 
-use super::body::{read_bytes, BodyError, DEFAULT_BODY_LIMIT};
+use super::body::{read_text, BodyError, DEFAULT_BODY_LIMIT};
 use super::child_calls::acquire_child_call;
 use super::handle::{AgentHandle, Submission, SubmitOptions};
 use super::rpc_stub::{from_js, to_js, RpcStub};
@@ -87,20 +87,19 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
         return Response::error("POST a JSON call", 405);
     }
     // The largest call read is a tab's frame limit.
-    let bytes = match read_bytes(&mut req, DEFAULT_BODY_LIMIT).await {
-        Ok(bytes) => bytes,
+    let text = match read_text(&mut req, DEFAULT_BODY_LIMIT).await {
+        Ok(text) => text,
         Err(e) => return refuse(&format!("call refused: {e}"), e.status()),
     };
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        let e = BodyError::Unreadable("not UTF-8".into());
-        return refuse(&format!("call refused: {e}"), e.status());
-    };
-    if let Err(e) = agent.limits().check_json_shape(text, "call body") {
+    if let Err(e) = agent.limits().check_json_shape(&text, "call body") {
         return refuse(&format!("call refused: {e}"), 413);
     }
-    let call: ApiCall = match serde_json::from_str(text) {
+    let call: ApiCall = match serde_json::from_str(&text) {
         Ok(call) => call,
-        Err(e) => return refuse(&format!("malformed call: malformed body: {e}"), 400),
+        Err(e) => {
+            let e = BodyError::Malformed(e.to_string());
+            return refuse(&format!("malformed call: {e}"), e.status());
+        }
     };
     let found = |s: Option<Submission>| match s {
         Some(s) => Response::from_json(&s),

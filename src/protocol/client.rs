@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::json_shape::{self, ShapeError, ShapeLimits};
+use super::json_shape::{self, ShapeLimits};
 use super::json_string;
 use super::message::UIMessage;
 use super::types;
@@ -181,14 +181,7 @@ impl FrameBounds {
 /// Refuses `text` (`what`) when it holds more values or nesting than
 /// `limits`, before any of it is built.
 fn within_shape(text: &str, limits: ShapeLimits, what: &str) -> Result<(), FrameError> {
-    match json_shape::measure(text, limits) {
-        Ok(_) => Ok(()),
-        Err(error @ (ShapeError::TooManyValues { .. } | ShapeError::TooDeep { .. })) => {
-            Err(FrameError::TooLarge(error.describe(what)))
-        }
-        // Left to the parser, which says what is wrong.
-        Err(ShapeError::Malformed) => Ok(()),
-    }
+    json_shape::check(text, limits, what).map_err(FrameError::TooLarge)
 }
 
 /// A frame's top-level fields as raw JSON text, in order (a repeated key

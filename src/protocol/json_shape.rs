@@ -133,6 +133,16 @@ pub fn measure(text: &str, limits: ShapeLimits) -> Result<Shape, ShapeError> {
     Ok(shape)
 }
 
+/// Refuses `text` (`what` names it in the error) when it holds more values
+/// or nesting than `limits`. Text whose brackets or strings do not close is
+/// let through: the parser that reads it next says what is wrong.
+pub fn check(text: &str, limits: ShapeLimits, what: &str) -> Result<(), String> {
+    match measure(text, limits) {
+        Ok(_) | Err(ShapeError::Malformed) => Ok(()),
+        Err(error) => Err(error.describe(what)),
+    }
+}
+
 /// Where a string whose text starts at `from` (after its opening quote)
 /// ends, past its closing quote; `None` when it does not close.
 fn string_end(bytes: &[u8], from: usize) -> Option<usize> {

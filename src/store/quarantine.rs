@@ -43,7 +43,7 @@ impl Moved {
 }
 
 /// Moves `value` (a row of `source` under `key`) to the quarantine table.
-fn keep(
+pub(super) fn keep(
     sql: &SqlStorage,
     source: &str,
     key: &str,
@@ -141,21 +141,5 @@ pub fn stream(
 pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<Moved> {
     let moved = keep(sql, "chat_submissions", id, record, reason)?;
     sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![id.into()])?;
-    Ok(moved)
-}
-
-/// An unreadable body of a queued turn (the turn runs with the last body).
-pub fn queued_body(
-    sql: &SqlStorage,
-    request_id: &str,
-    body: &str,
-    reason: &str,
-) -> worker::Result<Moved> {
-    let moved = keep(sql, "chat_queued_bodies", request_id, body, reason)?;
-    sql.exec(
-        "DELETE FROM chat_queued_bodies WHERE request_id = ?",
-        vec![request_id.into()],
-    )?;
-    pieces::drop_pieces(sql, Kind::QueuedBody, request_id, None)?;
     Ok(moved)
 }

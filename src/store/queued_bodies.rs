@@ -72,14 +72,17 @@ pub fn load(
     Ok(unreadable)
 }
 
-/// Moves an unreadable body row to the quarantine.
+/// Moves an unreadable body row to the quarantine (its turn runs with the
+/// agent's last custom body, as a turn with none of its own does).
 pub fn quarantined(
     sql: &SqlStorage,
     request_id: &str,
     body: &str,
     reason: &str,
 ) -> worker::Result<quarantine::Moved> {
-    quarantine::queued_body(sql, request_id, body, reason)
+    let moved = quarantine::keep(sql, "chat_queued_bodies", request_id, body, reason)?;
+    delete(sql, request_id)?;
+    Ok(moved)
 }
 
 #[derive(Deserialize)]

@@ -383,7 +383,8 @@ impl StoredState {
 
 impl StoredState {
     /// Adds one `chat_queued_bodies` row; the error says why it cannot be
-    /// read (the store quarantines it; its turn runs with the last body).
+    /// read (the store quarantines it; its turn runs with the agent's last
+    /// custom body, as a turn with none of its own does).
     pub fn push_queued_body_row(&mut self, request_id: &str, body: &str) -> Result<(), String> {
         match serde_json::from_str::<Value>(body).map_err(|e| e.to_string())? {
             Value::Object(map) => {

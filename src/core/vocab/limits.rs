@@ -134,11 +134,7 @@ impl Limits {
     /// holding more values or nesting than the limits allow, before any
     /// of it is built. Text that is not JSON is left to its parser.
     pub fn check_json_shape(&self, text: &str, what: &str) -> Result<(), String> {
-        use crate::protocol::json_shape::{measure, ShapeError};
-        match measure(text, self.shape()) {
-            Ok(_) | Err(ShapeError::Malformed) => Ok(()),
-            Err(error) => Err(error.describe(what)),
-        }
+        crate::protocol::json_shape::check(text, self.shape(), what)
     }
 
     /// An incoming frame of `bytes` bytes is not parsed when over the limit.

@@ -64,6 +64,21 @@ async function frameAfter(c, mark, pred, timeoutMs = 60000) {
   return c.waitFor(pred, timeoutMs);
 }
 
+/** Sends four chat requests `<prefix>0`…`<prefix>3` whose body holds `fields()` (with `"@@"`
+ * standing for `[0,0,…]` of `bytes`) and waits for each one's terminal frame; prints the first. */
+async function fourChatRequests(c, prefix, fields, bytes) {
+  for (let i = 0; i < 4; i++) {
+    const id = `${prefix}${i}`;
+    const mark = c.frames.length;
+    const body = JSON.stringify({ ...fields(), trigger: 'submit-message' });
+    const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
+      .replace('\\"@@\\"', zeros(bytes));
+    c.ws.send(frame);
+    const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done);
+    if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
+  }
+}
+
 const scenarios = {
   async unknown(c) {
     for (let i = 0; i < 4; i++) c.ws.send(`{"type":"hostile","data":${zeros(3.9 * MiB)}}`);
@@ -88,30 +103,12 @@ const scenarios = {
     return 'four 3.9 MiB state frames';
   },
   async body(c) {
-    for (let i = 0; i < 4; i++) {
-      const id = `b${i}`;
-      const mark = c.frames.length;
-      const body = JSON.stringify({ messages: [userMessage(nanoid8(), 'hi')], trigger: 'submit-message', junk: '@@' });
-      const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
-        .replace('\\"@@\\"', zeros(3 * MiB));
-      c.ws.send(frame);
-      const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done);
-      if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
-    }
+    await fourChatRequests(c, 'b', () => ({ messages: [userMessage(nanoid8(), 'hi')], junk: '@@' }), 3 * MiB);
     return 'four chat requests with 3 MiB custom bodies';
   },
   async messages(c) {
-    for (let i = 0; i < 4; i++) {
-      const id = `m${i}`;
-      const mark = c.frames.length;
-      const message = { id: nanoid8(), role: 'user', parts: [{ type: 'text', text: 'hi' }, { type: 'data-junk', data: '@@' }] };
-      const body = JSON.stringify({ messages: [message], trigger: 'submit-message' });
-      const frame = JSON.stringify({ id, init: { method: 'POST', body }, type: 'cf_agent_use_chat_request' })
-        .replace('\\"@@\\"', zeros(3.9 * MiB));
-      c.ws.send(frame);
-      const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done);
-      if (i === 0) console.log(`    reply: ${JSON.stringify(end).slice(0, 200)}`);
-    }
+    const message = () => ({ id: nanoid8(), role: 'user', parts: [{ type: 'text', text: 'hi' }, { type: 'data-junk', data: '@@' }] });
+    await fourChatRequests(c, 'm', () => ({ messages: [message()] }), 3.9 * MiB);
     return 'four 3.9 MiB chat requests of tiny values in their messages';
   },
 };

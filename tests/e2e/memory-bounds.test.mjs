@@ -43,12 +43,16 @@ const memoryWorker = (t, bindings = {}) => workerFor(t, {
   bindings: { DEBUG_MEMORY: '1', ...bindings }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
 });
 
-test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are refused as documented; memory stays within 32 MiB', async (t) => {
+/** A memory worker's tab on `room` after one warm-up turn, and the agent's wasm memory then. */
+async function warmedTab(t, room) {
   const w = await memoryWorker(t);
-  const room = 'hostile-memory';
   const client = await tab(w, room);
   assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
-  const before = await wasmMiB(w, room);
+  return { w, room, client, before: await wasmMiB(w, room) };
+}
+
+test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are refused as documented; memory stays within 32 MiB', async (t) => {
+  const { w, room, client, before } = await warmedTab(t, 'hostile-memory');
 
   for (let i = 0; i < 4; i++) {
     client.cursor = client.frames.length;
@@ -87,11 +91,7 @@ test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are
 });
 
 test('chat requests whose messages carry 3.9 MiB of tiny JSON values are refused on their id before they are built; memory stays within 32 MiB', async (t) => {
-  const w = await memoryWorker(t);
-  const room = 'hostile-messages';
-  const client = await tab(w, room);
-  assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
-  const before = await wasmMiB(w, room);
+  const { w, room, client, before } = await warmedTab(t, 'hostile-messages');
   for (let i = 0; i < 4; i++) {
     const id = rid();
     const message = { id: rid('u'), role: 'user', parts: [{ type: 'text', text: 'hi' }, { type: 'data-junk', data: '@@' }] };

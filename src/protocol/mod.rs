@@ -6,6 +6,7 @@ pub mod agent_frames;
 pub mod channel;
 pub mod chunk;
 pub mod client;
+pub mod gate;
 pub mod json_shape;
 pub mod json_string;
 pub mod message;

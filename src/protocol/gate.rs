@@ -1,0 +1,147 @@
+//! The one door for untrusted input: every byte that comes from outside the
+//! agent's own code (tab frames, HTTP bodies, DO RPC arguments, model and
+//! MCP responses, OAuth metadata, stored rows read back) is read through
+//! here before anything is built from it. Each input kind has a declared
+//! [`Budget`] in [`BUDGETS`] — its most bytes, JSON values and nesting —
+//! which bounds what one input can make the agent hold in wasm memory
+//! (a `serde_json::Value` costs tens of bytes however small its text).
+//!
+//! `scripts/check-gate.py` fails the test command when code outside this
+//! module parses host input unbounded; the docs' limits table is checked
+//! against [`BUDGETS`].
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::json_shape::{self, ShapeLimits};
+
+/// What one input of a kind may cost: its text's bytes, the JSON values it
+/// holds and how deeply they nest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// How errors and the docs name the input.
+    pub name: &'static str,
+    /// The most bytes of its text.
+    pub max_bytes: usize,
+    /// The most JSON values (arrays, objects, strings, numbers, literals).
+    pub max_values: usize,
+    /// The deepest nesting.
+    pub max_depth: usize,
+}
+
+impl Budget {
+    /// The shape part of the budget.
+    pub fn shape(&self) -> ShapeLimits {
+        ShapeLimits {
+            max_values: self.max_values,
+            max_depth: self.max_depth,
+        }
+    }
+}
+
+/// Why an input was refused at the gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateError {
+    /// Over the budget's bytes, values or depth.
+    OverBudget(String),
+    /// Within the budget but not the JSON expected.
+    Invalid(String),
+}
+
+impl std::fmt::Display for GateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GateError::OverBudget(m) | GateError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for GateError {}
+
+impl From<GateError> for String {
+    fn from(e: GateError) -> String {
+        e.to_string()
+    }
+}
+
+/// Refuses `text` when over `budget` in bytes, values or depth, without
+/// building anything from it.
+pub fn check(text: &str, budget: &Budget) -> Result<(), GateError> {
+    check_bytes(text.len(), budget)?;
+    json_shape::check(text, budget.shape(), budget.name).map_err(GateError::OverBudget)
+}
+
+/// Refuses an input of `bytes` bytes over `budget` (before it is read).
+pub fn check_bytes(bytes: usize, budget: &Budget) -> Result<(), GateError> {
+    if bytes > budget.max_bytes {
+        return Err(GateError::OverBudget(format!(
+            "{} too large: {bytes} bytes (limit {})",
+            budget.name, budget.max_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Reads `text` as a `T` once it is within `budget`.
+pub fn read_json<T: DeserializeOwned>(text: &str, budget: &Budget) -> Result<T, GateError> {
+    check(text, budget)?;
+    serde_json::from_str(text)
+        .map_err(|e| GateError::Invalid(format!("{}: invalid JSON: {e}", budget.name)))
+}
+
+/// Reads `text` as a JSON value once it is within `budget`.
+pub fn read_value(text: &str, budget: &Budget) -> Result<Value, GateError> {
+    read_json(text, budget)
+}
+
+/// Reads bytes as UTF-8 JSON `T` once within `budget`.
+pub fn read_json_bytes<T: DeserializeOwned>(bytes: &[u8], budget: &Budget) -> Result<T, GateError> {
+    check_bytes(bytes.len(), budget)?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| GateError::Invalid(format!("{}: not UTF-8", budget.name)))?;
+    read_json(text, budget)
+}
+
+/// The synced state a tab (`cf_agent_state`) or an RPC caller sets, and the
+/// stored state row read back on wake.
+pub const STATE: Budget = Budget {
+    name: "state",
+    max_bytes: 2_000_000 - 4096,
+    max_values: 50_000,
+    max_depth: 64,
+};
+
+/// Every input kind's budget, for the docs' limits table and its check.
+pub const BUDGETS: &[Budget] = &[STATE];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_many_tiny_values_before_building() {
+        let text = format!("{{\"a\":[{}0]}}", "0,".repeat(60_000));
+        let err = read_value(&text, &STATE).unwrap_err();
+        assert!(matches!(err, GateError::OverBudget(_)), "{err}");
+    }
+
+    #[test]
+    fn reads_within_budget() {
+        let v: Value = read_value(r#"{"count":1}"#, &STATE).unwrap();
+        assert_eq!(v["count"], 1);
+    }
+
+    #[test]
+    fn refuses_over_bytes() {
+        let b = Budget {
+            name: "x",
+            max_bytes: 4,
+            max_values: 10,
+            max_depth: 4,
+        };
+        assert!(matches!(
+            check("[1,2,3]", &b),
+            Err(GateError::OverBudget(_))
+        ));
+    }
+}

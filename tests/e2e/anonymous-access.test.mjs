@@ -1,45 +1,47 @@
-// End-to-end on the real runtime: safe by default for deployment. With a real model (the scripted
-// model server reached through a non-loopback address of this machine, as a deployed agent reaches
-// its provider) and no access check, a WebSocket upgrade, `get-messages` and the agent's own HTTP
-// routes are refused with 403 `anonymous access is off: …`, no model call is made and the refusals
-// log one warning for the isolate. With ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a
-// connection carrying the token runs one; with a loopback model and nothing set (local development)
-// a turn runs as before.
+// End-to-end on the real runtime: safe by default for deployment. With a real model (a model URL on
+// a host that is not this machine, as a deployed agent reaches its provider; the runtime's outbound
+// service carries its requests to the scripted model server, so the cases run on every machine) and
+// no access check, a WebSocket upgrade, `get-messages` and the agent's own HTTP routes are refused
+// with 403 `anonymous access is off: …`, no model call is made and the refusals log one warning for
+// the isolate. With ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a connection carrying the
+// token runs one; with a loopback model and nothing set (local development) a turn runs as before.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { networkInterfaces } from 'node:os';
 import { startModelServer } from '../support/model-server.mjs';
 import { userMessage, sendAndWait } from '../support/harness.mjs';
 import { workerFor, tab, rid, refusedUpgrade } from '../support/e2e.mjs';
 
-/** An IPv4 address of this machine that is not loopback, or null. */
-function outsideAddress() {
-  for (const addresses of Object.values(networkInterfaces())) {
-    for (const a of addresses ?? []) {
-      if (a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.')) return a.address;
-    }
-  }
-  return null;
-}
-
-const ADDRESS = outsideAddress();
-const SKIP = ADDRESS ? false : 'this machine has no non-loopback IPv4 address to reach the model server through';
+/** The real model's host: a reserved name (RFC 6761 `.test`) that never resolves, so only the
+ * outbound service below can answer it. */
+const MODEL_HOST = 'model.example.test';
 
 let model = null;
 before(async () => {
-  if (ADDRESS) model = await startModelServer({ host: ADDRESS });
+  model = await startModelServer();
 });
 after(async () => { await model?.close(); });
 
-/** A worker whose model is the scripted server at the non-loopback address; its console lines are
+/** The worker's outbound fetches to MODEL_HOST, carried to the scripted model server; any other
+ * outbound fetch fails, as it would with no network. */
+async function toModelServer(request) {
+  const target = new URL(request.url);
+  if (target.hostname !== MODEL_HOST) return new Response('no network', { status: 502 });
+  const server = new URL(model.url);
+  target.protocol = server.protocol;
+  target.host = server.host;
+  const body = ['GET', 'HEAD'].includes(request.method) ? undefined : await request.arrayBuffer();
+  return fetch(target, { method: request.method, headers: request.headers, body });
+}
+
+/** A worker whose model is at MODEL_HOST (the scripted server behind it); its console lines are
  * collected in `.logs` ({level, message}). */
 async function realModelWorker(t, bindings = {}) {
   const logs = [];
   const w = await workerFor(t, {
     model,
-    bindings: { OPENAI_BASE_URL: model.url, ...bindings },
-    miniflare: { handleStructuredLogs: (log) => logs.push(log) },
+    bindings: { OPENAI_BASE_URL: `http://${MODEL_HOST}${new URL(model.url).pathname}`, ...bindings },
+    miniflare: { handleStructuredLogs: (log) => logs.push(log), outboundService: toModelServer },
   });
   w.logs = logs;
   return w;
@@ -59,7 +61,7 @@ async function oneTurn(w, room, opts) {
   return { done, text };
 }
 
-test('a real model and no access check: upgrades, get-messages and routes are refused, no model call made', { skip: SKIP }, async (t) => {
+test('a real model and no access check: upgrades, get-messages and routes are refused, no model call made', async (t) => {
   const w = await realModelWorker(t);
   const before = model.requests.length;
   const room = rid('anon');
@@ -76,23 +78,23 @@ test('a real model and no access check: upgrades, get-messages and routes are re
   const warnings = w.logs.filter((l) => l.message.includes('anonymous access is off'));
   assert.equal(warnings.length, 1, `one warning per isolate, not per request:\n${warnings.map((l) => l.message).join('\n')}`);
   assert.equal(warnings[0].level, 'warn');
-  assert.match(warnings[0].message, new RegExp(`real model \\(OPENAI_BASE_URL at ${ADDRESS.replaceAll('.', '\\.')}\\)`));
+  assert.match(warnings[0].message, new RegExp(`real model \\(OPENAI_BASE_URL at ${MODEL_HOST.replaceAll('.', '\\.')}\\)`));
 });
 
-test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', { skip: SKIP }, async (t) => {
+test('a real model with ALLOW_ANONYMOUS=1: anyone may connect and a turn runs', async (t) => {
   const w = await realModelWorker(t, { ALLOW_ANONYMOUS: '1' });
   const before = model.requests.length;
   const { done, text } = await oneTurn(w, rid('anon-open'));
   assert.equal(done.outcome, 'completed');
   assert.equal(text, 'You said: hello there');
-  assert.ok(model.requests.length > before, 'the model at the non-loopback address answered');
+  assert.ok(model.requests.length > before, 'the model behind the outbound service answered');
   await oneTurn(w, rid('anon-open-2'));
   const notices = w.logs.filter((l) => l.message.includes('anonymous access is on'));
   assert.equal(notices.length, 1, `the opt-in is logged once per isolate:\n${notices.map((l) => l.message).join('\n')}`);
   assert.equal(notices[0].level, 'warn');
 });
 
-test('a real model with AUTH_TOKEN: a connection carrying the token runs a turn, one without it is refused', { skip: SKIP }, async (t) => {
+test('a real model with AUTH_TOKEN: a connection carrying the token runs a turn, one without it is refused', async (t) => {
   const w = await realModelWorker(t, { AUTH_TOKEN: 'anon-test-token' });
   const room = rid('anon-token');
   const { done } = await oneTurn(w, room, { query: { token: 'anon-test-token' } });

@@ -11,7 +11,7 @@
 //! the answer the tab was sent on connect. Its probe is answered `idle`: the cut stream
 //! was offered and the recovery reaches it live.
 
-use crate::protocol::{server, ResponseFrame};
+use crate::protocol::{server, Outcome, ResponseFrame};
 
 use crate::core::recovery::resume::{replay_frames, replayed};
 use crate::core::rows::persisted::{OpenStream, StreamRecord};
@@ -91,11 +91,12 @@ impl Core {
     }
 
     /// The recovery of the cut stream ended: it is no longer offered, and a
-    /// late ACK for it is answered like one for any ended request.
+    /// late ACK for it is answered like one for any ended request, with the
+    /// outcome its own replay ends with (`aborted`), whenever the ACK comes.
     pub(in crate::core) fn retire_cut_stream(&mut self) {
         if let Some(cut) = self.recovery.take_offer() {
             let ids = cut.record.origin_message_ids;
-            self.remember_finished(&cut.record.request_id, &ids);
+            self.remember_finished(&cut.record.request_id, &ids, Outcome::Aborted);
         }
     }
 

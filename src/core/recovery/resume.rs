@@ -109,13 +109,8 @@ impl Core {
             self.send_each(&conn, frames);
             return;
         }
-        let message_ids = self.recently_finished(id);
-        self.send_to(vec![conn], late_ack_frame(id, message_ids.as_deref()));
-    }
-
-    /// The `messageIds` of a recently ended request (for a late ACK).
-    fn recently_finished(&self, id: &str) -> Option<Vec<String>> {
-        self.ended.recently_finished(id)
+        let frame = late_ack_frame(id, self.ended.recently_finished(id));
+        self.send_to(vec![conn], frame);
     }
 }
 

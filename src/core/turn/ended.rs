@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use crate::core::rows::persisted::TerminalError;
 use crate::core::turn::active::ClosedTurn;
+use crate::protocol::Outcome;
 
 /// How many ended requests are remembered for late ACKs.
 const REMEMBERED: usize = 32;
@@ -16,8 +17,18 @@ const REMEMBERED: usize = 32;
 pub(in crate::core) struct EndedTurns {
     terminal_error: Option<TerminalError>,
     last_closed: Option<ClosedTurn>,
-    /// Request ids of the last few ended turns with their `messageIds`.
-    finished: VecDeque<(String, Vec<String>)>,
+    /// The last few ended requests: how each ended, for a late ACK.
+    finished: VecDeque<Finished>,
+}
+
+/// An ended request as a late ACK of it is answered.
+#[derive(Debug, Clone)]
+pub(in crate::core) struct Finished {
+    pub request_id: String,
+    pub message_ids: Vec<String>,
+    /// How its stream ended (`aborted` for a stream cut by an eviction,
+    /// whatever its recovery then did).
+    pub outcome: Outcome,
 }
 
 impl EndedTurns {
@@ -52,20 +63,25 @@ impl EndedTurns {
         self.last_closed.take()
     }
 
-    pub(in crate::core) fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
+    pub(in crate::core) fn remember_finished(
+        &mut self,
+        request_id: &str,
+        message_ids: &[String],
+        outcome: Outcome,
+    ) {
         if self.finished.len() == REMEMBERED {
             self.finished.pop_front();
         }
-        self.finished
-            .push_back((request_id.to_string(), message_ids.to_vec()));
+        self.finished.push_back(Finished {
+            request_id: request_id.to_string(),
+            message_ids: message_ids.to_vec(),
+            outcome,
+        });
     }
 
-    /// The `messageIds` of a recently ended request.
-    pub(in crate::core) fn recently_finished(&self, id: &str) -> Option<Vec<String>> {
-        self.finished
-            .iter()
-            .find(|(request_id, _)| request_id == id)
-            .map(|(_, ids)| ids.clone())
+    /// How a recently ended request ended.
+    pub(in crate::core) fn recently_finished(&self, id: &str) -> Option<&Finished> {
+        self.finished.iter().find(|f| f.request_id == id)
     }
 
     /// The history was cleared: no failure is replayed any more.

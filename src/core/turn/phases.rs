@@ -381,7 +381,7 @@ impl Core {
         if persist {
             self.broadcast_transcript(None);
         }
-        self.remember_finished(&request_id, &message_ids);
+        self.remember_finished(&request_id, &message_ids, outcome);
         self.ended.closed(crate::core::turn::active::ClosedTurn {
             request_id: request_id.clone(),
             message_ids: message_ids.clone(),
@@ -483,8 +483,14 @@ impl Core {
         });
     }
 
-    pub(in crate::core) fn remember_finished(&mut self, request_id: &str, message_ids: &[String]) {
-        self.ended.remember_finished(request_id, message_ids);
+    pub(in crate::core) fn remember_finished(
+        &mut self,
+        request_id: &str,
+        message_ids: &[String],
+        outcome: Outcome,
+    ) {
+        self.ended
+            .remember_finished(request_id, message_ids, outcome);
     }
 }
 

@@ -8,6 +8,7 @@ use crate::protocol::{server, Outcome, ResponseFrame};
 
 use crate::core::contract::effects::StoreOp;
 use crate::core::rows::persisted::{ConfigKey, TerminalError};
+use crate::core::turn::ended::Finished;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
@@ -158,11 +159,14 @@ pub(in crate::core) fn failed_replay_frame(record: &TerminalError) -> String {
 }
 
 /// An ACK for a stream that already ended: nothing to replay.
-pub(in crate::core) fn late_ack_frame(id: &str, message_ids: Option<&[String]>) -> String {
+pub(in crate::core) fn late_ack_frame(id: &str, finished: Option<&Finished>) -> String {
     ResponseFrame {
         done: true,
         replay: true,
-        message_ids: message_ids.filter(|m| !m.is_empty()),
+        outcome: finished.map(|f| f.outcome),
+        message_ids: finished
+            .map(|f| f.message_ids.as_slice())
+            .filter(|m| !m.is_empty()),
         ..ResponseFrame::new(id, "")
     }
     .to_json()

@@ -198,7 +198,8 @@ fn join_and_follow_and_send(sim: &mut Sim) -> (String, String) {
 }
 
 #[test]
-fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_message_ids() {
+fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_message_ids_and_aborted()
+{
     let mut sim = two_tabs();
     story_cut_mid_answer(&mut sim, 5);
     sim.advance(10);
@@ -214,6 +215,9 @@ fn an_ack_of_the_cut_stream_after_the_recovery_ended_is_answered_with_its_messag
     assert_eq!(late[0]["done"], true);
     assert_eq!(late[0]["replay"], true);
     assert_eq!(late[0]["messageIds"], json!(["u1"]));
+    // The cut stream's own replay would have ended `aborted`; a late ACK says
+    // the same, or the client reads the cut answer as completed.
+    assert_eq!(late[0]["outcome"], "aborted");
 }
 
 /// The chaos failure behind the cut-stream offer: a tab told `idle` during a

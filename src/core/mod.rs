@@ -224,9 +224,11 @@ impl Core {
                 self.on_timer(timer);
             }
             Event::Woke => {
+                // What the previous instance owed first: a turn that waking
+                // ends (a recovery given up on) is reported once, by itself.
+                self.redeliver_owed_responses();
                 self.on_woke();
                 self.settle_orphaned_submissions();
-                self.redeliver_owed_responses();
             }
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
             Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),

@@ -5,7 +5,7 @@
 //! clear message once its budget (attempts, interrupted attempts, time without
 //! progress) is spent. A durable heartbeat wakes an evicted turn with no client.
 
-use crate::protocol::{server, Role, ToolState, UIMessage, UIMessageChunk};
+use crate::protocol::{server, Outcome, Role, ToolState, UIMessage, UIMessageChunk};
 
 use crate::core::contract::effects::{StoreOp, Timer};
 use crate::core::contract::log_event::{LogEvent, RecoveryStep};
@@ -14,6 +14,7 @@ use crate::core::data::accumulator::{
 };
 use crate::core::data::queue::QueuedTurn;
 use crate::core::rows::persisted::{ConfigKey, OpenStream, RecoveryBudget};
+use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::{Core, Entry};
@@ -94,7 +95,8 @@ impl Core {
         if exhausted {
             // Held again only so that ending the chain deletes its row.
             self.recovery.hold_budget(Some(budget));
-            self.exhaust(&open, &root);
+            let answer_id = partial.map(|m| m.id);
+            self.exhaust(&open, &root, recovery_trigger(plan), answer_id);
             return;
         }
         self.put_config(ConfigKey::Recovery, &budget);
@@ -104,10 +106,7 @@ impl Core {
         self.send_to(to, server::chat_recovering(true, &root));
         let continue_into = (plan == Plan::Continue).then(|| open.record.message_id.clone());
         let request_id = self.new_id(IdKind::Request);
-        let trigger = match plan {
-            Plan::Retry => TurnTrigger::RecoveryRetry,
-            _ => TurnTrigger::RecoveryContinue,
-        };
+        let trigger = recovery_trigger(plan);
         self.queue.push_front(QueuedTurn {
             message_ids: open.record.origin_message_ids.clone(),
             recovery_root: Some(root),
@@ -232,9 +231,30 @@ impl Core {
         }
     }
 
-    fn exhaust(&mut self, open: &OpenStream, root: &str) {
+    /// The chain is out of budget: the cut request ends with an error for
+    /// every tab, and the author's `on_chat_response` is owed a report of
+    /// it, naming the cut request (the one the tabs saw fail), with the
+    /// trigger of the recovery that was not run.
+    fn exhaust(
+        &mut self,
+        open: &OpenStream,
+        root: &str,
+        trigger: TurnTrigger,
+        answer_id: Option<String>,
+    ) {
         let record = &open.record;
         let ids = record.origin_message_ids.clone();
+        self.report_response(ChatResponse {
+            request_id: record.request_id.clone(),
+            trigger,
+            continuation: record.continuation,
+            outcome: Outcome::Error,
+            message_ids: ids.clone(),
+            answer_id,
+            error: Some(EXHAUSTED_TEXT.to_string()),
+            usage: None,
+            steps: 0,
+        });
         let to = self.conns.chat();
         self.send_final_error(
             to,
@@ -300,5 +320,13 @@ impl Core {
                 key: ConfigKey::Recovery,
             });
         }
+    }
+}
+
+/// The trigger of the recovery turn a plan runs.
+fn recovery_trigger(plan: Plan) -> TurnTrigger {
+    match plan {
+        Plan::Retry => TurnTrigger::RecoveryRetry,
+        _ => TurnTrigger::RecoveryContinue,
     }
 }

@@ -428,8 +428,7 @@ impl Core {
         };
         // The clear that called this writes what is owed again after it
         // deleted every config row.
-        self.owe_response(&response);
-        self.effects.push(Effect::TurnEnded(response));
+        self.report_response(response);
     }
 
     /// Takes the active turn out, stopping what only it needed: its model

@@ -27,6 +27,12 @@ impl Core {
         self.write_down_owed_responses();
     }
 
+    /// `response` is owed and goes to the hook now.
+    pub(in crate::core) fn report_response(&mut self, response: ChatResponse) {
+        self.owe_response(&response);
+        self.effects.push(Effect::TurnEnded(response));
+    }
+
     /// The hook returned for `request_id`: that report is no longer owed.
     pub(in crate::core) fn on_response_delivered(&mut self, request_id: &str) {
         let Some(index) = self

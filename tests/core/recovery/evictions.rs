@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::sim::*;
 use durable_chat::core::CONTINUE_INSTRUCTION;
 use durable_chat::core::{Concurrency, ConfigKey, StreamRecord, Timer};
+use durable_chat::protocol::Outcome;
 use durable_chat::testing::Rng;
 use serde_json::{json, Value};
 
@@ -512,6 +513,19 @@ fn repeated_evictions_exhaust_the_budget_with_a_terminal_error() {
     assert_eq!(ids.len(), 2, "the partial answer is kept: {ids:?}");
     assert!(text_of(&sim.store.message(&ids[1]).unwrap()).starts_with("w0"));
     assert_no_open_stream(&sim);
+    // The author hears of the turn recovery gave up on, under the request
+    // id the tabs saw fail, once.
+    let failed_id = error["id"].as_str().unwrap();
+    let reports: Vec<_> = sim
+        .responses
+        .iter()
+        .filter(|r| r.request_id == failed_id)
+        .collect();
+    assert_eq!(reports.len(), 1, "{:?}", sim.responses);
+    assert_eq!(reports[0].outcome, Outcome::Error);
+    assert_eq!(reports[0].error.as_deref(), Some(EXHAUSTED));
+    assert_eq!(reports[0].message_ids, ["u1"]);
+    assert_eq!(reports[0].answer_id.as_deref(), Some(ids[1].as_str()));
     sim.take_frames("b");
     sim.advance(3_600_000);
     assert_eq!(sim.requests().len(), 6, "nothing more runs");

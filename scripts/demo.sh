@@ -53,11 +53,15 @@ if [ "$has_base_url" = 0 ]; then
 fi
 
 # With a real model the agents refuse anonymous requests unless AUTH_TOKEN or ALLOW_ANONYMOUS is
-# set (docs/guides/configuration.md#access). wrangler dev listens on 127.0.0.1 only, so a local run
-# with a model of the user's and neither of them in .dev.vars lets this machine in.
+# set (docs/guides/configuration.md#access). A local run with a model of the user's and neither of
+# them in .dev.vars gets a random token of its own, and the page's URL is printed with it: another
+# program or web page on this machine cannot spend the model without it.
+PAGE_QUERY=""
 if [ "$has_base_url" = 1 ] && ! dev_vars_set 'AUTH_TOKEN|ALLOW_ANONYMOUS'; then
-  echo "demo: a model of your own and no AUTH_TOKEN in .dev.vars: anonymous access is allowed for this local run (ALLOW_ANONYMOUS=1)"
-  VAR_ARGS+=(--var "ALLOW_ANONYMOUS:1")
+  DEMO_TOKEN="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  echo "demo: a model of your own and no AUTH_TOKEN in .dev.vars: this run's token is generated (AUTH_TOKEN)"
+  VAR_ARGS+=(--var "AUTH_TOKEN:$DEMO_TOKEN")
+  PAGE_QUERY="?token=$DEMO_TOKEN"
 fi
 
 # The demo's Coordinator reaches ChatAgents over the sub-agent channel, which is closed without a
@@ -83,5 +87,5 @@ if [ -n "$MCP_DEMO_URL" ]; then
 fi
 
 echo "demo: starting wrangler dev (it builds the worker first: a few minutes the first time, then seconds)"
-echo "demo: open http://127.0.0.1:$PORT/ in a browser"
+echo "demo: open http://127.0.0.1:$PORT/$PAGE_QUERY in a browser"
 npx wrangler dev --ip 127.0.0.1 --port "$PORT" "${VAR_ARGS[@]}" "$@"

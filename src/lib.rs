@@ -102,8 +102,9 @@ pub mod testing;
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod worker_entry;
 
+pub use router::RouteOptions;
 #[cfg(target_arch = "wasm32")]
-pub use router::{route_request, Routed};
+pub use router::{route_request, route_request_with, Routed};
 
 /// What `chat_agent!` expands to reaches the engine through here; not an API.
 #[doc(hidden)]

@@ -6,8 +6,9 @@
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
-    default_authorize, AbortSignal, AgentDefinition, AgentEnv, AgentHandle, AgentSettings,
-    CallContext, Callable, Refusal, RequestInfo, ServerTool, ToolContext, ToolFuture, Vars,
+    check_origin, default_authorize, AbortSignal, AgentDefinition, AgentEnv, AgentHandle,
+    AgentSettings, CallContext, Callable, Refusal, RequestInfo, ServerTool, ToolContext,
+    ToolFuture, Vars,
 };
 pub use crate::chat_agent;
 pub use crate::core::StateSource;
@@ -32,8 +33,9 @@ pub use crate::agent::body::{read_bytes, read_json, read_text};
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::{AgentStub, Connection, Submission, SubmitOptions, TurnResult};
+pub use crate::router::RouteOptions;
 #[cfg(target_arch = "wasm32")]
-pub use crate::router::{route_request, Routed};
+pub use crate::router::{route_request, route_request_with, Routed};
 
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};

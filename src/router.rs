@@ -1,12 +1,59 @@
 //! The worker's fetch entry for agents, as one function: `route_request`
 //! forwards `/agents/<kebab(class)>/<name>[/…]` to the Durable Object of
 //! that name, refuses the internal channel and API paths and the internal
-//! channel header from outside, checks `AUTH_TOKEN` before any agent is
-//! woken, and hands every other request back for the worker's own pages.
+//! channel header from outside, applies the access rule (`AUTH_TOKEN`, the
+//! browser origin, no anonymous use of a real model; or the author's own
+//! router-level `authorize`) before any agent is woken, so a refused
+//! stranger creates no Durable Object, writes nothing and makes no outbound
+//! request; and hands every other request back for the worker's own pages.
+
+use std::rc::Rc;
 
 use crate::agent::access::{require_token, Refusal, RequestInfo};
 use crate::agent::channel_auth::CHANNEL_AUTH_HEADER;
+use crate::agent::settings::AgentSettings;
 use crate::routing::is_channel_path;
+
+/// A router-level access check: the request, and the settings read from the
+/// worker's vars (the model a definition sets in code is not known here;
+/// the agent's own `authorize` runs again inside the Durable Object).
+pub type RouterAuthorize = Rc<dyn Fn(&RequestInfo, &AgentSettings) -> Result<(), Refusal>>;
+
+/// Options of [`route_request_with`].
+#[derive(Clone, Default)]
+pub struct RouteOptions {
+    /// Replaces the router's default check
+    /// ([`default_authorize`](crate::agent::anonymous::default_authorize))
+    /// for every agent request, before any Durable Object is reached: for a
+    /// worker whose agents' `authorize` lets in what the default refuses
+    /// (a session cookie, say). The internal paths and header are refused
+    /// whatever it says.
+    pub authorize: Option<RouterAuthorize>,
+}
+
+impl RouteOptions {
+    /// Default options: the default check.
+    pub fn new() -> Self {
+        RouteOptions::default()
+    }
+
+    /// The router's check is `f` instead of the default.
+    pub fn authorize(
+        mut self,
+        f: impl Fn(&RequestInfo, &AgentSettings) -> Result<(), Refusal> + 'static,
+    ) -> Self {
+        self.authorize = Some(Rc::new(f));
+        self
+    }
+
+    /// Whether `request` may reach an agent, given the worker's settings.
+    pub fn check(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
+        match &self.authorize {
+            Some(f) => f(request, settings),
+            None => crate::agent::anonymous::default_authorize(request, settings),
+        }
+    }
+}
 
 /// The routing-level check, before any agent is woken: the internal paths
 /// (a parent's channel, another agent's API call) and the internal header
@@ -25,14 +72,15 @@ pub fn refuse_from_outside(request: &RequestInfo, token: Option<&str>) -> Result
 }
 
 #[cfg(target_arch = "wasm32")]
-pub use entry::{route_request, Routed};
+pub use entry::{route_request, route_request_with, Routed};
 
 #[cfg(target_arch = "wasm32")]
 mod entry {
     use worker::{Env, Request, Response, Result};
 
+    use super::RouteOptions;
     use crate::agent::access::request_info;
-    use crate::agent::settings::env_value;
+    use crate::agent::settings::{env_value, AgentSettings, Vars};
     use crate::routing::{route, Route};
 
     /// What [`route_request`] made of a request.
@@ -66,6 +114,16 @@ mod entry {
     /// }
     /// ```
     pub async fn route_request(req: Request, env: &Env, classes: &[&str]) -> Result<Routed> {
+        route_request_with(req, env, classes, &RouteOptions::default()).await
+    }
+
+    /// [`route_request`] with options (a router-level `authorize`).
+    pub async fn route_request_with(
+        req: Request,
+        env: &Env,
+        classes: &[&str],
+        options: &RouteOptions,
+    ) -> Result<Routed> {
         let path = req.path();
         let (binding, name) = match route(&path, classes) {
             Route::Agent { binding, name } => (binding, name),
@@ -74,10 +132,13 @@ mod entry {
             }
             Route::NotAgent => return Ok(Routed::Other(req)),
         };
+        let info = request_info(&req)?;
         let token = env_value(env, "AUTH_TOKEN");
-        if let Err(refusal) =
-            crate::router::refuse_from_outside(&request_info(&req)?, token.as_deref())
-        {
+        let lookup = |name: &str| env_value(env, name);
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        let checked = crate::router::refuse_from_outside(&info, token.as_deref())
+            .and_then(|()| options.check(&info, &settings));
+        if let Err(refusal) = checked {
             return Response::error(refusal.reason, refusal.status).map(Routed::Agent);
         }
         let stub = env

@@ -70,6 +70,52 @@ pub fn require_token(request: &RequestInfo, expected: Option<&str>) -> Result<()
     }
 }
 
+/// A browser's cross-site request is refused: a request carrying an
+/// `Origin` header (every browser WebSocket and cross-origin fetch does) is
+/// let through only when that origin is the request's own host, or is in
+/// `allowed` (`ALLOWED_ORIGINS`; `*` allows any). A request with no
+/// `Origin` (a server, a script, a same-origin navigation) is not a
+/// cross-site one and passes. This stops a web page the user visits from
+/// opening a socket to the agent with the user's network position or
+/// cookies (cross-site WebSocket hijacking).
+pub fn check_origin(request: &RequestInfo, allowed: &[String]) -> Result<(), Refusal> {
+    let Some(origin) = request.header("origin").map(str::trim) else {
+        return Ok(());
+    };
+    if allowed.iter().any(|a| a == "*") {
+        return Ok(());
+    }
+    let refused = || Refusal::forbidden("cross-origin request refused (see ALLOWED_ORIGINS)");
+    let Some(origin) = serialized_origin(origin) else {
+        return Err(refused());
+    };
+    if allowed
+        .iter()
+        .filter_map(|a| serialized_origin(a))
+        .any(|a| a == origin)
+    {
+        return Ok(());
+    }
+    let own_host = request
+        .header("host")
+        .map(|h| h.trim().to_ascii_lowercase());
+    let authority = origin.split_once("://").map(|(_, rest)| rest);
+    match (own_host, authority) {
+        (Some(host), Some(authority)) if host == authority => Ok(()),
+        _ => Err(refused()),
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) origin, lower-cased, the default
+/// port left out; `None` for anything else (`null`, `file:`, junk).
+fn serialized_origin(text: &str) -> Option<String> {
+    let url = url::Url::parse(text.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    Some(url.origin().ascii_serialization().to_ascii_lowercase())
+}
+
 /// Compares without stopping at the first difference.
 fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -110,6 +156,50 @@ mod tests {
                 .unwrap_or_default(),
             headers: vec![],
         }
+    }
+
+    fn from_origin(origin: Option<&str>, host: &str) -> RequestInfo {
+        let mut headers = vec![("host".to_string(), host.to_string())];
+        if let Some(o) = origin {
+            headers.push(("origin".to_string(), o.to_string()));
+        }
+        RequestInfo {
+            headers,
+            ..with_token(None)
+        }
+    }
+
+    #[test]
+    fn a_browser_origin_must_be_the_requests_own_host_or_allowed() {
+        let ok = |o, h, allowed: &[&str]| {
+            let allowed: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
+            check_origin(&from_origin(o, h), &allowed).is_ok()
+        };
+        assert!(
+            ok(None, "a.example", &[]),
+            "no Origin: not a browser's cross-site request"
+        );
+        assert!(ok(Some("https://a.example"), "a.example", &[]));
+        assert!(ok(Some("http://127.0.0.1:8787"), "127.0.0.1:8787", &[]));
+        assert!(ok(Some("HTTPS://A.EXAMPLE:443"), "a.example", &[]));
+        assert!(!ok(Some("https://evil.example"), "a.example", &[]));
+        assert!(!ok(Some("http://127.0.0.1:9999"), "127.0.0.1:8787", &[]));
+        assert!(
+            !ok(Some("null"), "a.example", &[]),
+            "a sandboxed or file page"
+        );
+        assert!(ok(
+            Some("https://app.example"),
+            "api.example",
+            &["https://app.example/"]
+        ));
+        assert!(ok(Some("null"), "a.example", &["*"]));
+        assert_eq!(
+            check_origin(&from_origin(Some("https://evil.example"), "a.example"), &[])
+                .unwrap_err()
+                .status,
+            403
+        );
     }
 
     #[test]

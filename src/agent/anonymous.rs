@@ -72,13 +72,17 @@ pub fn anonymous_refusal() -> Refusal {
     ))
 }
 
-/// The default `AgentDefinition::authorize`, for an author's own hook to
-/// call as well: with a non-empty `AUTH_TOKEN` the request must carry it
+/// The default `AgentDefinition::authorize` (and the router's check before
+/// any agent is reached), for an author's own hook to call as well: a
+/// browser request from another origin is refused unless `ALLOWED_ORIGINS`
+/// names it ([`check_origin`](crate::agent::access::check_origin)); with a
+/// non-empty `AUTH_TOKEN` the request must carry it
 /// (`?token=` or `Authorization: Bearer`); without one, a request is
 /// refused (403, `anonymous access is off: …`) when the settings call a
 /// real model and `ALLOW_ANONYMOUS` is not set, and let through otherwise
 /// (no model, or a model on this machine: local development).
 pub fn default_authorize(request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
+    crate::agent::access::check_origin(request, &settings.allowed_origins)?;
     let token = settings.auth_token.as_deref().filter(|t| !t.is_empty());
     if token.is_some() {
         return require_token(request, token);

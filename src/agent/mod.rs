@@ -77,7 +77,7 @@ pub mod tool;
 pub mod tool_context;
 pub mod typed_handler;
 
-pub use access::{Refusal, RequestInfo};
+pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
 #[cfg(target_arch = "wasm32")]
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};

@@ -46,6 +46,10 @@ pub struct AgentSettings {
     /// `ALLOW_ANONYMOUS=1` (or `true`): with a real model and no access
     /// check, anyone may still connect (see `default_authorize`).
     pub allow_anonymous: bool,
+    /// `ALLOWED_ORIGINS` (comma-separated origins such as
+    /// `https://app.example.com`, or `*`): the browser origins besides the
+    /// worker's own that may connect (see `default_authorize`).
+    pub allowed_origins: Vec<String>,
     /// How turns run: the model, step limit, concurrency, limits, model
     /// retries (`MODEL_MAX_RETRIES`: retries of a call that failed
     /// transiently before streaming anything, default 2, 0 turns them off),
@@ -62,6 +66,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("api_key", &set(&self.api_key))
             .field("auth_token", &set(&self.auth_token))
             .field("allow_anonymous", &self.allow_anonymous)
+            .field("allowed_origins", &self.allowed_origins)
             .field("turns", &self.turns)
             .finish()
     }
@@ -123,6 +128,15 @@ impl AgentSettings {
                     .as_deref(),
                 Some("1" | "true")
             ),
+            allowed_origins: vars
+                .get("ALLOWED_ORIGINS")
+                .map(|v| {
+                    v.split(',')
+                        .map(|o| o.trim().trim_end_matches('/').to_string())
+                        .filter(|o| !o.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             turns: CoreSettings {
                 model: ModelSettings {
                     model: vars

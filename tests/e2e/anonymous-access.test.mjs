@@ -10,7 +10,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startModelServer } from '../support/model-server.mjs';
 import { userMessage, sendAndWait } from '../support/harness.mjs';
-import { workerFor, tab, rid, refusedUpgrade } from '../support/e2e.mjs';
+import { workerFor, tab, rid, refusedUpgrade, upgradeFrom } from '../support/e2e.mjs';
+import { sqliteFiles } from '../support/sqlite-files.mjs';
 
 /** The real model's host: a reserved name (RFC 6761 `.test`) that never resolves, so only the
  * outbound service below can answer it. */
@@ -109,4 +110,36 @@ test('a loopback model and nothing set (local development): a turn runs', async 
   const { done, text } = await oneTurn(w, rid('anon-local'));
   assert.equal(done.outcome, 'completed');
   assert.equal(text, 'You said: hello there');
+});
+
+test('refused at the router: 50 requests to new agent names create no object, write nothing and fetch nothing', async (t) => {
+  const outbound = [];
+  const w = await workerFor(t, {
+    model,
+    bindings: { OPENAI_BASE_URL: `http://${MODEL_HOST}${new URL(model.url).pathname}` },
+    miniflare: { outboundService: (request) => { outbound.push(request.url); return toModelServer(request); } },
+  });
+  const before = (await sqliteFiles(w.persistDir)).length;
+  for (let i = 0; i < 25; i++) {
+    assertRefusedAnonymous(await refusedUpgrade(w.url, rid(`stranger-${i}`)), 'upgrade to a new name');
+    const read = await w.fetch(`/agents/chat-agent/${rid(`stranger-read-${i}`)}/get-messages`);
+    assertRefusedAnonymous({ status: read.status, body: await read.text() }, 'get-messages of a new name');
+  }
+  assert.equal((await sqliteFiles(w.persistDir)).length, before, 'no Durable Object was created');
+  assert.deepEqual(outbound, [], 'no outbound request was made');
+});
+
+test('a browser page of another origin is refused by default and let in when ALLOWED_ORIGINS names it', async (t) => {
+  const w = await workerFor(t);
+  const own = new URL(w.url).origin;
+  const upgrade = (origin, room) => upgradeFrom(w.url, room, origin);
+  const foreign = await upgrade('https://evil.example', rid('origin'));
+  assert.equal(foreign.status, 403, foreign.body);
+  assert.match(foreign.body, /cross-origin request refused/);
+  assert.equal((await upgrade(own, rid('origin'))).status, 101, 'the worker\'s own origin connects');
+  const read = await w.fetch(`/agents/chat-agent/${rid('origin')}/get-messages`, { headers: { origin: 'https://evil.example' } });
+  assert.equal(read.status, 403, 'a cross-origin read is refused too');
+  await w.restart({ bindings: { ALLOWED_ORIGINS: 'https://app.example' } });
+  assert.equal((await upgrade('https://app.example', rid('origin'))).status, 101, 'an allowed origin connects');
+  assert.equal((await upgrade('https://evil.example', rid('origin'))).status, 403, 'others still do not');
 });

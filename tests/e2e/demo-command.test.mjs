@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { upgradeFrom } from '../support/e2e.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const STARTUP_MS = 240000;
@@ -97,6 +98,10 @@ test('the demo command serves the chat page under wrangler dev and answers a wea
   const done = await tab.waitFor(isDone('r1'), 30000);
   assert.equal(done.outcome, 'completed');
   await tab.close();
+  // A browser page the demo serves connects with its own origin; another site's page is refused.
+  assert.equal((await upgradeFrom(demo.url, room, demo.url)).status, 101, 'the page\'s own origin connects');
+  const foreign = await upgradeFrom(demo.url, room, 'https://evil.example');
+  assert.equal(foreign.status, 403, `another site's page is refused: ${foreign.body}`);
 
   const stored = await getMessages(demo.url, 'ChatAgent', room);
   assert.deepEqual(stored.map((m) => m.role), ['user', 'assistant']);

@@ -173,6 +173,23 @@ export async function chatApi(worker, room, call, { agent = 'ChatAgent', credent
   return { status: res.status, body };
 }
 
+/**
+ * Upgrades to `room`'s agent as a browser page of `origin` would (its `Origin` header); resolves
+ * `{status: 101}` when accepted (the socket is closed at once) or the refusal's `{status, body}`.
+ */
+export function upgradeFrom(url, room, origin) {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}`, { origin });
+    ws.on('open', () => { ws.close(); resolve({ status: 101 }); });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
+}
+
 /** The HTTP answer to a WebSocket upgrade that is refused: {status, body} (rejects if accepted). */
 export function refusedUpgrade(url, room, query = '') {
   return new Promise((resolve, reject) => {

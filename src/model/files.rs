@@ -5,8 +5,9 @@
 //! (`filename`, `file_data`) for any other file held in a `data:` URL, and a
 //! text note naming the file and its link for any other file given by link
 //! (Chat Completions takes no file by URL). Workers AI's binding is given
-//! text only: each file becomes such a note (its models' multimodal inputs
-//! differ by model and are not sent). Before any of that, a file given by an
+//! each file as such a note, except images when the deployment turns them on
+//! (`WORKERS_AI_IMAGES=1`, for a vision model): those go as `image_url`
+//! parts, as for Chat Completions. Before any of that, a file given by an
 //! `http(s)` link whose host the deployment does not allow becomes a text note
 //! (`keep_allowed_links`): the provider never fetches a link a user chose.
 

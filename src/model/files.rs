@@ -23,16 +23,41 @@ pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
         let ModelMessage::User { content, files } = message else {
             continue;
         };
-        let (kept, noted): (Vec<ModelFile>, Vec<ModelFile>) =
-            std::mem::take(files).into_iter().partition(|file| {
-                file.url.starts_with("data:")
-                    || link_host(&file.url).is_some_and(|host| hosts.contains(&host))
-            });
+        let mut noted = Vec::new();
+        let mut kept = Vec::with_capacity(files.len());
+        for mut file in std::mem::take(files) {
+            if file.url.starts_with("data:") {
+                kept.push(file);
+                continue;
+            }
+            match allowed_link(&file.url, hosts) {
+                Some(link) => {
+                    file.url = link;
+                    kept.push(file);
+                }
+                None => noted.push(file),
+            }
+        }
         *files = kept;
         if !noted.is_empty() {
             *content = text_with_notes(content, &noted);
         }
     }
+}
+
+/// An `http(s)` link whose host is one of `hosts`, as the URL standard
+/// reads it (the way the provider's fetcher will: `\` is `/`, userinfo is
+/// dropped), re-serialised, so what is sent is exactly what was checked.
+fn allowed_link(url: &str, hosts: &[String]) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = parsed.host_str()?.to_ascii_lowercase();
+    if !hosts.contains(&host) || !parsed.username().is_empty() || parsed.password().is_some() {
+        return None;
+    }
+    Some(parsed.to_string())
 }
 
 /// Turns every file of `request` into a text note after its message's text
@@ -47,16 +72,18 @@ pub fn files_as_notes(request: &mut ModelRequest) {
     }
 }
 
-/// The host of an `http(s)` link, lower-cased (without port or user).
+/// The host of an `http(s)` link as the URL standard reads it, lower-cased
+/// (without port or user; IPv6 without brackets).
 pub fn link_host(url: &str) -> Option<String> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit('@').next()?;
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => host_port.split(':').next()?,
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = match parsed.host()? {
+        url::Host::Ipv6(ip) => ip.to_string(),
+        other => other.to_string(),
     };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    Some(host.to_ascii_lowercase())
 }
 
 /// The OpenAI-compatible `content` array of a user message with files.
@@ -243,6 +270,34 @@ mod tests {
         )]);
         keep_allowed_links(&mut none_allowed, &[]);
         assert!(!crate::model::openai::request_body(&none_allowed).contains("image_url"));
+    }
+
+    #[test]
+    fn a_link_is_read_as_a_fetcher_reads_it_and_sent_as_it_was_checked() {
+        let hosts = ["allowed.host".to_string()];
+        for sneaky in [
+            r"https://attacker\@allowed.host/x.png",
+            "https://attacker.example#@allowed.host/x.png",
+            "https://user@allowed.host/x.png",
+            "javascript://allowed.host/%0aalert(1)",
+        ] {
+            let mut request = request_with(vec![file("image/png", sneaky, None)]);
+            keep_allowed_links(&mut request, &hosts);
+            let body = crate::model::openai::request_body(&request);
+            assert!(!body.contains("image_url"), "{sneaky}: {body}");
+        }
+        assert_eq!(
+            link_host(r"https://attacker\@allowed.host/x").as_deref(),
+            Some("attacker")
+        );
+        let mut plain = request_with(vec![file(
+            "image/png",
+            "HTTPS://Allowed.Host/a b.png",
+            None,
+        )]);
+        keep_allowed_links(&mut plain, &hosts);
+        assert!(crate::model::openai::request_body(&plain)
+            .contains(r#""url":"https://allowed.host/a%20b.png""#));
     }
 
     #[test]

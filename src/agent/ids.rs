@@ -7,15 +7,25 @@ const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr
 pub struct RandomIds;
 
 pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    if getrandom::fill(&mut bytes).is_err() {
-        // The platform RNG is always present on Workers; fall back to the clock.
+    secret_bytes().unwrap_or_else(|_| {
+        // Ids need only be unique, not secret: with no platform RNG (never
+        // seen on Workers) the clock spreads them.
         let seed = js_sys::Date::now() as u64;
+        let mut bytes = [0u8; N];
         for (i, b) in bytes.iter_mut().enumerate() {
             *b = (seed >> ((i % 8) * 8)) as u8 ^ (i as u8).wrapping_mul(31);
         }
-    }
-    bytes
+        bytes
+    })
+}
+
+/// Bytes for a secret (a PKCE verifier, an OAuth state nonce): from the
+/// platform RNG or not at all, never from a guessable fallback.
+pub(crate) fn secret_bytes<const N: usize>() -> Result<[u8; N], String> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| format!("no secure random source for a secret: {e}"))?;
+    Ok(bytes)
 }
 
 /// A random base-62 token of `len` characters (at most 32).

@@ -18,11 +18,8 @@ pub(crate) struct RpcStub {
 
 impl RpcStub {
     pub(crate) fn new(env: &Env, binding: &str, name: &str) -> worker::Result<RpcStub> {
-        if name.is_empty() {
-            return Err(worker::Error::RustError(
-                "an agent name cannot be empty".into(),
-            ));
-        }
+        // The one rule an instance name follows, as for routing and `chat()`.
+        crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
         let stub = env.durable_object(binding)?.get_by_name(name)?;
         Ok(RpcStub {
             stub: stub.into_rpc::<JsValue>(),

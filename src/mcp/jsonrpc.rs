@@ -65,6 +65,10 @@ pub enum McpError {
     /// An answer that is not what the protocol says.
     #[error("unreadable answer: {0}")]
     Malformed(String),
+    /// A secret (PKCE verifier, state nonce) could not be drawn from the
+    /// platform's secure random source; no guessable one is used instead.
+    #[error("{0}")]
+    NoSecureRandom(String),
     /// A reply body over `MAX_REPLY_BYTES`.
     #[error("the answer is larger than {MAX_REPLY_BYTES} bytes")]
     TooLarge,

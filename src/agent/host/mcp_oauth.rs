@@ -25,7 +25,7 @@ use crate::mcp::oauth::pkce::{base64url, code_challenge, code_verifier};
 use crate::mcp::oauth::{Credentials, Pending, Tokens};
 use crate::mcp::{McpError, McpServer};
 
-use super::super::ids::random_bytes;
+use super::super::ids::secret_bytes;
 use super::mcp_http::exchange;
 use super::{now_ms, AgentHost};
 
@@ -301,8 +301,8 @@ impl AgentHost {
                 read_registration(&reply)?
             }
         };
-        let verifier = code_verifier(&random_bytes::<32>());
-        let nonce = base64url(&random_bytes::<16>());
+        let verifier = code_verifier(&secret_bytes::<32>().map_err(McpError::NoSecureRandom)?);
+        let nonce = base64url(&secret_bytes::<16>().map_err(McpError::NoSecureRandom)?);
         let state = format!("{nonce}.{id}");
         let url = authorization_url(&Authorization {
             server: &auth_server,

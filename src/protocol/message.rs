@@ -59,6 +59,15 @@ impl UIMessage {
         out
     }
 
+    /// A user message carries no tool calls: any tool part in one (which
+    /// could hold an approval no person gave, or a result no tool made) is
+    /// dropped. Other roles are left as they are.
+    pub fn drop_tool_parts_of_user(&mut self) {
+        if self.role == Role::User {
+            self.parts.retain(|p| p.as_tool().is_none());
+        }
+    }
+
     pub fn tool_parts(&self) -> impl Iterator<Item = &ToolPart> {
         self.parts.iter().filter_map(Part::as_tool)
     }

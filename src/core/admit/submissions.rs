@@ -398,11 +398,14 @@ impl Core {
         }
     }
 
-    /// A message without an id gets one.
-    /// Gives `messages` the ids they lack and holds them to the limits of a
-    /// tab's messages.
+    /// Gives `messages` the ids they lack, drops tool parts from user
+    /// messages (as from a tab's) and holds them to the limits of a tab's
+    /// messages.
     fn admit_messages(&mut self, messages: &mut [UIMessage]) -> Result<(), SubmitError> {
         self.mint_missing_ids(messages);
+        messages
+            .iter_mut()
+            .for_each(UIMessage::drop_tool_parts_of_user);
         self.config
             .settings
             .limits

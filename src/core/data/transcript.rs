@@ -634,9 +634,11 @@ pub(in crate::core) fn trailing_user_ids<'a>(
     ids
 }
 
-/// Client-supplied `channel`/`turnMetadata` are not trusted; web messages say so.
+/// Client-supplied `channel`/`turnMetadata` are not trusted; web messages say
+/// so. Tool parts are not a user's to send: they are dropped.
 fn sanitize_user_message(message: &UIMessage) -> UIMessage {
     let mut clean = message.clone();
+    clean.drop_tool_parts_of_user();
     let mut meta = match clean.metadata.take() {
         Some(Value::Object(m)) => m,
         _ => Default::default(),

@@ -1,7 +1,9 @@
 //! The callbacks an agent's schedules run, registered on the definition by
 //! name (`AgentDefinition::schedule_callbacks`): a typed payload (read
 //! through serde from the schedule's JSON) and the agent's handle, so a
-//! callback reaches storage, schedules and turns like a route does.
+//! callback reaches storage, schedules and turns like a route does. A
+//! callback returns `()` or a `Result`; an `Err` (and a run cut by an
+//! eviction) is tried again, up to three attempts in all.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +14,26 @@ use serde_json::Value;
 
 use super::handle::AgentHandle;
 
-type CallbackFuture = Pin<Box<dyn Future<Output = ()>>>;
+type CallbackFuture = Pin<Box<dyn Future<Output = Result<(), String>>>>;
+
+/// What a schedule callback may return: `()` (it always succeeds) or a
+/// `Result` whose error is shown in the log and makes the run try again.
+pub trait ScheduleResult {
+    /// `Err` with the error's text when the run failed.
+    fn into_result(self) -> Result<(), String>;
+}
+
+impl ScheduleResult for () {
+    fn into_result(self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<E: std::fmt::Display> ScheduleResult for Result<(), E> {
+    fn into_result(self) -> Result<(), String> {
+        self.map_err(|e| e.to_string())
+    }
+}
 
 /// A named schedule callback.
 #[derive(Clone)]
@@ -28,13 +49,15 @@ impl ScheduleCallback {
     where
         P: DeserializeOwned + 'static,
         F: Fn(P, AgentHandle) -> Fut + 'static,
-        Fut: Future<Output = ()> + 'static,
+        Fut: Future + 'static,
+        Fut::Output: ScheduleResult,
     {
         ScheduleCallback {
             name: name.into(),
             run: Rc::new(move |payload, agent| {
                 let payload: P = serde_json::from_value(payload).map_err(|e| e.to_string())?;
-                Ok(Box::pin(run(payload, agent)) as CallbackFuture)
+                let running = run(payload, agent);
+                Ok(Box::pin(async move { running.await.into_result() }) as CallbackFuture)
             }),
         }
     }

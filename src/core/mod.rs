@@ -38,7 +38,7 @@ pub use callables::in_flight::{
 };
 pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
-pub use contract::effects::{Effect, Event, StoreOp, Timer};
+pub use contract::effects::{Effect, Event, ScheduleOutcome, StoreOp, Timer};
 pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
@@ -50,7 +50,7 @@ pub use rows::persisted::{
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
 };
 pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
-pub use rows::schedule_row::{Repeat, ScheduleRow};
+pub use rows::schedule_row::{Repeat, ScheduleRow, ScheduleRun};
 pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
 pub use vocab::config::{
@@ -152,7 +152,8 @@ impl Core {
         if let Some(at) = stored.author_alarm {
             timers.set(Timer::AuthorAlarm, at);
         }
-        let schedules = data::schedule_table::ScheduleTable::restore(stored.schedules);
+        let schedules =
+            data::schedule_table::ScheduleTable::restore(stored.schedules, stored.schedule_runs);
         if let Some(at) = schedules.next_due() {
             timers.set(Timer::Schedules, at);
         }
@@ -229,8 +230,10 @@ impl Core {
                 self.redeliver_owed_responses();
                 self.on_woke();
                 self.settle_orphaned_submissions();
+                self.restart_cut_schedule_runs();
             }
             Event::ChatResponseDelivered { request_id } => self.on_response_delivered(&request_id),
+            Event::ScheduleRan { run, outcome } => self.on_schedule_ran(&run, outcome),
             Event::ToolCallDecided { call, decision } => self.on_tool_decided(call, decision),
             Event::ToolResultRewritten { call, result } => self.on_result_rewritten(call, result),
             Event::ChatErrorDecided { call, disposition } => {

@@ -15,7 +15,7 @@ use worker::{
 };
 
 use crate::core::{carry_out, Step};
-use crate::core::{CallId, ConnId, Core, Effect, Event, Timer};
+use crate::core::{CallId, ConnId, Core, Effect, Event, ScheduleOutcome, Timer};
 use crate::model::{ModelFailure, Provider};
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
@@ -603,10 +603,11 @@ impl AgentHost {
                 spawn_local(self.child_call_scope(None).run(run));
             }
             Effect::RunSchedule {
+                run,
                 name,
                 callback,
                 payload,
-            } => self.run_schedule(&name, &callback, payload),
+            } => self.run_schedule(run, &name, &callback, payload),
             Effect::AbortModel { call } => {
                 if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
                     controller.abort();
@@ -787,18 +788,39 @@ impl AgentHost {
     /// A schedule is due: its callback runs with its payload (a callback
     /// the definition does not register, or a payload it cannot read, is
     /// logged).
-    fn run_schedule(self: &Rc<Self>, name: &str, callback: &str, payload: serde_json::Value) {
-        let run = match self.schedule_callbacks.get(callback) {
+    /// Runs a schedule's callback and reports how it ended (the core keeps
+    /// the run owed until then, so a run cut by an eviction starts again).
+    fn run_schedule(
+        self: &Rc<Self>,
+        run: String,
+        name: &str,
+        callback: &str,
+        payload: serde_json::Value,
+    ) {
+        let started = match self.schedule_callbacks.get(callback) {
             Some(registered) => registered.start(payload, self.handle()),
             None => Err(format!("no schedule callback `{callback}` is registered")),
         };
-        match run {
-            Ok(run) => spawn_local(self.child_call_scope(None).run(run)),
-            Err(e) => self.log_line(
-                crate::log::LogLevel::Error,
-                &format!("schedule `{name}` could not run: {e}"),
-            ),
-        }
+        let running = match started {
+            Ok(running) => running,
+            Err(e) => {
+                self.log_line(
+                    crate::log::LogLevel::Error,
+                    &format!("schedule `{name}` could not run: {e}"),
+                );
+                let outcome = ScheduleOutcome::Unrunnable(e);
+                self.dispatch(Event::ScheduleRan { run, outcome });
+                return;
+            }
+        };
+        let host = self.clone();
+        spawn_local(self.child_call_scope(None).run(async move {
+            let outcome = match running.await {
+                Ok(()) => ScheduleOutcome::Done,
+                Err(e) => ScheduleOutcome::Failed(e),
+            };
+            host.dispatch(Event::ScheduleRan { run, outcome });
+        }));
     }
 
     /// The durable alarm outlives the isolate: a cut turn is woken by it.

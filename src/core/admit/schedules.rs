@@ -4,12 +4,18 @@
 //! (`Timer::Schedules`) at the earliest due time, so they share the Durable
 //! Object's single alarm with the engine's heartbeat and the author's alarm.
 //! When the durable alarm fires, every due schedule is asked of the host
-//! once (`Effect::RunSchedule`, which runs its callback) and moved to its
-//! next due time, written before the callbacks run.
+//! (`Effect::RunSchedule`, which runs its callback) and moved to its next
+//! due time, written before the callbacks run, with the run itself: a run
+//! is owed until the host reports it ended (`Event::ScheduleRan`), so one
+//! cut by an eviction starts again after the restart and one that failed
+//! starts again after a pause, up to `MAX_SCHEDULE_ATTEMPTS` in all (at
+//! least once, at most that many times).
 
-use crate::core::contract::effects::{Effect, StoreOp, Timer};
+use crate::core::contract::effects::{Effect, ScheduleOutcome, StoreOp, Timer};
+use crate::core::contract::log_event::LogEvent;
+use crate::core::data::schedule_table::{retry_delay_ms, RunEnded};
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::rows::schedule_row::{ScheduleRow, SchedulesRow};
+use crate::core::rows::schedule_row::{ScheduleRow, ScheduleRun, SchedulesRow};
 use crate::core::vocab::schedule::{ScheduleError, ScheduleRequest};
 use crate::core::Core;
 
@@ -41,18 +47,87 @@ impl Core {
         self.schedules.list()
     }
 
-    /// The durable alarm fired: every due schedule runs once.
+    /// The durable alarm fired: every due schedule runs, and every run due
+    /// to be tried again.
     pub(in crate::core) fn fire_schedules(&mut self) {
-        let due = self.schedules.take_due(self.now);
+        let due = self.schedules.start_due(self.now);
         if due.is_empty() {
             return;
         }
+        self.start_runs(due);
+    }
+
+    /// After a restart: runs the previous instance started and never saw
+    /// end start again (or are given up on their last attempt).
+    pub(in crate::core) fn restart_cut_schedule_runs(&mut self) {
+        let (again, given_up) = self.schedules.restart_cut_runs();
+        if again.is_empty() && given_up.is_empty() {
+            return;
+        }
+        for run in &again {
+            self.log(LogEvent::ScheduleRetry {
+                name: run.name.clone(),
+                attempt: run.attempt,
+                delay_ms: 0,
+                reason: "cut by a restart".into(),
+            });
+        }
+        self.log_given_up(given_up, "cut by a restart");
+        self.start_runs(again);
+    }
+
+    /// The host reports run `run` ended.
+    pub(in crate::core) fn on_schedule_ran(&mut self, run: &str, outcome: ScheduleOutcome) {
+        let name = self
+            .schedules
+            .runs()
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| (r.name.clone(), r.attempt));
+        let (ended, reason) = match outcome {
+            ScheduleOutcome::Done => (
+                self.schedules.run_ended(run, false, self.now),
+                String::new(),
+            ),
+            ScheduleOutcome::Failed(e) => (self.schedules.run_ended(run, true, self.now), e),
+            ScheduleOutcome::Unrunnable(e) => (self.schedules.give_up(run), e),
+        };
+        match ended {
+            RunEnded::Done => {}
+            RunEnded::Retry(_) => {
+                if let Some((name, attempt)) = name {
+                    self.log(LogEvent::ScheduleRetry {
+                        name,
+                        attempt: attempt + 1,
+                        delay_ms: retry_delay_ms(attempt),
+                        reason,
+                    });
+                }
+            }
+            RunEnded::GivenUp(run) => self.log_given_up(vec![run], &reason),
+        }
         self.write_down_schedules();
-        for row in due {
+    }
+
+    fn log_given_up(&mut self, runs: Vec<ScheduleRun>, reason: &str) {
+        for run in runs {
+            self.log(LogEvent::ScheduleGivenUp {
+                name: run.name,
+                attempts: run.attempt,
+                reason: reason.to_string(),
+            });
+        }
+    }
+
+    /// Writes `runs` down as owed, then asks the host to run each.
+    fn start_runs(&mut self, runs: Vec<ScheduleRun>) {
+        self.write_down_schedules();
+        for run in runs {
             self.effects.push(Effect::RunSchedule {
-                name: row.name,
-                callback: row.callback,
-                payload: row.payload,
+                run: run.id,
+                name: run.name,
+                callback: run.callback,
+                payload: run.payload,
             });
         }
     }
@@ -68,19 +143,19 @@ impl Core {
     /// Stores the table and keeps the durable timer on its earliest entry.
     fn write_down_schedules(&mut self) {
         match self.schedules.next_due() {
-            Some(at) => {
-                self.set_timer(Timer::Schedules, at);
-                let row = SchedulesRow {
-                    schedules: self.schedules.list(),
-                };
-                self.put_config(ConfigKey::Schedules, &row);
-            }
-            None => {
-                self.clear_timer(Timer::Schedules);
-                self.store(StoreOp::DeleteConfig {
-                    key: ConfigKey::Schedules,
-                });
-            }
+            Some(at) => self.set_timer(Timer::Schedules, at),
+            None => self.clear_timer(Timer::Schedules),
+        }
+        if self.schedules.is_empty() {
+            self.store(StoreOp::DeleteConfig {
+                key: ConfigKey::Schedules,
+            });
+        } else {
+            let row = SchedulesRow {
+                schedules: self.schedules.list(),
+                runs: self.schedules.runs().to_vec(),
+            };
+            self.put_config(ConfigKey::Schedules, &row);
         }
     }
 }

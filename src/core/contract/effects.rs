@@ -20,8 +20,26 @@ use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
 
+/// How a schedule's run ended, as the host reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleOutcome {
+    /// The callback returned (`Ok`).
+    Done,
+    /// The callback returned an error: tried again after a pause while
+    /// attempts remain.
+    Failed(String),
+    /// It could not start (no callback of that name, a payload its type
+    /// does not read): not tried again.
+    Unrunnable(String),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// Schedule run `run` (`Effect::RunSchedule`) ended.
+    ScheduleRan {
+        run: String,
+        outcome: ScheduleOutcome,
+    },
     /// A socket was accepted; the core answers with the connect frames.
     Connected {
         conn: ConnId,
@@ -206,8 +224,12 @@ pub enum Effect {
     /// (once; its stored row is already gone).
     AuthorAlarm,
     /// Schedule `name` is due: run the definition's callback `callback`
-    /// with `payload` (once; its stored row already moved on).
+    /// with `payload` (its stored row already moved on), then answer
+    /// `Event::ScheduleRan` with `run`. A run the host never answers (the
+    /// isolate stopped) starts again after a restart, up to
+    /// `MAX_SCHEDULE_ATTEMPTS` in all.
     RunSchedule {
+        run: String,
         name: String,
         callback: String,
         payload: Value,

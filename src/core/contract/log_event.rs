@@ -132,6 +132,20 @@ pub enum LogEvent {
     ResponseDropped {
         request_id: String,
     },
+    /// A schedule's run failed or was cut, and starts again.
+    ScheduleRetry {
+        name: String,
+        /// The attempt that starts next (2 = the first retry).
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// A schedule's run failed (or was cut) on its last attempt.
+    ScheduleGivenUp {
+        name: String,
+        attempts: u32,
+        reason: String,
+    },
 }
 
 impl LogEvent {
@@ -154,6 +168,8 @@ impl LogEvent {
             | LogEvent::FrameRefused { .. }
             | LogEvent::StateRefused { .. } => LogLevel::Warn,
             LogEvent::ResponseDropped { .. } => LogLevel::Warn,
+            LogEvent::ScheduleRetry { .. } => LogLevel::Warn,
+            LogEvent::ScheduleGivenUp { .. } => LogLevel::Error,
         }
     }
 }
@@ -203,6 +219,27 @@ impl fmt::Display for Quoted<'_> {
 impl fmt::Display for LogEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            LogEvent::ScheduleRetry {
+                name,
+                attempt,
+                delay_ms,
+                reason,
+            } => write!(
+                f,
+                "schedule retry name={} attempt={attempt} delay_ms={delay_ms} reason={}",
+                Id(name),
+                Quoted(reason)
+            ),
+            LogEvent::ScheduleGivenUp {
+                name,
+                attempts,
+                reason,
+            } => write!(
+                f,
+                "schedule given up name={} attempts={attempts} reason={}",
+                Id(name),
+                Quoted(reason)
+            ),
             LogEvent::ResponseDropped { request_id } => write!(
                 f,
                 "chat response dropped undelivered request={} (too many owed)",

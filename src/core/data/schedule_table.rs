@@ -1,28 +1,58 @@
 //! The author's schedules in memory: each named schedule with the instant it
-//! is next due. Decides which are due at an instant and when each is due
-//! again (a cron schedule on its next minute after now, an interval one
-//! period after now, a one-off never), so schedules missed while the agent
-//! was away fire once, not once per missed period. The earliest due time
-//! is what the Durable Object's alarm must cover.
+//! is next due, and the runs of their callbacks not yet reported ended.
+//! Decides which are due at an instant and when each is due again (a cron
+//! schedule on its next minute after now, an interval one period after now,
+//! a one-off never), so schedules missed while the agent was away fire
+//! once, not once per missed period; and which runs start again (a run cut
+//! by an eviction, or one that failed, up to `MAX_SCHEDULE_ATTEMPTS`, after
+//! a growing pause). The earliest due time is what the Durable Object's
+//! alarm must cover.
 
 use std::collections::BTreeMap;
 
 use crate::core::data::cron::Cron;
-use crate::core::rows::schedule_row::{Repeat, ScheduleRow};
+use crate::core::rows::schedule_row::{Repeat, ScheduleRow, ScheduleRun};
 use crate::core::vocab::schedule::{
     ScheduleError, ScheduleRequest, ScheduleWhen, MAX_SCHEDULES, MAX_SCHEDULE_NAME_BYTES,
     MAX_SCHEDULE_PAYLOAD_BYTES,
 };
 
+/// How many times one run of a callback is started at most (the first
+/// attempt included): a run cut by an eviction or ended with an error is
+/// started again until then.
+pub const MAX_SCHEDULE_ATTEMPTS: u32 = 3;
+
+/// The pause before attempt `attempt + 1` of a run that failed: 10 s, then
+/// 60 s.
+pub fn retry_delay_ms(attempt: u32) -> u64 {
+    if attempt <= 1 {
+        10_000
+    } else {
+        60_000
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct ScheduleTable {
     by_name: BTreeMap<String, ScheduleRow>,
+    runs: Vec<ScheduleRun>,
+}
+
+/// How a run's end was taken.
+#[derive(Debug, PartialEq)]
+pub enum RunEnded {
+    /// It succeeded, or was not known: nothing more.
+    Done,
+    /// It failed and runs again at the instant given.
+    Retry(u64),
+    /// It failed its last attempt and is given up.
+    GivenUp(ScheduleRun),
 }
 
 impl ScheduleTable {
-    pub fn restore(rows: Vec<ScheduleRow>) -> ScheduleTable {
+    pub fn restore(rows: Vec<ScheduleRow>, runs: Vec<ScheduleRun>) -> ScheduleTable {
         let by_name = rows.into_iter().map(|r| (r.name.clone(), r)).collect();
-        ScheduleTable { by_name }
+        ScheduleTable { by_name, runs }
     }
 
     /// Adds (or replaces) the schedule `request` names, checked against the
@@ -71,7 +101,9 @@ impl ScheduleTable {
 
     /// Removes schedule `name`; `false` if there was none.
     pub fn cancel(&mut self, name: &str) -> bool {
-        self.by_name.remove(name).is_some()
+        let pending = self.runs.len();
+        self.runs.retain(|r| r.name != name || r.retry_at.is_none());
+        self.by_name.remove(name).is_some() || self.runs.len() != pending
     }
 
     /// Every schedule, soonest first.
@@ -82,17 +114,102 @@ impl ScheduleTable {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.by_name.is_empty() && self.runs.is_empty()
     }
 
-    /// The earliest due time.
+    /// The runs not yet reported ended.
+    pub fn runs(&self) -> &[ScheduleRun] {
+        &self.runs
+    }
+
+    /// The earliest due time (a schedule's, or a run's next attempt).
     pub fn next_due(&self) -> Option<u64> {
-        self.by_name.values().map(|r| r.next_at).min()
+        let retries = self.runs.iter().filter_map(|r| r.retry_at);
+        self.by_name
+            .values()
+            .map(|r| r.next_at)
+            .chain(retries)
+            .min()
+    }
+
+    /// Starts every run due at `now`: each schedule due (a new run, moved
+    /// on to its next due time) and each retry due. The runs to start.
+    pub fn start_due(&mut self, now: u64) -> Vec<ScheduleRun> {
+        let mut started = Vec::new();
+        for run in self.runs.iter_mut() {
+            if run.retry_at.is_some_and(|at| at <= now) {
+                run.retry_at = None;
+                run.attempt += 1;
+                started.push(run.clone());
+            }
+        }
+        for fired in self.take_due(now) {
+            let run = ScheduleRun {
+                id: format!("{}@{}", fired.name, fired.next_at),
+                name: fired.name,
+                callback: fired.callback,
+                payload: fired.payload,
+                attempt: 1,
+                retry_at: None,
+            };
+            // A run of the same schedule still owed is replaced by the new
+            // one (a missed period fires once).
+            self.runs.retain(|r| r.name != run.name);
+            self.runs.push(run.clone());
+            started.push(run);
+        }
+        started
+    }
+
+    /// After a restart: every run that was running when the isolate stopped
+    /// was cut; those with attempts left start again now, the others are
+    /// given up (returned second).
+    pub fn restart_cut_runs(&mut self) -> (Vec<ScheduleRun>, Vec<ScheduleRun>) {
+        let (mut again, mut given_up) = (Vec::new(), Vec::new());
+        self.runs.retain_mut(|run| {
+            if run.retry_at.is_some() {
+                return true;
+            }
+            if run.attempt >= MAX_SCHEDULE_ATTEMPTS {
+                given_up.push(run.clone());
+                return false;
+            }
+            run.attempt += 1;
+            again.push(run.clone());
+            true
+        });
+        (again, given_up)
+    }
+
+    /// Run `id` cannot run at all: it is given up at once.
+    pub fn give_up(&mut self, id: &str) -> RunEnded {
+        match self.runs.iter().position(|r| r.id == id) {
+            Some(index) => RunEnded::GivenUp(self.runs.remove(index)),
+            None => RunEnded::Done,
+        }
+    }
+
+    /// Run `id` ended (`failed`: with an error) at `now`.
+    pub fn run_ended(&mut self, id: &str, failed: bool, now: u64) -> RunEnded {
+        let Some(index) = self.runs.iter().position(|r| r.id == id) else {
+            return RunEnded::Done;
+        };
+        if !failed {
+            self.runs.remove(index);
+            return RunEnded::Done;
+        }
+        let run = &mut self.runs[index];
+        if run.attempt >= MAX_SCHEDULE_ATTEMPTS {
+            return RunEnded::GivenUp(self.runs.remove(index));
+        }
+        let at = now.saturating_add(retry_delay_ms(run.attempt));
+        run.retry_at = Some(at);
+        RunEnded::Retry(at)
     }
 
     /// Takes every schedule due at `now` (soonest first) and moves repeating
     /// ones to their next due time after `now`; one-offs are removed.
-    pub fn take_due(&mut self, now: u64) -> Vec<ScheduleRow> {
+    fn take_due(&mut self, now: u64) -> Vec<ScheduleRow> {
         let due: Vec<ScheduleRow> = self
             .list()
             .into_iter()

@@ -271,6 +271,8 @@ pub struct StoredState {
     pub summary: Option<Summary>,
     /// The author's schedules.
     pub schedules: Vec<crate::core::rows::schedule_row::ScheduleRow>,
+    /// Their runs not yet reported ended.
+    pub schedule_runs: Vec<crate::core::rows::schedule_row::ScheduleRun>,
     /// The agent's synced state, once one was set.
     pub agent_state: Option<Value>,
     /// Ended turns whose `on_chat_response` has not returned, oldest first.
@@ -345,6 +347,7 @@ impl StoredState {
             ConfigKey::Schedules => {
                 let row: crate::core::rows::schedule_row::SchedulesRow = decode(text)?;
                 self.schedules = row.schedules;
+                self.schedule_runs = row.runs;
             }
             ConfigKey::OwedResponses => {
                 let row: OwedResponsesRow = decode(text)?;

@@ -29,9 +29,30 @@ pub struct ScheduleRow {
     pub next_at: u64,
 }
 
+/// A run of a schedule's callback the host has not yet reported ended:
+/// running now (or when the isolate stopped), or waiting to be tried again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleRun {
+    /// `<name>@<due instant>`: the same for every attempt of one run.
+    pub id: String,
+    pub name: String,
+    pub callback: String,
+    pub payload: Value,
+    /// Attempts started so far (1 for the first).
+    pub attempt: u32,
+    /// When the next attempt is due; `None` while an attempt runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<u64>,
+}
+
 /// The `Schedules` config row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulesRow {
     pub schedules: Vec<ScheduleRow>,
+    /// Runs not yet reported ended (absent in rows written before runs
+    /// were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<ScheduleRun>,
 }

@@ -5,7 +5,9 @@
 //! and a schedule missed while the agent was away fires once.
 
 use crate::sim::*;
-use durable_chat::core::{ConfigKey, Event, Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};
+use durable_chat::core::{
+    ConfigKey, Event, Repeat, ScheduleError, ScheduleOutcome, ScheduleRequest, ScheduleWhen,
+};
 use serde_json::{json, Value};
 
 fn add(sim: &mut Sim, name: &str, when: ScheduleWhen) -> Result<(), ScheduleError> {
@@ -238,4 +240,122 @@ fn schedules_run_while_a_turn_streams_and_the_turn_completes() {
         terminal(sim.frames("a"), "r1").unwrap()["outcome"],
         "completed"
     );
+}
+
+/// The log lines about schedule runs, as the host writes them.
+fn schedule_log(sim: &Sim) -> Vec<String> {
+    sim.log
+        .iter()
+        .map(|e| e.to_string())
+        .filter(|l| l.starts_with("schedule "))
+        .collect()
+}
+
+#[test]
+fn a_run_cut_by_an_eviction_starts_again_after_the_restart() {
+    let mut sim = Sim::new();
+    sim.schedule_run_ms = 5_000;
+    add(&mut sim, "report", ScheduleWhen::Delay(1_000)).unwrap_or_default();
+    sim.advance(2_000);
+    assert_eq!(runs(&sim), [(1_000, "report".to_string())], "started");
+    sim.evict(); // the callback was still running
+    sim.advance(6_000);
+    assert_eq!(
+        runs(&sim),
+        [(1_000, "report".to_string()), (2_000, "report".to_string())],
+        "started again at the restart"
+    );
+    assert_eq!(sim.schedule_runs[1].2, json!({ "name": "report" }));
+    assert!(
+        sim.store.config(ConfigKey::Schedules).is_none(),
+        "once it returned, nothing is owed"
+    );
+    sim.evict();
+    sim.advance(60_000);
+    assert_eq!(
+        runs(&sim).len(),
+        2,
+        "a run that returned does not run again"
+    );
+    assert!(schedule_log(&sim)[0].contains("reason=\"cut by a restart\""));
+}
+
+#[test]
+fn a_failed_run_is_tried_again_after_a_pause_up_to_three_attempts() {
+    let mut sim = Sim::new();
+    sim.schedule_outcomes.insert(
+        "sync".into(),
+        [
+            ScheduleOutcome::Failed("upstream down".into()),
+            ScheduleOutcome::Failed("upstream down".into()),
+            ScheduleOutcome::Failed("still down".into()),
+        ]
+        .into(),
+    );
+    add(&mut sim, "sync", ScheduleWhen::At(1_000)).unwrap_or_default();
+    sim.advance(200_000);
+    assert_eq!(
+        runs(&sim),
+        [
+            (1_000, "sync".to_string()),
+            (11_000, "sync".to_string()),
+            (71_000, "sync".to_string())
+        ],
+        "10 s, then 60 s later, then given up"
+    );
+    let log = schedule_log(&sim);
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(log[0].contains("schedule retry name=sync attempt=2 delay_ms=10000"));
+    assert!(log[2].contains("schedule given up name=sync attempts=3 reason=\"still down\""));
+    assert!(sim.store.config(ConfigKey::Schedules).is_none());
+}
+
+#[test]
+fn a_run_that_cannot_start_is_not_tried_again_and_a_repeating_schedule_goes_on() {
+    let mut sim = Sim::new();
+    sim.schedule_outcomes.insert(
+        "tick".into(),
+        [ScheduleOutcome::Unrunnable(
+            "no schedule callback `remind`".into(),
+        )]
+        .into(),
+    );
+    add(&mut sim, "tick", ScheduleWhen::Every(60)).unwrap_or_default();
+    sim.advance(130_000);
+    assert_eq!(
+        runs(&sim),
+        [(60_000, "tick".to_string()), (120_000, "tick".to_string())],
+        "no retry in between; the next period runs"
+    );
+    assert!(schedule_log(&sim)[0].starts_with("schedule given up name=tick attempts=1"));
+}
+
+#[test]
+fn a_retry_survives_an_eviction_and_a_cancel_drops_it() {
+    let mut sim = Sim::new();
+    sim.schedule_outcomes.insert(
+        "once".into(),
+        [ScheduleOutcome::Failed("flaky".into())].into(),
+    );
+    add(&mut sim, "once", ScheduleWhen::At(1_000)).unwrap_or_default();
+    sim.advance(2_000);
+    sim.evict();
+    sim.advance(20_000);
+    assert_eq!(
+        runs(&sim),
+        [(1_000, "once".to_string()), (11_000, "once".to_string())],
+        "the retry was stored and ran on time"
+    );
+    let mut other = Sim::new();
+    other.schedule_outcomes.insert(
+        "once".into(),
+        [ScheduleOutcome::Failed("flaky".into())].into(),
+    );
+    add(&mut other, "once", ScheduleWhen::At(1_000)).unwrap_or_default();
+    other.advance(2_000);
+    assert!(other
+        .call(|core, now| Ok::<_, ()>(core.cancel_schedule("once", now)))
+        .unwrap());
+    other.advance(100_000);
+    assert_eq!(runs(&other).len(), 1, "the cancelled retry never runs");
 }

@@ -14,7 +14,7 @@ pub use model::*;
 pub use scenarios::*;
 pub use store::*;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 use serde_json::{json, Value};
@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use durable_chat::core::{carry_out, Step};
 use durable_chat::core::{
     ApprovalRule, AuthorCall, CallId, ChatError, ChatResponse, ConnId, Core, CoreConfig, Effect,
-    ErrorDisposition, Event, LogEvent, StepReport, StoredState, SummaryRequest, Timer, ToolCall,
-    ToolCallDecision, ToolOutcome, ToolSpec, TurnConfig, TurnContext,
+    ErrorDisposition, Event, LogEvent, ScheduleOutcome, StepReport, StoredState, SummaryRequest,
+    Timer, ToolCall, ToolCallDecision, ToolOutcome, ToolSpec, TurnConfig, TurnContext,
 };
 use durable_chat::model::{ModelEvent, ModelFailure};
 use durable_chat::testing::SharedIds;
@@ -71,6 +71,11 @@ enum Work {
     Delivered {
         request_id: String,
     },
+    /// A schedule's callback returned.
+    ScheduleRan {
+        run: String,
+        outcome: ScheduleOutcome,
+    },
 }
 
 impl Work {
@@ -84,7 +89,7 @@ impl Work {
             Work::Rewritten { call, .. } => Some(*call),
             Work::ErrorDecided { call, .. } => Some(*call),
             Work::Summarized { call, .. } => Some(*call),
-            Work::Delivered { .. } => None,
+            Work::Delivered { .. } | Work::ScheduleRan { .. } => None,
         }
     }
 }
@@ -209,6 +214,12 @@ pub struct Sim {
     pub author_calls: Vec<AuthorCall>,
     /// Schedules the core asked to run: (when, name, payload).
     pub schedule_runs: Vec<(u64, String, serde_json::Value)>,
+    /// How long a schedule's callback runs before it returns (default: at
+    /// once).
+    pub schedule_run_ms: u64,
+    /// How the next runs of a schedule end, by name, in order (default:
+    /// `Done`).
+    pub schedule_outcomes: BTreeMap<String, VecDeque<ScheduleOutcome>>,
 }
 
 /// The demo agent's shape: `get_weather` runs freely, `delete_file` needs approval.
@@ -311,6 +322,8 @@ impl Sim {
             author_alarms: Vec::new(),
             author_calls: Vec::new(),
             schedule_runs: Vec::new(),
+            schedule_run_ms: 0,
+            schedule_outcomes: BTreeMap::new(),
         }
     }
 
@@ -500,6 +513,7 @@ impl Sim {
                 },
                 Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
                 Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
+                Work::ScheduleRan { run, outcome } => Event::ScheduleRan { run, outcome },
                 Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
                 Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
                 Work::ErrorDecided { call, disposition } => {
@@ -706,8 +720,17 @@ impl Sim {
                 }
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
-            Effect::RunSchedule { name, payload, .. } => {
-                self.schedule_runs.push((self.now, name, payload))
+            Effect::RunSchedule {
+                run, name, payload, ..
+            } => {
+                let outcome = self
+                    .schedule_outcomes
+                    .get_mut(&name)
+                    .and_then(VecDeque::pop_front)
+                    .unwrap_or(ScheduleOutcome::Done);
+                self.schedule_runs.push((self.now, name, payload));
+                let at = self.now + self.schedule_run_ms;
+                self.schedule(at, Work::ScheduleRan { run, outcome });
             }
             Effect::AbortModel { call } => {
                 self.model.aborted.push(call);

@@ -19,7 +19,7 @@ use crate::routing::is_channel_path;
 /// the agent's own `authorize` runs again inside the Durable Object).
 pub type RouterAuthorize = Rc<dyn Fn(&RequestInfo, &AgentSettings) -> Result<(), Refusal>>;
 
-/// Options of [`route_request_with`].
+/// Options of `route_request_with` (the worker build's router).
 #[derive(Clone, Default)]
 pub struct RouteOptions {
     /// Replaces the router's default check

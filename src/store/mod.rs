@@ -300,14 +300,28 @@ impl SqlStore {
                     "chat_messages",
                     "chat_streams",
                     "chat_stream_chunks",
-                    "chat_config",
                     "chat_tool_calls",
                     "chat_quarantine",
-                    "chat_pieces",
                     "chat_queued_bodies",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }
+                // The rows that are not chat state stay, with their pieces.
+                let kept = ConfigKey::SURVIVES_CLEAR
+                    .iter()
+                    .map(|k| format!("'{}'", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                sql.exec(
+                    &format!("DELETE FROM chat_config WHERE key NOT IN ({kept})"),
+                    None,
+                )?;
+                sql.exec(
+                    &format!(
+                        "DELETE FROM chat_pieces WHERE NOT (kind = 'config' AND key IN ({kept}))"
+                    ),
+                    None,
+                )?;
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier

@@ -222,7 +222,8 @@ impl MemStore {
                 self.by_seq.clear();
                 self.streams.clear();
                 self.chunks.clear();
-                self.config.clear();
+                self.config
+                    .retain(|key, _| ConfigKey::SURVIVES_CLEAR.iter().any(|k| k.as_str() == *key));
                 self.tool_calls.clear();
                 self.quarantine.clear();
                 self.queued_bodies.clear();

@@ -41,14 +41,6 @@ impl Core {
         }
     }
 
-    /// A clear deleted every config row: the author's alarm is not chat
-    /// state and is written again.
-    pub(in crate::core) fn keep_author_alarm(&mut self) {
-        if let Some(at) = self.scheduled_alarm() {
-            self.put_config(ConfigKey::AuthorAlarm, &AuthorAlarmRow { at });
-        }
-    }
-
     /// The durable alarm fired: the author's alarm runs if it is due.
     pub(in crate::core) fn fire_author_alarm(&mut self) {
         let due = self.scheduled_alarm().is_some_and(|at| at <= self.now);

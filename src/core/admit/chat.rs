@@ -211,11 +211,9 @@ impl Core {
         self.inputs.reset();
         self.recovery.reset();
         self.ended.reset();
+        // The rows that are not chat state survive it
+        // (`ConfigKey::SURVIVES_CLEAR`).
         self.store(StoreOp::ClearAll);
-        self.keep_author_alarm();
-        self.keep_agent_state();
-        self.keep_schedules();
-        self.keep_owed_responses();
         let to = match &sender {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),

@@ -132,14 +132,6 @@ impl Core {
         }
     }
 
-    /// A clear deleted every config row: schedules are not chat state and
-    /// are written again.
-    pub(in crate::core) fn keep_schedules(&mut self) {
-        if !self.schedules.is_empty() {
-            self.write_down_schedules();
-        }
-    }
-
     /// Stores the table and keeps the durable timer on its earliest entry.
     fn write_down_schedules(&mut self) {
         match self.schedules.next_due() {

@@ -64,6 +64,23 @@ impl ConfigKey {
         ConfigKey::OwedResponses,
     ];
 
+    /// What is not chat state and so survives a clear of the history: the
+    /// name the agent is addressed by, the author's alarm, the synced state,
+    /// the schedules and the reports owed to `on_chat_response`. A clear
+    /// deletes every other row (`StoreOp::ClearAll`).
+    pub const SURVIVES_CLEAR: [ConfigKey; 5] = [
+        ConfigKey::InstanceName,
+        ConfigKey::AuthorAlarm,
+        ConfigKey::AgentState,
+        ConfigKey::Schedules,
+        ConfigKey::OwedResponses,
+    ];
+
+    /// Whether the row survives a clear (`SURVIVES_CLEAR`).
+    pub fn survives_clear(self) -> bool {
+        Self::SURVIVES_CLEAR.contains(&self)
+    }
+
     /// The row is one of the core's own shapes, stored with a shape version
     /// (the client tools and the custom body keep the client's JSON; the
     /// instance name is plain text).

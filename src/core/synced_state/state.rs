@@ -116,13 +116,6 @@ impl Core {
         only_state
     }
 
-    /// A chat clear forgets the config rows; the state is not the chat's.
-    pub(in crate::core) fn keep_agent_state(&mut self) {
-        if let Some(state) = self.synced.shared() {
-            self.put_config(ConfigKey::AgentState, &StateRow { state: &state });
-        }
-    }
-
     fn change_state(&mut self, state: Value, source: StateSource) -> Result<(), String> {
         if let Some(validate) = self.config.agent_api.validate_state.clone() {
             validate(&state, &source)?;

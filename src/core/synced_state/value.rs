@@ -52,11 +52,6 @@ impl SyncedState {
         self.value.as_deref()
     }
 
-    /// The state, shared.
-    pub fn shared(&self) -> Option<Rc<Value>> {
-        self.value.clone()
-    }
-
     /// A change whose write is queued now (`tab`: the tab that sent it).
     pub fn replace(&mut self, state: Rc<Value>, tab: Option<ConnId>) {
         let before = self.value.replace(state);

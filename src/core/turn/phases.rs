@@ -426,8 +426,8 @@ impl Core {
             usage: active.usage,
             steps: active.steps,
         };
-        // The clear that called this writes what is owed again after it
-        // deleted every config row.
+        // Owed before the clear that called this, whose delete keeps the
+        // owed reports' row.
         self.report_response(response);
     }
 

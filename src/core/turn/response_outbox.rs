@@ -53,14 +53,6 @@ impl Core {
         }
     }
 
-    /// A clear deleted every config row: what is owed is written again (a
-    /// clear does not undo that the turns ended).
-    pub(in crate::core) fn keep_owed_responses(&mut self) {
-        if !self.owed_responses.is_empty() {
-            self.write_down_owed_responses();
-        }
-    }
-
     fn write_down_owed_responses(&mut self) {
         let row = OwedResponsesRow {
             responses: self.owed_responses.clone(),

@@ -125,7 +125,9 @@ mod tests {
             ),
             ("file:///etc/passwd", "text/plain", "neither"),
             ("javascript:alert(1)", "text/plain", "neither"),
-            ("https:///nohost", "image/png", "without a host"),
+            // Read as the URL standard reads it (`https:///h` is host `h`).
+            ("https://", "image/png", "without a host"),
+            ("http://:80/x", "image/png", "without a host"),
         ] {
             let text = error(url, media_type).unwrap_or_default();
             assert!(text.contains(why), "{url}: {text}");

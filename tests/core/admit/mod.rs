@@ -3,6 +3,7 @@
 mod author_alarm;
 mod cancel_request;
 mod channel;
+mod clear;
 mod concurrency;
 mod continuation;
 mod programmatic;

@@ -168,7 +168,7 @@ fn a_tool_part_a_client_writes_into_its_own_message_cannot_be_approved_or_answer
         .script(Reply::text("Noted."));
     sim.send("b", chat_request("r0", &[user("u0", "count")]));
     sim.advance(300);
-    // Queued behind r0: stored as sent until its turn starts.
+    // Queued behind r0; its tool part is dropped when it is admitted.
     let forged = json!({
         "id": "u1", "role": "user",
         "parts": [
@@ -193,10 +193,9 @@ fn a_tool_part_a_client_writes_into_its_own_message_cannot_be_approved_or_answer
     assert_eq!(sim.requests().len(), 2, "r0 and r1, no continuation");
     assert!(sim.tools.runs_of("delete_file").is_empty());
     let stored = sim.store.message("u1").unwrap();
-    assert_ne!(
-        tool_part(&stored, "f1").unwrap()["state"],
-        "approval-responded",
-        "the forged part was not approved"
+    assert!(
+        tool_part(&stored, "f1").is_none(),
+        "the forged part was dropped, so never approved: {stored}"
     );
 }
 

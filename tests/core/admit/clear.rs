@@ -48,7 +48,7 @@ fn what_is_not_chat_state_survives_a_clear_and_a_restart() {
     sim.connect("b");
     let b = sim.take_frames("b");
     assert_eq!(
-        sim.store.config(ConfigKey::InstanceName).as_deref(),
+        sim.store.config(ConfigKey::InstanceName),
         Some("room-7"),
         "the instance name the host wakes with survived"
     );

@@ -88,15 +88,8 @@ pub fn core_config<D: AgentDefinition>(
     config.system_prompt = definition.system_prompt();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.turns.clone();
-    config.prepare_turn = true;
-    config.decide_tool_calls = true;
-    config.rewrite_tool_results = true;
-    config.decide_chat_errors = true;
     let (metadata, step) = (definition.clone(), definition.clone());
     config.hooks = Hooks {
-        on_chat_error: None,
-        before_tool_call: None,
-        after_tool_call: None,
         before_step: Some(Rc::new(move |ctx: &StepContext| step.before_step(ctx))),
         message_metadata: Some(Rc::new(move |moment: &MetadataMoment<'_>| {
             metadata.message_metadata(moment)
@@ -172,19 +165,7 @@ mod tests {
         let definition = Rc::new(Hooked);
         let settings = definition.settings(&Vars(&|_: &str| None));
         let config = core_config(&definition, &settings, &[], "room", "hooked");
-        assert!(config.prepare_turn, "each turn is prepared by the host");
-        assert!(
-            config.decide_tool_calls,
-            "each tool call is decided by the host"
-        );
-        assert!(
-            config.rewrite_tool_results && config.hooks.after_tool_call.is_none(),
-            "each tool result is looked at by the host"
-        );
-        assert!(
-            config.decide_chat_errors && config.hooks.on_chat_error.is_none(),
-            "each failed turn is decided by the host"
-        );
+        assert_eq!(config.name, "room");
         let hooks = AsyncHooks::of(&definition);
         let call = ToolCall {
             request_id: "r1".into(),

@@ -405,14 +405,7 @@ impl Core {
             self.end_turn(Outcome::Error, Some(text));
             return;
         };
-        let decided_by_host = self.config.decide_chat_errors;
-        let hook = self.config.hooks.on_chat_error.clone();
-        if hook.is_none() && !decided_by_host {
-            self.end_turn(Outcome::Error, Some(text));
-            return;
-        }
         let request = call.request.clone();
-        let model = call.id;
         let policy = self.config.settings.model_retry;
         let backoff = (!call.streamed)
             .then(|| policy.delay(request.retries + 1, retry_after_ms))
@@ -437,14 +430,7 @@ impl Core {
             text,
             backoff,
         };
-        match hook.filter(|_| !decided_by_host) {
-            Some(hook) => {
-                let disposition = hook(&error);
-                let abort = in_flight.then_some(model);
-                self.apply_error_disposition(failed, disposition, abort);
-            }
-            None => self.ask_error_disposition(failed, error, in_flight),
-        }
+        self.ask_error_disposition(failed, error, in_flight);
     }
 
     /// Counts what the model streamed in this turn; false (and the turn is

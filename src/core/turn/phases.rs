@@ -50,10 +50,9 @@ impl Core {
             self.broadcast_transcript(None);
         }
         let settings = self.turn_settings();
-        let prepare = self.config.prepare_turn.then(|| {
-            let id = self.next_call_id();
-            (id, self.turn_context(&turn))
-        });
+        // `before_turn` prepares every turn, awaited by the host.
+        let prepare_call = self.next_call_id();
+        let context = self.turn_context(&turn);
         let resumed = turn
             .resume_message
             .as_deref()
@@ -92,10 +91,7 @@ impl Core {
             seq,
             settings,
             steps: 0,
-            phase: match &prepare {
-                Some((id, _)) => TurnPhase::Preparing(*id),
-                None => TurnPhase::RunningApprovedCalls,
-            },
+            phase: TurnPhase::Preparing(prepare_call),
             running_tools: BTreeMap::new(),
             open: OpenParts::default(),
             log: ChunkLog::default(),
@@ -114,10 +110,10 @@ impl Core {
             message_id: (!continuation).then_some(message_id),
             message_metadata: start_metadata,
         });
-        match prepare {
-            Some((turn, context)) => self.effects.push(Effect::PrepareTurn { turn, context }),
-            None => self.run_turn(),
-        }
+        self.effects.push(Effect::PrepareTurn {
+            turn: prepare_call,
+            context,
+        });
     }
 
     /// The turn is prepared: a continuation first runs the calls a person

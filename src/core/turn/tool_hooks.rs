@@ -1,10 +1,9 @@
-//! The tool hooks as the running turn calls them: the call a hook sees (in
-//! the active turn), `before_tool_call`'s decision and `after_tool_call`'s
-//! rewrite, and the messages a server tool's context carries.
+//! What the tool hooks see of the running turn: the call a hook sees (in
+//! the active turn), and the messages a server tool's context carries.
 
 use serde_json::Value;
 
-use crate::core::vocab::hooks::{ToolCall, ToolCallDecision, ToolOutcome};
+use crate::core::vocab::hooks::ToolCall;
 use crate::core::Core;
 
 impl Core {
@@ -44,25 +43,5 @@ impl Core {
     /// The request id of the turn running now, if one is.
     pub fn running_request_id(&self) -> Option<String> {
         self.active.as_ref().map(|a| a.turn().request_id.clone())
-    }
-
-    /// `before_tool_call` for one call (`Allow` without a hook).
-    pub(in crate::core) fn decide_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
-        match &self.config.hooks.before_tool_call {
-            Some(hook) => hook(call),
-            None => ToolCallDecision::Allow,
-        }
-    }
-
-    /// `after_tool_call` over a result (unchanged without a hook).
-    pub(in crate::core) fn rewrite_tool_result(
-        &self,
-        call: &ToolCall,
-        result: ToolOutcome,
-    ) -> ToolOutcome {
-        match &self.config.hooks.after_tool_call {
-            Some(hook) => hook(call, result),
-            None => result,
-        }
     }
 }

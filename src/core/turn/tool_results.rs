@@ -1,8 +1,8 @@
 //! Tool results and approvals from clients: applied to the waiting tool part
 //! (in the streaming answer or in the stored message that owns it), told to
 //! every tab, and handed to `continuation.rs` when they ask to continue.
-//! A tab's result passes through `after_tool_call` first (inline, or
-//! awaited by the host before it is applied).
+//! A tab's result passes through `after_tool_call` first (awaited by the
+//! host before it is applied).
 //! A result settles only a call that was routed to a browser and waits for
 //! it; an approval only a call that asked for one. Approvals given while
 //! their answer still streams are written down on their own (no chunk
@@ -28,19 +28,14 @@ impl Core {
         if !self.awaits_browser_result(&result.tool_call_id) {
             return;
         }
-        if self.config.rewrite_tool_results {
-            let (hooked, outcome) = self.browser_hook_call(&result);
-            let call = self.next_call_id();
-            self.tab_results_rewriting.push((call, conn, result));
-            self.effects.push(Effect::RewriteToolResult {
-                call,
-                tool: hooked,
-                result: Box::new(outcome),
-            });
-            return;
-        }
-        let (output, error_text) = self.after_browser_result(&result);
-        self.apply_browser_result(conn, result, output, error_text);
+        let (hooked, outcome) = self.browser_hook_call(&result);
+        let call = self.next_call_id();
+        self.tab_results_rewriting.push((call, conn, result));
+        self.effects.push(Effect::RewriteToolResult {
+            call,
+            tool: hooked,
+            result: Box::new(outcome),
+        });
     }
 
     /// The host's `after_tool_call` answered for a tab's result: applied if
@@ -84,16 +79,6 @@ impl Core {
             self.remember_client_tools(tools);
         }
         self.after_human_answer(conn, result.auto_continue);
-    }
-
-    /// A tab's result as the inline `after_tool_call` leaves it: the output,
-    /// or error text.
-    fn after_browser_result(&self, result: &ToolResult) -> (serde_json::Value, Option<String>) {
-        if self.config.hooks.after_tool_call.is_none() {
-            return (result.output.clone(), result.error_text.clone());
-        }
-        let (call, outcome) = self.browser_hook_call(result);
-        split_outcome(self.rewrite_tool_result(&call, outcome))
     }
 
     /// A tab's result as the tool hooks see it: the call it settles and

@@ -151,15 +151,10 @@ impl Core {
             return;
         }
         let input = normalize_input(&parsed.unwrap_or_default());
-        // `before_tool_call` decides before a tab (or a parent) sees the call:
-        // inline, or awaited by the host (`Effect::DecideToolCall`).
+        // `before_tool_call` decides before a tab (or a parent) sees the
+        // call, awaited by the host (`Effect::DecideToolCall`).
         let hooked = self.hook_call(&call.id, &call.name, input, is_client);
-        if self.config.decide_tool_calls {
-            self.ask_tool_decision(hooked);
-            return;
-        }
-        let decision = self.decide_tool_call(&hooked);
-        self.route_decided_call(hooked, decision);
+        self.ask_tool_decision(hooked);
     }
 
     /// Puts `hooked` among the step's running tools while the host runs a
@@ -365,14 +360,12 @@ impl Core {
         self.maybe_finish_step();
     }
 
-    /// A call's result passes `after_tool_call`, then is shown and stored:
-    /// inline, or awaited by the host (`Effect::RewriteToolResult`), the
-    /// call staying in the step's running tools (under the tool's deadline)
+    /// A call's result passes `after_tool_call`, awaited by the host
+    /// (`Effect::RewriteToolResult`), then is shown and stored, the call
+    /// staying in the step's running tools (under the tool's deadline)
     /// until it answers.
     fn settle_tool_call(&mut self, hooked: ToolCall, result: ToolOutcome) {
-        if !self.config.rewrite_tool_results || self.active.is_none() {
-            let result = self.rewrite_tool_result(&hooked, result);
-            self.emit(tool_output_chunk(hooked.tool_call_id, result));
+        if self.active.is_none() {
             return;
         }
         let call = self.wait_on_host(&hooked, None, Some(result.clone()));

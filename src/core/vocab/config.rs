@@ -199,21 +199,6 @@ pub struct CoreConfig {
     pub agent: String,
     pub system_prompt: String,
     pub tools: Vec<ToolSpec>,
-    /// Each turn first asks the host (`Effect::PrepareTurn`) and waits for
-    /// `Event::TurnPrepared` before it calls the model.
-    pub prepare_turn: bool,
-    /// Each tool call is first decided by the host (`Effect::DecideToolCall`,
-    /// answered with `Event::ToolCallDecided`) instead of by the inline
-    /// `hooks.before_tool_call`; the step waits for the answer.
-    pub decide_tool_calls: bool,
-    /// Each tool result is first shown to the host (`Effect::RewriteToolResult`,
-    /// answered with `Event::ToolResultRewritten`) instead of to the inline
-    /// `hooks.after_tool_call`; the result is stored only once it answers.
-    pub rewrite_tool_results: bool,
-    /// A step's model call that failed for good is first decided by the host
-    /// (`Effect::DecideChatError`, answered with `Event::ChatErrorDecided`)
-    /// instead of by the inline `hooks.on_chat_error`; the turn waits for it.
-    pub decide_chat_errors: bool,
     /// What the context policy leaves out is summarized by the host
     /// (`Effect::Summarize`, answered with `Event::Summarized`) before the
     /// step's model call, instead of by the inline `compact` hook.
@@ -234,10 +219,6 @@ impl CoreConfig {
             agent: agent.to_string(),
             system_prompt: String::new(),
             tools: Vec::new(),
-            prepare_turn: false,
-            decide_tool_calls: false,
-            rewrite_tool_results: false,
-            decide_chat_errors: false,
             summarize_by_host: false,
             hooks: Default::default(),
             compact: None,

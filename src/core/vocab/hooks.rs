@@ -101,18 +101,11 @@ pub struct ChatResponse {
     pub steps: u32,
 }
 
-pub type OnChatError = Rc<dyn Fn(&ChatError) -> ErrorDisposition>;
-pub type BeforeToolCall = Rc<dyn Fn(&ToolCall) -> ToolCallDecision>;
-pub type AfterToolCall = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
-
 /// The inline hooks of one agent (`None`: the default behaviour, or the
 /// host answers instead: `CoreConfig::decide_tool_calls`,
 /// `rewrite_tool_results`, `decide_chat_errors`).
 #[derive(Clone, Default)]
 pub struct Hooks {
-    pub on_chat_error: Option<OnChatError>,
-    pub before_tool_call: Option<BeforeToolCall>,
-    pub after_tool_call: Option<AfterToolCall>,
     /// Changes one model step's model, prompt or tools (`step_config.rs`).
     pub before_step: Option<crate::core::vocab::step_config::BeforeStep>,
     /// Writes metadata on the answer (`None`: none is written).
@@ -122,9 +115,6 @@ pub struct Hooks {
 impl fmt::Debug for Hooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Hooks")
-            .field("on_chat_error", &self.on_chat_error.is_some())
-            .field("before_tool_call", &self.before_tool_call.is_some())
-            .field("after_tool_call", &self.after_tool_call.is_some())
             .field("before_step", &self.before_step.is_some())
             .field("message_metadata", &self.message_metadata.is_some())
             .finish()

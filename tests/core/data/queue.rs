@@ -16,7 +16,6 @@ const BLOB: usize = 60 * 1024;
 fn queue_sim() -> Sim {
     let mut sim = Sim::with(|c| {
         c.settings.concurrency = Concurrency::Queue;
-        c.prepare_turn = true;
     });
     sim.connect("a");
     sim

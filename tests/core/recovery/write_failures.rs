@@ -64,7 +64,7 @@ fn a_refused_answer_write_fails_the_turn_for_every_tab_and_keeps_the_chunk_log()
 #[test]
 fn a_refused_turn_start_ends_that_turn_with_an_error_and_the_agent_carries_on() {
     let mut sim = two_tabs();
-    sim.script(Reply::text("never stored"));
+    sim.script(Reply::text("hi again"));
     sim.store.rows_mut().fail_next_message_write = true;
     sim.send("a", chat_request("r1", &[user("u1", "hello")]));
     sim.run_until_idle();
@@ -76,8 +76,11 @@ fn a_refused_turn_start_ends_that_turn_with_an_error_and_the_agent_carries_on() 
         "the refused batch left nothing"
     );
     assert!(sim.store.open_stream_ids().is_empty());
+    assert!(
+        sim.requests().is_empty(),
+        "no model call is spent on a turn whose start was refused"
+    );
 
-    sim.script(Reply::text("hi again"));
     sim.send("a", chat_request("r2", &[user("u2", "hello again")]));
     sim.run_until_idle();
     assert_eq!(

@@ -79,6 +79,31 @@ enum Work {
 }
 
 impl Work {
+    /// The event the host's answer is.
+    fn into_event(self) -> Event {
+        match self {
+            Work::Model { call, event } => Event::Model { call, event },
+            Work::ModelFailed { call, failure } => Event::ModelFailed { call, failure },
+            Work::Tool {
+                call,
+                tool_call_id,
+                result,
+            } => Event::ToolDone {
+                call,
+                tool_call_id,
+                result,
+            },
+            Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
+            Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
+            Work::ScheduleRan { run, outcome } => Event::ScheduleRan { run, outcome },
+            Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
+            Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
+            Work::ErrorDecided { call, disposition } => {
+                Event::ChatErrorDecided { call, disposition }
+            }
+            Work::Summarized { call, summary } => Event::Summarized { call, summary },
+        }
+    }
     fn call(&self) -> Option<CallId> {
         match self {
             Work::Model { call, .. } | Work::ModelFailed { call, .. } | Work::Tool { call, .. } => {
@@ -94,9 +119,8 @@ impl Work {
     }
 }
 
-/// The host's `before_tool_call` when the core asks
-/// (`CoreConfig::decide_tool_calls`): answered `delay_ms` later with what
-/// `hook` decides.
+/// The host's `before_tool_call`, asked for every tool call: answered
+/// `delay_ms` later (with none, at once) with what `hook` decides.
 #[derive(Clone)]
 pub struct Decider {
     pub delay_ms: u64,
@@ -106,18 +130,17 @@ pub struct Decider {
 /// Rewrites a tool's result.
 pub type RewriteHook = Rc<dyn Fn(&ToolCall, ToolOutcome) -> ToolOutcome>;
 
-/// The host's `after_tool_call` when the core asks
-/// (`CoreConfig::rewrite_tool_results`): answered `delay_ms` later with what
-/// `hook` leaves of the result.
+/// The host's `after_tool_call`, asked for every result: answered
+/// `delay_ms` later (with none, at once) with what `hook` leaves of it.
 #[derive(Clone)]
 pub struct Rewriter {
     pub delay_ms: u64,
     pub hook: RewriteHook,
 }
 
-/// The host's `on_chat_error` when the core asks
-/// (`CoreConfig::decide_chat_errors`): answered `delay_ms` later with what
-/// `hook` decides.
+/// The host's `on_chat_error`, asked for every model call that failed for
+/// good: answered `delay_ms` later (with none, at once) with what `hook`
+/// decides.
 #[derive(Clone)]
 pub struct ErrorDecider {
     pub delay_ms: u64,
@@ -135,8 +158,8 @@ pub struct Summarizer {
     pub hook: SummaryHook,
 }
 
-/// The host's `before_turn` when the core asks (`CoreConfig::prepare_turn`):
-/// answered `delay_ms` later with what `hook` returns.
+/// The host's `before_turn`, asked for every turn: answered `delay_ms`
+/// later (with none, at once) with what `hook` returns.
 #[derive(Clone)]
 pub struct Preparer {
     pub delay_ms: u64,
@@ -167,6 +190,8 @@ pub struct Sim {
     pub store: SimStore,
     pub tabs: BTreeMap<String, Tab>,
     agenda: Vec<Scheduled>,
+    /// Hook answers with no delay, handled once the current effects are.
+    answered_now: VecDeque<Work>,
     /// The core's armed timers (and the durable alarm) with their due time
     /// and the order in which they were armed.
     timers: BTreeMap<Timer, (u64, u64)>,
@@ -283,6 +308,7 @@ impl Sim {
             store,
             tabs: BTreeMap::new(),
             agenda: Vec::new(),
+            answered_now: VecDeque::new(),
             timers: BTreeMap::new(),
             alarm_asked: None,
             order: 0,
@@ -499,28 +525,7 @@ impl Sim {
             }
             self.now = self.now.max(at);
             let item = self.agenda.remove(index);
-            let event = match item.work {
-                Work::Model { call, event } => Event::Model { call, event },
-                Work::ModelFailed { call, failure } => Event::ModelFailed { call, failure },
-                Work::Tool {
-                    call,
-                    tool_call_id,
-                    result,
-                } => Event::ToolDone {
-                    call,
-                    tool_call_id,
-                    result,
-                },
-                Work::Prepared { turn, config } => Event::TurnPrepared { turn, config },
-                Work::Delivered { request_id } => Event::ChatResponseDelivered { request_id },
-                Work::ScheduleRan { run, outcome } => Event::ScheduleRan { run, outcome },
-                Work::Decided { call, decision } => Event::ToolCallDecided { call, decision },
-                Work::Rewritten { call, result } => Event::ToolResultRewritten { call, result },
-                Work::ErrorDecided { call, disposition } => {
-                    Event::ChatErrorDecided { call, disposition }
-                }
-                Work::Summarized { call, summary } => Event::Summarized { call, summary },
-            };
+            let event = item.work.into_event();
             self.handle(event);
         }
         true
@@ -558,6 +563,7 @@ impl Sim {
     /// sockets and is told it woke.
     pub fn evict(&mut self) {
         self.agenda.clear();
+        self.answered_now.clear();
         self.timers.retain(|t, _| t.is_durable());
         self.alarm_asked = None;
         let stored = self.store.load();
@@ -627,6 +633,9 @@ impl Sim {
         if let Some((ops, error)) = refused {
             self.handle(Event::StoreWriteFailed { ops, error });
         }
+        while let Some(work) = self.answered_now.pop_front() {
+            self.handle(work.into_event());
+        }
     }
 
     /// Mirrors the core's timer table: in-isolate timers as the core has
@@ -667,6 +676,17 @@ impl Sim {
     fn schedule(&mut self, at: u64, work: Work) {
         let order = self.next_order();
         self.agenda.push(Scheduled { at, order, work });
+    }
+
+    /// A hook's answer `delay_ms` from now; with no delay, as soon as the
+    /// current event's effects are carried out (a hook that returns at
+    /// once, before any other event reaches the agent).
+    fn answer(&mut self, delay_ms: u64, work: Work) {
+        if delay_ms == 0 {
+            self.answered_now.push_back(work);
+        } else {
+            self.schedule(self.now + delay_ms, work);
+        }
     }
 
     fn apply(&mut self, effect: Effect) {
@@ -768,30 +788,29 @@ impl Sim {
                 );
             }
             Effect::PrepareTurn { turn, context } => {
-                let config = (self.preparer.hook)(&context);
+                let config = Box::new((self.preparer.hook)(&context));
                 self.prepared.push(context);
-                let at = self.now + self.preparer.delay_ms;
-                let config = Box::new(config);
-                self.schedule(at, Work::Prepared { turn, config });
+                self.answer(self.preparer.delay_ms, Work::Prepared { turn, config });
             }
             Effect::DecideToolCall { call, tool } => {
                 let decision = (self.decider.hook)(&tool);
                 self.decided.push(tool);
-                let at = self.now + self.decider.delay_ms;
-                self.schedule(at, Work::Decided { call, decision });
+                self.answer(self.decider.delay_ms, Work::Decided { call, decision });
             }
             Effect::DecideChatError { call, error } => {
                 let disposition = (self.error_decider.hook)(&error);
                 self.errors_decided.push(error);
-                let at = self.now + self.error_decider.delay_ms;
-                self.schedule(at, Work::ErrorDecided { call, disposition });
+                let work = Work::ErrorDecided { call, disposition };
+                self.answer(self.error_decider.delay_ms, work);
             }
             Effect::RewriteToolResult { call, tool, result } => {
-                let rewritten = (self.rewriter.hook)(&tool, (*result).clone());
+                let result_now = (self.rewriter.hook)(&tool, (*result).clone());
                 self.rewritten.push((tool, *result));
-                let at = self.now + self.rewriter.delay_ms;
-                let result = rewritten;
-                self.schedule(at, Work::Rewritten { call, result });
+                let work = Work::Rewritten {
+                    call,
+                    result: result_now,
+                };
+                self.answer(self.rewriter.delay_ms, work);
             }
             Effect::Summarize { call, request } => {
                 let summary = (self.summarizer.hook)(&request);

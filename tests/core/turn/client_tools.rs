@@ -60,7 +60,7 @@ fn client_tools_are_sticky_until_replaced_or_cleared() {
 #[test]
 fn client_tools_and_body_survive_a_restart_and_drive_the_continuation() {
     // `before_turn` is asked for every turn; `sim.prepared` keeps what it saw.
-    let mut sim = Sim::with(|c| c.prepare_turn = true);
+    let mut sim = Sim::new();
     sim.connect("a");
     sim.script(Reply::tool_call("c1", "getLocation", json!({})));
     sim.send(

@@ -1,4 +1,4 @@
-//! `on_chat_error` awaited by the host (`CoreConfig::decide_chat_errors`):
+//! `on_chat_error` awaited by the host:
 //! a failed turn waits for `Event::ChatErrorDecided`; a retry it asks for is
 //! sent after the answer and within the budget, a failure ends the turn with
 //! the call's error; a late answer for a cancelled turn is ignored; a hook
@@ -11,7 +11,6 @@ use durable_chat::core::{CoreConfig, ErrorDisposition};
 
 fn deciding_sim(disposition: ErrorDisposition, adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
-        c.decide_chat_errors = true;
         c.settings.model_retry.max_retries = 1;
         adjust(c);
     });

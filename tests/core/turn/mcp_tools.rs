@@ -100,7 +100,7 @@ fn mcp_tools_are_offered_after_the_agents_own_and_replaced_not_piled_up() {
 
 #[test]
 fn before_turn_filters_mcp_tools_like_any_tool() {
-    let mut sim = Sim::with(|c| c.prepare_turn = true);
+    let mut sim = Sim::new();
     sim.connect("a");
     sim.preparer.hook = Rc::new(|_| TurnConfig {
         remove_tools: vec!["mcp_demo_add".into()],
@@ -129,11 +129,10 @@ fn before_turn_filters_mcp_tools_like_any_tool() {
 
 #[test]
 fn a_call_runs_on_the_host_under_its_offered_name_after_before_tool_call() {
-    let mut sim = Sim::with(|c| {
-        c.hooks.before_tool_call = Some(Rc::new(|call| match call.input["a"].as_i64() {
-            Some(13) => ToolCallDecision::Block("not 13".into()),
-            _ => ToolCallDecision::Allow,
-        }))
+    let mut sim = Sim::new();
+    sim.decider.hook = Rc::new(|call| match call.input["a"].as_i64() {
+        Some(13) => ToolCallDecision::Block("not 13".into()),
+        _ => ToolCallDecision::Allow,
     });
     sim.connect("a");
     let (servers, _) = demo_servers(McpServer::new("Demo", "http://127.0.0.1:1/mcp"));

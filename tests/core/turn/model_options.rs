@@ -19,7 +19,6 @@ fn object(value: Value) -> Map<String, Value> {
 
 fn prepared_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
-        c.prepare_turn = true;
         adjust(c);
     });
     sim.connect("a");

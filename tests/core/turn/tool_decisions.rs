@@ -1,4 +1,4 @@
-//! `before_tool_call` awaited by the host (`CoreConfig::decide_tool_calls`):
+//! `before_tool_call` awaited by the host:
 //! each call waits for `Event::ToolCallDecided` before it runs, is shown or
 //! settled; a block or a substituted input applies as with the inline hook;
 //! several calls of one step are decided apart and the step ends after the
@@ -13,7 +13,6 @@ use serde_json::json;
 
 fn deciding_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
-        c.decide_tool_calls = true;
         adjust(c);
     });
     sim.decider.delay_ms = 500;

@@ -11,9 +11,10 @@ use durable_chat::core::{ToolCallDecision, ToolOutcome};
 use serde_json::{json, Value};
 
 fn hooked_sim() -> Sim {
-    let mut sim = Sim::with(|c| {
-        c.hooks.before_tool_call = Some(Rc::new(|call| {
-            match (call.tool_name.as_str(), call.input["city"].as_str()) {
+    let mut sim = Sim::new();
+    sim.decider.hook =
+        Rc::new(
+            |call| match (call.tool_name.as_str(), call.input["city"].as_str()) {
                 ("get_weather", Some("Atlantis")) => {
                     ToolCallDecision::Block("Atlantis is not a real city.".into())
                 }
@@ -23,15 +24,14 @@ fn hooked_sim() -> Sim {
                     ToolCallDecision::Block("Precise location is not shared.".into())
                 }
                 _ => ToolCallDecision::Allow,
-            }
-        }));
-        c.hooks.after_tool_call = Some(Rc::new(|call, result: ToolOutcome| match result {
-            Ok(Value::Object(mut map)) => {
-                map.insert("checkedBy".into(), json!(call.tool_name));
-                Ok(Value::Object(map))
-            }
-            other => other,
-        }));
+            },
+        );
+    sim.rewriter.hook = Rc::new(|call, result: ToolOutcome| match result {
+        Ok(Value::Object(mut map)) => {
+            map.insert("checkedBy".into(), json!(call.tool_name));
+            Ok(Value::Object(map))
+        }
+        other => other,
     });
     sim.connect("a");
     sim
@@ -137,11 +137,12 @@ fn a_blocked_client_call_never_reaches_the_tab_as_a_call_to_run() {
 
 #[test]
 fn a_tabs_result_passes_through_after_tool_call() {
-    let mut sim = Sim::with(|c| {
-        c.hooks.after_tool_call = Some(Rc::new(|call, result: ToolOutcome| {
-            assert!(call.client);
-            result.map(|_| json!({"city": "somewhere"}))
-        }))
+    let mut sim = Sim::new();
+    sim.rewriter.hook = Rc::new(|call, result: ToolOutcome| {
+        if !call.client {
+            return result;
+        }
+        result.map(|_| json!({"city": "somewhere"}))
     });
     sim.connect("a");
     client_call_turn(&mut sim, "r1", &["l1"]);

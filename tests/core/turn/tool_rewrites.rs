@@ -1,4 +1,4 @@
-//! `after_tool_call` awaited by the host (`CoreConfig::rewrite_tool_results`):
+//! `after_tool_call` awaited by the host:
 //! a result waits for `Event::ToolResultRewritten` before it is shown,
 //! stored and read by the model; a result settled by `before_tool_call` and
 //! a tab's result pass it too; a late answer for a cancelled turn is
@@ -13,7 +13,6 @@ use serde_json::json;
 
 fn rewriting_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
-        c.rewrite_tool_results = true;
         adjust(c);
     });
     sim.rewriter.delay_ms = 500;
@@ -80,9 +79,8 @@ fn a_result_waits_for_the_hook_then_the_model_reads_the_rewrite() {
 
 #[test]
 fn a_result_given_by_before_tool_call_passes_the_hook_too() {
-    let mut sim = rewriting_sim(|c| {
-        c.hooks.before_tool_call = Some(Rc::new(|_| ToolCallDecision::Result(json!({"tempC": 0}))))
-    });
+    let mut sim = rewriting_sim(|_| {});
+    sim.decider.hook = Rc::new(|_| ToolCallDecision::Result(json!({"tempC": 0})));
     ask_weather(&mut sim);
     sim.run_until_idle();
     assert!(sim.tools.runs_of("get_weather").is_empty(), "never run");

@@ -17,7 +17,6 @@ use crate::sim::*;
 
 fn prepared_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
     let mut sim = Sim::with(|c| {
-        c.prepare_turn = true;
         c.tools
             .push(ToolSpec::new("admin_reset", "Resets", json!({"type": "object"})).opt_in());
         adjust(c);
@@ -207,13 +206,12 @@ fn a_turn_evicted_while_it_is_prepared_is_prepared_again_and_answered() {
 }
 
 fn classified_sim(disposition: ErrorDisposition) -> Sim {
-    prepared_sim(move |c| {
-        c.settings.model_retry.max_retries = 1;
-        c.hooks.on_chat_error = Some(Rc::new(move |error| {
-            assert!(error.error.contains("bad gateway config"), "{error:?}");
-            disposition
-        }));
-    })
+    let mut sim = prepared_sim(|c| c.settings.model_retry.max_retries = 1);
+    sim.error_decider.hook = Rc::new(move |error| {
+        assert!(error.error.contains("bad gateway config"), "{error:?}");
+        disposition
+    });
+    sim
 }
 
 #[test]

@@ -91,7 +91,6 @@ fn writer(moment: &MetadataMoment<'_>) -> Option<Map<String, Value>> {
 #[test]
 fn the_writers_fields_go_out_on_start_step_and_finish_chunks_and_stay_on_the_answer() {
     let mut sim = Sim::with(|c| {
-        c.prepare_turn = true;
         c.hooks.message_metadata = Some(Rc::new(writer));
     });
     sim.preparer.hook = Rc::new(|_| TurnConfig {

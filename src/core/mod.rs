@@ -107,6 +107,9 @@ pub struct Core {
     /// Tabs' tool results the host's `after_tool_call` looks at, by the call
     /// that asked it (`turn/tool_results.rs`).
     tab_results_rewriting: Vec<(CallId, ConnId, crate::protocol::ToolResult)>,
+    /// Tabs' results that were waiting on `after_tool_call` when the
+    /// previous instance stopped, asked about again on waking.
+    restored_tab_results: Vec<crate::core::rows::persisted::PendingToolResult>,
     /// The last failed turn, the last turn closed and the last few ended requests.
     ended: turn::ended::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
@@ -180,6 +183,7 @@ impl Core {
             recovery: RecoveryState::restored(stored.open_streams, stored.recovery),
             stream_approvals: stored.stream_approvals,
             tab_results_rewriting: Vec::new(),
+            restored_tab_results: stored.pending_tool_results,
             compaction: CompactionState::restored(stored.summary),
             submissions: admit::submission_list::Submissions::restore(stored.submissions),
             next_call: 1,
@@ -228,6 +232,7 @@ impl Core {
                 // What the previous instance owed first: a turn that waking
                 // ends (a recovery given up on) is reported once, by itself.
                 self.redeliver_owed_responses();
+                self.resume_pending_tab_results();
                 self.on_woke();
                 self.settle_orphaned_submissions();
                 self.restart_cut_schedule_runs();

@@ -118,7 +118,9 @@ impl Core {
 
     /// Starts queued turns while nothing runs.
     pub(in crate::core) fn pump(&mut self) {
-        while self.active.is_none() {
+        // A tab's result still waiting on `after_tool_call` lands first: a
+        // turn started now would find its call unanswered.
+        while self.active.is_none() && self.tab_results_rewriting.is_empty() {
             match self
                 .queue
                 .decide_front(self.config.settings.concurrency, self.now)
@@ -207,6 +209,8 @@ impl Core {
         let parked = self.conns.take_parked();
         self.send_to(parked, server::stream_resume_none(None, None));
         self.transcript.clear();
+        // Results waiting on `after_tool_call` settle calls that are gone.
+        self.tab_results_rewriting.clear();
         self.compaction.reset();
         self.inputs.reset();
         self.recovery.reset();

@@ -40,6 +40,15 @@ impl RecoveryState {
     }
 
     /// The streams found open at start, taken out to be recovered.
+    /// Whether a stream cut by the eviction (not yet recovered) holds a
+    /// chunk naming tool call `tool_call_id`.
+    pub(in crate::core) fn cut_stream_names_call(&self, tool_call_id: &str) -> bool {
+        let quoted = format!("\"{tool_call_id}\"");
+        self.cut_streams
+            .iter()
+            .any(|s| s.chunks.iter().any(|c| c.contains(&quoted)))
+    }
+
     pub(in crate::core::recovery) fn take_cut_streams(&mut self) -> Vec<OpenStream> {
         std::mem::take(&mut self.cut_streams)
     }

@@ -44,11 +44,14 @@ pub enum ConfigKey {
     /// Ended turns whose `on_chat_response` has not returned yet
     /// (`response_outbox.rs`).
     OwedResponses,
+    /// Tool results from tabs waiting on `after_tool_call`
+    /// (`turn/tool_results.rs`), so an eviction meanwhile loses none.
+    PendingToolResults,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 13] = [
+    pub const ALL: [ConfigKey; 14] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -62,6 +65,7 @@ impl ConfigKey {
         ConfigKey::AgentState,
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
+        ConfigKey::PendingToolResults,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
@@ -106,6 +110,7 @@ impl ConfigKey {
             ConfigKey::AgentState => "agent_state",
             ConfigKey::Schedules => "schedules",
             ConfigKey::OwedResponses => "owed_chat_responses",
+            ConfigKey::PendingToolResults => "pending_tool_results",
         }
     }
 }
@@ -294,6 +299,29 @@ pub struct StoredState {
     pub agent_state: Option<Value>,
     /// Ended turns whose `on_chat_response` has not returned, oldest first.
     pub owed_responses: Vec<ChatResponse>,
+    /// Tabs' tool results that were waiting on `after_tool_call`.
+    pub pending_tool_results: Vec<PendingToolResult>,
+}
+
+/// A tab's tool result that waits on `after_tool_call`, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingToolResult {
+    /// The connection that sent it (it may be gone after a restart).
+    pub conn: String,
+    pub tool_call_id: String,
+    pub output: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+    pub auto_continue: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tools: Option<Vec<crate::protocol::ClientToolSchema>>,
+}
+
+/// The `PendingToolResults` row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingToolResultsRow {
+    pub results: Vec<PendingToolResult>,
 }
 
 /// The `OwedResponses` row.
@@ -369,6 +397,10 @@ impl StoredState {
             ConfigKey::OwedResponses => {
                 let row: OwedResponsesRow = decode(text)?;
                 self.owed_responses = row.responses;
+            }
+            ConfigKey::PendingToolResults => {
+                let row: PendingToolResultsRow = decode(text)?;
+                self.pending_tool_results = row.results;
             }
         }
         Ok(())

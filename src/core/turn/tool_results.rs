@@ -2,7 +2,11 @@
 //! (in the streaming answer or in the stored message that owns it), told to
 //! every tab, and handed to `continuation.rs` when they ask to continue.
 //! A tab's result passes through `after_tool_call` first (awaited by the
-//! host before it is applied).
+//! host before it is applied): it is written down while it waits, so an
+//! eviction meanwhile loses nothing (the wait is asked again after the
+//! restart), no new turn starts before it lands (the turn would find its
+//! call unanswered), and the tool deadline bounds the wait (the result is
+//! then applied as the tab sent it).
 //! A result settles only a call that was routed to a browser and waits for
 //! it; an approval only a call that asked for one. Approvals given while
 //! their answer still streams are written down on their own (no chunk
@@ -12,9 +16,11 @@ use crate::protocol::{
     server, ClientToolSchema, ToolPart, ToolResult, ToolState, UIMessage, UIMessageChunk,
 };
 
-use crate::core::contract::effects::{Effect, StoreOp};
+use crate::core::contract::effects::{Effect, StoreOp, Timer};
 use crate::core::data::transcript::{apply_approval, apply_tool_result};
-use crate::core::rows::persisted::{ConfigKey, StreamApprovals};
+use crate::core::rows::persisted::{
+    ConfigKey, PendingToolResult, PendingToolResultsRow, StreamApprovals,
+};
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
@@ -28,14 +34,89 @@ impl Core {
         if !self.awaits_browser_result(&result.tool_call_id) {
             return;
         }
+        self.ask_tab_result_rewrite(conn, result);
+        self.write_down_pending_results();
+    }
+
+    /// Asks the host's `after_tool_call` about a tab's result, under the
+    /// tool deadline.
+    fn ask_tab_result_rewrite(&mut self, conn: ConnId, result: ToolResult) {
         let (hooked, outcome) = self.browser_hook_call(&result);
         let call = self.next_call_id();
         self.tab_results_rewriting.push((call, conn, result));
+        if let Some(ms) = Some(self.config.settings.tool_timeout_ms).filter(|ms| *ms > 0) {
+            self.set_timer(Timer::ToolDeadline(call), self.now.saturating_add(ms));
+        }
         self.effects.push(Effect::RewriteToolResult {
             call,
             tool: hooked,
             result: Box::new(outcome),
         });
+    }
+
+    /// After a restart, before cut streams are recovered: the tabs' results
+    /// that were waiting on `after_tool_call` are asked about again (those
+    /// whose call still waits, in a stored message or in a cut stream about
+    /// to be stored), and turns wait for them.
+    pub(in crate::core) fn resume_pending_tab_results(&mut self) {
+        let pending = std::mem::take(&mut self.restored_tab_results);
+        if pending.is_empty() {
+            return;
+        }
+        for stored in pending {
+            let result = ToolResult {
+                tool_call_id: stored.tool_call_id,
+                output: stored.output,
+                error_text: stored.error_text,
+                auto_continue: stored.auto_continue,
+                client_tools: stored.client_tools,
+            };
+            let id = &result.tool_call_id;
+            if self.awaits_browser_result(id) || self.recovery.cut_stream_names_call(id) {
+                self.ask_tab_result_rewrite(ConnId::from(stored.conn), result);
+            }
+        }
+        self.write_down_pending_results();
+    }
+
+    /// A tab's result whose `after_tool_call` did not answer within the tool
+    /// deadline is applied as the tab sent it. False: `call` is not one.
+    pub(in crate::core) fn on_tab_result_deadline(
+        &mut self,
+        call: crate::core::vocab::ids::CallId,
+    ) -> bool {
+        let Some(result) = self
+            .tab_results_rewriting
+            .iter()
+            .find(|(asked, _, _)| *asked == call)
+            .map(|(_, _, r)| r)
+        else {
+            return false;
+        };
+        let unchanged = match &result.error_text {
+            Some(text) => Err(text.clone()),
+            None => Ok(result.output.clone()),
+        };
+        self.on_tab_result_rewritten(call, &unchanged)
+    }
+
+    /// Stores the tabs' results waiting on `after_tool_call`.
+    fn write_down_pending_results(&mut self) {
+        let results: Vec<PendingToolResult> = self
+            .tab_results_rewriting
+            .iter()
+            .map(|(_, conn, r)| PendingToolResult {
+                conn: conn.to_string(),
+                tool_call_id: r.tool_call_id.clone(),
+                output: r.output.clone(),
+                error_text: r.error_text.clone(),
+                auto_continue: r.auto_continue,
+                client_tools: r.client_tools.clone(),
+            })
+            .collect();
+        let empty = results.is_empty();
+        let row = PendingToolResultsRow { results };
+        self.put_config_or_delete(ConfigKey::PendingToolResults, &row, empty);
     }
 
     /// The host's `after_tool_call` answered for a tab's result: applied if
@@ -55,9 +136,15 @@ impl Core {
             return false;
         };
         let (_, conn, result) = self.tab_results_rewriting.remove(at);
+        self.clear_timer(Timer::ToolDeadline(call));
+        self.write_down_pending_results();
         if self.awaits_browser_result(&result.tool_call_id) {
             let (output, error_text) = split_outcome(rewritten.clone());
             self.apply_browser_result(conn, result, output, error_text);
+        }
+        // Turns held while it waited may start now.
+        if self.tab_results_rewriting.is_empty() {
+            self.pump();
         }
         true
     }

@@ -265,6 +265,9 @@ impl Core {
     /// A tool run outlived its deadline: it ends as a tool error the model
     /// reads, and whatever it returns later is ignored.
     pub(in crate::core) fn on_tool_deadline(&mut self, call: CallId) {
+        if self.on_tab_result_deadline(call) {
+            return;
+        }
         let Some((tool_call_id, tool_name, remote)) = self.active.as_ref().and_then(|a| {
             a.running_tools
                 .iter()

@@ -101,9 +101,9 @@ pub struct ChatResponse {
     pub steps: u32,
 }
 
-/// The inline hooks of one agent (`None`: the default behaviour, or the
-/// host answers instead: `CoreConfig::decide_tool_calls`,
-/// `rewrite_tool_results`, `decide_chat_errors`).
+/// The synchronous hooks of one agent (`None`: the default behaviour);
+/// `before_turn`, the tool hooks and `on_chat_error` are always asked of the
+/// host as effect round trips.
 #[derive(Clone, Default)]
 pub struct Hooks {
     /// Changes one model step's model, prompt or tools (`step_config.rs`).

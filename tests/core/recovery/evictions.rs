@@ -899,6 +899,12 @@ impl World {
         let evictions_left = rng.below(7) as u32;
         let evict_odds = rng.pick(&[3, 6, 12, 25]);
         let walk_away = rng.one_in(5);
+        // The agent's hooks take time, as they do in a deployment, so an
+        // eviction can cut a turn while one runs.
+        sim.preparer.delay_ms = rng.pick(&[0, 0, 40, 400]);
+        sim.decider.delay_ms = rng.pick(&[0, 0, 40, 400]);
+        sim.rewriter.delay_ms = rng.pick(&[0, 0, 40, 400]);
+        sim.error_decider.delay_ms = rng.pick(&[0, 40]);
         World {
             sim,
             rng,

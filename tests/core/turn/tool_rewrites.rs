@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use crate::sim::*;
-use durable_chat::core::{CoreConfig, ToolCallDecision};
+use durable_chat::core::{ConfigKey, CoreConfig, ToolCallDecision};
 use serde_json::json;
 
 fn rewriting_sim(adjust: impl FnOnce(&mut CoreConfig)) -> Sim {
@@ -120,6 +120,62 @@ fn a_tabs_result_is_applied_once_the_hook_answers() {
     assert_eq!(
         sim.last_request().tool_result("l1").as_deref(),
         Some(r#"{"city":"somewhere"}"#)
+    );
+}
+
+#[test]
+fn a_tabs_result_waiting_on_the_hook_survives_an_eviction() {
+    let mut sim = rewriting_sim(|_| {});
+    client_call_turn(&mut sim, "r1", &["l1"]);
+    sim.script(Reply::text("You are somewhere."));
+    sim.send(
+        "a",
+        tool_result("l1", json!({"lat": 48.85, "lon": 2.35}), true),
+    );
+    sim.advance(100);
+    assert!(
+        sim.store.config(ConfigKey::PendingToolResults).is_some(),
+        "written down while the hook runs"
+    );
+    sim.evict(); // the hook's answer is lost with the isolate
+    sim.run_until_idle();
+    assert_eq!(
+        sim.rewritten.len(),
+        2,
+        "the host is asked again after the restart"
+    );
+    let stored = sim.transcript();
+    let part = tool_part(&stored[1], "l1").expect("recorded");
+    assert_eq!(part["output"], json!({"city": "somewhere"}));
+    assert_eq!(
+        sim.last_request().tool_result("l1").as_deref(),
+        Some(r#"{"city":"somewhere"}"#),
+        "the continuation read the result"
+    );
+    assert_eq!(text_of(stored.last().unwrap()), "You are somewhere.");
+    assert!(sim.store.config(ConfigKey::PendingToolResults).is_none());
+}
+
+#[test]
+fn a_new_message_waits_for_a_tabs_result_still_on_the_hook() {
+    let mut sim = rewriting_sim(|_| {});
+    client_call_turn(&mut sim, "r1", &["l1"]);
+    sim.send(
+        "a",
+        tool_result("l1", json!({"lat": 48.85, "lon": 2.35}), false),
+    );
+    sim.script(Reply::text("Noted."));
+    let history = sim.transcript();
+    let mut next = history.clone();
+    next.push(user("u2", "and now?"));
+    sim.send("a", chat_request("r2", &next));
+    sim.run_until_idle();
+    let stored = sim.transcript();
+    let part = tool_part(&stored[1], "l1").expect("recorded");
+    assert_eq!(
+        part["output"],
+        json!({"city": "somewhere"}),
+        "the result landed, not an interrupted call"
     );
 }
 

@@ -158,12 +158,16 @@ pub(in crate::core) fn failed_replay_frame(record: &TerminalError) -> String {
     )
 }
 
-/// An ACK for a stream that already ended: nothing to replay.
+/// An ACK for a stream that already ended: nothing to replay. It says how
+/// the stream ended unless it completed (an absent outcome reads as
+/// `completed`): a stream cut by an eviction says `aborted`.
 pub(in crate::core) fn late_ack_frame(id: &str, finished: Option<&Finished>) -> String {
     ResponseFrame {
         done: true,
         replay: true,
-        outcome: finished.map(|f| f.outcome),
+        outcome: finished
+            .map(|f| f.outcome)
+            .filter(|o| *o != Outcome::Completed),
         message_ids: finished
             .map(|f| f.message_ids.as_slice())
             .filter(|m| !m.is_empty()),

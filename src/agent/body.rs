@@ -1,5 +1,6 @@
 //! Reading an HTTP request's body under a limit, for the agent's own routes
-//! (`on_request`), the submission API and a worker's entry: a declared
+//! (`on_request`), the submission API and a worker's entry (and, at the
+//! agent's door, any request whose declared body passes the default): a declared
 //! `content-length` over the limit is refused before anything is read, and
 //! a body without one is read only until it passes the limit, so no request
 //! makes the agent hold more than the limit (plus one chunk) of it. JSON
@@ -141,6 +142,19 @@ pub async fn read_json_typed<T: serde::de::DeserializeOwned>(
         return Err(BodyError::NotJson);
     }
     read_json(req, limit).await
+}
+
+/// The agent's door: a request whose declared body passes
+/// `DEFAULT_BODY_LIMIT` is refused (413) before any route sees it, so no
+/// route of the agent, an author's included, is handed a larger one.
+#[cfg(target_arch = "wasm32")]
+pub fn refuse_declared(req: &worker::Request) -> Option<worker::Result<worker::Response>> {
+    let declared = req.headers().get("content-length").ok().flatten();
+    declared_too_large(declared.as_deref(), DEFAULT_BODY_LIMIT).then(|| {
+        refusal(&BodyError::TooLarge {
+            limit: DEFAULT_BODY_LIMIT,
+        })
+    })
 }
 
 /// The answer to a refused body: its status and `{"error": …}`.

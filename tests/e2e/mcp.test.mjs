@@ -115,14 +115,14 @@ test('a server added at run time with a bearer token is stored, reconnected afte
   const c = await tab(w, room);
   assert.deepEqual(c.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {});
 
-  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
+  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
   assert.equal(refused.status, 400);
   // A wrong token: the server refuses the handshake and the tabs see why.
-  await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
   const refusedFrame = await mcpFrame(c, (m) => m.servers['remote-tools']?.state === 'failed');
   assert.equal(refusedFrame.mcp.servers['remote-tools'].error, 'HTTP 401: missing or wrong bearer token');
   // The same name and URL with the right token: updated and connected again.
-  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
   assert.equal(added.status, 201);
   assert.deepEqual(await added.json(), { id: 'remote-tools' });
   await mcpFrame(c, ready('remote-tools'));

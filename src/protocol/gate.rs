@@ -134,9 +134,7 @@ pub const OAUTH_METADATA: Budget = Budget {
 /// request.
 pub const OAUTH_ANSWER: Budget = Budget {
     name: "OAuth answer",
-    max_bytes: 64 * 1024,
-    max_values: 2_000,
-    max_depth: 16,
+    ..OAUTH_METADATA
 };
 
 /// One event of a model's stream (a chunk of an OpenAI-compatible or
@@ -166,6 +164,15 @@ pub const REQUEST_BODY: Budget = Budget {
     max_depth: 64,
 };
 
+/// What another agent answers a call over Durable Object RPC (a
+/// sub-agent's tool call, a submission's status): as much as a tool result.
+pub const AGENT_REPLY: Budget = Budget {
+    name: "agent reply",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 300_000,
+    max_depth: 64,
+};
+
 /// Every input kind's budget, for the docs' limits table and its check.
 pub const BUDGETS: &[Budget] = &[
     STATE,
@@ -175,6 +182,7 @@ pub const BUDGETS: &[Budget] = &[
     MODEL_EVENT,
     MODEL_ERROR_BODY,
     REQUEST_BODY,
+    AGENT_REPLY,
 ];
 
 #[cfg(test)]

@@ -12,26 +12,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
-import { workerFor, tab, rid, waitUntil, offeredTools } from '../support/e2e.mjs';
+import { getMessages } from '../support/harness.mjs';
+import { rid, waitUntil, offeredTools } from '../support/e2e.mjs';
+import { warmedTab, wasmMiB, turn } from '../support/memory.mjs';
 import { startMcpServer } from '../support/mcp-server.mjs';
 
 const MiB = 1024 * 1024;
-const TURN_MS = 30000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function wasmMiB(w, room) {
-  const r = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`);
-  assert.equal(r.status, 200, 'the test build serves …/__debug/memory with DEBUG_MEMORY=1');
-  return (await r.json()).wasmMemoryBytes / MiB;
-}
-
-async function turn(client, text) {
-  const id = rid();
-  client.cursor = client.frames.length;
-  client.send(chatRequest(id, [userMessage(rid('u'), text)]));
-  return client.waitFor(isDone(id), TURN_MS);
-}
 
 /**
  * POSTs `bytes` zeros (declared in `content-length`, or chunked without one) to `url` as JSON, 1 MB
@@ -68,16 +55,6 @@ async function mcpServerFor(t, opts) {
   const server = await startMcpServer(opts);
   t.after(() => server.close());
   return server;
-}
-
-/** A test-build worker (memory served, never evicted), a warmed tab on `room`, and its memory then. */
-async function warmedTab(t, room, bindings = {}) {
-  const w = await workerFor(t, {
-    bindings: { DEBUG_MEMORY: '1', ...bindings }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
-  });
-  const client = await tab(w, room);
-  assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
-  return { w, client, before: await wasmMiB(w, room) };
 }
 
 /** The latest cf_agent_mcp_servers frame whose `pred` holds. */

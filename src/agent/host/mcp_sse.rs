@@ -31,6 +31,9 @@ use crate::model::sse::{SseEvent, SseParser};
 
 use super::mcp_http::exchange;
 
+/// What learns why a stream ended by itself.
+type EndListener = Box<dyn FnOnce(McpError)>;
+
 /// An open event stream to one server.
 pub(super) struct SseLink {
     waiting: RefCell<HashMap<u64, oneshot::Sender<Value>>>,
@@ -40,7 +43,7 @@ pub(super) struct SseLink {
     /// Why the stream ended by itself (its end, its bytes, its idle time).
     ended: RefCell<Option<McpError>>,
     /// Told why, when the stream ends by itself.
-    on_end: RefCell<Option<Box<dyn FnOnce(McpError)>>>,
+    on_end: RefCell<Option<EndListener>>,
 }
 
 impl SseLink {

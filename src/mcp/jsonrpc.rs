@@ -143,7 +143,7 @@ pub fn read_reply(
         }
     };
     let mut read = ReadReply::default();
-    for message in messages {
+    for mut message in messages {
         if message.get("id").is_none() {
             if let Some(method) = message.get("method").and_then(Value::as_str) {
                 read.notifications.push(method.to_string());
@@ -164,7 +164,8 @@ pub fn read_reply(
                     .to_string(),
             });
         }
-        read.result = Some(message.get("result").cloned().unwrap_or(Value::Null));
+        // Taken, not copied: a result may be megabytes.
+        read.result = Some(message.get_mut("result").map_or(Value::Null, Value::take));
         return Ok(read);
     }
     Err(McpError::Malformed(format!("no response to request {id}")))

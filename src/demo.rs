@@ -431,7 +431,8 @@ mod coordinator {
 
     impl ChatCallback for FinalText {
         fn on_event(&mut self, chunk_json: &str) {
-            match serde_json::from_str::<UIMessageChunk>(chunk_json) {
+            let budget = crate::protocol::gate::AGENT_REPLY;
+            match crate::protocol::gate::read_json::<UIMessageChunk>(chunk_json, &budget) {
                 Ok(UIMessageChunk::TextStart { .. }) => self.text.clear(),
                 Ok(UIMessageChunk::TextDelta { delta, .. }) => self.text.push_str(&delta),
                 _ => {}

@@ -173,6 +173,15 @@ pub const AGENT_REPLY: Budget = Budget {
     max_depth: 64,
 };
 
+/// A model's tool call arguments (their bytes are also within the turn's
+/// `max_model_stream_bytes`): as many values as a tool result may hold.
+pub const MODEL_TOOL_INPUT: Budget = Budget {
+    name: "tool call arguments",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 300_000,
+    max_depth: 64,
+};
+
 /// Every input kind's budget, for the docs' limits table and its check.
 pub const BUDGETS: &[Budget] = &[
     STATE,
@@ -183,6 +192,7 @@ pub const BUDGETS: &[Budget] = &[
     MODEL_ERROR_BODY,
     REQUEST_BODY,
     AGENT_REPLY,
+    MODEL_TOOL_INPUT,
 ];
 
 #[cfg(test)]

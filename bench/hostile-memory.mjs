@@ -6,7 +6,7 @@
 // agent's wasm linear memory (GET …/__debug/memory: the test build, bash scripts/build.sh --test,
 // with DEBUG_MEMORY=1) before and after.
 //
-//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,messages,history] [--ours-dir DIR]
+//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,messages,history,mcp-tiny,mcp-spec] [--ours-dir DIR]
 //        [--history-mb 24] [--json FILE]
 //
 // unknown: four 3.9 MiB frames of a type nobody handles, `[0,0,…]` inside.
@@ -16,12 +16,17 @@
 // messages: four 3.9 MiB chat requests whose message carries `[0,0,…]` in a data part.
 // history: a history grown to --history-mb by tail requests of ~830 KB each (figures after the
 //          growth), then three GET …/get-messages (figures after the reads).
+// mcp-tiny: an MCP server added at run time whose `tools/list` is ~4 MiB of tiny values
+//          (tests/support/mcp-server.mjs, `hostile: 'tiny-values'`).
+// mcp-spec: an MCP server added at run time that lists a tool whose spec is 3 MiB
+//          (`hostile: 'huge-spec'`).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import { chatRequest, userMessage } from '../tests/support/harness.mjs';
+import { startMcpServer } from '../tests/support/mcp-server.mjs';
 import {
   drop, fmt, median, nanoid8, openTab, settle, sleep, stageOurs, startInstance, turn, workerSpecs,
 } from './run.mjs';
@@ -30,7 +35,7 @@ const MiB = 1024 * 1024;
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { scenarios: 'unknown,rpc,state,body,messages,history', 'ours-dir': '', 'history-mb': 24, json: '' };
+  const o = { scenarios: 'unknown,rpc,state,body,messages,history,mcp-tiny,mcp-spec', 'ours-dir': '', 'history-mb': 24, json: '' };
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
@@ -113,6 +118,31 @@ const scenarios = {
   },
 };
 
+/** Scenarios of a hostile MCP server: added to the agent at run time, then its state frame awaited. */
+const mcpScenarios = {
+  'mcp-tiny': { hostile: 'tiny-values', what: 'an MCP server whose tools/list is ~4 MiB of tiny values' },
+  'mcp-spec': { hostile: 'huge-spec', what: 'an MCP server listing a tool whose spec is 3 MiB' },
+};
+
+async function mcpScenario(inst, c, name, scenario) {
+  const { hostile, what } = mcpScenarios[scenario];
+  const server = await startMcpServer({ hostile });
+  try {
+    const mark = c.frames.length;
+    const added = await fetch(`${inst.url}/agents/chat-agent/${name}/mcp-servers`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hostile', url: server.url }),
+    });
+    console.log(`    POST …/mcp-servers → ${added.status}`);
+    const settled = (f) => f?.type === 'cf_agent_mcp_servers' && ['ready', 'failed'].includes(f.mcp?.servers?.hostile?.state);
+    const frame = await frameAfter(c, mark, settled, 60000);
+    const { state, error } = frame.mcp.servers.hostile;
+    console.log(`    server ${state}${error ? `: ${error.slice(0, 160)}` : ''}; tools offered: ${frame.mcp.tools.map((t) => t.name).join(', ') || 'none'}`);
+    return what;
+  } finally {
+    await server.close();
+  }
+}
+
 async function history(inst, c, name, o) {
   const text = 'x'.repeat(830_000);
   const turns = Math.ceil((o['history-mb'] * 1e6) / 830_000);
@@ -163,6 +193,9 @@ async function main() {
           console.log(`  RSS ${fmt(before.rssMiB)} → ${fmt(h.grown.rssMiB)} MiB (+${fmt(h.grown.rssMiB - before.rssMiB)}); wasm ${fmt(before.wasmMiB)} → ${fmt(h.grown.wasmMiB)} MiB (+${fmt(h.grown.wasmMiB - before.wasmMiB)})`);
           console.log(`  three get-messages: ${h.reads.map((r) => `${r.status} ${fmt(r.bytes / 1e6)} MB in ${r.ms} ms`).join('; ')}`);
           console.log(`  after the reads: RSS ${fmt(h.read.rssMiB)} MiB (+${fmt(h.read.rssMiB - h.grown.rssMiB)}); wasm ${fmt(h.read.wasmMiB)} MiB (+${fmt(h.read.wasmMiB - h.grown.wasmMiB)})`);
+        } else if (mcpScenarios[scenario]) {
+          row.what = await mcpScenario(inst, c, name, scenario);
+          console.log(`  ${row.what}`);
         } else {
           row.what = await scenarios[scenario](c);
           console.log(`  ${row.what}`);

@@ -139,7 +139,8 @@ impl AgentDefinition for DemoAgent {
         connections::on_message(&connection, &text, &agent);
     }
 
-    /// The demo's own routes (after the token check): `POST …/submit`
+    /// The demo's own routes (after the token check; every JSON body read
+    /// to a limit and only as `application/json`): `POST …/submit`
     /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
     /// submission), `GET …/submissions/<id>` reads its status,
     /// `POST …/submissions/<id>/cancel` cancels it and `POST …/schedule`
@@ -171,7 +172,7 @@ mod routes {
     use serde::Deserialize;
     use worker::{Method, Request, Response};
 
-    use crate::agent::body::{read_json, refusal};
+    use crate::agent::body::{read_json_typed, refusal};
     use crate::agent::{AgentHandle, SubmitOptions};
     use crate::mcp::McpServer;
     use crate::protocol::UIMessage;
@@ -180,6 +181,8 @@ mod routes {
     const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
     /// A schedule body is a number.
     const SCHEDULE_BODY_LIMIT: usize = 1024;
+    /// A server to add: its name, URL and token.
+    const MCP_SERVER_BODY_LIMIT: usize = 16 * 1024;
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -202,8 +205,9 @@ mod routes {
     }
 
     /// `GET …/mcp-servers` lists the agent's MCP servers, `POST …/mcp-servers`
-    /// `{"name", "url", "token"?}` adds one (stored; connected now and after
-    /// every restart), `POST …/mcp-servers/<name>/remove` removes it.
+    /// `{"name", "url", "token"?}` (as `application/json`, at most
+    /// `MCP_SERVER_BODY_LIMIT` bytes) adds one (stored; connected now and
+    /// after every restart), `POST …/mcp-servers/<name>/remove` removes it.
     async fn mcp_routes(
         req: &mut Request,
         path: &str,
@@ -214,9 +218,9 @@ mod routes {
             if !post {
                 return Response::from_json(&agent.mcp_servers()).map(Some);
             }
-            let add: AddMcpServer = match req.json().await {
+            let add: AddMcpServer = match read_json_typed(req, MCP_SERVER_BODY_LIMIT).await {
                 Ok(add) => add,
-                Err(e) => return Response::error(format!("bad server body: {e}"), 400).map(Some),
+                Err(e) => return refusal(&e).map(Some),
             };
             let mut server = McpServer::new(&add.name, &add.url);
             if let Some(token) = add.token {
@@ -247,7 +251,7 @@ mod routes {
         let path = req.path();
         let post = req.method() == Method::Post;
         if post && path.ends_with("/submit") {
-            let submit: Submit = match read_json(&mut req, SUBMIT_BODY_LIMIT).await {
+            let submit: Submit = match read_json_typed(&mut req, SUBMIT_BODY_LIMIT).await {
                 Ok(submit) => submit,
                 Err(e) => return refusal(&e).map(Some),
             };
@@ -268,7 +272,7 @@ mod routes {
             };
         }
         if post && path.ends_with("/schedule") {
-            let schedule: Schedule = match read_json(&mut req, SCHEDULE_BODY_LIMIT).await {
+            let schedule: Schedule = match read_json_typed(&mut req, SCHEDULE_BODY_LIMIT).await {
                 Ok(schedule) => schedule,
                 Err(e) => return refusal(&e).map(Some),
             };
@@ -427,7 +431,8 @@ mod coordinator {
 
     impl ChatCallback for FinalText {
         fn on_event(&mut self, chunk_json: &str) {
-            match serde_json::from_str::<UIMessageChunk>(chunk_json) {
+            let budget = crate::protocol::gate::AGENT_REPLY;
+            match crate::protocol::gate::read_json::<UIMessageChunk>(chunk_json, &budget) {
                 Ok(UIMessageChunk::TextStart { .. }) => self.text.clear(),
                 Ok(UIMessageChunk::TextDelta { delta, .. }) => self.text.push_str(&delta),
                 _ => {}

@@ -28,7 +28,7 @@ pub use crate::routing::check_agent_name;
 pub use crate::core::{Compact, CompactionInput, SummaryRequest};
 
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::body::{read_bytes, read_json, read_text};
+pub use crate::agent::body::{read_bytes, read_json, read_json_typed, read_text};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]

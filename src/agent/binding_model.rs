@@ -58,11 +58,17 @@ pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, Mo
     ))
 }
 
-/// A thrown value's message.
+/// The most UTF-16 units of a thrown value's message copied into wasm.
+const MAX_MESSAGE_UNITS: u32 = 4096;
+
+/// A thrown value's message (its start, cut in JS before it is copied).
 fn describe(error: &JsValue) -> String {
-    Reflect::get(error, &JsValue::from_str("message"))
+    let message = Reflect::get(error, &JsValue::from_str("message"))
         .ok()
-        .and_then(|m| m.as_string())
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| "the binding failed".to_string())
+        .filter(JsValue::is_string)
+        .unwrap_or_else(|| error.clone());
+    match message.dyn_into::<js_sys::JsString>() {
+        Ok(text) => String::from(text.slice(0, MAX_MESSAGE_UNITS)),
+        Err(_) => "the binding failed".to_string(),
+    }
 }

@@ -3,7 +3,8 @@
 //! shape of Think's sub-agent entry point) with a callback object and an
 //! executor built here as JS functions, relays what the child sends to the
 //! author's `ChatCallback` through `EventRelay`, and cancels with the
-//! child's `cancelChat(requestId)`.
+//! child's `cancelChat(requestId)`. What the child sends is bounded as
+//! its answers are (`gate::AGENT_REPLY`): a chunk past it is an error.
 //!
 //! The JS functions only queue events; the author's callback is called
 //! from this function's own loop, so it may borrow. They live until the
@@ -14,7 +15,7 @@ use futures::channel::mpsc;
 use futures::{FutureExt, StreamExt};
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::closure::Closure;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use futures::channel::oneshot;
@@ -71,6 +72,18 @@ fn callback_functions(
     });
     let tx = events.clone();
     let event = Closure::<dyn FnMut(JsValue)>::new(move |json: JsValue| {
+        // A chunk's length is checked before its text is copied into wasm.
+        let budget = crate::protocol::gate::AGENT_REPLY;
+        let units = json
+            .dyn_ref::<js_sys::JsString>()
+            .map_or(0, |s| s.length() as usize);
+        if let Err(over) = crate::protocol::gate::check_bytes(units, &budget) {
+            send(
+                &tx,
+                ChildEvent::Error(format!("the child agent's stream: {over}")),
+            );
+            return;
+        }
         let text = json.as_string().unwrap_or_else(|| error_text(&json));
         send(&tx, ChildEvent::Chunk(text));
     });

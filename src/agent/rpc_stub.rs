@@ -1,8 +1,10 @@
 //! A Durable Object stub as JavaScript sees it, for calling the methods a
 //! class exposes over Durable Object RPC (a Think agent's `chat`,
 //! `submitMessages`, …): the named object of a binding, one method call
-//! awaited, and the JSON crossings between serde values and JS values.
-//! The binding may name a class of another worker (`script_name`).
+//! awaited, and the JSON crossings between serde values and JS values (what
+//! another agent answers is read through the gate, `gate::AGENT_REPLY`, its
+//! length checked before its text is copied into wasm). The binding may
+//! name a class of another worker (`script_name`).
 
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use serde::de::DeserializeOwned;
@@ -55,17 +57,19 @@ pub(crate) fn to_js(value: &impl Serialize) -> worker::Result<JsValue> {
     JSON::parse(&text).map_err(js_error)
 }
 
-/// A JS value read through its JSON form (`undefined` reads as `null`).
+/// A JS value another agent answered, read through its JSON form within
+/// `gate::AGENT_REPLY` (`undefined` reads as `null`).
 pub(crate) fn from_js<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+    use crate::protocol::gate::{self, AGENT_REPLY};
     let text = if value.is_undefined() {
         "null".to_string()
     } else {
-        JSON::stringify(value)
-            .map_err(|e| error_text(&e))?
-            .as_string()
-            .unwrap_or_else(|| "null".to_string())
+        let json = JSON::stringify(value).map_err(|e| error_text(&e))?;
+        // UTF-16 units: never more than the UTF-8 bytes they become.
+        gate::check_bytes(json.length() as usize, &AGENT_REPLY)?;
+        json.as_string().unwrap_or_else(|| "null".to_string())
     };
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    Ok(gate::read_json(&text, &AGENT_REPLY)?)
 }
 
 /// The message of a thrown JS value.

@@ -1,6 +1,8 @@
 //! Connecting to a server as a step machine: `initialize`, the
-//! `initialized` notification, then `tools/list` page by page (bounded), at
-//! the end of which the session is open and the server's tools are known.
+//! `initialized` notification, then `tools/list` page by page (bounded in
+//! pages, tools and bytes: a tool over its cap is left out as it is read,
+//! see `tool_caps`), at the end of which the session is open and the
+//! server's tools are known.
 //! The host sends each request and hands its reply (or its failure) to
 //! `on_reply`, which answers with the next request or the outcome.
 
@@ -8,6 +10,7 @@ use serde_json::Value;
 
 use super::jsonrpc::{McpError, McpReply, McpRequest};
 use super::session::Session;
+use super::tool_caps::{self, LeftOut, MAX_TOOL_SPECS_BYTES};
 
 /// The most `tools/list` pages read from one server.
 pub const MAX_TOOL_PAGES: usize = 20;
@@ -21,8 +24,10 @@ pub struct Connected {
     pub capabilities: Value,
     pub instructions: Option<String>,
     /// The server's tools as it described them (`name`, `description`,
-    /// `inputSchema`, …).
+    /// `inputSchema`, …), each within its cap.
     pub tools: Vec<Value>,
+    /// The tools left out, over a cap.
+    pub left_out: Vec<LeftOut>,
 }
 
 /// What to do next.
@@ -47,21 +52,29 @@ pub struct Connect {
     capabilities: Value,
     instructions: Option<String>,
     tools: Vec<Value>,
+    /// The JSON bytes of `tools`.
+    tool_bytes: usize,
+    left_out: Vec<LeftOut>,
 }
 
 impl Connect {
+    fn new(phase: Phase, pending: &McpRequest) -> Connect {
+        Connect {
+            phase,
+            pending: pending.clone(),
+            capabilities: Value::Null,
+            instructions: None,
+            tools: Vec::new(),
+            tool_bytes: 0,
+            left_out: Vec::new(),
+        }
+    }
+
     /// Starts a handshake on `session` (any earlier session is forgotten);
     /// returns the first request to send.
     pub fn start(session: &mut Session) -> (Connect, McpRequest) {
         let request = session.initialize();
-        let connect = Connect {
-            phase: Phase::Initializing,
-            pending: request.clone(),
-            capabilities: Value::Null,
-            instructions: None,
-            tools: Vec::new(),
-        };
-        (connect, request)
+        (Connect::new(Phase::Initializing, &request), request)
     }
 
     /// Lists the tools again on an open `session` (after the server said
@@ -69,14 +82,7 @@ impl Connect {
     /// capabilities are `Null`: only its tools are new.
     pub fn relist(session: &mut Session) -> (Connect, McpRequest) {
         let request = session.list_tools(None);
-        let connect = Connect {
-            phase: Phase::Listing { pages: 1 },
-            pending: request.clone(),
-            capabilities: Value::Null,
-            instructions: None,
-            tools: Vec::new(),
-        };
-        (connect, request)
+        (Connect::new(Phase::Listing { pages: 1 }, &request), request)
     }
 
     /// The reply to the last request sent (or why there was none).
@@ -94,6 +100,7 @@ impl Connect {
                 capabilities: std::mem::take(&mut self.capabilities),
                 instructions: self.instructions.take(),
                 tools: std::mem::take(&mut self.tools),
+                left_out: std::mem::take(&mut self.left_out),
             })),
             Err(e) => {
                 session.reset();
@@ -111,11 +118,12 @@ impl Connect {
         match self.phase.clone() {
             Phase::Initializing => {
                 let result = session.on_initialize(&self.pending, &reply)?;
-                self.capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
+                let capabilities = result.get("capabilities").cloned();
+                self.capabilities = tool_caps::capabilities(capabilities.unwrap_or(Value::Null));
                 self.instructions = result
                     .get("instructions")
                     .and_then(Value::as_str)
-                    .map(str::to_string);
+                    .map(tool_caps::instructions);
                 self.phase = Phase::Notifying;
                 Ok(Some(session.initialized()))
             }
@@ -129,23 +137,26 @@ impl Connect {
                 Ok(Some(session.list_tools(None)))
             }
             Phase::Listing { pages } => {
-                let result = session.read(&self.pending, &reply)?;
-                let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+                let mut result = session.read(&self.pending, &reply)?;
+                let Some(Value::Array(tools)) = result.get_mut("tools").map(Value::take) else {
                     return Err(McpError::Malformed("tools/list has no tools array".into()));
                 };
-                for tool in tools {
-                    if tool.get("name").and_then(Value::as_str).is_some()
-                        && self.tools.len() < MAX_TOOLS
-                    {
-                        self.tools.push(tool.clone());
-                    }
-                }
+                let named = tools
+                    .into_iter()
+                    .filter(|tool| tool.get("name").and_then(Value::as_str).is_some())
+                    .take(MAX_TOOLS - self.tools.len());
+                let room = MAX_TOOL_SPECS_BYTES - self.tool_bytes;
+                let (kept, bytes) =
+                    tool_caps::keep_within(named.collect(), room, &mut self.left_out);
+                self.tools.extend(kept);
+                self.tool_bytes += bytes;
                 let cursor = result.get("nextCursor").and_then(Value::as_str);
                 match cursor {
                     Some(cursor)
                         if !cursor.is_empty()
                             && pages < MAX_TOOL_PAGES
-                            && self.tools.len() < MAX_TOOLS =>
+                            && self.tools.len() < MAX_TOOLS
+                            && self.tool_bytes < MAX_TOOL_SPECS_BYTES =>
                     {
                         self.phase = Phase::Listing { pages: pages + 1 };
                         Ok(Some(session.list_tools(Some(cursor))))
@@ -227,6 +238,25 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_keeps_the_tools_within_their_caps_and_notes_the_others() {
+        let mut session = Session::new("http://mcp/", &[]);
+        let (mut connect, first) = Connect::relist(&mut session);
+        let huge = "x".repeat(3 * 1024 * 1024);
+        let page = json!({"tools":[{"name":"good"},{"name":"huge","description":huge},{"name":"fine"}],"nextCursor":"2"});
+        let second = sent(connect.on_reply(&mut session, answer(&first, page)));
+        let page2 = json!({"tools":[{"name":"last"}]});
+        let ConnectStep::Done(Ok(connected)) =
+            connect.on_reply(&mut session, answer(&second, page2))
+        else {
+            panic!("expected the end of the listing");
+        };
+        let names: Vec<_> = connected.tools.iter().map(|t| t["name"].clone()).collect();
+        assert_eq!(names, [json!("good"), json!("fine"), json!("last")]);
+        assert_eq!(connected.left_out.len(), 1);
+        assert_eq!(connected.left_out[0].name, "huge");
+    }
+
+    #[test]
     fn a_failed_step_ends_the_handshake_with_its_error_and_no_session() {
         let mut session = Session::new("http://mcp/", &[]);
         let (mut connect, _) = Connect::start(&mut session);
@@ -249,6 +279,7 @@ mod tests {
             panic!("expected the end of the listing");
         };
         assert_eq!(connected.tools, vec![json!({"name":"later"})]);
+        assert!(connected.left_out.is_empty());
     }
 
     #[test]

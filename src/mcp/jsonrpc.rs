@@ -2,15 +2,18 @@
 //! request the host sends (`McpRequest`), the reply it hands back
 //! (`McpReply`), and reading that reply — a JSON body or a
 //! `text/event-stream` of messages — for the response to one request id,
-//! noting the server's notifications seen on the way. Every way it can
-//! fail is one `McpError` with text a person (or the model) can read.
+//! noting the server's notifications seen on the way. Every message is
+//! read through the gate (`gate::MCP_REPLY`: its values and nesting counted
+//! before it is built). Every way it can fail is one `McpError` with text a
+//! person (or the model) can read.
 
 use serde_json::{json, Value};
 
 use crate::model::sse::{SseEvent, SseParser};
+use crate::protocol::gate::{self, GateError, MCP_REPLY};
 
 /// The largest reply body the host reads (a bigger one is refused).
-pub const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_REPLY_BYTES: usize = MCP_REPLY.max_bytes;
 
 /// One HTTP request to an MCP server.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +75,10 @@ pub enum McpError {
     /// A reply body over `MAX_REPLY_BYTES`.
     #[error("the answer is larger than {MAX_REPLY_BYTES} bytes")]
     TooLarge,
+    /// A message over its budget's values or nesting (or a stream past
+    /// its bytes or idle time): refused before it was built.
+    #[error("the answer was refused: {0}")]
+    OverBudget(String),
 }
 
 impl McpError {
@@ -134,14 +141,13 @@ pub fn read_reply(
     let messages: Vec<Value> = if is_sse {
         sse_messages(&reply.body)?
     } else {
-        match serde_json::from_str::<Value>(&reply.body) {
-            Ok(Value::Array(batch)) => batch,
-            Ok(one) => vec![one],
-            Err(e) => return Err(McpError::Malformed(format!("not JSON: {e}"))),
+        match read_message(&reply.body)? {
+            Value::Array(batch) => batch,
+            one => vec![one],
         }
     };
     let mut read = ReadReply::default();
-    for message in messages {
+    for mut message in messages {
         if message.get("id").is_none() {
             if let Some(method) = message.get("method").and_then(Value::as_str) {
                 read.notifications.push(method.to_string());
@@ -162,7 +168,8 @@ pub fn read_reply(
                     .to_string(),
             });
         }
-        read.result = Some(message.get("result").cloned().unwrap_or(Value::Null));
+        // Taken, not copied: a result may be megabytes.
+        read.result = Some(message.get_mut("result").map_or(Value::Null, Value::take));
         return Ok(read);
     }
     Err(McpError::Malformed(format!("no response to request {id}")))
@@ -183,13 +190,21 @@ fn sse_messages(body: &str) -> Result<Vec<Value>, McpError> {
         if event.data.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(&event.data) {
-            Ok(Value::Array(batch)) => out.extend(batch),
-            Ok(message) => out.push(message),
-            Err(e) => return Err(McpError::Malformed(format!("an event is not JSON: {e}"))),
+        match read_message(&event.data)? {
+            Value::Array(batch) => out.extend(batch),
+            message => out.push(message),
         }
     }
     Ok(out)
+}
+
+/// One JSON-RPC message (or batch) from a server, read through the gate:
+/// refused unbuilt when over `MCP_REPLY`.
+pub fn read_message(text: &str) -> Result<Value, McpError> {
+    gate::read_value(text, &MCP_REPLY).map_err(|e| match e {
+        GateError::OverBudget(why) => McpError::OverBudget(why),
+        GateError::Invalid(why) => McpError::Malformed(why),
+    })
 }
 
 /// The start of a body, for an error text.
@@ -262,6 +277,25 @@ mod tests {
             read_reply(&r, Some(1), false),
             Err(McpError::Http { status: 404, .. })
         ));
+    }
+
+    #[test]
+    fn a_reply_of_many_tiny_values_is_refused_unbuilt_in_a_body_or_an_event() {
+        let tiny = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}0]}}}}"#,
+            "0,".repeat(150_000)
+        );
+        let refused = read_reply(&reply("application/json", &tiny), Some(1), false);
+        assert!(
+            matches!(&refused, Err(McpError::OverBudget(why)) if why.contains("too many JSON values")),
+            "{refused:?}"
+        );
+        let event = format!("data: {tiny}\n\n");
+        let refused = read_reply(&reply("text/event-stream", &event), Some(1), false);
+        assert!(
+            matches!(refused, Err(McpError::OverBudget(_))),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! becomes for the model (`content`), the names the model sees
 //! (`names`), the servers an agent is connected to with their state and
 //! the `cf_agent_mcp_servers` frame (`servers`), the older HTTP+SSE
-//! transport for servers that speak only that (`legacy_sse`), their stored rows
-//! (`record`), and OAuth for servers that ask a person to sign in
+//! transport for servers that speak only that (`legacy_sse`), what the tool
+//! specs kept may cost (`tool_caps`), their stored rows (`record`), and OAuth for servers that ask a person to sign in
 //! (`oauth`). The host (`agent::mcp`) carries the requests out with `fetch`.
 
 pub mod connect;
@@ -18,6 +18,7 @@ pub mod oauth;
 pub mod record;
 pub mod servers;
 pub mod session;
+pub mod tool_caps;
 
 pub use connect::{Connect, ConnectStep, Connected};
 pub use content::tool_outcome;

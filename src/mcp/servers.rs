@@ -3,7 +3,10 @@
 //! state (connecting, ready, failed with a reason), what its handshake
 //! learnt, and the names its tools are offered under. From it come the
 //! tool specs the core offers the model, the server and tool a model's call
-//! names, and the `cf_agent_mcp_servers` frame tabs see.
+//! names, and the `cf_agent_mcp_servers` frame tabs see. The tools of all
+//! servers together stay within `tool_caps::MAX_TOOL_SPECS_BYTES` (a server
+//! that becomes ready gets the room the others leave); a ready server's
+//! `error` names the tools left out.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -17,6 +20,7 @@ use super::connect::Connected;
 use super::jsonrpc::McpError;
 use super::names::{server_id, ToolNames};
 use super::record::McpServer;
+use super::tool_caps::{self, LeftOut, MAX_TOOL_SPECS_BYTES};
 
 /// Where a server stands (the `state` the `agents` client knows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,8 +44,10 @@ struct Entry {
     auth_url: Option<String>,
     capabilities: Option<Value>,
     instructions: Option<String>,
-    /// The server's tools as it listed them.
+    /// The server's tools as it listed them, within the caps.
     tools: Vec<Value>,
+    /// The JSON bytes of `tools`.
+    tool_bytes: usize,
     /// The name each tool is offered under, in the order of `tools`.
     offered: Vec<String>,
 }
@@ -115,6 +121,7 @@ impl Servers {
                 capabilities: None,
                 instructions: None,
                 tools: Vec::new(),
+                tool_bytes: 0,
                 offered: Vec::new(),
             },
         );
@@ -172,24 +179,42 @@ impl Servers {
     }
 
     /// A handshake finished: the server's tools are offered from now on.
-    pub fn set_ready(&mut self, id: &str, connected: Connected) {
+    /// Returns what its status says of the tools left out, if any.
+    pub fn set_ready(&mut self, id: &str, connected: Connected) -> Option<String> {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Ready;
-            entry.error = None;
             entry.auth_url = None;
             entry.capabilities = Some(connected.capabilities);
             entry.instructions = connected.instructions;
-            entry.tools = connected.tools;
         }
-        self.rename();
+        self.set_tools(id, connected.tools, connected.left_out)
     }
 
-    /// A ready server's tools, listed again.
-    pub fn set_tools(&mut self, id: &str, tools: Vec<Value>) {
+    /// A ready server's tools (listed again), within the room the other
+    /// ready servers' tools leave; those left out (`left_out`, and any over
+    /// that room) are named in its status, which is returned.
+    pub fn set_tools(
+        &mut self,
+        id: &str,
+        tools: Vec<Value>,
+        mut left_out: Vec<LeftOut>,
+    ) -> Option<String> {
+        let used: usize = self
+            .entries
+            .iter()
+            .filter(|(other, e)| *other != id && e.state == ServerState::Ready)
+            .map(|(_, e)| e.tool_bytes)
+            .sum();
+        let room = MAX_TOOL_SPECS_BYTES.saturating_sub(used);
+        let (tools, bytes) = tool_caps::keep_within(tools, room, &mut left_out);
+        let status = tool_caps::status(&left_out);
         if let Some(entry) = self.entries.get_mut(id) {
             entry.tools = tools;
+            entry.tool_bytes = bytes;
+            entry.error = status.clone();
         }
         self.rename();
+        status
     }
 
     /// The server failed (`error` says why): its tools are withdrawn.
@@ -319,7 +344,50 @@ mod tests {
                 .iter()
                 .map(|n| json!({"name": n, "description": format!("does {n}"), "inputSchema": {"type":"object","properties":{"a":{"type":"number"}}}}))
                 .collect(),
+            left_out: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_tools_of_all_servers_share_one_cap_and_the_status_says_what_was_left_out() {
+        let mut servers = Servers::default();
+        let big = |name: &str| json!({"name": name, "description": "d".repeat(30_000)});
+        let first = servers
+            .add(McpServer::new("A", "http://a/"), false)
+            .unwrap();
+        let tools: Vec<_> = (0..6).map(|i| big(&format!("a{i}"))).collect();
+        assert_eq!(
+            servers.set_ready(
+                &first,
+                Connected {
+                    tools,
+                    ..connected(&[])
+                }
+            ),
+            None
+        );
+        let second = servers
+            .add(McpServer::new("B", "http://b/"), false)
+            .unwrap();
+        let tools: Vec<_> = (0..6).map(|i| big(&format!("b{i}"))).collect();
+        let status = servers
+            .set_ready(
+                &second,
+                Connected {
+                    tools,
+                    ..connected(&[])
+                },
+            )
+            .unwrap();
+        assert!(status.starts_with("4 tools left out: 'b2'"), "{status}");
+        let offered = servers.tool_specs();
+        assert_eq!(offered.len(), 8, "six of A, two of B");
+        let bytes: usize = servers.entries.values().map(|e| e.tool_bytes).sum();
+        assert!(bytes <= MAX_TOOL_SPECS_BYTES);
+        let b = servers.list().into_iter().find(|s| s.id == "b").unwrap();
+        assert_eq!(b.state, ServerState::Ready);
+        assert_eq!(b.error.as_deref(), Some(status.as_str()));
+        assert_eq!(b.tools, ["mcp_b_b0", "mcp_b_b1"]);
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! The streamed reply is server-sent events in either of the shapes Workers
 //! AI models use: OpenAI-style `chat.completion.chunk`s (decoded by the
 //! OpenAI decoder), or native lines `{"response": "...", "tool_calls": [...]}`
-//! ended by `[DONE]`.
+//! ended by `[DONE]`. Each event is read through the gate
+//! (`gate::MODEL_EVENT`).
 
 use std::cell::Cell;
 
 use crate::model::ai_gateway::AiGateway;
+use crate::protocol::gate::{self, MODEL_EVENT};
 use serde_json::{json, Map, Value};
 
 use super::openai::{message_json, tool_definition_json, usage_from_json, CompletionDecoder};
@@ -216,8 +218,8 @@ impl WorkersAiDecoder {
         if data.is_empty() || event.is_oversized() {
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ModelError::Malformed(format!("{e} in a Workers AI event")))?;
+        let chunk = gate::read_value(data, &MODEL_EVENT)
+            .map_err(|e| ModelError::Malformed(format!("{e} (a Workers AI event)")))?;
         if chunk.get("choices").is_some() {
             let mut openai = CompletionDecoder::new();
             openai.on_event(event, out)?;

@@ -111,8 +111,89 @@ pub const STATE: Budget = Budget {
     max_depth: 64,
 };
 
+/// One reply of an MCP server (a JSON body, or one message of an event
+/// stream: its answer to a POST, or an event of the older HTTP+SSE
+/// transport's standing stream).
+pub const MCP_REPLY: Budget = Budget {
+    name: "MCP reply",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 100_000,
+    max_depth: 64,
+};
+
+/// An OAuth metadata document (protected resource, authorization server)
+/// fetched for an MCP server.
+pub const OAUTH_METADATA: Budget = Budget {
+    name: "OAuth metadata",
+    max_bytes: 64 * 1024,
+    max_values: 2_000,
+    max_depth: 16,
+};
+
+/// An authorization server's answer to a client registration or a token
+/// request.
+pub const OAUTH_ANSWER: Budget = Budget {
+    name: "OAuth answer",
+    ..OAUTH_METADATA
+};
+
+/// One event of a model's stream (a chunk of an OpenAI-compatible or
+/// Workers AI reply).
+pub const MODEL_EVENT: Budget = Budget {
+    name: "model stream event",
+    max_bytes: 8 * 1024 * 1024,
+    max_values: 100_000,
+    max_depth: 64,
+};
+
+/// The body of a model provider's error answer: read only this far, then
+/// searched for its message.
+pub const MODEL_ERROR_BODY: Budget = Budget {
+    name: "model error body",
+    max_bytes: 64 * 1024,
+    max_values: 2_000,
+    max_depth: 32,
+};
+
+/// An HTTP request body read as JSON by the crate's routes and an agent's
+/// own (`agent::body::read_json`; each route may set fewer bytes).
+pub const REQUEST_BODY: Budget = Budget {
+    name: "request body",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 100_000,
+    max_depth: 64,
+};
+
+/// What another agent answers a call over Durable Object RPC (a
+/// sub-agent's tool call, a submission's status): as much as a tool result.
+pub const AGENT_REPLY: Budget = Budget {
+    name: "agent reply",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 300_000,
+    max_depth: 64,
+};
+
+/// A model's tool call arguments (their bytes are also within the turn's
+/// `max_model_stream_bytes`): as many values as a tool result may hold.
+pub const MODEL_TOOL_INPUT: Budget = Budget {
+    name: "tool call arguments",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 300_000,
+    max_depth: 64,
+};
+
 /// Every input kind's budget, for the docs' limits table and its check.
-pub const BUDGETS: &[Budget] = &[STATE];
+pub const BUDGETS: &[Budget] = &[
+    STATE,
+    MCP_REPLY,
+    OAUTH_METADATA,
+    OAUTH_ANSWER,
+    MODEL_EVENT,
+    MODEL_ERROR_BODY,
+    REQUEST_BODY,
+    AGENT_REPLY,
+    MODEL_TOOL_INPUT,
+];
 
 #[cfg(test)]
 mod tests {

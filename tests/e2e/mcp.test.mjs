@@ -8,7 +8,8 @@
 // its removal; a tool list that changes (`notifications/tools/list_changed` on a call's answer)
 // listed again on the same session; embedded resources and resource links as text for the model;
 // a server that speaks only the older HTTP+SSE transport (reached after its 405, again after a
-// restart, a list change seen on its stream, a tool error once it is gone).
+// restart, a list change seen on its stream, failed with the reason as soon as its stream ends and
+// a tool error then).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -115,14 +116,14 @@ test('a server added at run time with a bearer token is stored, reconnected afte
   const c = await tab(w, room);
   assert.deepEqual(c.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {});
 
-  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
+  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
   assert.equal(refused.status, 400);
   // A wrong token: the server refuses the handshake and the tabs see why.
-  await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
   const refusedFrame = await mcpFrame(c, (m) => m.servers['remote-tools']?.state === 'failed');
   assert.equal(refusedFrame.mcp.servers['remote-tools'].error, 'HTTP 401: missing or wrong bearer token');
   // The same name and URL with the right token: updated and connected again.
-  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
   assert.equal(added.status, 201);
   assert.deepEqual(await added.json(), { id: 'remote-tools' });
   await mcpFrame(c, ready('remote-tools'));
@@ -226,9 +227,12 @@ test('a server that speaks only the older HTTP+SSE transport is reached over its
   assert.equal(echoed.outcome, 'completed');
   assert.equal(toolMessages(w.model.requests.at(-1)).at(-1).content, 'echo: after restart');
 
-  // The server goes away: the stream ends, the next call is a tool error and the turn goes on.
+  // The server goes away: the stream ends, the server is failed at once with the reason (its tools
+  // withdrawn), a call to its tool is a tool error and the turn goes on.
   await mcp.close();
+  const gone = await mcpFrame(again, (m) => m.servers.demo?.state === 'failed');
+  assert.match(gone.mcp.servers.demo.error, /the event stream (ended|broke off)/);
   const after = await toolTurn(again, 'mcp_demo_echo', { text: 'anyone?' });
   assert.equal(after.outcome, 'completed');
-  assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /MCP server 'demo'/);
+  assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /mcp_demo_echo/);
 });

@@ -11,8 +11,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatRequest, userMessage, getMessages, isDone, TEST_BUILD_DIR } from '../support/harness.mjs';
-import { workerFor, tab, rid, probe, waitUntil, modelTexts } from '../support/e2e.mjs';
+import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { tab, rid, probe, waitUntil, modelTexts } from '../support/e2e.mjs';
+import { memoryWorker, warmedTab, wasmMiB, turn } from '../support/memory.mjs';
 
 const MiB = 1024 * 1024;
 const TURN_MS = 30000;
@@ -20,35 +21,10 @@ const TURN_MS = 30000;
 /** `[0,0,…]` of about `bytes` bytes: the most values per byte JSON allows. */
 const zeros = (bytes) => `[${'0,'.repeat(Math.floor(bytes / 2) - 1)}0]`;
 
-async function wasmMiB(w, room) {
-  const r = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`);
-  assert.equal(r.status, 200, 'the test build serves …/__debug/memory with DEBUG_MEMORY=1');
-  return (await r.json()).wasmMemoryBytes / MiB;
-}
-
-async function turn(client, text) {
-  const id = rid();
-  client.cursor = client.frames.length;
-  client.send(chatRequest(id, [userMessage(rid('u'), text)]));
-  return client.waitFor(isDone(id), TURN_MS);
-}
-
 /** Every answer to frames sent before it precedes the answer to this probe. */
 async function barrier(client) {
   const probeId = probe(client);
   await client.waitFor((f) => f.type === 'cf_agent_stream_resume_none' && f.probeId === probeId, TURN_MS);
-}
-
-const memoryWorker = (t, bindings = {}) => workerFor(t, {
-  bindings: { DEBUG_MEMORY: '1', ...bindings }, buildDir: TEST_BUILD_DIR, miniflare: { unsafePreventEviction: true },
-});
-
-/** A memory worker's tab on `room` after one warm-up turn, and the agent's wasm memory then. */
-async function warmedTab(t, room) {
-  const w = await memoryWorker(t);
-  const client = await tab(w, room);
-  assert.equal((await turn(client, '[tokens:5] warm up')).outcome, 'completed');
-  return { w, room, client, before: await wasmMiB(w, room) };
 }
 
 test('3.9 MiB calls, state frames and unknown frames and 3 MiB custom bodies are refused as documented; memory stays within 32 MiB', async (t) => {

@@ -8,7 +8,10 @@
 // (serves POST/GET/DELETE /mcp), and with `oauth: {accessTtlSeconds}` the same server behind the
 // test authorization server of tests/support/mcp-oauth.mjs (same origin); with `legacySse` it
 // speaks only the older HTTP+SSE transport (GET /mcp: the event stream; POST /messages; a POST to
-// /mcp is refused with 405).
+// /mcp is refused with 405). Hostile modes for the agent's bounds: `hostile: 'tiny-values'` answers
+// `tools/list` with ~4 MiB of tiny values (a tool whose schema holds `[0,0,…]`), `hostile:
+// 'huge-spec'` lists the tools plus `huge`, whose spec is 3 MiB; `flood()` writes 1 MiB events to
+// every open HTTP+SSE stream until the client closes it (at most `floodBytes` in all).
 
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -93,13 +96,51 @@ function toolServer(calls, pageSize, shared) {
   return server;
 }
 
+const MiB = 1024 * 1024;
+
+/** The answer a hostile server gives to `tools/list` request `id`, or null for the real one. */
+function hostileListing(hostile, id) {
+  const good = [
+    { name: 'add', description: 'Adds two numbers.', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } },
+    { name: 'echo', description: 'Says the text back.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+  ];
+  if (hostile === 'tiny-values') {
+    const zeros = `[${'0,'.repeat(Math.floor((4 * MiB - 4096) / 2) - 1)}0]`;
+    const tools = JSON.stringify([...good, { name: 'tiny', inputSchema: { type: 'object', junk: '@@' } }]).replace('"@@"', zeros);
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":${tools}}}`;
+  }
+  if (hostile === 'huge-spec') {
+    const huge = { name: 'huge', description: 'h'.repeat(3 * MiB), inputSchema: { type: 'object' } };
+    return JSON.stringify({ jsonrpc: '2.0', id, result: { tools: [...good, huge] } });
+  }
+  return null;
+}
+
+/** Writes 1 MiB events to `res` until it closes or `limit` bytes went out; resolves to the bytes written. */
+async function floodStream(res, limit) {
+  const event = `data: ${'x'.repeat(MiB - 8)}\n\n`;
+  let sent = 0;
+  while (!res.destroyed && !res.writableEnded && sent < limit) {
+    sent += event.length;
+    if (!res.write(event)) {
+      await new Promise((resolve) => {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      });
+    }
+  }
+  return sent;
+}
+
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
  * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
  * events (with `oauth`), close()}.
  */
-export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth, extras, legacySse } = {}) {
+export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth, extras, legacySse, hostile, floodBytes = 160 * MiB } = {}) {
   const streams = new Map();
+  /** The responses of the open HTTP+SSE streams (for `flood`). */
+  const streamResponses = new Set();
   const shared = extras ? { grown: false } : undefined;
   const listings = [];
   const calls = [];
@@ -150,6 +191,11 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
         for await (const chunk of req) chunks.push(chunk);
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
         if (body?.method === 'tools/list') listings.push(body.params?.cursor ?? null);
+        const listing = body?.method === 'tools/list' && hostileListing(hostile, body.id);
+        if (listing) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(listing);
+          return;
+        }
         await transport.handleRequest(req, res, body);
       } else {
         await transport.handleRequest(req, res);
@@ -165,7 +211,11 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
       const transport = new SSEServerTransport('/messages', res);
       streams.set(transport.sessionId, transport);
       opened.push(transport.sessionId);
-      res.on('close', () => streams.delete(transport.sessionId));
+      streamResponses.add(res);
+      res.on('close', () => {
+        streams.delete(transport.sessionId);
+        streamResponses.delete(res);
+      });
       await toolServer(calls, pageSize, shared).connect(transport);
       return;
     }
@@ -195,6 +245,8 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
     listings,
     /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
     events,
+    /** With `legacySse`: floods every open event stream; resolves to the bytes each one took before it closed. */
+    flood: () => Promise.all([...streamResponses].map((res) => floodStream(res, floodBytes))),
     /** With `oauth`: makes the authorization server forget every access token it issued. */
     revokeAccessTokens: () => control.revokeAccessTokens?.(),
     async close() {

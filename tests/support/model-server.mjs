@@ -6,7 +6,8 @@
 // rules; a tool result over 64 KiB is echoed as `name=<N bytes>`), except `[http-once:NNN]`:
 // the first request whose last user message carries it is answered with status NNN (and
 // `retry-after-ms` when the message also has `[retry-after-ms:N]`), later ones normally; it
-// exercises a client's retries. `[truncate-once]` likewise cuts the first reply to that message
+// exercises a client's retries. `[http-huge:NNN]` answers status NNN with a 20 MB error body.
+// `[truncate-once]` likewise cuts the first reply to that message
 // after two words (no finish, no [DONE]), as a dropped connection does. With `maxContextBytes`,
 // a longer request is refused as OpenAI refuses one longer than the model's context.
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
@@ -196,6 +197,12 @@ function planFreshReply(body) {
 
   const echo = `You said: ${text}`;
 
+  // An error answer whose body is 20 MB (its message first, then padding).
+  const hugeMatch = /\[http-huge:(\d{3})\]/.exec(text);
+  if (hugeMatch) {
+    const status = Number(hugeMatch[1]);
+    return { kind: 'http', status, message: `scripted huge error ${status}`, bodyBytes: 20_000_000 };
+  }
   const httpMatch = /\[http:(\d{3})\]/.exec(text);
   if (httpMatch) {
     const status = Number(httpMatch[1]);
@@ -250,6 +257,17 @@ function planFreshReply(body) {
   }
 
   return say(echo);
+}
+
+/** Ends `res` with `body` (a JSON object) padded by a `padding` field to about `bytes` bytes, in 1 MB writes. */
+async function writePadded(res, body, bytes) {
+  res.write(`${body.slice(0, -1)},"padding":"`);
+  for (let left = bytes; left > 0 && !res.destroyed; left -= 1_000_000) {
+    if (!res.write('p'.repeat(Math.min(left, 1_000_000)))) {
+      await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
+    }
+  }
+  res.end('"}');
 }
 
 function errorBody(message) {
@@ -485,7 +503,8 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming,
         if (plan.kind === 'text' && truncateOnce(body, failedOnce)) plan = { ...plan, mode: 'truncate' };
         if (plan.kind === 'http') {
           res.writeHead(plan.status, { 'content-type': 'application/json' });
-          res.end(errorBody(plan.message));
+          if (plan.bodyBytes) await writePadded(res, errorBody(plan.message), plan.bodyBytes);
+          else res.end(errorBody(plan.message));
           return;
         }
         if (body.stream === true) {

@@ -19,12 +19,14 @@
 //! whose custom body holds `echoBody` (and for which `before_turn` chose no
 //! system prompt) gets a system prompt naming the body's `tag` and its size,
 //! so a test reads from the model's request which body its turn ran with.
+//! Bodies are read through `agent::body` (at most `DEFAULT_BODY_LIMIT`).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{Request, Response};
 
 use crate::agent::author_storage::SqlValue;
+use crate::agent::body::{read_json, DEFAULT_BODY_LIMIT};
 use crate::agent::handle::AgentHandle;
 use crate::agent::schedule_callback::ScheduleCallback;
 use crate::agent::tool::ServerTool;
@@ -108,6 +110,13 @@ pub fn echo_body(body: &serde_json::Map<String, Value>, config: &mut crate::core
     config.system = Some(format!("custom body tag={tag} bytes={bytes}"));
 }
 
+/// A route's JSON body (one refused is the route's error).
+async fn json<T: serde::de::DeserializeOwned>(req: &mut Request) -> worker::Result<T> {
+    read_json(req, DEFAULT_BODY_LIMIT)
+        .await
+        .map_err(|e| worker::Error::RustError(e.to_string()))
+}
+
 pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Response> {
     let path = req.path();
     let Some((_, route)) = path.split_once(ROUTES) else {
@@ -116,7 +125,7 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
     let storage = agent.storage();
     match route {
         "sql" => {
-            let body: SqlBody = req.json().await?;
+            let body: SqlBody = json(&mut req).await?;
             let bindings = body.bindings.into_iter().map(binding).collect();
             match storage.sql::<Value>(&body.query, bindings) {
                 Ok(rows) => Response::from_json(&rows),
@@ -124,7 +133,7 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
             }
         }
         "kv-put" => {
-            let body: KvBody = req.json().await?;
+            let body: KvBody = json(&mut req).await?;
             match storage.put(&body.key, &body.value) {
                 Ok(()) => Response::ok("stored"),
                 Err(e) => Response::error(e.to_string(), 400),
@@ -143,7 +152,7 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
             }
         }
         "schedule" => {
-            let body: ScheduleBody = req.json().await?;
+            let body: ScheduleBody = json(&mut req).await?;
             match agent.schedule(&body.name, &body.callback, body.when, body.payload) {
                 Ok(row) => Response::from_json(&row),
                 Err(e) => Response::error(e.to_string(), 400),
@@ -151,11 +160,11 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
         }
         "schedules" => Response::from_json(&agent.schedules()),
         "cancel" => {
-            let body: CancelBody = req.json().await?;
+            let body: CancelBody = json(&mut req).await?;
             Response::from_json(&json!({ "cancelled": agent.cancel_schedule(&body.name) }))
         }
         "run-turn" => {
-            let body: RunTurnBody = req.json().await?;
+            let body: RunTurnBody = json(&mut req).await?;
             let message = UIMessage::user_text("", body.text);
             match agent.run_turn(vec![message], Default::default()).await {
                 Ok(result) => Response::from_json(&result),
@@ -163,7 +172,7 @@ pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Respo
             }
         }
         "cancel-request" => {
-            let body: CancelRequestBody = req.json().await?;
+            let body: CancelRequestBody = json(&mut req).await?;
             Response::from_json(&json!({ "cancelled": agent.cancel_request(&body.request_id) }))
         }
         _ => Response::error("Not found", 404),

@@ -302,7 +302,7 @@ impl AgentHost {
                     if state.connecting.contains_key(&id) || !state.sessions.contains_key(&id) {
                         return;
                     }
-                    state.servers.set_tools(&id, listed.tools);
+                    state.servers.set_tools(&id, listed.tools, listed.left_out);
                 }
                 self.log_line(
                     LogLevel::Info,
@@ -415,9 +415,17 @@ impl AgentHost {
                             connected.tools.len()
                         ),
                     );
-                    state.servers.set_ready(&id, connected);
+                    if let Some(note) = state.servers.set_ready(&id, connected) {
+                        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {note}"));
+                    }
                     state.sessions.insert(id.clone(), session);
                     if let Some(link) = link {
+                        let (host, server) = (Rc::downgrade(&self), id.clone());
+                        link.on_end(move |why| {
+                            if let Some(host) = host.upgrade() {
+                                host.mark_mcp_failed(&server, &why);
+                            }
+                        });
                         state.links.insert(id.clone(), link);
                     }
                     state.failed_at.remove(&id);

@@ -1,6 +1,7 @@
 //! One HTTP exchange with an MCP server through the Workers `fetch`: the
 //! request the sans-I/O session (or the OAuth flow) built, sent with a deadline (and a tool
-//! run's abort signal), its reply read whole up to `MAX_REPLY_BYTES`.
+//! run's abort signal), its reply read whole up to `MAX_REPLY_BYTES` (then
+//! read through the gate by `crate::mcp::jsonrpc`).
 
 use std::time::Duration;
 
@@ -73,7 +74,9 @@ async fn read(mut response: Response) -> Result<McpReply, McpError> {
     let content_type = header("content-type");
     let session_id = header("mcp-session-id");
     let www_authenticate = header("www-authenticate");
-    let mut body = Vec::new();
+    // Room for the declared length up front (within the cap): no doubling copies as it grows.
+    let declared = header("content-length").and_then(|n| n.trim().parse::<usize>().ok());
+    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(MAX_REPLY_BYTES));
     if status != 202 && status != 204 {
         if let Ok(mut stream) = response.stream() {
             while let Some(chunk) = stream.next().await {
@@ -91,6 +94,8 @@ async fn read(mut response: Response) -> Result<McpReply, McpError> {
         content_type,
         session_id,
         www_authenticate,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        // Valid UTF-8 (the usual case) becomes the text without a copy.
+        body: String::from_utf8(body)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
     })
 }

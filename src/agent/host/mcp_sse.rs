@@ -2,8 +2,10 @@
 //! event stream per server, read by a task of its own that hands each
 //! response to the request waiting for its id and notes a changed tool
 //! list; each message is POSTed to the stream's endpoint and its answer
-//! awaited from the stream. The stream closing fails the requests waiting
-//! (the server is then marked failed by the call that sees it). The
+//! awaited from the stream. Each message is read through the gate; the
+//! stream is closed past its bytes or idle time (`StreamBudget`). The
+//! stream closing fails the requests waiting; one that ends by itself
+//! tells the host why (`on_end`), which marks the server failed. The
 //! protocol pieces are `crate::mcp::legacy_sse`.
 
 use std::cell::{Cell, RefCell};
@@ -18,12 +20,19 @@ use serde_json::Value;
 use wasm_bindgen_futures::spawn_local;
 use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit};
 
+use crate::agent::host::now_ms;
 use crate::agent::tool_context::AbortSignal;
-use crate::mcp::legacy_sse::{endpoint, open_stream, reply_of, response_id};
+use crate::mcp::jsonrpc::read_message;
+use crate::mcp::legacy_sse::{
+    endpoint, open_stream, reply_of, response_id, StreamBudget, MAX_STREAM_EVENT_BYTES,
+};
 use crate::mcp::{McpError, McpReply, McpRequest};
 use crate::model::sse::{SseEvent, SseParser};
 
 use super::mcp_http::exchange;
+
+/// What learns why a stream ended by itself.
+type EndListener = Box<dyn FnOnce(McpError)>;
 
 /// An open event stream to one server.
 pub(super) struct SseLink {
@@ -31,6 +40,10 @@ pub(super) struct SseLink {
     closed: Cell<bool>,
     tools_changed: Cell<bool>,
     controller: RefCell<Option<AbortController>>,
+    /// Why the stream ended by itself (its end, its bytes, its idle time).
+    ended: RefCell<Option<McpError>>,
+    /// Told why, when the stream ends by itself.
+    on_end: RefCell<Option<EndListener>>,
 }
 
 impl SseLink {
@@ -57,6 +70,8 @@ impl SseLink {
             closed: Cell::new(false),
             tools_changed: Cell::new(false),
             controller: RefCell::new(None),
+            ended: RefCell::new(None),
+            on_end: RefCell::new(None),
         });
         let controller = AbortController::default();
         let signal = controller.signal();
@@ -82,7 +97,8 @@ impl SseLink {
             let mut stream = response
                 .stream()
                 .map_err(|e| McpError::Unreachable(e.to_string()))?;
-            let mut parser = SseParser::new();
+            let mut parser = SseParser::with_max_event_bytes(MAX_STREAM_EVENT_BYTES);
+            let mut budget = StreamBudget::new(now_ms());
             let mut events: Vec<SseEvent> = Vec::new();
             loop {
                 let Some(chunk) = stream.next().await else {
@@ -92,6 +108,7 @@ impl SseLink {
                 };
                 let chunk =
                     chunk.map_err(|e| McpError::Unreachable(format!("the event stream: {e}")))?;
+                budget.on_chunk(chunk.len())?;
                 parser.feed(&chunk, &mut events);
                 if let Some(at) = events
                     .iter()
@@ -99,13 +116,13 @@ impl SseLink {
                 {
                     let rest: Vec<SseEvent> = events.split_off(at + 1);
                     let data = events.pop().map(|e| e.data).unwrap_or_default();
-                    return Ok((data, stream, parser, rest));
+                    return Ok((data, stream, parser, budget, rest));
                 }
                 events.clear();
             }
         });
         let deadline = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
-        let (data, stream, parser, rest) = match select(opening, deadline).await {
+        let (data, stream, parser, budget, rest) = match select(opening, deadline).await {
             Either::Left((opened, _)) => opened?,
             Either::Right(_) => {
                 link.close();
@@ -123,26 +140,71 @@ impl SseLink {
             link.on_event(&event);
         }
         let reader = link.clone();
-        spawn_local(async move { reader.read(stream, parser).await });
+        spawn_local(async move { reader.read(stream, parser, budget).await });
         Ok((link, post_url))
     }
 
-    async fn read(self: Rc<Self>, mut stream: ByteStream, mut parser: SseParser) {
+    async fn read(
+        self: Rc<Self>,
+        mut stream: ByteStream,
+        mut parser: SseParser,
+        mut budget: StreamBudget,
+    ) {
         let mut events = Vec::new();
-        while let Some(Ok(chunk)) = stream.next().await {
+        let why = loop {
+            let left = budget.idle_left_ms(now_ms());
+            if left == 0 {
+                break StreamBudget::idle_error();
+            }
+            let idle = Box::pin(Delay::from(Duration::from_millis(left)));
+            let chunk = match select(stream.next(), idle).await {
+                Either::Left((Some(Ok(chunk)), _)) => chunk,
+                Either::Left((Some(Err(e)), _)) => {
+                    break McpError::Unreachable(format!("the event stream broke off: {e}"))
+                }
+                Either::Left((None, _)) => {
+                    break McpError::Unreachable("the event stream ended".into())
+                }
+                Either::Right(_) => continue,
+            };
+            if let Err(over) = budget.on_chunk(chunk.len()) {
+                break over;
+            }
             parser.feed(&chunk, &mut events);
             for event in events.drain(..) {
+                budget.on_event(now_ms());
                 self.on_event(&event);
             }
+        };
+        self.end(why);
+    }
+
+    /// The stream ended by itself: closed, and the host told why (unless
+    /// the host closed it first).
+    fn end(&self, why: McpError) {
+        if self.closed.get() {
+            return;
         }
+        *self.ended.borrow_mut() = Some(why.clone());
         self.close();
+        let tell = self.on_end.borrow_mut().take();
+        if let Some(tell) = tell {
+            tell(why);
+        }
+    }
+
+    /// `tell` learns why the stream ends, if it ends by itself.
+    pub(super) fn on_end(&self, tell: impl FnOnce(McpError) + 'static) {
+        *self.on_end.borrow_mut() = Some(Box::new(tell));
     }
 
     fn on_event(&self, event: &SseEvent) {
         if !matches!(event.event.as_deref(), None | Some("message")) {
             return;
         }
-        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+        // A message over its budget is dropped unbuilt; a request waiting
+        // for it runs into its deadline.
+        let Ok(message) = read_message(&event.data) else {
             return;
         };
         if message.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
@@ -179,7 +241,11 @@ impl SseLink {
         abort: Option<AbortSignal>,
     ) -> Result<McpReply, McpError> {
         if self.closed.get() {
-            return Err(McpError::Unreachable("the event stream closed".into()));
+            return Err(self
+                .ended
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| McpError::Unreachable("the event stream closed".into())));
         }
         let Some(id) = request.id else {
             return exchange(request, timeout_ms, abort).await;
@@ -206,9 +272,11 @@ impl SseLink {
         });
         let outcome = match select(rx, select(deadline, given_up)).await {
             Either::Left((Ok(message), _)) => Ok(reply_of(&message)),
-            Either::Left((Err(_), _)) => {
-                Err(McpError::Unreachable("the event stream closed".into()))
-            }
+            Either::Left((Err(_), _)) => Err(self
+                .ended
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| McpError::Unreachable("the event stream closed".into()))),
             Either::Right((Either::Left(_), _)) => Err(McpError::Timeout(timeout_ms)),
             Either::Right((Either::Right(_), _)) => {
                 Err(McpError::Unreachable("the call was given up".into()))

@@ -298,6 +298,9 @@ impl AgentHost {
         } else if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
             return Response::error(refusal.reason, refusal.status);
         }
+        if let Some(refused) = crate::agent::body::refuse_declared(&req) {
+            return refused;
+        }
         #[cfg(feature = "debug-routes")]
         if let Some(response) = self.debug_route(&req, path) {
             return response;

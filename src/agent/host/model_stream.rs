@@ -190,11 +190,31 @@ async fn fetch_body<P: ModelProvider>(
     let status = response.status_code();
     if !(200..300).contains(&status) {
         let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
+        let text = match response.stream() {
+            Ok(body) => error_body(body).await,
+            Err(_) => String::new(),
+        };
         let header = |name: &str| headers.get(name).ok().flatten();
         return Err(provider.http_failure(status, &text, &header));
     }
     response
         .stream()
         .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))
+}
+
+/// The start of a provider's error body, at most `gate::MODEL_ERROR_BODY`
+/// bytes of it (what the error text needs); the rest is read aside and
+/// dropped, so a huge or endless body costs no more than that.
+async fn error_body(mut body: ByteStream) -> String {
+    let limit = crate::protocol::gate::MODEL_ERROR_BODY.max_bytes;
+    let mut text = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        let room = limit - text.len();
+        text.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if text.len() == limit {
+            wasm_bindgen_futures::spawn_local(drain(body));
+            break;
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }

@@ -1,7 +1,8 @@
 //! Where a turn's tool calls go: a server tool runs here, a client tool goes
 //! to the parent agent's executor or waits for a browser, a tool that needs
-//! approval waits for a person, an unknown tool or unreadable input is an
-//! input error the model reads; `before_tool_call` may block a call,
+//! approval waits for a person, an unknown tool or unreadable input (or one
+//! over `gate::MODEL_TOOL_INPUT`, read before it is built) is an input
+//! error the model reads; `before_tool_call` may block a call,
 //! change its input or settle it first, and `after_tool_call` sees every
 //! result of a run (inline, or awaited by the host before the result is
 //! shown and stored). Also the approved calls a continuation runs
@@ -9,6 +10,7 @@
 
 use serde_json::Value;
 
+use crate::protocol::gate::{self, MODEL_TOOL_INPUT};
 use crate::protocol::{ClientToolSchema, UIMessageChunk};
 
 use crate::core::contract::effects::{Effect, Timer};
@@ -111,7 +113,7 @@ impl Core {
 
     /// The call is not run: an input error the model reads.
     pub(in crate::core) fn refuse_tool_call(&mut self, call: &StepCall, error_text: String) {
-        let input = serde_json::from_str::<Value>(&call.arguments)
+        let input = gate::read_value(&call.arguments, &MODEL_TOOL_INPUT)
             .map(|v| normalize_input(&v))
             .unwrap_or_else(|_| serde_json::json!({}));
         self.emit(UIMessageChunk::ToolInputError {
@@ -126,7 +128,7 @@ impl Core {
         let parsed = if call.arguments.trim().is_empty() {
             Ok(serde_json::json!({}))
         } else {
-            serde_json::from_str::<Value>(&call.arguments)
+            gate::read_value(&call.arguments, &MODEL_TOOL_INPUT)
         };
         let is_client = self
             .config

@@ -3,12 +3,14 @@
 //! well-known places, RFC 9728), the protected resource's metadata (its
 //! authorization servers and scopes), then the authorization server's
 //! metadata (RFC 8414, or OpenID discovery): where to send the person, where
-//! to trade codes for tokens, where to register a client.
+//! to trade codes for tokens, where to register a client. Each document is
+//! read through the gate (`gate::OAUTH_METADATA`).
 
 use serde_json::Value;
 use url::Url;
 
 use crate::mcp::jsonrpc::{McpError, McpRequest};
+use crate::protocol::gate::{self, OAUTH_METADATA};
 
 /// What a 401's `WWW-Authenticate: Bearer …` said.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -97,9 +99,14 @@ pub struct ResourceMetadata {
     pub scopes: Option<String>,
 }
 
+/// A metadata document read through the gate (`gate::OAUTH_METADATA`).
+fn metadata(body: &str, what: &str) -> Result<Value, McpError> {
+    gate::read_value(body, &OAUTH_METADATA)
+        .map_err(|e| McpError::Malformed(format!("{what} refused: {e}")))
+}
+
 pub fn read_resource_metadata(body: &str) -> Result<ResourceMetadata, McpError> {
-    let json: Value = serde_json::from_str(body)
-        .map_err(|e| McpError::Malformed(format!("resource metadata is not JSON: {e}")))?;
+    let json = metadata(body, "resource metadata")?;
     let authorization_server = json
         .get("authorization_servers")
         .and_then(Value::as_array)
@@ -154,9 +161,7 @@ pub struct AuthServer {
 }
 
 pub fn read_auth_server_metadata(body: &str) -> Result<AuthServer, McpError> {
-    let json: Value = serde_json::from_str(body).map_err(|e| {
-        McpError::Malformed(format!("authorization server metadata is not JSON: {e}"))
-    })?;
+    let json = metadata(body, "authorization server metadata")?;
     let text = |key: &str| json.get(key).and_then(Value::as_str).map(str::to_string);
     let (Some(authorization_endpoint), Some(token_endpoint)) =
         (text("authorization_endpoint"), text("token_endpoint"))
@@ -196,6 +201,21 @@ pub fn get(url: &str) -> McpRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_metadata_document_over_its_budget_is_refused_unbuilt() {
+        let body = format!(
+            r#"{{"authorization_servers":["https://as"],"junk":[{}0]}}"#,
+            "0,".repeat(5_000)
+        );
+        let refused = read_resource_metadata(&body).unwrap_err();
+        assert!(
+            refused.to_string().contains("too many JSON values"),
+            "{refused}"
+        );
+        let fine = read_resource_metadata(r#"{"authorization_servers":["https://as"]}"#);
+        assert_eq!(fine.unwrap().authorization_server, "https://as");
+    }
 
     #[test]
     fn a_bearer_challenge_names_its_metadata_and_scope() {

@@ -2,6 +2,7 @@
 //! answers: registering the agent as a client (RFC 7591), the URL a person
 //! opens to sign in, trading the code for tokens and refreshing them
 //! (RFC 6749 §4.1, §6), each asking for the MCP server as the `resource`.
+//! Every answer is read through the gate (`gate::OAUTH_ANSWER`).
 
 use serde_json::{json, Value};
 use url::form_urlencoded::Serializer;
@@ -10,6 +11,7 @@ use url::Url;
 use super::credentials::{OAuthClient, Tokens};
 use super::discovery::AuthServer;
 use crate::mcp::jsonrpc::{McpError, McpReply, McpRequest};
+use crate::protocol::gate::{self, OAUTH_ANSWER};
 
 /// The client name the agent registers under.
 const CLIENT_NAME: &str = "durable-chat agent";
@@ -186,7 +188,7 @@ pub fn read_tokens(
 
 /// A 2xx JSON answer, or the OAuth error it carries.
 fn json_of(reply: &McpReply, what: &str) -> Result<Value, McpError> {
-    let json: Option<Value> = serde_json::from_str(&reply.body).ok();
+    let json: Option<Value> = gate::read_value(&reply.body, &OAUTH_ANSWER).ok();
     if !(200..300).contains(&reply.status) {
         let error = json.as_ref().and_then(|j| {
             let code = j.get("error")?.as_str()?;

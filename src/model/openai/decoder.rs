@@ -1,11 +1,14 @@
 //! Decodes the `data:` chunks of a streamed Chat Completion into
 //! provider-neutral [`ModelEvent`]s, and decides how the stream ended.
+//! Each chunk is read through the gate (`gate::MODEL_EVENT`): its values and
+//! nesting are counted before any of it is built.
 
 use super::errors::{describe_error_value, error_message_in_json};
 use super::tool_calls::ToolCallAssembler;
 use super::wire::{content_text, finish_reason_from_wire, non_empty_string, ChunkWire, DeltaWire};
 use crate::model::sse::SseEvent;
 use crate::model::{FinishReason, ModelError, ModelEvent, Usage};
+use crate::protocol::gate::{self, MODEL_EVENT};
 
 /// Longest excerpt of offending stream data quoted in an error, in characters.
 const MAX_QUOTED_DATA_CHARS: usize = 120;
@@ -63,8 +66,8 @@ impl CompletionDecoder {
             self.emit_finished(out);
             return Ok(());
         }
-        let chunk: ChunkWire = serde_json::from_str(data)
-            .map_err(|error| ModelError::Malformed(format!("{error} in chunk {}", quote(data))))?;
+        let chunk: ChunkWire = gate::read_json(data, &MODEL_EVENT)
+            .map_err(|e| ModelError::Malformed(format!("{e} in chunk {}", quote(data))))?;
         self.apply_chunk(chunk, out)
     }
 
@@ -404,6 +407,21 @@ mod tests {
         }
         let (_, result) = decode(&["42"]);
         assert!(matches!(result, Err(ModelError::Malformed(_))));
+    }
+
+    #[test]
+    fn a_chunk_of_many_tiny_values_is_refused_before_it_is_built() {
+        let tiny = format!(
+            r#"{{"choices":[{{"delta":{{"content":[{}0]}}}}]}}"#,
+            "0,".repeat(150_000)
+        );
+        let (_, result) = decode(&[tiny.as_str()]);
+        match result {
+            Err(ModelError::Malformed(message)) => {
+                assert!(message.contains("too many JSON values"), "{message}")
+            }
+            other => panic!("expected Malformed, got {other:?}"),
+        }
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! The text a failed OpenAI-compatible call is reported with: the status
 //! and the provider's own message, on one bounded line; and the endpoint's URL.
+//! The body is read through the gate (`gate::MODEL_ERROR_BODY`; the host
+//! reads no more than its bytes of it).
+
+use crate::protocol::gate::{self, MODEL_ERROR_BODY};
 
 /// Longest body excerpt kept in an HTTP error text, in characters.
 const MAX_ERROR_BODY_CHARS: usize = 300;
@@ -30,7 +34,7 @@ pub fn http_error_text(status: u16, body: &str) -> String {
 /// The human-readable message of an OpenAI-style error payload, if any:
 /// `{"error": {"message": ..}}`, `{"error": "..."}` or `{"message": ..}`.
 pub(super) fn error_message_in_json(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let value = gate::read_value(body, &MODEL_ERROR_BODY).ok()?;
     match value.get("error") {
         Some(error) => Some(describe_error_value(error)),
         None => value.get("message")?.as_str().map(str::to_string),

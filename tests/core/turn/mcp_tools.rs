@@ -25,6 +25,7 @@ fn demo_servers(server: McpServer) -> (Servers, String) {
                 json!({"name": "add", "description": "Adds", "inputSchema": {"type": "object"}}),
                 json!({"name": "echo.text", "inputSchema": {"type": "object"}}),
             ],
+            left_out: Vec::new(),
         },
     );
     (servers, id)

@@ -142,3 +142,29 @@ fn a_call_to_an_unavailable_tool_is_an_input_error_and_the_model_goes_on() {
         .clone();
     assert_eq!(part["state"], "output-error");
 }
+
+#[test]
+fn tool_arguments_of_too_many_values_are_an_input_error_read_before_they_are_built() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    let tiny = serde_json::Value::Array(vec![json!(0); 350_000]);
+    sim.script(Reply::tool_call(
+        "call_1",
+        "get_weather",
+        json!({"city": tiny}),
+    ))
+    .script(Reply::text("Sorry."));
+    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+    sim.run_until_idle();
+    assert!(sim.tools.runs.is_empty(), "the tool never ran");
+    let error = sim.requests()[1].tool_result("call_1").unwrap();
+    assert!(
+        error.contains("Invalid input for tool 'get_weather'")
+            && error.contains("tool call arguments: too many JSON values (limit 300000)"),
+        "{error}"
+    );
+    assert_eq!(
+        terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+        "completed"
+    );
+}

@@ -20,12 +20,12 @@ usage() {
 NAME="$1"
 DIR="$2"
 shift 2
-DEPENDENCY=""
+SOURCE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --durable-chat-path)
       [ $# -ge 2 ] || usage
-      DEPENDENCY="{ path = \"$(cd "$2" && pwd)\", default-features = false }"
+      SOURCE="path = \"$(cd "$2" && pwd)\""
       shift 2
       ;;
     *) usage ;;
@@ -42,9 +42,9 @@ else
   echo "new-agent: no starter beside $0 (examples/starter or starter-template/)" >&2
   exit 1
 fi
-if [ -z "$DEPENDENCY" ]; then
+if [ -z "$SOURCE" ]; then
   VERSION="$(sed -n 's/^version = "\([^"]*\)".*/\1/p' "$PACKAGE/Cargo.toml" | head -n 1)"
-  DEPENDENCY="{ version = \"$VERSION\", default-features = false }"
+  SOURCE="version = \"$VERSION\""
 fi
 CLASS="$(echo "$NAME" | awk -F- '{ for (i = 1; i <= NF; i++) printf "%s", toupper(substr($i, 1, 1)) substr($i, 2) }')"
 IDENT="${NAME//-/_}"
@@ -66,8 +66,9 @@ find "$DIR" -type f \( -name '*.rs' -o -name '*.toml' -o -name '*.json' -o -name
   while IFS= read -r file; do
     edit "$file" -e "s/StarterAgent/$CLASS/g" -e "s/starter-agent/$NAME/g" -e "s/starter_agent/$IDENT/g"
   done
-edit "$DIR/Cargo.toml" -e "s|^durable-chat = .*|durable-chat = $DEPENDENCY|"
+# Every `durable-chat` dependency line of the starter (its features kept) takes the new source.
+edit "$DIR/Cargo.toml" -e "/^durable-chat *=/ s|path = \"[^\"]*\"|$SOURCE|"
 grep -q '^\[workspace\]' "$DIR/Cargo.toml" || printf '\n# A workspace of its own (not part of any folder above).\n[workspace]\n' >> "$DIR/Cargo.toml"
 
-echo "new-agent: $DIR: crate $NAME, class $CLASS (/agents/$NAME/<name>), durable-chat = $DEPENDENCY"
+echo "new-agent: $DIR: crate $NAME, class $CLASS (/agents/$NAME/<name>), durable-chat from $SOURCE"
 echo "new-agent: next: cd $DIR && npm install && npx wrangler dev   (and cargo test)"

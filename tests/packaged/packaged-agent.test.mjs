@@ -20,7 +20,17 @@ const SKIP = AGENT ? false : 'run by scripts/check-packaged.sh (PACKAGED_AGENT u
 const NAME = 'packaged-agent';
 const CLASS = 'PackagedAgent';
 const STARTUP_MS = 480000;
+const TURN_MS = 60000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** `promise`, or a failure naming `what` (with wrangler's output) after `ms`. */
+function within(ms, what, promise, output = () => '') {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s\n${output().slice(-4000)}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 const freePort = () => new Promise((resolve) => {
   const s = createServer();
@@ -64,17 +74,17 @@ async function startWranglerDev(t) {
 
 test('wrangler dev of the new agent answers a turn with its tool, with the scripted model and no key', { skip: SKIP, timeout: STARTUP_MS + 120000 }, async (t) => {
   const dev = await startWranglerDev(t);
-  const { client, messages } = await openChat({ host: dev.host, agent: NAME, name: 'first' });
+  const { client, messages } = await within(TURN_MS, 'connecting', openChat({ host: dev.host, agent: NAME, name: 'first' }), dev.output);
   t.after(() => client.close());
   assert.deepEqual(messages, []);
-  const first = await sendMessage(client, messages, 'hi [tool:greet:{"name":"Ada"}]');
+  const first = await within(TURN_MS, 'the first turn', sendMessage(client, messages, 'hi [tool:greet:{"name":"Ada"}]'), dev.output);
   assert.equal(first.outcome, 'completed', `${first.error}\n${dev.output().slice(-4000)}`);
   const greet = first.message.parts.find((p) => p.type === 'tool-greet');
   assert.equal(greet?.state, 'output-available');
   assert.deepEqual(greet.output, { greeting: 'Hello, Ada!' });
   assert.equal(textOf(first.message), 'Tool results: greet={"greeting":"Hello, Ada!"}');
   // A second turn on the same socket: the worker is still alive after the first.
-  const second = await sendMessage(client, [], 'and now?');
+  const second = await within(TURN_MS, 'the second turn', sendMessage(client, [], 'and now?'), dev.output);
   assert.equal(second.outcome, 'completed', `${second.error}\n${dev.output().slice(-4000)}`);
   assert.equal(textOf(second.message), 'You said: and now?');
   assert.doesNotMatch(dev.output(), /panicked|Cannot invoke closure from previous WASM instance/);
@@ -106,7 +116,8 @@ export default {
 
 test("a JS parent's chat() reaches the new agent's class over Durable Object RPC", { skip: SKIP, timeout: 60000 }, async (t) => {
   const build = join(AGENT, 'build');
-  assert.match(readFileSync(join(build, 'index.js'), 'utf8').split('\n')[0], /durable-chat rpc bridge/, 'the build applied the bridge');
+  const head = readFileSync(join(build, 'index.js'), 'utf8').slice(0, 60);
+  assert.ok(head.startsWith('// durable-chat rpc bridge'), `the build applied the bridge (index.js begins ${JSON.stringify(head)})`);
   const persist = mkdtempSync(join(tmpdir(), 'packaged-agent-rpc-'));
   const compatibilityDate = /compatibility_date = "([^"]+)"/.exec(readFileSync(join(AGENT, 'wrangler.toml'), 'utf8'))[1];
   const mf = new Miniflare(convertV4MiniflareOptions({
@@ -133,10 +144,10 @@ test("a JS parent's chat() reaches the new agent's class over Durable Object RPC
     await mf.dispose().catch(() => {});
     rmSync(persist, { recursive: true, force: true });
   });
-  const res = await mf.dispatchFetch('http://parent.local/', {
+  const res = await within(TURN_MS, "the parent's chat()", mf.dispatchFetch('http://parent.local/', {
     method: 'POST',
     body: JSON.stringify({ child: 'over-rpc', message: 'greet [tool:greet:{"name":"Bo"}]' }),
-  });
+  }));
   const r = await res.json();
   assert.equal(r.threw, undefined, r.threw);
   assert.deepEqual(r.errors, []);

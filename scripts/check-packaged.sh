@@ -8,7 +8,7 @@
 # example and the scripted model, and a JS parent's `chat()` over Durable Object RPC; and the
 # new crate's native tests (`cargo test`). worker-build and wasm-bindgen come from ~/.cargo/bin.
 # The new crate builds into this repository's target/ (CARGO_TARGET_DIR), so the dependencies
-# compiled for the repository are reused. KEEP_PACKAGED=1 keeps the temporary folder.
+# compiled for the repository are reused. KEEP_PACKAGED=1 keeps the folder.
 #
 #   bash scripts/check-packaged.sh
 set -euo pipefail
@@ -21,7 +21,14 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 say() { echo "check-packaged: $*"; }
 began=$SECONDS
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/durable-chat-packaged-XXXXXX")"
+# One folder outside the tree, the same on every run (one run at a time): the new crate's path
+# dependency keeps its path, so cargo's incremental build of it is reused, and target/ does not
+# collect a copy per run.
+WORK="${TMPDIR:-/tmp}/durable-chat-packaged-check"
+exec 8>"$WORK.lock"
+flock 8
+rm -rf "$WORK"
+mkdir -p "$WORK"
 cleanup() {
   if [ -n "${KEEP_PACKAGED:-}" ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
 }

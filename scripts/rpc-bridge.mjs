@@ -10,11 +10,28 @@
 //
 //   node scripts/rpc-bridge.mjs [buildDir]      (default: build; scripts/build.sh runs it)
 //
+// It ships in the crate's package: an agent crate's build finds it through `cargo metadata` (the
+// durable-chat package's folder) and runs it in the worker's folder, whose node_modules provide
+// esbuild when the script's own location has none.
 // Running it twice is harmless: a bundle it already wrote is recognised and left alone.
 
-import { build } from 'esbuild';
 import { readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** esbuild from beside this script, else from the folder it runs in; an error saying so when neither has it. */
+async function loadEsbuild() {
+  try {
+    return await import('esbuild');
+  } catch {
+    try {
+      return createRequire(join(process.cwd(), 'package.json'))('esbuild');
+    } catch {
+      throw new Error(`rpc-bridge: esbuild not found beside ${import.meta.url} nor in ${process.cwd()} (npm install esbuild)`);
+    }
+  }
+}
 
 /** The RPC methods every agent class gets (named and shaped as @cloudflare/think's). */
 export const RPC_METHODS = [
@@ -92,6 +109,7 @@ export async function bridge(buildDir) {
   renameSync(index, join(buildDir, glueFile));
   writeFileSync(entryFile, bridgeSource(glueFile, classes));
   try {
+    const { build } = await loadEsbuild();
     await build({
       entryPoints: [entryFile],
       outfile: index,
@@ -113,7 +131,7 @@ export async function bridge(buildDir) {
   return { classes };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const dir = resolve(process.argv[2] ?? 'build');
   if (!existsSync(join(dir, 'index.js'))) {
     console.error(`rpc-bridge: ${join(dir, 'index.js')} missing (run worker-build first)`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE test command (also what CI runs via .ci/run): set-up (incl. chromium), native cargo tests,
 # the worker build and the example agent's build, then the Node end-to-end (incl. `wrangler deploy
-# --dry-run` and the example agent), browser and support tests (node:test, one file at a time).
+# --dry-run` and the example agent), browser and support tests (node:test, one file at a time),
+# then the packaged crate as a new user gets it (scripts/check-packaged.sh).
 # Exits non-zero on any failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,3 +43,6 @@ if [ "${#files[@]}" -eq 0 ]; then
   exit 1
 fi
 node --test --test-concurrency=1 "${files[@]}"
+
+echo "== the packaged crate from outside the repository (a new agent from its starter: wrangler dev, RPC, cargo test)"
+bash scripts/check-packaged.sh

@@ -53,22 +53,26 @@
 //!
 //! Depend on the crate with `default-features = false` (the default `demo`
 //! feature builds this repository's demo classes and page). Everything above
-//! comes from [`prelude`]. `examples/starter` is a folder to copy, with its
-//! `wrangler.toml` and the commands that run and test it.
+//! comes from [`prelude`]. The package holds a starter and its generator:
+//! `bash scripts/new-agent.sh NAME DIR` in the package's folder (the one
+//! `cargo metadata` names for `durable-chat`) makes a new agent crate, with
+//! its `wrangler.toml`, build profiles, `package.json` and the scripted model
+//! (`MODEL_PROVIDER=scripted`), so `npx wrangler dev` chats with no key.
 //!
 //! ## Guides
 //!
 //! In the repository, under `docs/`:
 //!
-//! - [Writing an agent](../docs/guides/writing-an-agent.md) — the definition, its settings, the class and the router;
-//! - [Tools and approval](../docs/guides/tools-and-approval.md) — server tools, client tools, approvals;
-//! - [Hooks](../docs/guides/hooks.md) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
-//! - [Sub-agents](../docs/guides/sub-agents.md) — one agent asking another;
-//! - [Submissions](../docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
-//! - [Configuration](../docs/guides/configuration.md) — vars, secrets and settings;
-//! - [Long conversations](../docs/guides/long-conversations.md) — the context policy and compaction;
-//! - [Coming from Think](../docs/guides/coming-from-think.md) — the TypeScript agent's names here;
-//! - [Architecture](../docs/design/architecture.md) — how the core, the host and the store fit.
+//! - [Writing an agent](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/writing-an-agent.md) — the definition, its settings, the class and the router;
+//! - [Tools and approval](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/tools-and-approval.md) — server tools, client tools, approvals;
+//! - [Hooks](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/hooks.md) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
+//! - [Sub-agents](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/sub-agents.md) — one agent asking another;
+//! - [Submissions](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
+//! - [Configuration](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/configuration.md) — vars, secrets and settings;
+//! - [Long conversations](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/long-conversations.md) — the context policy and compaction;
+//! - [Coming from Think](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/coming-from-think.md) — the TypeScript agent's names here;
+//! - [Wire reference](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/wire-protocol.md) — the frames, for a client that is not `useAgentChat`;
+//! - [Architecture](https://github.com/durable-chat/durable-chat/blob/main/docs/design/architecture.md) — how the core, the host and the store fit.
 //!
 //! ## Modules
 //!

@@ -2,7 +2,8 @@
 //! `use durable_chat::prelude::*;` — the definition trait and its settings,
 //! the tool builder and what a tool run gets, the turn and tool hooks'
 //! types, the handle and submissions, sub-agents, MCP servers, the worker's
-//! router and the `chat_agent!` macro.
+//! router and the `chat_agent!` macro, and serde_json's `Value`, `Map` and
+//! `json!` (synced state, payloads and tool results are JSON).
 
 pub use crate::agent::body::{BodyError, DEFAULT_BODY_LIMIT};
 pub use crate::agent::{
@@ -22,6 +23,7 @@ pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpS
 pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
 pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;
+pub use serde_json::{json, Map, Value};
 
 /// The compaction hook's type and what it reads (see
 /// `AgentDefinition::compaction`).

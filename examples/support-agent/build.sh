@@ -17,7 +17,7 @@ else
 fi
 # The agent classes become reachable over Durable Object RPC (a class extending `DurableObject`
 # around each; see scripts/rpc-bridge.mjs of the durable-chat repository, which needs esbuild).
+# A build it cannot bridge fails: a parent's `chat()` could not reach the classes.
 BRIDGE="${DURABLE_CHAT_BRIDGE:-$REPO/scripts/rpc-bridge.mjs}"
-if [ -f "$BRIDGE" ]; then
-  node "$BRIDGE" build
-fi
+[ -f "$BRIDGE" ] || { echo "build: the RPC bridge $BRIDGE is missing" >&2; exit 1; }
+node "$BRIDGE" build

@@ -1,7 +1,7 @@
 //! Anonymous access, safe by default: the default `authorize`
 //! (`default_authorize`) and what it decides beyond the `AUTH_TOKEN` check.
 //! With a real model configured (the Workers AI binding, or an
-//! `OPENAI_BASE_URL` whose host is not loopback) and no access check (no
+//! `OPENAI_BASE_URL` whose host is not loopback; never the scripted model) and no access check (no
 //! `AUTH_TOKEN`, no `authorize` of the author's own), every request from
 //! outside is refused unless `ALLOW_ANONYMOUS` opts in (`1` or `true`, read
 //! into `AgentSettings::allow_anonymous`). Owns the
@@ -44,8 +44,11 @@ fn is_loopback_v6(ip: Ipv6Addr) -> bool {
 }
 
 /// The real model these settings call, named for the log (`None`: no
-/// model, or one on this machine).
+/// model, the scripted one, or one on this machine).
 pub fn real_model(settings: &AgentSettings) -> Option<String> {
+    if settings.scripted_model {
+        return None;
+    }
     if let Some(binding) = &settings.workers_ai_binding {
         return Some(format!("the Workers AI binding `{binding}`"));
     }
@@ -237,5 +240,11 @@ mod tests {
         let local = ("OPENAI_BASE_URL", "http://127.0.0.1:8788/v1");
         assert_eq!(status(&[local], None), Ok(()));
         assert_eq!(status(&[], None), Ok(()), "no model: nothing to spend");
+        let scripted = ("MODEL_PROVIDER", "scripted");
+        assert_eq!(
+            status(&[real, scripted], None),
+            Ok(()),
+            "the scripted model spends nothing"
+        );
     }
 }

@@ -1,10 +1,11 @@
-//! An agent's settings: where the model lives (an OpenAI-compatible API
-//! or a Workers AI binding), who may connect (`AUTH_TOKEN`) and how turns
+//! An agent's settings: where the model lives (an OpenAI-compatible API,
+//! a Workers AI binding or the scripted model), who may connect (`AUTH_TOKEN`) and how turns
 //! run, with defaults read from the worker's vars and secrets (`Vars`).
 
 use crate::core::{Concurrency, ContextPolicy, CoreSettings, Limits, LogLevel, RetryPolicy};
 use crate::model::ai_gateway::AiGateway;
 use crate::model::openai::OpenAiCompatible;
+use crate::model::scripted::ScriptedModel;
 use crate::model::workers_ai::WorkersAi;
 use crate::model::{ModelFailure, ModelSettings, Provider};
 
@@ -35,6 +36,10 @@ pub struct AgentSettings {
     /// `MODEL_PROVIDER=workers-ai`: the model runs on Workers AI through this
     /// binding (`AI_BINDING`, default `AI`) instead of an HTTP API.
     pub workers_ai_binding: Option<String>,
+    /// `MODEL_PROVIDER=scripted`: replies come from the scripted model in
+    /// this crate (read from the conversation; no key, no network), for
+    /// development. It wins over every other model setting.
+    pub scripted_model: bool,
     /// `AI_GATEWAY_ID` (with `AI_GATEWAY_SKIP_CACHE`, `AI_GATEWAY_CACHE_TTL`):
     /// Workers AI calls go through this AI Gateway.
     pub ai_gateway: Option<AiGateway>,
@@ -100,6 +105,9 @@ impl AgentSettings {
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
             api_key: vars.get("OPENAI_API_KEY"),
+            scripted_model: vars
+                .get("MODEL_PROVIDER")
+                .is_some_and(|p| p.trim().eq_ignore_ascii_case("scripted")),
             workers_ai_binding: vars
                 .get("MODEL_PROVIDER")
                 .filter(|p| p.trim().eq_ignore_ascii_case("workers-ai"))
@@ -196,6 +204,9 @@ impl AgentSettings {
     /// The model provider these settings choose, or the failure every model
     /// call meets when none is configured.
     pub fn model_provider(&self) -> Result<Provider, ModelFailure> {
+        if self.scripted_model {
+            return Ok(Provider::Scripted(ScriptedModel::new()));
+        }
         if let Some(binding) = &self.workers_ai_binding {
             let provider = WorkersAi::new(binding, "call")
                 .with_gateway(self.ai_gateway.clone())
@@ -295,6 +306,20 @@ mod tests {
             Ok(Provider::WorkersAi(WorkersAi::new("AI", "call")))
         );
         assert_eq!(settings.turns.model.model, "@cf/meta/llama-3.1-8b-instruct");
+    }
+
+    #[test]
+    fn model_provider_scripted_chooses_the_scripted_model_over_any_other() {
+        let lookup = |name: &str| match name {
+            "MODEL_PROVIDER" => Some(" Scripted ".to_string()),
+            "OPENAI_BASE_URL" => Some("https://api.openai.com/v1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(Provider::Scripted(ScriptedModel::new()))
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! * [`sse`] turns a `text/event-stream` byte stream into [`sse::SseEvent`]s.
 //! * [`openai`] speaks the OpenAI-compatible Chat Completions dialect: it builds
 //!   the request body and decodes the streamed chunks.
+//! * [`scripted`] is a model with no I/O, answering from the conversation
+//!   (`MODEL_PROVIDER=scripted`).
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
 pub mod ai_gateway;
@@ -17,12 +19,15 @@ pub mod files;
 pub mod openai;
 mod provider;
 mod request;
+pub mod scripted;
 pub mod sse;
 pub mod workers_ai;
 
 pub use event::{FinishReason, ModelError, ModelEvent, Usage};
 pub use failure::{ModelFailure, MAX_RETRY_AFTER_MS};
-pub use provider::{BindingCall, CallPlan, HttpRequest, ModelProvider, ResponseDecoder};
+pub use provider::{
+    BindingCall, CallPlan, HttpRequest, LocalReply, ModelProvider, ResponseDecoder,
+};
 /// The provider an agent's settings choose (`MODEL_PROVIDER`).
 #[derive(Debug, PartialEq)]
 pub enum Provider {
@@ -30,6 +35,8 @@ pub enum Provider {
     OpenAiCompatible(openai::OpenAiCompatible),
     /// Workers AI through the Worker's `AI` binding.
     WorkersAi(workers_ai::WorkersAi),
+    /// The scripted model: replies read from the conversation, no I/O.
+    Scripted(scripted::ScriptedModel),
 }
 
 pub use request::{

@@ -37,6 +37,17 @@ pub enum CallPlan {
     /// Call `run(model, input)` on a binding of the Worker's environment;
     /// the streamed body it returns is fed to the provider's decoder.
     Binding(BindingCall),
+    /// Nothing to carry out: the provider wrote the reply itself (the
+    /// scripted model). Its events reach the agent as a stream's would.
+    Local(LocalReply),
+}
+
+/// A reply a provider produced with no I/O: the events, then how the
+/// stream ends (`Ok` once `Finished` is among the events, or a failure).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalReply {
+    pub events: Vec<ModelEvent>,
+    pub end: Result<(), ModelFailure>,
 }
 
 /// A `POST` request, described.

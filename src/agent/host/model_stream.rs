@@ -40,6 +40,7 @@ impl AgentHost {
                 self.stream_model(p, request, &signal, &mut to_core).await
             }
             Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut to_core).await,
+            Provider::Scripted(p) => self.stream_model(p, request, &signal, &mut to_core).await,
         };
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
@@ -89,6 +90,7 @@ impl AgentHost {
                 self.stream_model(p, request, &signal, &mut collect).await?
             }
             Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut collect).await?,
+            Provider::Scripted(p) => self.stream_model(p, request, &signal, &mut collect).await?,
         }
         Ok(text)
     }
@@ -111,6 +113,11 @@ impl AgentHost {
             CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
             CallPlan::Binding(binding) => {
                 crate::agent::binding_model::run_binding(&self.env, &binding).await?
+            }
+            CallPlan::Local(reply) => {
+                let mut events = reply.events;
+                deliver(sink, &mut events);
+                return reply.end;
             }
         };
         let mut decoder = provider.decoder();

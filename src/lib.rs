@@ -96,6 +96,8 @@ pub mod routing;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod store;
+#[cfg(feature = "test-kit")]
+pub mod test_kit;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;

@@ -31,11 +31,11 @@ pub use crate::agent::body::{read_bytes, read_json, read_text};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::{AgentStub, Connection, Submission, SubmitOptions, TurnResult};
+pub use crate::agent::AgentStub;
+pub use crate::agent::{Connection, Submission, SubmitOptions, TurnResult};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, Routed};
 
-#[cfg(target_arch = "wasm32")]
 pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).

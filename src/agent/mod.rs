@@ -24,11 +24,16 @@
 
 pub mod access;
 pub mod anonymous;
-#[cfg(target_arch = "wasm32")]
-mod author_hooks;
+// Only a host uses these two: the worker's, or the test kit's.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod author_hooks;
 pub mod author_sql_guard;
-#[cfg(target_arch = "wasm32")]
 pub mod author_storage;
+#[cfg(target_arch = "wasm32")]
+mod author_storage_sql;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
@@ -36,22 +41,21 @@ pub mod callable;
 pub mod channel_auth;
 pub mod child_calls;
 pub mod child_events;
-#[cfg(target_arch = "wasm32")]
 pub mod connection;
+#[cfg(target_arch = "wasm32")]
+mod connection_socket;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;
-#[cfg(any(target_arch = "wasm32", test))]
-mod engine_config;
-#[cfg(target_arch = "wasm32")]
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod engine_config;
 pub mod handle;
-#[cfg(not(target_arch = "wasm32"))]
-mod handle_native;
-#[cfg(target_arch = "wasm32")]
 mod handle_schedules;
-#[cfg(target_arch = "wasm32")]
 mod handle_turns;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -67,7 +71,6 @@ mod rpc_stub;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;
-#[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
@@ -79,23 +82,15 @@ pub mod typed_handler;
 
 pub use access::{Refusal, RequestInfo};
 pub use anonymous::default_authorize;
-#[cfg(target_arch = "wasm32")]
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use callable::{CallContext, CallStream, Callable};
-#[cfg(target_arch = "wasm32")]
 pub use connection::Connection;
 pub use definition::AgentDefinition;
-#[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
-#[cfg(not(target_arch = "wasm32"))]
-pub use handle_native::AgentHandle;
-#[cfg(target_arch = "wasm32")]
 pub use handle_schedules::Schedule;
-#[cfg(target_arch = "wasm32")]
 pub use handle_turns::TurnResult;
 #[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
-#[cfg(target_arch = "wasm32")]
 pub use schedule_callback::ScheduleCallback;
 pub use settings::{AgentSettings, Vars};
 pub use tool::{ServerTool, ToolFuture};

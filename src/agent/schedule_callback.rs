@@ -15,6 +15,10 @@ use super::handle::AgentHandle;
 type CallbackFuture = Pin<Box<dyn Future<Output = ()>>>;
 
 /// A named schedule callback.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
 #[derive(Clone)]
 pub struct ScheduleCallback {
     pub(crate) name: String,
@@ -40,6 +44,10 @@ impl ScheduleCallback {
     }
 
     /// The run, or why the payload does not fit the callback's type.
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
     pub(crate) fn start(
         &self,
         payload: Value,

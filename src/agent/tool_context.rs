@@ -14,7 +14,8 @@ use std::task::{Context, Poll, Waker};
 use crate::protocol::UIMessage;
 
 /// The agent's environment as a tool sees it: the Worker's `Env` on wasm
-/// (bindings, vars, secrets); nothing in native builds.
+/// (bindings, vars, secrets); nothing in native builds (the platform's
+/// bindings exist only in a worker; the test kit's tools see `None`).
 #[cfg(target_arch = "wasm32")]
 pub type AgentEnv = worker::Env;
 #[cfg(not(target_arch = "wasm32"))]
@@ -33,7 +34,6 @@ pub struct ToolContext {
     pub env: Option<AgentEnv>,
     /// The agent running the tool (its synced state, storage, schedules,
     /// turns; `None` when the tool is called outside an agent).
-    #[cfg(target_arch = "wasm32")]
     pub agent: Option<super::handle::AgentHandle>,
 }
 

@@ -868,6 +868,10 @@ impl CoreHost for AgentHost {
         &self.env
     }
 
+    fn now_ms(&self) -> u64 {
+        now_ms()
+    }
+
     fn add_mcp_server(self: Rc<Self>, server: crate::mcp::McpServer) -> Result<String, String> {
         AgentHost::add_mcp_server(&self, server)
     }
@@ -881,7 +885,8 @@ impl CoreHost for AgentHost {
     }
 
     fn author_storage(&self) -> super::author_storage::AuthorStorage {
-        super::author_storage::AuthorStorage::new(self.state.storage().sql())
+        let sql = super::author_storage_sql::SqlAuthorStore::new(self.state.storage().sql());
+        super::author_storage::AuthorStorage::new(Rc::new(sql))
     }
 
     fn generate_text(

@@ -81,7 +81,7 @@ fn a_tool_that_needs_approval_waits_for_the_tab_then_runs() {
     let tab = agent.connect();
     tab.send_message("delete /tmp/x");
     agent.run_until_idle();
-    assert_eq!(tab.approvals_requested(), [call.clone()]);
+    assert_eq!(tab.approvals_requested(), vec![call.clone()]);
     assert_eq!(agent.model().requests().len(), 1, "nothing runs unapproved");
     tab.approve(&call, true);
     agent.run_until_idle();

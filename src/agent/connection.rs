@@ -82,6 +82,3 @@ impl Connection {
         self.socket.close(code, reason)
     }
 }
-
-#[cfg(target_arch = "wasm32")]
-pub(crate) use super::connection_socket::Attachment;

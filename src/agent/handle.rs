@@ -21,6 +21,14 @@ use crate::core::{Core, SubmissionRecord, SubmitError, SubmitRequest};
 use crate::mcp::{McpServer, ServerInfo};
 use crate::protocol::UIMessage;
 
+/// The agent's environment as its code sees it: the Worker's `Env` on wasm
+/// (bindings, vars, secrets); nothing in native builds (the platform's
+/// bindings exist only in a worker; the test kit's tools see `None`).
+#[cfg(target_arch = "wasm32")]
+pub type AgentEnv = worker::Env;
+#[cfg(not(target_arch = "wasm32"))]
+pub type AgentEnv = ();
+
 /// What a handle needs of the host that runs the agent.
 pub(crate) trait CoreHost {
     /// The agent's core.
@@ -28,7 +36,7 @@ pub(crate) trait CoreHost {
     /// Carries out the effects the core queued and keeps its timers in step.
     fn carry_out_effects(self: Rc<Self>);
     /// The worker's environment (natively: none).
-    fn env(&self) -> &super::tool_context::AgentEnv;
+    fn env(&self) -> &AgentEnv;
     /// Milliseconds since the epoch (the test kit's virtual clock natively).
     fn now_ms(&self) -> u64;
     /// Adds (or updates) an MCP server for good; its id.
@@ -179,8 +187,8 @@ impl AgentHandle {
     }
 
     /// The worker's environment (bindings, vars, secrets; `worker::Env`
-    /// in a worker, `()` in a native build, see [`AgentEnv`](super::AgentEnv)).
-    pub fn env(&self) -> &super::tool_context::AgentEnv {
+    /// in a worker, `()` in a native build, see [`AgentEnv`]).
+    pub fn env(&self) -> &AgentEnv {
         self.host.env()
     }
 

@@ -13,13 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::protocol::UIMessage;
 
-/// The agent's environment as a tool sees it: the Worker's `Env` on wasm
-/// (bindings, vars, secrets); nothing in native builds (the platform's
-/// bindings exist only in a worker; the test kit's tools see `None`).
-#[cfg(target_arch = "wasm32")]
-pub type AgentEnv = worker::Env;
-#[cfg(not(target_arch = "wasm32"))]
-pub type AgentEnv = ();
+pub use super::handle::AgentEnv;
 
 /// The context of one server tool run.
 #[derive(Clone, Default)]

@@ -12,7 +12,7 @@ use crate::agent::CallContext;
 use crate::core::ConnId;
 
 use super::client_frames::{approval, cancel, chat_request, tool_result, user};
-use super::Kit;
+use super::kit::Kit;
 
 /// The frame type of a chat turn's chunks and end.
 const RESPONSE: &str = "cf_agent_use_chat_response";

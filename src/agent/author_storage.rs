@@ -3,7 +3,7 @@
 //! `author_sql_guard`) and a small typed key-value store over serde (`put`,
 //! `get`, `delete`, `keys`). Both hold to production's limits: a value or
 //! row over 2 MB is refused with an error saying so, on every backend.
-//! What holds the data is a backend behind the narrow [`AuthorStore`] trait:
+//! What holds the data is a backend behind the narrow `AuthorStore` trait:
 //! the Durable Object's SQLite in a worker (`author_storage_sql.rs`), memory
 //! in the test kit.
 

@@ -2,7 +2,7 @@
 //! `on_close`, `on_message`, callables): its id, a small per-connection
 //! state (in a worker, kept in the socket's attachment so it survives
 //! hibernation), and sending a frame of the author's own. The socket itself
-//! is behind the narrow [`ConnectionSocket`] trait: the runtime's WebSocket
+//! is behind the narrow `ConnectionSocket` trait: the runtime's WebSocket
 //! (`connection_socket.rs`) or the test kit's tab.
 
 use std::rc::Rc;

@@ -15,6 +15,8 @@
 //! 3. `definition` (the `AgentDefinition` trait an author implements);
 //! 4. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
+//!    `call_runs` (callable runs in flight), `settled_waiters` (code
+//!    waiting for a submission),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
 //!    (a parent's `chat()` to a child, made by `rpc_chat`);
 //! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
@@ -37,6 +39,11 @@ mod author_storage_sql;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod call_runs;
 pub mod callable;
 pub mod channel_auth;
 pub mod child_calls;
@@ -73,6 +80,11 @@ mod rpc_stub;
 pub mod rpc_target;
 pub mod schedule_callback;
 pub mod settings;
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod settled_waiters;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
 pub mod think_submissions;

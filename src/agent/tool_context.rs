@@ -103,6 +103,45 @@ impl AbortController {
     }
 }
 
+/// The abort controllers of a host's server tool runs in flight, by call.
+#[derive(Default)]
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) struct ToolRuns(
+    RefCell<std::collections::HashMap<crate::core::CallId, AbortController>>,
+);
+
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+impl ToolRuns {
+    /// A run of call `call` starts: its signal.
+    pub fn start(&self, call: crate::core::CallId) -> AbortSignal {
+        let abort = AbortController::default();
+        let signal = abort.signal();
+        self.0.borrow_mut().insert(call, abort);
+        signal
+    }
+
+    /// The run of `call` ended.
+    pub fn end(&self, call: crate::core::CallId) {
+        self.0.borrow_mut().remove(&call);
+    }
+
+    /// The runs of `calls` are given up: their signals fire.
+    pub fn abort(&self, calls: Vec<crate::core::CallId>) {
+        for call in calls {
+            let run = self.0.borrow_mut().remove(&call);
+            if let Some(abort) = run {
+                abort.abort();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,18 +12,20 @@ use std::future::Future;
 use std::rc::{Rc, Weak};
 
 use futures::executor::LocalSpawner;
-use futures::future::{abortable, AbortHandle, LocalBoxFuture};
+use futures::future::LocalBoxFuture;
 use futures::task::LocalSpawnExt;
 use serde_json::Value;
 
 use crate::agent::author_hooks::AuthorHooks;
 use crate::agent::author_storage::AuthorStorage;
+use crate::agent::call_runs::CallRuns;
 use crate::agent::connection::{Connection, ConnectionSocket};
 use crate::agent::engine_config::{core_config, AsyncHooks};
 use crate::agent::handle::CoreHost;
 use crate::agent::schedule_callback::ScheduleCallback;
-use crate::agent::tool_context::{AbortController, AgentEnv, ToolContext};
-use crate::agent::{AgentDefinition, AgentHandle, CallContext, CallStream, RequestInfo};
+use crate::agent::settled_waiters::SettledWaiters;
+use crate::agent::tool_context::{AgentEnv, ToolContext, ToolRuns};
+use crate::agent::{AgentDefinition, AgentHandle, CallContext, RequestInfo};
 use crate::agent::{ServerTool, Vars};
 use crate::core::{carry_out, AuthorCall, CallId, ConfigKey, ConnId, Core, Effect, Event, Step};
 use crate::core::{StoreOp, Timer};
@@ -59,9 +61,9 @@ pub(crate) struct KitHost {
     pub(crate) timers: RefCell<BTreeMap<Timer, (u64, u64)>>,
     /// The durable deadline this instance last set the alarm for.
     alarm_asked: Cell<Option<u64>>,
-    tool_runs: RefCell<HashMap<CallId, AbortController>>,
-    call_runs: RefCell<HashMap<(ConnId, String), AbortHandle>>,
-    settled_waiters: RefCell<Vec<(String, futures::channel::oneshot::Sender<()>)>>,
+    tool_runs: ToolRuns,
+    call_runs: CallRuns,
+    settled_waiters: SettledWaiters,
 }
 
 impl KitHost {
@@ -111,9 +113,9 @@ impl KitHost {
             due: RefCell::new(Vec::new()),
             timers: RefCell::new(BTreeMap::new()),
             alarm_asked: Cell::new(None),
-            tool_runs: RefCell::new(HashMap::new()),
-            call_runs: RefCell::new(HashMap::new()),
-            settled_waiters: RefCell::new(Vec::new()),
+            tool_runs: ToolRuns::default(),
+            call_runs: CallRuns::default(),
+            settled_waiters: SettledWaiters::default(),
         });
         host.carry_out();
         let open: Vec<ConnId> = (durable.tabs.borrow().iter())
@@ -203,7 +205,7 @@ impl KitHost {
         if let Some((ops, error)) = refused {
             self.dispatch(Event::StoreWriteFailed { ops, error });
         }
-        self.wake_settled_waiters();
+        self.settled_waiters.wake(&self.core);
     }
 
     fn write(&self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, String)> {
@@ -231,20 +233,6 @@ impl KitHost {
             self.alarm_asked.set(durable);
             let alarm = durable.map(|at| (at, self.durable.next_order()));
             self.durable.alarm.set(alarm);
-        }
-    }
-
-    fn wake_settled_waiters(&self) {
-        let waiting = std::mem::take(&mut *self.settled_waiters.borrow_mut());
-        let (done, still): (Vec<_>, Vec<_>) = {
-            let core = self.core.borrow();
-            waiting
-                .into_iter()
-                .partition(|(id, _)| core.submission(id).is_none_or(|r| r.status.is_final()))
-        };
-        self.settled_waiters.borrow_mut().extend(still);
-        for (_, wake) in done {
-            let _ = wake.send(());
         }
     }
 
@@ -300,14 +288,7 @@ impl KitHost {
             Effect::CallRemoteTool { tool_name, .. } => {
                 self.log_line(format!("no parent agent to run `{tool_name}`"))
             }
-            Effect::AbortTools { calls } => {
-                for call in calls {
-                    let run = self.tool_runs.borrow_mut().remove(&call);
-                    if let Some(abort) = run {
-                        abort.abort();
-                    }
-                }
-            }
+            Effect::AbortTools { calls } => self.tool_runs.abort(calls),
             Effect::PrepareTurn { turn, context } => {
                 let run = (self.hooks.before_turn)(context, agent);
                 self.answer(run, move |config| Event::TurnPrepared {
@@ -390,22 +371,20 @@ impl KitHost {
 
     fn run_tool(self: &Rc<Self>, call: CallId, tool_call_id: String, name: String, input: Value) {
         let tool = self.tools.get(&name).cloned();
-        let abort = AbortController::default();
         let ctx = ToolContext {
             tool_call_id: tool_call_id.clone(),
-            abort: abort.signal(),
+            abort: self.tool_runs.start(call),
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
         };
-        self.tool_runs.borrow_mut().insert(call, abort);
         let host = self.clone();
         self.spawn(async move {
             let result = match tool {
                 Some(tool) => tool.call_with(input, ctx).await,
                 None => Err(format!("Tool '{name}' is not available.")),
             };
-            host.tool_runs.borrow_mut().remove(&call);
+            host.tool_runs.end(call);
             host.dispatch(Event::ToolDone {
                 call,
                 tool_call_id,
@@ -428,44 +407,20 @@ impl KitHost {
                     .borrow()
                     .get(&conn)
                     .is_some_and(|t| t.open);
-                let run = match (self.author.callables.get(&method), open) {
-                    (Some(callable), true) => {
-                        let ctx = CallContext {
-                            connection: self.connection(&conn),
-                            agent: self.handle(),
-                        };
-                        let agent = self.handle();
-                        let (to, call) = (conn.clone(), id.clone());
-                        let stream = CallStream::new(move |chunk| {
-                            agent.with_core(|core, _| core.send_call_chunk(&to, &call, &chunk))
-                        });
-                        callable.stream_with(args, ctx, stream)
-                    }
-                    (None, _) => {
-                        let error = format!("Method {method} does not exist");
-                        Box::pin(async move { Err(error) })
-                    }
-                    (_, false) => Box::pin(async { Err("Connection closed".to_string()) }),
-                };
-                let (run, abort) = abortable(run);
-                let key = (conn.clone(), id.clone());
-                self.call_runs.borrow_mut().insert(key.clone(), abort);
+                let ctx = open.then(|| CallContext {
+                    connection: self.connection(&conn),
+                    agent: self.handle(),
+                });
+                let callables = &self.author.callables;
+                let run = (self.call_runs).start(callables, (&conn, &id), (&method, args), ctx);
                 let host = self.clone();
                 self.spawn(async move {
-                    let outcome = run.await;
-                    host.call_runs.borrow_mut().remove(&key);
-                    if let Ok(result) = outcome {
+                    if let Some(result) = run.await {
                         host.dispatch(Event::CallableDone { conn, id, result });
                     }
                 });
             }
-            AuthorCall::CancelCalls { conn, ids } => {
-                for id in ids {
-                    if let Some(abort) = self.call_runs.borrow_mut().remove(&(conn.clone(), id)) {
-                        abort.abort();
-                    }
-                }
-            }
+            AuthorCall::CancelCalls { conn, ids } => self.call_runs.cancel(&conn, ids),
             AuthorCall::StateChanged { state, source } => {
                 let state = Rc::unwrap_or_clone(state);
                 let run = (self.author.on_state_changed)((state, source), self.handle());
@@ -534,13 +489,7 @@ impl CoreHost for KitHost {
     }
 
     fn settled(&self, id: &str) -> LocalBoxFuture<'static, ()> {
-        let (wake, woken) = futures::channel::oneshot::channel();
-        self.settled_waiters
-            .borrow_mut()
-            .push((id.to_string(), wake));
-        Box::pin(async move {
-            let _ = woken.await;
-        })
+        self.settled_waiters.wait(id)
     }
 
     fn generate_text(

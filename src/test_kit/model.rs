@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::model::ModelRequest;
+use crate::model::{ModelMessage, ModelRequest};
 
 use super::memory::Durable;
 use super::reply::Reply;
@@ -52,6 +52,20 @@ impl ScriptedModel {
     /// messages, the tools offered, the model settings.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.durable.model.borrow().requests.clone()
+    }
+
+    /// What the model was last shown as the result of tool call
+    /// `tool_call_id` (the tool message's content), if it was shown one.
+    pub fn tool_result(&self, tool_call_id: &str) -> Option<String> {
+        let model = self.durable.model.borrow();
+        let messages = model.requests.iter().rev().flat_map(|r| &r.messages);
+        messages.into_iter().find_map(|m| match m {
+            ModelMessage::Tool {
+                tool_call_id: id,
+                content,
+            } if id == tool_call_id => Some(content.clone()),
+            _ => None,
+        })
     }
 
     /// The last request the model received.

@@ -59,14 +59,8 @@ fn a_tool_call_runs_the_real_tool_and_the_model_reads_its_result() {
         2,
         "one step for the call, one for the answer"
     );
-    let result = requests[1].messages.iter().find_map(|m| match m {
-        ModelMessage::Tool {
-            tool_call_id,
-            content,
-        } if *tool_call_id == call => Some(content.clone()),
-        _ => None,
-    });
-    let result: Value = serde_json::from_str(&result.expect("the tool's result")).unwrap();
+    let result = agent.model().tool_result(&call).expect("the tool's result");
+    let result: Value = serde_json::from_str(&result).unwrap();
     assert_eq!(result, json!({"city": "Paris", "tempC": 21}));
     assert_eq!(tab.stream_text(), "It is 21 degrees in Paris.");
 }

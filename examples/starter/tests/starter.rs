@@ -2,7 +2,6 @@
 //! with its tool, and an eviction in the middle of an answer recovered.
 //! Natively, in memory, in milliseconds: `cargo test`.
 
-use durable_chat::model::ModelMessage;
 use durable_chat::test_kit::{Point, Reply, TestAgent};
 use serde_json::json;
 use starter_agent::Starter;
@@ -20,18 +19,9 @@ fn a_turn_calls_the_greet_tool_and_streams_the_answer() {
 
     assert_eq!(tab.stream_text(), "I greeted Ada for you.");
     // The second model call reads the tool's result.
-    let requests = agent.model().requests();
-    let result = requests[1].messages.iter().find_map(|m| match m {
-        ModelMessage::Tool {
-            tool_call_id,
-            content,
-        } if *tool_call_id == call => Some(content),
-        _ => None,
-    });
-    assert_eq!(
-        result.map(String::as_str),
-        Some(r#"{"greeting":"Hello, Ada!"}"#)
-    );
+    assert_eq!(agent.model().requests().len(), 2);
+    let result = agent.model().tool_result(&call);
+    assert_eq!(result.as_deref(), Some(r#"{"greeting":"Hello, Ada!"}"#));
 }
 
 #[test]

@@ -99,7 +99,7 @@ pub mod routing;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod store;
-#[cfg(feature = "test-kit")]
+#[cfg(all(feature = "test-kit", not(target_arch = "wasm32")))]
 pub mod test_kit;
 #[cfg(feature = "testing")]
 #[doc(hidden)]

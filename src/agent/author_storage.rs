@@ -5,7 +5,7 @@
 //! row over 2 MB is refused with an error saying so, on every backend.
 //! What holds the data is a backend behind the narrow `AuthorStore` trait:
 //! the Durable Object's SQLite in a worker (`author_storage_sql.rs`), memory
-//! in the test kit.
+//! and SQLite in memory in the test kit.
 
 use std::rc::Rc;
 
@@ -73,8 +73,7 @@ pub enum StorageError {
     /// A value does not (de)serialise as the type asked for.
     #[error("value does not convert: {0}")]
     Serde(String),
-    /// SQLite refused the statement (or, natively, no SQL engine backs the
-    /// author's tables: see the testing guide).
+    /// SQLite refused the statement.
     #[error("sqlite: {0}")]
     Sql(String),
 }

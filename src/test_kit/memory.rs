@@ -1,6 +1,6 @@
 //! What outlives one instance of a test agent, in memory: the engine's rows
 //! (the shared in-memory store with the SQLite store's semantics), the
-//! author's key-value store, the virtual clock, the durable alarm, the ids,
+//! author's storage, the virtual clock, the durable alarm, the ids,
 //! the tabs with every frame they received, the scripted model and the log.
 //! An eviction drops the instance and keeps all of this.
 
@@ -16,6 +16,7 @@ use crate::model::ModelRequest;
 use crate::testing::{MemStore, SharedIds};
 
 use super::reply::Reply;
+use super::sql::AuthorSql;
 
 /// Midnight UTC, 2026-01-01: where a test agent's clock starts.
 pub const START_MS: u64 = 1_767_225_600_000;
@@ -80,24 +81,17 @@ impl Durable {
     }
 }
 
-/// The author's storage in memory: the key-value store. SQL has no engine
-/// natively: a statement is refused with an error saying so.
+/// The author's storage in memory: the key-value store, and the author's
+/// SQL tables on SQLite in memory (`sql.rs`).
 #[derive(Default)]
 pub(crate) struct MemoryAuthorStore {
     kv: RefCell<BTreeMap<String, String>>,
+    sql: AuthorSql,
 }
 
-/// The error a native `AuthorStorage::sql` returns.
-pub const SQL_NOT_NATIVE: &str = "the author's SQL tables are not available in a native build \
-     (the test kit keeps the key-value store in memory; test SQL against a worker)";
-
 impl AuthorStore for MemoryAuthorStore {
-    fn sql(
-        &self,
-        _query: &str,
-        _bindings: Vec<SqlValue>,
-    ) -> Result<Vec<Map<String, Value>>, String> {
-        Err(SQL_NOT_NATIVE.to_string())
+    fn sql(&self, query: &str, bindings: Vec<SqlValue>) -> Result<Vec<Map<String, Value>>, String> {
+        self.sql.exec(query, bindings)
     }
 
     fn put(&self, key: &str, json: String) -> Result<(), String> {

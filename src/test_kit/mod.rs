@@ -29,8 +29,8 @@
 //! assert_eq!(agent.messages().len(), 2);
 //! ```
 //!
-//! The author's SQL tables have no engine natively: `storage().sql(…)`
-//! returns `StorageError::Sql` saying so; the key-value store works.
+//! The author's storage works as in a worker: the key-value store in
+//! memory, the SQL tables on SQLite in memory; both survive an eviction.
 
 pub mod client_frames;
 mod host;
@@ -38,6 +38,7 @@ mod kit;
 mod memory;
 mod model;
 mod reply;
+mod sql;
 mod tab;
 
 use std::cell::{Cell, RefCell};
@@ -58,7 +59,7 @@ use host::KitHost;
 use kit::{Kit, Starter, MAX_STEPS};
 use memory::{Durable, TabRecord};
 
-pub use memory::{SQL_NOT_NATIVE, START_MS};
+pub use memory::START_MS;
 pub use model::ScriptedModel;
 pub use reply::{End, Reply};
 pub use tab::Tab;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use durable_chat::agent::StorageError;
 use durable_chat::demo::DemoAgent;
 use durable_chat::model::ModelMessage;
 use durable_chat::test_kit::{Point, Reply, TestAgent};
@@ -187,13 +188,25 @@ fn an_evicted_agent_keeps_its_state_and_storage() {
 }
 
 #[test]
-fn the_authors_sql_says_it_is_not_available_natively() {
+fn the_authors_sql_tables_work_and_survive_an_eviction() {
     let agent = demo();
+    let storage = agent.storage();
+    let create = "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)";
+    storage.sql::<Value>(create, vec![]).unwrap();
+    let insert = "INSERT INTO notes (text) VALUES (?)";
+    storage
+        .sql::<Value>(insert, vec!["buy tea".into()])
+        .unwrap();
+    agent.evict();
+    let notes: Vec<Value> = (agent.storage())
+        .sql("SELECT id, text FROM notes ORDER BY id", vec![])
+        .unwrap();
+    assert_eq!(notes, [json!({"id": 1, "text": "buy tea"})]);
     let refused = agent
         .storage()
-        .sql::<Value>("SELECT 1", vec![])
-        .unwrap_err();
-    assert!(refused
-        .to_string()
-        .contains("not available in a native build"));
+        .sql::<Value>("DELETE FROM chat_messages", vec![]);
+    assert!(
+        matches!(refused, Err(StorageError::Refused(_))),
+        "{refused:?}"
+    );
 }

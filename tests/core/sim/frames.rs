@@ -1,5 +1,5 @@
 //! The exact frames `useAgentChat` sends (the test kit's
-//! `client_frames`, re-exported), and helpers that pick received frames by
+//! `client_frames`, re-exported), and functions that pick received frames by
 //! type and by request id.
 
 use serde_json::Value;

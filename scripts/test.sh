@@ -22,6 +22,8 @@ python3 scripts/check-layers.py
 
 echo "== cargo test (native)"
 cargo test
+echo "== the starter's own tests (the test kit, as an author runs them)"
+cargo test -p starter-agent
 
 echo "== cargo doc (the author's API pages build with no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet

@@ -5,11 +5,9 @@
 //! bound as the `ChatAgent` Durable Object class; with `DEMO_SUMMARIZE=1`
 //! its model summarizes what a long conversation leaves out (`summary.rs`).
 
-#[cfg(target_arch = "wasm32")]
 mod connections;
 mod reminders;
 mod shared_state;
-#[cfg(target_arch = "wasm32")]
 mod summary;
 mod ticks;
 
@@ -87,7 +85,6 @@ impl AgentDefinition for DemoAgent {
         self.summarize
     }
 
-    #[cfg(target_arch = "wasm32")]
     async fn summarize(
         &self,
         request: crate::core::SummaryRequest,
@@ -114,12 +111,10 @@ impl AgentDefinition for DemoAgent {
         callables
     }
 
-    #[cfg(target_arch = "wasm32")]
     fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
         vec![reminders::schedule_callback()]
     }
 
-    #[cfg(target_arch = "wasm32")]
     async fn on_connect(
         &self,
         connection: crate::agent::Connection,
@@ -129,7 +124,6 @@ impl AgentDefinition for DemoAgent {
         connections::on_connect(&connection, &request);
     }
 
-    #[cfg(target_arch = "wasm32")]
     async fn on_message(
         &self,
         connection: crate::agent::Connection,
@@ -155,7 +149,6 @@ impl AgentDefinition for DemoAgent {
     }
 
     /// The scheduled check-in: the agent submits a message of its own.
-    #[cfg(target_arch = "wasm32")]
     async fn on_alarm(&self, agent: crate::agent::AgentHandle) {
         let message = crate::protocol::UIMessage::user_text("", "scheduled check-in");
         if let Err(e) = agent.submit_messages(vec![message], Default::default()) {

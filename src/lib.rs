@@ -68,6 +68,7 @@
 //! - [Hooks](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/hooks.md) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
 //! - [Sub-agents](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/sub-agents.md) — one agent asking another;
 //! - [Submissions](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
+//! - [Testing your agent](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/testing-your-agent.md) — the test kit: the agent natively under `cargo test`;
 //! - [Configuration](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/configuration.md) — vars, secrets and settings;
 //! - [Long conversations](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/long-conversations.md) — the context policy and compaction;
 //! - [Coming from Think](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/coming-from-think.md) — the TypeScript agent's names here;
@@ -76,10 +77,12 @@
 //!
 //! ## Modules
 //!
-//! [`agent`] holds the definition API (and, on wasm, the handle, sub-agents
-//! and submissions between agents); [`protocol`] the wire types; [`model`]
-//! the model providers; [`routing`] the request paths; `core` the behaviour
-//! (no I/O) that the host drives. With the `testing` feature (native tests
+//! [`agent`] holds the definition API and the handle, the same on every
+//! target (and, on wasm, sub-agents and submissions between agents);
+//! [`protocol`] the wire types; [`model`] the model providers; [`routing`]
+//! the request paths; `core` the behaviour (no I/O) that the host drives.
+//! With the `test-kit` feature, `test_kit` runs an agent's definition
+//! natively under `cargo test`. With the `testing` feature (native tests
 //! and the fuzzer), `testing` holds the test support.
 
 pub mod agent;
@@ -100,6 +103,8 @@ pub mod routing;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod store;
+#[cfg(all(feature = "test-kit", not(target_arch = "wasm32")))]
+pub mod test_kit;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;

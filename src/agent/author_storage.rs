@@ -1,20 +1,65 @@
-//! The author's own storage on the agent's SQLite, next to the transcript:
-//! `sql` for the author's own tables (statements naming the engine's tables
-//! are refused, see `author_sql_guard`) and a small typed key-value store
-//! over serde (`put`, `get`, `delete`, `keys`) in a table of the engine's.
-//! Both hold to production's limits: a value or row over 2 MB is refused
-//! with an error saying so, on the local runtime too.
+//! The author's own storage next to the transcript: `sql` for the author's
+//! own tables (statements naming the engine's tables are refused, see
+//! `author_sql_guard`) and a small typed key-value store over serde (`put`,
+//! `get`, `delete`, `keys`). Both hold to production's limits: a value or
+//! row over 2 MB is refused with an error saying so, on every backend.
+//! What holds the data is a backend behind the narrow `AuthorStore` trait:
+//! the Durable Object's SQLite in a worker (`author_storage_sql.rs`), memory
+//! and SQLite in memory in the test kit.
+
+use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use worker::{SqlStorage, SqlStorageValue};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::core::MAX_ROW_BYTES;
 
 use super::author_sql_guard::check_author_sql;
 
 /// A value the author's SQL binds to a `?`.
-pub type SqlValue = SqlStorageValue;
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Boolean(bool),
+    Integer(i64),
+    Float(f64),
+    String(String),
+    Blob(Vec<u8>),
+}
+
+macro_rules! sql_value_from {
+    ($($t:ty => $variant:ident $(as $cast:ty)?),* $(,)?) => {$(
+        impl From<$t> for SqlValue {
+            fn from(value: $t) -> SqlValue {
+                SqlValue::$variant(value $(as $cast)?)
+            }
+        }
+    )*};
+}
+
+sql_value_from!(
+    bool => Boolean,
+    i32 => Integer as i64,
+    i64 => Integer,
+    u32 => Integer as i64,
+    f32 => Float as f64,
+    f64 => Float,
+    String => String,
+    Vec<u8> => Blob,
+);
+
+impl From<&str> for SqlValue {
+    fn from(value: &str) -> SqlValue {
+        SqlValue::String(value.to_string())
+    }
+}
+
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(value: Option<T>) -> SqlValue {
+        value.map_or(SqlValue::Null, Into::into)
+    }
+}
 
 /// Why a storage call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,27 +78,34 @@ pub enum StorageError {
     Sql(String),
 }
 
-const KV_TABLE: &str = "chat_author_kv";
+/// What holds the author's data. Checks (the guard, the size limits) and
+/// serde are done above it; a backend only stores.
+pub(crate) trait AuthorStore {
+    /// Runs one checked statement; its rows as `{column: value}`.
+    fn sql(&self, query: &str, bindings: Vec<SqlValue>) -> Result<Vec<Map<String, Value>>, String>;
+    /// Stores `json` under `key`, replacing what was there.
+    fn put(&self, key: &str, json: String) -> Result<(), String>;
+    /// The JSON stored under `key`.
+    fn get(&self, key: &str) -> Result<Option<String>, String>;
+    /// Deletes `key`; whether it was stored.
+    fn delete(&self, key: &str) -> Result<bool, String>;
+    /// The keys starting with `prefix`, in order.
+    fn keys(&self, prefix: &str) -> Result<Vec<String>, String>;
+}
 
-/// The author's storage (clones share the same database).
+/// The author's storage (clones share the same data).
 #[derive(Clone)]
 pub struct AuthorStorage {
-    sql: SqlStorage,
-}
-
-#[derive(Deserialize)]
-struct KvRow {
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct KeyRow {
-    key: String,
+    store: Rc<dyn AuthorStore>,
 }
 
 impl AuthorStorage {
-    pub(crate) fn new(sql: SqlStorage) -> AuthorStorage {
-        AuthorStorage { sql }
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
+    pub(crate) fn new(store: Rc<dyn AuthorStore>) -> AuthorStorage {
+        AuthorStorage { store }
     }
 
     /// Runs `query` with `bindings` on the author's own tables and returns
@@ -67,8 +119,8 @@ impl AuthorStorage {
         check_author_sql(query).map_err(StorageError::Refused)?;
         for (i, value) in bindings.iter().enumerate() {
             let bytes = match value {
-                SqlStorageValue::String(s) => s.len(),
-                SqlStorageValue::Blob(b) => b.len(),
+                SqlValue::String(s) => s.len(),
+                SqlValue::Blob(b) => b.len(),
                 _ => 0,
             };
             if bytes > MAX_ROW_BYTES {
@@ -78,9 +130,10 @@ impl AuthorStorage {
                 });
             }
         }
-        let cursor = self.sql.exec(query, Some(bindings)).map_err(sql_error)?;
-        cursor
-            .to_array()
+        let rows = self.store.sql(query, bindings).map_err(StorageError::Sql)?;
+        rows.into_iter()
+            .map(|row| serde_json::from_value(Value::Object(row)))
+            .collect::<Result<_, _>>()
             .map_err(|e| StorageError::Serde(e.to_string()))
     }
 
@@ -94,29 +147,13 @@ impl AuthorStorage {
                 bytes,
             });
         }
-        self.ensure_kv()?;
-        self.sql
-            .exec(
-                &format!("INSERT OR REPLACE INTO {KV_TABLE} (key, value) VALUES (?, ?)"),
-                Some(vec![key.into(), json.into()]),
-            )
-            .map_err(sql_error)?;
-        Ok(())
+        self.store.put(key, json).map_err(StorageError::Sql)
     }
 
     /// The value stored under `key`, if any.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StorageError> {
-        self.ensure_kv()?;
-        let rows: Vec<KvRow> = self
-            .sql
-            .exec(
-                &format!("SELECT value FROM {KV_TABLE} WHERE key = ?"),
-                Some(vec![key.into()]),
-            )
-            .and_then(|c| c.to_array())
-            .map_err(sql_error)?;
-        match rows.into_iter().next() {
-            Some(row) => serde_json::from_str(&row.value)
+        match self.store.get(key).map_err(StorageError::Sql)? {
+            Some(json) => serde_json::from_str(&json)
                 .map(Some)
                 .map_err(|e| StorageError::Serde(e.to_string())),
             None => Ok(None),
@@ -125,47 +162,13 @@ impl AuthorStorage {
 
     /// Deletes `key`; `true` if it was stored.
     pub fn delete(&self, key: &str) -> Result<bool, StorageError> {
-        self.ensure_kv()?;
-        let cursor = self
-            .sql
-            .exec(
-                &format!("DELETE FROM {KV_TABLE} WHERE key = ?"),
-                Some(vec![key.into()]),
-            )
-            .map_err(sql_error)?;
-        let _ = cursor.to_array::<serde_json::Value>();
-        Ok(cursor.rows_written() > 0)
+        self.store.delete(key).map_err(StorageError::Sql)
     }
 
     /// The stored keys that start with `prefix`, in order.
     pub fn keys(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
-        self.ensure_kv()?;
-        let rows: Vec<KeyRow> = self
-            .sql
-            .exec(
-                &format!("SELECT key FROM {KV_TABLE} WHERE substr(key, 1, ?) = ? ORDER BY key"),
-                Some(vec![(prefix.len() as i64).into(), prefix.into()]),
-            )
-            .and_then(|c| c.to_array())
-            .map_err(sql_error)?;
-        Ok(rows.into_iter().map(|r| r.key).collect())
+        self.store.keys(prefix).map_err(StorageError::Sql)
     }
-
-    fn ensure_kv(&self) -> Result<(), StorageError> {
-        self.sql
-            .exec(
-                &format!(
-                    "CREATE TABLE IF NOT EXISTS {KV_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-                ),
-                None,
-            )
-            .map(|_| ())
-            .map_err(sql_error)
-    }
-}
-
-fn sql_error(e: worker::Error) -> StorageError {
-    StorageError::Sql(e.to_string())
 }
 
 fn clip(key: &str) -> &str {

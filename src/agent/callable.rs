@@ -22,9 +22,7 @@ use serde_json::Value;
 
 use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
-#[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
-#[cfg(target_arch = "wasm32")]
 use super::handle::AgentHandle;
 
 /// A type-erased call: the result as JSON, or the error text the caller reads.
@@ -34,10 +32,8 @@ pub type CallFuture = JsonFuture;
 #[derive(Clone)]
 pub struct CallContext {
     /// The calling connection (its id, its per-connection state).
-    #[cfg(target_arch = "wasm32")]
     pub connection: Connection,
     /// The agent itself (its state, submissions, …).
-    #[cfg(target_arch = "wasm32")]
     pub agent: AgentHandle,
 }
 
@@ -232,8 +228,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    struct Plain;
+    impl crate::agent::AgentDefinition for Plain {}
+
+    /// A call's context from a tab of an agent with no callables of its own.
+    fn context() -> CallContext {
+        crate::test_kit::TestAgent::new(Plain)
+            .connect()
+            .call_context()
+    }
+
     fn run(callable: &Callable, args: Value) -> Result<Value, String> {
-        futures::executor::block_on(callable.call_with(args, CallContext {}))
+        futures::executor::block_on(callable.call_with(args, context()))
     }
 
     #[test]
@@ -269,14 +275,12 @@ mod tests {
             into.borrow_mut().push(chunk);
             Ok(())
         });
-        let result =
-            futures::executor::block_on(count.stream_with(json!([3]), CallContext {}, stream));
+        let result = futures::executor::block_on(count.stream_with(json!([3]), context(), stream));
         assert_eq!(result, Ok(json!("counted to 3")));
         assert_eq!(*sent.borrow(), [json!(1), json!(2), json!(3)]);
         // A send the host refuses (the caller went) is the method's error to handle.
         let gone = CallStream::new(|_| Err("call c1 is no longer streaming".into()));
-        let result =
-            futures::executor::block_on(count.stream_with(json!([2]), CallContext {}, gone));
+        let result = futures::executor::block_on(count.stream_with(json!([2]), context(), gone));
         assert_eq!(result, Err("call c1 is no longer streaming".to_string()));
         // Called as a plain method, its sends are refused.
         assert!(run(&count, json!([1])).is_err());

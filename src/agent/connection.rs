@@ -1,45 +1,46 @@
 //! One connected socket as the author's code sees it (`on_connect`,
 //! `on_close`, `on_message`, callables): its id, a small per-connection
-//! state kept in the socket's attachment (so it survives hibernation), and
-//! sending a frame of the author's own. Also the attachment itself, which
-//! the host reads to find a socket's connection after hibernation.
+//! state (in a worker, kept in the socket's attachment so it survives
+//! hibernation), and sending a frame of the author's own. The socket itself
+//! is behind the narrow `ConnectionSocket` trait: the runtime's WebSocket
+//! (`connection_socket.rs`) or the test kit's tab.
 
-use serde::{Deserialize, Serialize};
+use std::rc::Rc;
+
 use serde_json::Value;
-use worker::WebSocket;
 
 /// The most bytes of JSON a connection's own state may take (the runtime
 /// keeps at most 2 KiB per socket attachment, the connection id included).
 pub const MAX_CONNECTION_STATE_BYTES: usize = 1536;
 
-/// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Attachment {
-    pub conn: String,
-    /// A parent agent's `chat()` channel rather than a browser tab.
-    #[serde(default)]
-    pub channel: bool,
-    /// The author's per-connection state, as JSON text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-    /// The socket's close was handled (`on_close` ran): a later error or
-    /// close event of the same socket is not handled again.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub closed: bool,
+/// What a connection needs of its socket.
+pub(crate) trait ConnectionSocket {
+    /// The connection's own state, as JSON text.
+    fn state_text(&self) -> Option<String>;
+    /// Keeps (or, `None`, clears) the connection's own state.
+    fn set_state_text(&self, text: Option<String>) -> Result<(), String>;
+    /// Sends one text frame.
+    fn send_text(&self, text: &str) -> Result<(), String>;
+    /// Closes the socket.
+    fn close(&self, code: u16, reason: &str);
 }
 
 /// A connected socket (see the module header). Clones are the same socket.
 #[derive(Clone)]
 pub struct Connection {
     id: String,
-    ws: WebSocket,
+    socket: Rc<dyn ConnectionSocket>,
 }
 
 impl Connection {
-    pub(crate) fn new(id: &str, ws: WebSocket) -> Connection {
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
+    pub(crate) fn with_socket(id: &str, socket: Rc<dyn ConnectionSocket>) -> Connection {
         Connection {
             id: id.to_string(),
-            ws,
+            socket,
         }
     }
 
@@ -50,8 +51,7 @@ impl Connection {
 
     /// This connection's own state, if one was set.
     pub fn state(&self) -> Option<Value> {
-        let attachment = self.attachment()?;
-        serde_json::from_str(attachment.state.as_deref()?).ok()
+        serde_json::from_str(&self.socket.state_text()?).ok()
     }
 
     /// Replaces this connection's own state (kept across hibernation; at
@@ -69,29 +69,16 @@ impl Connection {
                 ));
             }
         }
-        let mut attachment = self.attachment().unwrap_or_else(|| Attachment {
-            conn: self.id.clone(),
-            channel: false,
-            state: None,
-            closed: false,
-        });
-        attachment.state = text;
-        self.ws
-            .serialize_attachment(attachment)
-            .map_err(|e| format!("could not keep the connection state: {e}"))
+        self.socket.set_state_text(text)
     }
 
     /// Sends a text frame of the author's own to this connection.
     pub fn send(&self, text: &str) -> Result<(), String> {
-        self.ws.send_with_str(text).map_err(|e| e.to_string())
+        self.socket.send_text(text)
     }
 
     /// Closes this connection.
     pub fn close(&self, code: u16, reason: &str) {
-        let _ = self.ws.close(Some(code), Some(reason));
-    }
-
-    fn attachment(&self) -> Option<Attachment> {
-        self.ws.deserialize_attachment::<Attachment>().ok()?
+        self.socket.close(code, reason)
     }
 }

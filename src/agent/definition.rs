@@ -1,8 +1,9 @@
 //! What an author writes: the agent definition trait (prompt, settings,
 //! server tools, its own routes and alarm, who may connect, turn and tool
-//! hooks, compaction). Every method has a default.
+//! hooks, compaction). Every method has a default, and every one but
+//! `on_request` (whose request and response are the runtime's) exists on
+//! every target, so a native `cargo test` compiles the same definition.
 
-#[cfg(target_arch = "wasm32")]
 use std::future::Future;
 
 use serde_json::{Map, Value};
@@ -18,8 +19,8 @@ use crate::mcp::McpServer;
 use super::access::{Refusal, RequestInfo};
 use super::anonymous::default_authorize;
 use super::callable::Callable;
-#[cfg(target_arch = "wasm32")]
 use super::connection::Connection;
+use super::schedule_callback::ScheduleCallback;
 use super::settings::{AgentSettings, Vars};
 use super::tool::ServerTool;
 use super::AgentHandle;
@@ -54,6 +55,9 @@ pub trait AgentDefinition: 'static {
     /// socket nor `…/get-messages` (it passed `authorize`): the author's
     /// own routes, which reach the agent through `agent` (submit messages,
     /// read a submission's status, …). `Ok(None)`: not one of them (404).
+    /// The one hook that exists only in a worker (its request and response
+    /// are the runtime's); put what a route does in a function of the
+    /// handle to test it natively.
     #[cfg(target_arch = "wasm32")]
     fn on_request(
         &self,
@@ -65,15 +69,13 @@ pub trait AgentDefinition: 'static {
 
     /// The alarm scheduled with `AgentHandle::schedule_alarm` is due (run
     /// once; schedule the next one from here to repeat).
-    #[cfg(target_arch = "wasm32")]
     fn on_alarm(&self, _agent: AgentHandle) -> impl Future<Output = ()> {
         async {}
     }
 
     /// The callbacks the agent's schedules run, by name (see
     /// `AgentHandle::schedule`).
-    #[cfg(target_arch = "wasm32")]
-    fn schedule_callbacks(&self) -> Vec<super::schedule_callback::ScheduleCallback> {
+    fn schedule_callbacks(&self) -> Vec<ScheduleCallback> {
         Vec::new()
     }
 
@@ -204,7 +206,6 @@ pub trait AgentDefinition: 'static {
     }
 
     /// Called after a state change was stored and sent to the tabs.
-    #[cfg(target_arch = "wasm32")]
     fn on_state_changed(
         &self,
         _state: Value,
@@ -221,7 +222,6 @@ pub trait AgentDefinition: 'static {
 
     /// A tab connected (after its connect frames): its request's path,
     /// query and headers, and the connection, whose own state you may set.
-    #[cfg(target_arch = "wasm32")]
     fn on_connect(
         &self,
         _connection: Connection,
@@ -232,14 +232,12 @@ pub trait AgentDefinition: 'static {
     }
 
     /// A tab's socket closed.
-    #[cfg(target_arch = "wasm32")]
     fn on_close(&self, _connection: Connection, _agent: AgentHandle) -> impl Future<Output = ()> {
         async {}
     }
 
     /// A text frame of a type neither the chat nor the agent's state and
     /// calls use (the author's own frames).
-    #[cfg(target_arch = "wasm32")]
     fn on_message(
         &self,
         _connection: Connection,

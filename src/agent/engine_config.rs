@@ -109,6 +109,11 @@ mod tests {
     use crate::core::{Concurrency, TurnTrigger};
     use serde_json::Value;
 
+    /// A handle on an agent running in the test kit.
+    fn handle() -> AgentHandle {
+        crate::test_kit::TestAgent::new(Tuned).handle()
+    }
+
     struct Tuned;
 
     impl AgentDefinition for Tuned {
@@ -176,11 +181,10 @@ mod tests {
         };
         let rewritten = futures::executor::block_on((hooks.after_tool_call)(
             (call.clone(), Ok(Value::Null)),
-            AgentHandle::default(),
+            handle(),
         ));
         assert_eq!(rewritten, Ok(Value::String("seen refund".into())));
-        let decided =
-            futures::executor::block_on((hooks.before_tool_call)(call, AgentHandle::default()));
+        let decided = futures::executor::block_on((hooks.before_tool_call)(call, handle()));
         assert_eq!(decided, ToolCallDecision::Block("no refund".into()));
         let context = TurnContext {
             request_id: "r9".into(),
@@ -191,8 +195,7 @@ mod tests {
             client_tools: Vec::new(),
             body: Default::default(),
         };
-        let chosen =
-            futures::executor::block_on((hooks.before_turn)(context, AgentHandle::default()));
+        let chosen = futures::executor::block_on((hooks.before_turn)(context, handle()));
         assert_eq!(chosen.model.as_deref(), Some("for-r9"));
     }
 
@@ -227,8 +230,7 @@ mod tests {
             previous: None,
             dropped: vec![crate::protocol::UIMessage::user_text("u1", "hi")],
         };
-        let written =
-            futures::executor::block_on((hooks.summarize)(request, AgentHandle::default()));
+        let written = futures::executor::block_on((hooks.summarize)(request, handle()));
         assert_eq!(written.as_deref(), Some("1 messages"));
         let plain = core_config(&Rc::new(Tuned), &settings, &[], "room", "tuned");
         assert!(!plain.summarize_by_host, "off unless the agent asks");

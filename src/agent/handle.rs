@@ -9,7 +9,8 @@
 //! definition's `on_alarm` with a handle of its own. A handle reaches the
 //! host through the narrow `CoreHost` trait (the core, and carrying out
 //! what the core asked for), so it sits below the host and knows nothing else
-//! of it.
+//! of it: the Durable Object's host in a worker, the test kit's in memory
+//! natively (the same handle and methods on every target).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,14 +21,24 @@ use crate::core::{Core, SubmissionRecord, SubmitError, SubmitRequest};
 use crate::mcp::{McpServer, ServerInfo};
 use crate::protocol::UIMessage;
 
+/// The agent's environment as its code sees it: the Worker's `Env` on wasm
+/// (bindings, vars, secrets); nothing in native builds (the platform's
+/// bindings exist only in a worker; the test kit's tools see `None`).
+#[cfg(target_arch = "wasm32")]
+pub type AgentEnv = worker::Env;
+#[cfg(not(target_arch = "wasm32"))]
+pub type AgentEnv = ();
+
 /// What a handle needs of the host that runs the agent.
 pub(crate) trait CoreHost {
     /// The agent's core.
     fn core(&self) -> &RefCell<Core>;
     /// Carries out the effects the core queued and keeps its timers in step.
     fn carry_out_effects(self: Rc<Self>);
-    /// The worker's environment.
-    fn env(&self) -> &worker::Env;
+    /// The worker's environment (natively: none).
+    fn env(&self) -> &AgentEnv;
+    /// Milliseconds since the epoch (the test kit's virtual clock natively).
+    fn now_ms(&self) -> u64;
     /// Adds (or updates) an MCP server for good; its id.
     fn add_mcp_server(self: Rc<Self>, server: McpServer) -> Result<String, String>;
     /// Removes an MCP server the agent's code added; whether there was one.
@@ -78,6 +89,10 @@ pub struct AgentHandle {
 }
 
 impl AgentHandle {
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
     pub(crate) fn new(host: Rc<dyn CoreHost>) -> AgentHandle {
         AgentHandle { host }
     }
@@ -91,6 +106,7 @@ impl AgentHandle {
     }
 
     /// The agent's limits (`CoreSettings::limits`).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn limits(&self) -> crate::core::Limits {
         self.host.core().borrow().config().settings.limits
     }
@@ -142,6 +158,7 @@ impl AgentHandle {
 
     /// `continue_last_turn` asked for by a caller outside the agent (over
     /// RPC or the submission API): it counts toward `RATE_LIMIT_PER_AGENT`.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn continue_last_turn_from_outside(&self) -> Result<String, SubmitError> {
         self.with_core(|core, now| core.continue_last_from_outside(now))
     }
@@ -161,7 +178,7 @@ impl AgentHandle {
 
     /// Milliseconds since the epoch (the clock `schedule_alarm` uses).
     pub fn now_ms(&self) -> u64 {
-        js_sys::Date::now() as u64
+        self.host.now_ms()
     }
 
     /// The stored conversation.
@@ -169,8 +186,9 @@ impl AgentHandle {
         self.with_core(|core, _| core.messages())
     }
 
-    /// The worker's environment (bindings, vars, secrets).
-    pub fn env(&self) -> &worker::Env {
+    /// The worker's environment (bindings, vars, secrets; `worker::Env`
+    /// in a worker, `()` in a native build, see [`AgentEnv`]).
+    pub fn env(&self) -> &AgentEnv {
         self.host.env()
     }
 

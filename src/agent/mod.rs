@@ -15,6 +15,8 @@
 //! 3. `definition` (the `AgentDefinition` trait an author implements);
 //! 4. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
+//!    `call_runs` (callable runs in flight), `settled_waiters` (code
+//!    waiting for a submission),
 //!    `debug_tools`, `remote` (submissions from other agents), `subagent`
 //!    (a parent's `chat()` to a child, made by `rpc_chat`);
 //! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
@@ -24,34 +26,43 @@
 
 pub mod access;
 pub mod anonymous;
-#[cfg(target_arch = "wasm32")]
-mod author_hooks;
+// Only a host uses these two: the worker's, or the test kit's.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod author_hooks;
 pub mod author_sql_guard;
-#[cfg(target_arch = "wasm32")]
 pub mod author_storage;
+#[cfg(target_arch = "wasm32")]
+mod author_storage_sql;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod call_runs;
 pub mod callable;
 pub mod channel_auth;
 pub mod child_calls;
 pub mod child_events;
-#[cfg(target_arch = "wasm32")]
 pub mod connection;
+#[cfg(target_arch = "wasm32")]
+mod connection_socket;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;
-#[cfg(any(target_arch = "wasm32", test))]
-mod engine_config;
-#[cfg(target_arch = "wasm32")]
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod engine_config;
 pub mod handle;
-#[cfg(not(target_arch = "wasm32"))]
-mod handle_native;
-#[cfg(target_arch = "wasm32")]
 mod handle_schedules;
-#[cfg(target_arch = "wasm32")]
 mod handle_turns;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -67,9 +78,13 @@ mod rpc_stub;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;
-#[cfg(target_arch = "wasm32")]
 pub mod schedule_callback;
 pub mod settings;
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod settled_waiters;
 #[cfg(target_arch = "wasm32")]
 pub mod subagent;
 pub mod think_submissions;
@@ -79,23 +94,15 @@ pub mod typed_handler;
 
 pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
-#[cfg(target_arch = "wasm32")]
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use callable::{CallContext, CallStream, Callable};
-#[cfg(target_arch = "wasm32")]
 pub use connection::Connection;
 pub use definition::AgentDefinition;
-#[cfg(target_arch = "wasm32")]
 pub use handle::{AgentHandle, Submission, SubmitOptions};
-#[cfg(not(target_arch = "wasm32"))]
-pub use handle_native::AgentHandle;
-#[cfg(target_arch = "wasm32")]
 pub use handle_schedules::Schedule;
-#[cfg(target_arch = "wasm32")]
 pub use handle_turns::TurnResult;
 #[cfg(target_arch = "wasm32")]
 pub use remote::AgentStub;
-#[cfg(target_arch = "wasm32")]
 pub use schedule_callback::ScheduleCallback;
 pub use settings::{AgentSettings, Vars};
 pub use tool::{ServerTool, ToolFuture};

@@ -36,6 +36,10 @@ impl<E: std::fmt::Display> ScheduleResult for Result<(), E> {
 }
 
 /// A named schedule callback.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
 #[derive(Clone)]
 pub struct ScheduleCallback {
     pub(crate) name: String,
@@ -63,6 +67,10 @@ impl ScheduleCallback {
     }
 
     /// The run, or why the payload does not fit the callback's type.
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
     pub(crate) fn start(
         &self,
         payload: Value,

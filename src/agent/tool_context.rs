@@ -13,12 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::protocol::UIMessage;
 
-/// The agent's environment as a tool sees it: the Worker's `Env` on wasm
-/// (bindings, vars, secrets); nothing in native builds.
-#[cfg(target_arch = "wasm32")]
-pub type AgentEnv = worker::Env;
-#[cfg(not(target_arch = "wasm32"))]
-pub type AgentEnv = ();
+pub use super::handle::AgentEnv;
 
 /// The context of one server tool run.
 #[derive(Clone, Default)]
@@ -33,7 +28,6 @@ pub struct ToolContext {
     pub env: Option<AgentEnv>,
     /// The agent running the tool (its synced state, storage, schedules,
     /// turns; `None` when the tool is called outside an agent).
-    #[cfg(target_arch = "wasm32")]
     pub agent: Option<super::handle::AgentHandle>,
 }
 
@@ -105,6 +99,45 @@ impl AbortController {
         let wakers = std::mem::take(&mut *flag.wakers.borrow_mut());
         for waker in wakers {
             waker.wake();
+        }
+    }
+}
+
+/// The abort controllers of a host's server tool runs in flight, by call.
+#[derive(Default)]
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) struct ToolRuns(
+    RefCell<std::collections::HashMap<crate::core::CallId, AbortController>>,
+);
+
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+impl ToolRuns {
+    /// A run of call `call` starts: its signal.
+    pub fn start(&self, call: crate::core::CallId) -> AbortSignal {
+        let abort = AbortController::default();
+        let signal = abort.signal();
+        self.0.borrow_mut().insert(call, abort);
+        signal
+    }
+
+    /// The run of `call` ended.
+    pub fn end(&self, call: crate::core::CallId) {
+        self.0.borrow_mut().remove(&call);
+    }
+
+    /// The runs of `calls` are given up: their signals fire.
+    pub fn abort(&self, calls: Vec<crate::core::CallId>) {
+        for call in calls {
+            let run = self.0.borrow_mut().remove(&call);
+            if let Some(abort) = run {
+                abort.abort();
+            }
         }
     }
 }

@@ -4,7 +4,6 @@
 //! `reminder` field; when it is due, the callback shows `⏰ text` there, in
 //! every tab.
 
-#[cfg(target_arch = "wasm32")]
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -13,7 +12,6 @@ use crate::agent::{CallContext, Callable};
 /// The latest a reminder may be set for, in seconds from now.
 const MAX_DELAY_SECS: u64 = 24 * 3600;
 
-#[cfg(target_arch = "wasm32")]
 #[derive(Deserialize, serde::Serialize)]
 pub struct Reminder {
     pub text: String,
@@ -23,7 +21,6 @@ pub fn callable() -> Callable {
     Callable::new("remind", remind)
 }
 
-#[cfg(target_arch = "wasm32")]
 pub fn schedule_callback() -> crate::agent::schedule_callback::ScheduleCallback {
     crate::agent::schedule_callback::ScheduleCallback::new(
         "reminder",
@@ -34,7 +31,6 @@ pub fn schedule_callback() -> crate::agent::schedule_callback::ScheduleCallback 
 }
 
 /// Sets the state's `reminder` field; the new state.
-#[cfg(target_arch = "wasm32")]
 fn show(agent: &crate::agent::AgentHandle, text: &str) -> Result<Value, String> {
     let mut state = match agent.state() {
         Some(Value::Object(map)) => map,
@@ -46,7 +42,6 @@ fn show(agent: &crate::agent::AgentHandle, text: &str) -> Result<Value, String> 
     Ok(state)
 }
 
-#[cfg(target_arch = "wasm32")]
 async fn remind((text, in_secs): (String, u64), ctx: CallContext) -> Result<Value, String> {
     if text.trim().is_empty() || !(1..=MAX_DELAY_SECS).contains(&in_secs) {
         return Err(format!(
@@ -57,12 +52,4 @@ async fn remind((text, in_secs): (String, u64), ctx: CallContext) -> Result<Valu
     let payload = Reminder { text: text.clone() };
     (ctx.agent.schedule("reminder", "reminder", when, payload)).map_err(|e| e.to_string())?;
     show(&ctx.agent, &format!("⏳ {text}"))
-}
-
-/// Natively there is no agent to schedule on.
-#[cfg(not(target_arch = "wasm32"))]
-async fn remind((_text, _in_secs): (String, u64), _ctx: CallContext) -> Result<Value, String> {
-    Err(format!(
-        "remind runs in an agent (1 to {MAX_DELAY_SECS} seconds)"
-    ))
 }

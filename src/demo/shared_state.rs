@@ -28,7 +28,6 @@ pub fn callables() -> Vec<Callable> {
     ]
 }
 
-#[cfg(target_arch = "wasm32")]
 async fn set_state_field((key, value): (String, Value), ctx: CallContext) -> Result<Value, String> {
     let mut state = match ctx.agent.state() {
         Some(Value::Object(map)) => map,
@@ -38,13 +37,4 @@ async fn set_state_field((key, value): (String, Value), ctx: CallContext) -> Res
     let state = Value::Object(state);
     ctx.agent.set_state(state.clone())?;
     Ok(state)
-}
-
-/// Natively there is no agent to set the state of.
-#[cfg(not(target_arch = "wasm32"))]
-async fn set_state_field(
-    (_key, _value): (String, Value),
-    _ctx: CallContext,
-) -> Result<Value, String> {
-    Err("setStateField runs in an agent".to_string())
 }

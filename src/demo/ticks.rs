@@ -23,7 +23,6 @@ fn bounded(n: u32, every_ms: u32) -> Result<(u32, u64), String> {
     Ok((n, u64::from(every_ms.clamp(10, 10_000))))
 }
 
-#[cfg(target_arch = "wasm32")]
 async fn ticks(
     (n, every_ms): (u32, u32),
     stream: CallStream,
@@ -31,7 +30,7 @@ async fn ticks(
 ) -> Result<Value, String> {
     let (n, every_ms) = bounded(n, every_ms)?;
     for tick in 1..=n {
-        worker::Delay::from(std::time::Duration::from_millis(every_ms)).await;
+        pause(every_ms).await;
         ctx.agent
             .storage()
             .put("ticks-sent", &tick)
@@ -41,16 +40,12 @@ async fn ticks(
     Ok(json!({ "ticks": n }))
 }
 
-/// Natively there is no clock to tick by: the ticks go out at once.
-#[cfg(not(target_arch = "wasm32"))]
-async fn ticks(
-    (n, every_ms): (u32, u32),
-    stream: CallStream,
-    _ctx: CallContext,
-) -> Result<Value, String> {
-    let (n, _) = bounded(n, every_ms)?;
-    for tick in 1..=n {
-        stream.send(tick)?;
-    }
-    Ok(json!({ "ticks": n }))
+/// Waits `ms` on the runtime's timer.
+#[cfg(target_arch = "wasm32")]
+async fn pause(ms: u64) {
+    worker::Delay::from(std::time::Duration::from_millis(ms)).await;
 }
+
+/// Natively there is no timer to wait on: the ticks go out at once.
+#[cfg(not(target_arch = "wasm32"))]
+async fn pause(_ms: u64) {}

@@ -107,7 +107,6 @@ impl AgentDefinition for SupportAgent {
 
     // A looked-up order the staff put on hold (the agent's key-value entry `hold:<order>`, a
     // reason) reads as held: the stored result and what the model reads say so.
-    #[cfg(target_arch = "wasm32")]
     async fn after_tool_call(
         &self,
         call: ToolCall,

@@ -23,16 +23,19 @@ use crate::store::SqlStore;
 
 use super::access::{request_info, Refusal, RequestInfo};
 use super::author_hooks::AuthorHooks;
+use super::call_runs::CallRuns;
 use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
 use super::child_calls::{ChildCallLimits, ChildCallScope, ChildCalls};
-use super::connection::{Attachment, Connection};
+use super::connection::Connection;
+use super::connection_socket::Attachment;
 use super::definition::AgentDefinition;
 use super::engine_config::{core_config, AsyncHooks};
 use super::handle::{AgentHandle, CoreHost};
 use super::ids::{random_token, RandomIds};
 use super::settings::{env_value, Vars};
+use super::settled_waiters::SettledWaiters;
 use super::tool::ServerTool;
-use super::tool_context::{AbortController as ToolAbort, ToolContext};
+use super::tool_context::{ToolContext, ToolRuns};
 
 mod all_messages;
 mod author_calls;
@@ -91,10 +94,10 @@ pub struct AgentHost {
     /// The definition's callables, state and connection hooks.
     author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
-    tool_runs: RefCell<HashMap<CallId, ToolAbort>>,
+    tool_runs: ToolRuns,
     /// Callable runs in flight, by connection and call id (a streaming one
     /// is aborted when the core cancels it).
-    call_runs: RefCell<HashMap<(ConnId, String), AbortHandle>>,
+    call_runs: CallRuns,
     /// The connections whose close was handled lately (see `on_close`).
     closed: RefCell<std::collections::VecDeque<ConnId>>,
     sockets: RefCell<HashMap<ConnId, WebSocket>>,
@@ -123,7 +126,7 @@ pub struct AgentHost {
     /// The MCP servers the agent is connected to (see `mcp.rs`).
     mcp: mcp::McpClients,
     /// Code waiting for a submission to be final (`AgentHandle::wait_for_submission`).
-    settled_waiters: RefCell<Vec<(String, futures::channel::oneshot::Sender<()>)>>,
+    settled_waiters: SettledWaiters,
     /// The calls over Durable Object RPC in flight (see `rpc_calls.rs`).
     rpc: rpc_calls::RpcCalls,
     /// `INTERNAL_FETCH_FALLBACK=1`: the internal fetch paths are served.
@@ -222,8 +225,8 @@ impl AgentHost {
                 .collect(),
             hooks: AsyncHooks::of(&definition),
             author,
-            tool_runs: RefCell::new(HashMap::new()),
-            call_runs: RefCell::new(HashMap::new()),
+            tool_runs: ToolRuns::default(),
+            call_runs: CallRuns::default(),
             closed: RefCell::new(Default::default()),
             sockets: RefCell::new(HashMap::new()),
             model_calls: RefCell::new(HashMap::new()),
@@ -235,7 +238,7 @@ impl AgentHost {
             model_error_detail_to_tabs,
             link_hosts,
             mcp,
-            settled_waiters: RefCell::new(Vec::new()),
+            settled_waiters: SettledWaiters::default(),
             rpc: rpc_calls::RpcCalls::default(),
             internal_fetch,
             child_calls,
@@ -567,26 +570,7 @@ impl AgentHost {
         if let Some((ops, error)) = refused {
             self.dispatch(Event::StoreWriteFailed { ops, error });
         }
-        self.wake_settled_waiters();
-    }
-
-    /// Wakes the code waiting on a submission that is now final (or
-    /// forgotten); it reads the status itself.
-    fn wake_settled_waiters(&self) {
-        let waiting = std::mem::take(&mut *self.settled_waiters.borrow_mut());
-        if waiting.is_empty() {
-            return;
-        }
-        let (done, still): (Vec<_>, Vec<_>) = {
-            let core = self.core.borrow();
-            waiting
-                .into_iter()
-                .partition(|(id, _)| core.submission(id).is_none_or(|r| r.status.is_final()))
-        };
-        self.settled_waiters.borrow_mut().extend(still);
-        for (_, wake) in done {
-            let _ = wake.send(());
-        }
+        self.settled_waiters.wake(&self.core);
     }
 
     /// Any effect but a write (see `core::carry_out`).
@@ -625,16 +609,14 @@ impl AgentHost {
                 let host = self.clone();
                 let tool = self.tools.get(&tool_name).cloned();
                 let mcp_tool = self.mcp_tool(&tool_name).filter(|_| tool.is_none());
-                let abort = ToolAbort::default();
-                let signal = abort.signal();
+                let signal = self.tool_runs.start(call);
                 let ctx = ToolContext {
                     tool_call_id: tool_call_id.clone(),
-                    abort: abort.signal(),
+                    abort: signal.clone(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
                     agent: Some(self.handle()),
                 };
-                self.tool_runs.borrow_mut().insert(call, abort);
                 let turn = self.core.borrow().running_request_id();
                 let scope = self.child_call_scope(turn.as_deref());
                 spawn_local(scope.run(async move {
@@ -643,7 +625,7 @@ impl AgentHost {
                         (None, Some(target)) => host.call_mcp_tool(target, input, signal).await,
                         (None, None) => Err(format!("Tool '{tool_name}' is not available.")),
                     };
-                    host.tool_runs.borrow_mut().remove(&call);
+                    host.tool_runs.end(call);
                     host.dispatch(Event::ToolDone {
                         call,
                         tool_call_id,
@@ -666,14 +648,7 @@ impl AgentHost {
                     let _ = ws.send_with_str(&frame);
                 }
             }
-            Effect::AbortTools { calls } => {
-                for call in calls {
-                    let run = self.tool_runs.borrow_mut().remove(&call);
-                    if let Some(abort) = run {
-                        abort.abort();
-                    }
-                }
-            }
+            Effect::AbortTools { calls } => self.tool_runs.abort(calls),
             Effect::PrepareTurn { turn, context } => {
                 let host = self.clone();
                 let before_turn = self.hooks.before_turn.clone();
@@ -893,6 +868,10 @@ impl CoreHost for AgentHost {
         &self.env
     }
 
+    fn now_ms(&self) -> u64 {
+        now_ms()
+    }
+
     fn add_mcp_server(self: Rc<Self>, server: crate::mcp::McpServer) -> Result<String, String> {
         AgentHost::add_mcp_server(&self, server)
     }
@@ -906,7 +885,8 @@ impl CoreHost for AgentHost {
     }
 
     fn author_storage(&self) -> super::author_storage::AuthorStorage {
-        super::author_storage::AuthorStorage::new(self.state.storage().sql())
+        let sql = super::author_storage_sql::SqlAuthorStore::new(self.state.storage().sql());
+        super::author_storage::AuthorStorage::new(Rc::new(sql))
     }
 
     fn generate_text(
@@ -917,13 +897,7 @@ impl CoreHost for AgentHost {
     }
 
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
-        let (wake, woken) = futures::channel::oneshot::channel();
-        self.settled_waiters
-            .borrow_mut()
-            .push((id.to_string(), wake));
-        Box::pin(async move {
-            let _ = woken.await;
-        })
+        self.settled_waiters.wait(id)
     }
 }
 

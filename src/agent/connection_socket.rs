@@ -1,0 +1,75 @@
+//! A connection's socket in a worker: the runtime's hibernatable WebSocket,
+//! with the connection's own state in its attachment (which the host also
+//! reads to find a socket's connection after hibernation).
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use worker::WebSocket;
+
+use super::connection::{Connection, ConnectionSocket};
+
+/// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Attachment {
+    pub conn: String,
+    /// A parent agent's `chat()` channel rather than a browser tab.
+    #[serde(default)]
+    pub channel: bool,
+    /// The author's per-connection state, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The socket's close was handled (`on_close` ran): a later error or
+    /// close event of the same socket is not handled again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
+}
+
+struct Socket {
+    id: String,
+    ws: WebSocket,
+}
+
+impl Socket {
+    fn attachment(&self) -> Option<Attachment> {
+        self.ws.deserialize_attachment::<Attachment>().ok()?
+    }
+}
+
+impl ConnectionSocket for Socket {
+    fn state_text(&self) -> Option<String> {
+        self.attachment()?.state
+    }
+
+    fn set_state_text(&self, text: Option<String>) -> Result<(), String> {
+        let mut attachment = self.attachment().unwrap_or_else(|| Attachment {
+            conn: self.id.clone(),
+            channel: false,
+            state: None,
+            closed: false,
+        });
+        attachment.state = text;
+        self.ws
+            .serialize_attachment(attachment)
+            .map_err(|e| format!("could not keep the connection state: {e}"))
+    }
+
+    fn send_text(&self, text: &str) -> Result<(), String> {
+        self.ws.send_with_str(text).map_err(|e| e.to_string())
+    }
+
+    fn close(&self, code: u16, reason: &str) {
+        let _ = self.ws.close(Some(code), Some(reason));
+    }
+}
+
+impl Connection {
+    /// The connection `id` on the runtime's socket `ws`.
+    pub(crate) fn new(id: &str, ws: WebSocket) -> Connection {
+        let socket = Socket {
+            id: id.to_string(),
+            ws,
+        };
+        Connection::with_socket(id, Rc::new(socket))
+    }
+}

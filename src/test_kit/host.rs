@@ -28,7 +28,7 @@ use crate::agent::tool_context::{AgentEnv, ToolContext, ToolRuns};
 use crate::agent::{AgentDefinition, AgentHandle, CallContext, RequestInfo};
 use crate::agent::{ServerTool, Vars};
 use crate::core::{carry_out, AuthorCall, CallId, ConfigKey, ConnId, Core, Effect, Event, Step};
-use crate::core::{StoreOp, Timer};
+use crate::core::{ScheduleOutcome, StoreOp, Timer};
 use crate::model::{ModelEvent, ModelFailure, ModelRequest};
 
 use super::memory::Durable;
@@ -266,18 +266,30 @@ impl KitHost {
             Effect::AbortModel { call } => self.due.borrow_mut().retain(|d| d.call != call),
             Effect::AuthorAlarm => self.spawn((self.on_alarm)(agent)),
             Effect::RunSchedule {
+                run,
                 name,
                 callback,
                 payload,
-            } => match self.schedule_callbacks.get(&callback) {
-                Some(registered) => match registered.start(payload, agent) {
-                    Ok(run) => self.spawn(run),
-                    Err(e) => self.log_line(format!("schedule `{name}` could not run: {e}")),
-                },
-                None => self.log_line(format!(
-                    "schedule `{name}` could not run: no schedule callback `{callback}` is registered"
-                )),
-            },
+            } => {
+                let started = match self.schedule_callbacks.get(&callback) {
+                    Some(registered) => registered.start(payload, agent),
+                    None => Err(format!("no schedule callback `{callback}` is registered")),
+                };
+                match started {
+                    Ok(running) => self.answer(running, move |result| Event::ScheduleRan {
+                        run,
+                        outcome: match result {
+                            Ok(()) => ScheduleOutcome::Done,
+                            Err(e) => ScheduleOutcome::Failed(e),
+                        },
+                    }),
+                    Err(e) => {
+                        self.log_line(format!("schedule `{name}` could not run: {e}"));
+                        let outcome = ScheduleOutcome::Unrunnable(e);
+                        self.dispatch(Event::ScheduleRan { run, outcome });
+                    }
+                }
+            }
             Effect::RunTool {
                 call,
                 tool_call_id,

@@ -203,11 +203,12 @@ pub trait AgentDefinition: 'static {
         Ok(())
     }
 
-    /// Called after a state change was stored and sent to the tabs.
+    /// Called after a state change was stored and sent to the tabs, with
+    /// the state the agent holds (shared, not copied).
     #[cfg(target_arch = "wasm32")]
     fn on_state_changed(
         &self,
-        _state: Value,
+        _state: std::rc::Rc<Value>,
         _source: StateSource,
         _agent: AgentHandle,
     ) -> impl Future<Output = ()> {

@@ -201,6 +201,9 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::FrameTooLarge { conn, bytes, head } => {
+                self.refuse_large_frame(conn, bytes, &head)
+            }
             Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
@@ -367,16 +370,20 @@ impl Core {
         self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some()
     }
 
+    /// A frame of `bytes` over the frame limit (`head`: its first bytes),
+    /// refused on its request id when it leads the frame.
+    fn refuse_large_frame(&mut self, conn: ConnId, bytes: usize, head: &str) {
+        let error = format!(
+            "frame too large: {bytes} bytes (limit {})",
+            self.config.settings.limits.max_frame_bytes
+        );
+        self.reject(conn, limits::leading_request_id(head), &error);
+    }
+
     fn on_frame(&mut self, conn: ConnId, text: &str) {
         let limits = self.config.settings.limits;
         if text.len() > limits.max_frame_bytes {
-            let error = format!(
-                "frame too large: {} bytes (limit {})",
-                text.len(),
-                limits.max_frame_bytes
-            );
-            self.reject(conn, limits::leading_request_id(text), &error);
-            return;
+            return self.refuse_large_frame(conn, text.len(), text);
         }
         let bounds = FrameBounds {
             max_body_bytes: limits.max_body_bytes,

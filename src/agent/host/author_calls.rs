@@ -73,7 +73,6 @@ impl AgentHost {
                 }
             }
             AuthorCall::StateChanged { state, source } => {
-                let state = Rc::unwrap_or_clone(state);
                 spawn_local((self.author.on_state_changed)(
                     (state, source),
                     self.handle(),

@@ -59,6 +59,8 @@ ALLOW = {
     'src/protocol/message.rs': (4, 'a message part inside a counted frame or an own row'),
     # --- outbound half: model, MCP, HTTP bodies, the demo -----------------------------------
     'src/agent/body.rs': (1, PENDING),
+    'src/agent/remote.rs': (1, PENDING + ' (the submission API\'s call body)'),
+    'src/agent/rpc_stub.rs': (1, PENDING + ' (another agent\'s answer)'),
     'src/agent/host/mcp_sse.rs': (1, PENDING),
     'src/agent/host/model_stream.rs': (1, PENDING),
     'src/demo.rs': (2, PENDING),
@@ -135,7 +137,7 @@ def main():
         print('check-gate: read it through src/protocol/gate.rs (a budget in BUDGETS), or, for the '
               "agent's own data, add a reviewed entry to ALLOW in scripts/check-gate.py")
         return 1
-    pending = sum(1 for _, why in ALLOW.values() if why == PENDING)
+    pending = sum(1 for _, why in ALLOW.values() if why.startswith(PENDING))
     print(f'check-gate: ok ({sum(len(s) for s in found.values())} reviewed call sites, '
           f'{pending} files pending outbound)')
     return 0

@@ -7,12 +7,21 @@ use durable_chat::protocol::gate::{self, Budget, BUDGETS};
 const PAGE: &str = "docs/guides/configuration.md";
 const SECTION: &str = "### Input budgets";
 
+/// Bytes as the docs write them: whole MiB or KiB, else the count.
+fn bytes(n: usize) -> String {
+    match n {
+        n if n % (1024 * 1024) == 0 => format!("{} MiB", n / (1024 * 1024)),
+        n if n % 1024 == 0 => format!("{} KiB", n / 1024),
+        n => n.to_string(),
+    }
+}
+
 /// The cells the table must give a budget (all but the free-text second).
 fn expected(budget: &Budget) -> Vec<String> {
     let mib = gate::most_memory(budget) as f64 / (1024.0 * 1024.0);
     vec![
         format!("`{}`", budget.name),
-        budget.max_bytes.to_string(),
+        bytes(budget.max_bytes),
         budget.max_values.to_string(),
         budget.max_depth.to_string(),
         format!("{mib:.1} MiB"),

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use worker::{Env, Method, Request, Response};
 
-use crate::protocol::gate::{self, GateError};
 use crate::protocol::UIMessage;
 
 use super::body::{read_text, BodyError, DEFAULT_BODY_LIMIT};
@@ -92,12 +91,13 @@ pub(crate) async fn serve(agent: AgentHandle, mut req: Request) -> worker::Resul
         Ok(text) => text,
         Err(e) => return refuse(&format!("call refused: {e}"), e.status()),
     };
-    let budget = agent.limits().budget();
-    let call: ApiCall = match gate::read_json_as(&text, &budget, "call body") {
+    if let Err(e) = agent.limits().check_json_shape(&text, "call body") {
+        return refuse(&format!("call refused: {e}"), 413);
+    }
+    let call: ApiCall = match serde_json::from_str(&text) {
         Ok(call) => call,
-        Err(GateError::OverBudget(e)) => return refuse(&format!("call refused: {e}"), 413),
-        Err(GateError::Invalid(e)) => {
-            let e = BodyError::Malformed(e);
+        Err(e) => {
+            let e = BodyError::Malformed(e.to_string());
             return refuse(&format!("malformed call: {e}"), e.status());
         }
     };

@@ -11,8 +11,6 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::Env;
 
-use crate::protocol::gate;
-
 /// The object `name` of Durable Object binding `binding`, reached over RPC.
 pub(crate) struct RpcStub {
     stub: JsValue,
@@ -60,19 +58,17 @@ pub(crate) fn to_js(value: &impl Serialize) -> worker::Result<JsValue> {
     JSON::parse(&text).map_err(js_error)
 }
 
-/// A child agent's reply read through its JSON form (`undefined` reads as
-/// `null`), through the gate (`gate::CHILD_REPLY`): its length is measured
-/// before the text crosses into wasm.
+/// A JS value read through its JSON form (`undefined` reads as `null`).
 pub(crate) fn from_js<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
-    let budget = &gate::CHILD_REPLY;
     let text = if value.is_undefined() {
         "null".to_string()
     } else {
-        let text = JSON::stringify(value).map_err(|e| error_text(&e))?;
-        gate::check_bytes(text.length() as usize, budget)?;
-        text.as_string().unwrap_or_else(|| "null".to_string())
+        JSON::stringify(value)
+            .map_err(|e| error_text(&e))?
+            .as_string()
+            .unwrap_or_else(|| "null".to_string())
     };
-    Ok(gate::read_json(&text, budget)?)
+    serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
 /// The message of a thrown JS value.

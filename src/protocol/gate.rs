@@ -166,15 +166,6 @@ pub const RPC_ARGUMENT: Budget = Budget {
     max_depth: 32,
 };
 
-/// A child agent's reply to a call this agent made over DO RPC (a
-/// submission's inspection, a cancel's or continuation's result).
-pub const CHILD_REPLY: Budget = Budget {
-    name: "child agent reply",
-    max_bytes: 256 * 1024,
-    max_values: 4_096,
-    max_depth: 32,
-};
-
 /// What one input may make the agent hold in wasm memory at most, in
 /// bytes: its text (once, as it crosses into wasm) and every value built
 /// from it at [`VALUE_BYTES`] each.
@@ -188,7 +179,7 @@ pub const fn most_memory(budget: &Budget) -> usize {
 pub const VALUE_BYTES: usize = 64;
 
 /// Every input kind's budget, for the docs' limits table and its check.
-pub const BUDGETS: &[Budget] = &[STATE, CALL, CHAT, RPC_ARGUMENT, CHILD_REPLY];
+pub const BUDGETS: &[Budget] = &[STATE, CALL, CHAT, RPC_ARGUMENT];
 
 #[cfg(test)]
 mod tests {

@@ -167,12 +167,22 @@ impl SqlStore {
     }
 
     fn sizes(&self, statement: &str, binds: Vec<SqlStorageValue>) -> Option<Vec<Sized>> {
+        self.rows(statement, binds, "message sizes")
+    }
+
+    /// A statement's rows (`what` names them in the logged error).
+    fn rows<T: serde::de::DeserializeOwned>(
+        &self,
+        statement: &str,
+        binds: Vec<SqlStorageValue>,
+        what: &str,
+    ) -> Option<Vec<T>> {
         match self.sql.exec(statement, binds).and_then(|c| c.to_array()) {
             Ok(rows) => Some(rows),
             Err(e) => {
                 crate::log::write(
                     crate::log::LogLevel::Error,
-                    &format!("storage: reading message sizes failed: {e}"),
+                    &format!("storage: reading {what} failed: {e}"),
                 );
                 None
             }
@@ -213,22 +223,11 @@ impl SqlStore {
 
     /// The rows of the cut's run split in pieces (their place and id).
     fn split_rows(&self, from: u64, before: u64) -> Option<Vec<SplitRow>> {
-        let statement =
-            "SELECT seq, id FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces <> 1 ORDER BY seq";
-        match self
-            .sql
-            .exec(statement, vec![seq_value(from), seq_value(before)])
-            .and_then(|c| c.to_array())
-        {
-            Ok(rows) => Some(rows),
-            Err(e) => {
-                crate::log::write(
-                    crate::log::LogLevel::Error,
-                    &format!("storage: reading the split messages failed: {e}"),
-                );
-                None
-            }
-        }
+        self.rows(
+            "SELECT seq, id FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces <> 1 ORDER BY seq",
+            vec![seq_value(from), seq_value(before)],
+            "the split messages",
+        )
     }
 
     /// One column of a statement's first row, kept as a JS string.

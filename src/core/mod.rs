@@ -319,9 +319,15 @@ impl Core {
     }
 
     /// The whole conversation, oldest first (older messages are read from
-    /// the store: what `get-messages` answers).
+    /// the store). For the agent's own code only: what a tab or a caller
+    /// reaches is bounded (`messages_frame`).
     pub fn messages(&self) -> Vec<UIMessage> {
         self.transcript.messages()
+    }
+
+    /// One stored message by id, from the window or the store.
+    pub fn message(&self, id: &str) -> Option<UIMessage> {
+        self.transcript.get(id)
     }
 
     /// The newest messages whose JSON fits in `max_bytes` as a transcript

@@ -6,8 +6,9 @@
 // agent's wasm linear memory (GET …/__debug/memory: the test build, bash scripts/build.sh --test,
 // with DEBUG_MEMORY=1) before and after.
 //
-//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,messages,history,mcp-tiny,mcp-spec] [--ours-dir DIR]
-//        [--history-mb 24] [--json FILE]
+//   node bench/hostile-memory.mjs [--scenarios unknown,rpc,state,body,messages,history,state-values,
+//        call-values,split-read,ws-30mib,mcp-tiny,mcp-spec] [--ours-dir DIR] [--history-mb 24]
+//        [--split-mb 12] [--json FILE]
 //
 // unknown: four 3.9 MiB frames of a type nobody handles, `[0,0,…]` inside.
 // rpc:     four 3.9 MiB `rpc` calls of the demo's `echo` with `[0,0,…]` arguments.
@@ -16,6 +17,11 @@
 // messages: four 3.9 MiB chat requests whose message carries `[0,0,…]` in a data part.
 // history: a history grown to --history-mb by tail requests of ~830 KB each (figures after the
 //          growth), then three GET …/get-messages (figures after the reads).
+// state-values: one 1.9 MB `cf_agent_state` frame holding ~950k zeros (under the byte limit).
+// call-values: eight `rpc` calls of the demo's `setStateField`, 240 KB of zeros each, own keys.
+// split-read: one message split over pieces (1 MB of text, three ~0.9 MB `data:` images), then
+//          as `history` grown to --split-mb, then three get-messages.
+// ws-30mib: one 30 MiB WebSocket message (a chat request padded past the 4 MiB frame limit).
 // mcp-tiny: an MCP server added at run time whose `tools/list` is ~4 MiB of tiny values
 //          (tests/support/mcp-server.mjs, `hostile: 'tiny-values'`).
 // mcp-spec: an MCP server added at run time that lists a tool whose spec is 3 MiB
@@ -35,7 +41,10 @@ const MiB = 1024 * 1024;
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { scenarios: 'unknown,rpc,state,body,messages,history,mcp-tiny,mcp-spec', 'ours-dir': '', 'history-mb': 24, json: '' };
+  const o = {
+    scenarios: 'unknown,rpc,state,body,messages,history,state-values,call-values,split-read,ws-30mib,mcp-tiny,mcp-spec',
+    'ours-dir': '', 'history-mb': 24, 'split-mb': 12, json: '',
+  };
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
@@ -69,10 +78,10 @@ async function frameAfter(c, mark, pred, timeoutMs = 60000) {
   return c.waitFor(pred, timeoutMs);
 }
 
-/** Sends four chat requests `<prefix>0`…`<prefix>3` whose body holds `fields()` (with `"@@"`
- * standing for `[0,0,…]` of `bytes`) and waits for each one's terminal frame; prints the first. */
-async function fourChatRequests(c, prefix, fields, bytes) {
-  for (let i = 0; i < 4; i++) {
+/** Sends `count` (four) chat requests `<prefix>0`, `<prefix>1`, … whose body holds `fields()` (with
+ * `"@@"` standing for `[0,0,…]` of `bytes`) and waits for each one's terminal frame; prints the first. */
+async function fourChatRequests(c, prefix, fields, bytes, count = 4) {
+  for (let i = 0; i < count; i++) {
     const id = `${prefix}${i}`;
     const mark = c.frames.length;
     const body = JSON.stringify({ ...fields(), trigger: 'submit-message' });
@@ -116,6 +125,29 @@ const scenarios = {
     await fourChatRequests(c, 'm', () => ({ messages: [message()] }), 3.9 * MiB);
     return 'four 3.9 MiB chat requests of tiny values in their messages';
   },
+  async 'state-values'(c) {
+    const mark = c.frames.length;
+    c.ws.send(`{"type":"cf_agent_state","state":{"zeros":${zeros(1.9e6)}}}`);
+    // An accepted state is not echoed to its sender: a call after it marks that it was handled.
+    c.ws.send('{"type":"rpc","id":"after-state","method":"echo","args":[1]}');
+    await frameAfter(c, mark, (f) => f?.type === 'rpc' && f.id === 'after-state', 120000);
+    const reply = c.frames.slice(mark).find((f) => f?.type === 'cf_agent_state_error');
+    console.log(`    reply: ${reply ? JSON.stringify(reply).slice(0, 160) : 'none (the state was taken)'}`);
+    return 'one 1.9 MB state frame of ~950k zeros';
+  },
+  async 'call-values'(c) {
+    for (let i = 0; i < 8; i++) {
+      const mark = c.frames.length;
+      c.ws.send(`{"type":"rpc","id":"s${i}","method":"setStateField","args":["k${i}",${zeros(240_000)}]}`);
+      const reply = await frameAfter(c, mark, (f) => f?.type === 'rpc' && f.id === `s${i}`);
+      if (i === 0) console.log(`    reply: ${JSON.stringify(reply).slice(0, 160)}`);
+    }
+    return 'eight setStateField calls of 240 KB of zeros';
+  },
+  async 'ws-30mib'(c) {
+    await fourChatRequests(c, 'w', () => ({ messages: [userMessage(nanoid8(), 'hi')], pad: '@@' }), 30 * MiB, 1);
+    return 'one 30 MiB WebSocket message';
+  },
 };
 
 /** Scenarios of a hostile MCP server: added to the agent at run time, then its state frame awaited. */
@@ -143,13 +175,21 @@ async function mcpScenario(inst, c, name, scenario) {
   }
 }
 
-async function history(inst, c, name, o) {
+/** A user message split over stored pieces: 1 MB of text and three ~0.9 MB `data:` images. */
+function splitMessage() {
+  const image = `data:image/png;base64,${Buffer.alloc(675_000).toString('base64')}`;
+  const files = [0, 1, 2].map(() => ({ type: 'file', mediaType: 'image/png', url: image }));
+  return { id: nanoid8(), role: 'user', parts: [{ type: 'text', text: `[tokens:5] ${'s'.repeat(1e6)}` }, ...files] };
+}
+
+async function history(inst, c, name, mb, first) {
   const text = 'x'.repeat(830_000);
-  const turns = Math.ceil((o['history-mb'] * 1e6) / 830_000);
-  for (let i = 0; i < turns; i++) {
+  const turns = Math.ceil((mb * 1e6) / 830_000);
+  for (let i = first ? -1 : 0; i < turns; i++) {
     const id = nanoid8();
     const mark = c.frames.length;
-    c.send(chatRequest(id, [userMessage(nanoid8(), `[tokens:5] ${i} ${text}`)]));
+    const message = i < 0 ? first : userMessage(nanoid8(), `[tokens:5] ${i} ${text}`);
+    c.send(chatRequest(id, [message]));
     const end = await frameAfter(c, mark, (f) => f?.type === 'cf_agent_use_chat_response' && f.id === id && f.done, 120000);
     if (end.error) throw new Error(`tail request ${i} failed: ${end.body}`);
   }
@@ -186,10 +226,11 @@ async function main() {
         const before = await measure(inst, name);
         console.log(`\n=== ${scenario}`);
         const row = { scenario, before };
-        if (scenario === 'history') {
-          const h = await history(inst, c, name, o);
+        if (scenario === 'history' || scenario === 'split-read') {
+          const split = scenario === 'split-read';
+          const h = await history(inst, c, name, o[split ? 'split-mb' : 'history-mb'], split && splitMessage());
           Object.assign(row, h);
-          console.log(`  grew the history by ${h.turns} tail requests of ~830 KB`);
+          console.log(`  grew the history by ${split ? 'one message split over pieces and ' : ''}${h.turns} tail requests of ~830 KB`);
           console.log(`  RSS ${fmt(before.rssMiB)} → ${fmt(h.grown.rssMiB)} MiB (+${fmt(h.grown.rssMiB - before.rssMiB)}); wasm ${fmt(before.wasmMiB)} → ${fmt(h.grown.wasmMiB)} MiB (+${fmt(h.grown.wasmMiB - before.wasmMiB)})`);
           console.log(`  three get-messages: ${h.reads.map((r) => `${r.status} ${fmt(r.bytes / 1e6)} MB in ${r.ms} ms`).join('; ')}`);
           console.log(`  after the reads: RSS ${fmt(h.read.rssMiB)} MiB (+${fmt(h.read.rssMiB - h.grown.rssMiB)}); wasm ${fmt(h.read.wasmMiB)} MiB (+${fmt(h.read.wasmMiB - h.grown.wasmMiB)})`);

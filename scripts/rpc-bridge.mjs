@@ -4,7 +4,9 @@
 // <buildDir>/index.js with one ES module bundling the worker-build output and, for every class that
 // `chat_agent!` declared (the ones with the wasm-bindgen method `durableChatRpc`), a class of the
 // same name that extends `DurableObject`, forwards fetch / webSocketMessage / webSocketClose /
-// webSocketError / alarm to the Rust class, and exposes the agent's RPC methods (Think's names) by
+// webSocketError / alarm to the Rust class (a WebSocket message over the agent's frame limit is
+// refused by its length before it is copied into wasm: `durableChatFrameLimit`,
+// `durableChatFrameTooLarge`), and exposes the agent's RPC methods (Think's names) by
 // forwarding them to `durableChatRpc(method, args)`. Everything else worker-build exports (the
 // worker's default entry) is re-exported unchanged; index_bg.wasm stays beside it.
 //
@@ -79,12 +81,25 @@ export { default } from './${glueFile}';
 function agentClass(Rust, name) {
   const Agent = class extends DurableObject {
     #agent;
+    #frameLimit;
     constructor(ctx, env) {
       super(ctx, env);
       this.#agent = new Rust(ctx, env);
     }
     fetch(request) { return this.#agent.fetch(request); }
-    webSocketMessage(ws, message) { return this.#agent.webSocketMessage(ws, message); }
+    webSocketMessage(ws, message) {
+      // A message over the agent's frame limit (its \`Limits\`, read once from the Rust class) is
+      // refused by its length, before its text is copied into wasm memory: the agent answers with
+      // the error frame it sends for any frame over the limit, and the socket stays open. A text
+      // message is measured in UTF-16 units, never more than its UTF-8 bytes.
+      const size = typeof message === 'string' ? message.length : message.byteLength;
+      this.#frameLimit ??= this.#agent.durableChatFrameLimit();
+      if (size > this.#frameLimit) {
+        const head = typeof message === 'string' ? message.slice(0, 256) : '';
+        return this.#agent.durableChatFrameTooLarge(ws, size, head);
+      }
+      return this.#agent.webSocketMessage(ws, message);
+    }
     webSocketClose(ws, code, reason, wasClean) { return this.#agent.webSocketClose(ws, code, reason, wasClean); }
     webSocketError(ws, error) { return this.#agent.webSocketError(ws, error); }
     alarm() { return this.#agent.alarm(); }

@@ -20,6 +20,9 @@ echo "node $(node --version)"
 echo "== layers (no lower layer names a higher one, no import circle in src/)"
 python3 scripts/check-layers.py
 
+echo "== gate (no input parsed outside src/protocol/gate.rs but at reviewed call sites)"
+python3 scripts/check-gate.py
+
 echo "== cargo test (native)"
 cargo test
 echo "== the starter's own tests (the test kit, as an author runs them)"

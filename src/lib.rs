@@ -124,4 +124,6 @@ pub mod __private {
     pub use crate::agent::rpc_target::call as rpc_call;
     pub use crate::log::{write as log_write, LogLevel};
     pub use crate::routing::kebab;
+    /// The frame limit of an agent that failed to start.
+    pub const DEFAULT_FRAME_LIMIT: usize = crate::protocol::gate::CHAT.max_bytes;
 }

@@ -21,7 +21,7 @@ type Hook<A> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, ()>>;
 
 pub struct AuthorHooks {
     pub callables: HashMap<String, Callable>,
-    pub on_state_changed: Hook<(Value, StateSource)>,
+    pub on_state_changed: Hook<(Rc<Value>, StateSource)>,
     pub on_connect: Hook<(Connection, RequestInfo)>,
     pub on_close: Hook<Connection>,
     pub on_message: Hook<(Connection, String)>,
@@ -35,7 +35,7 @@ impl AuthorHooks {
             .map(|c| (c.name().to_string(), c))
             .collect();
         let d = definition.clone();
-        let on_state_changed: Hook<(Value, StateSource)> =
+        let on_state_changed: Hook<(Rc<Value>, StateSource)> =
             Rc::new(move |(state, source), agent| {
                 let d = d.clone();
                 Box::pin(async move { d.on_state_changed(state, source, agent).await })

@@ -205,10 +205,11 @@ pub trait AgentDefinition: 'static {
         Ok(())
     }
 
-    /// Called after a state change was stored and sent to the tabs.
+    /// Called after a state change was stored and sent to the tabs, with
+    /// the state the agent holds (shared, not copied).
     fn on_state_changed(
         &self,
-        _state: Value,
+        _state: std::rc::Rc<Value>,
         _source: StateSource,
         _agent: AgentHandle,
     ) -> impl Future<Output = ()> {

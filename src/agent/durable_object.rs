@@ -123,6 +123,30 @@ macro_rules! chat_agent {
                 ) -> ::worker::js_sys::Promise {
                     $crate::__private::rpc_call(&self.host, &method, args)
                 }
+
+                /// The largest WebSocket message the agent takes, for the
+                /// bridge to refuse a larger one before copying it in.
+                #[wasm_bindgen(js_name = durableChatFrameLimit)]
+                pub fn durable_chat_frame_limit(&self) -> f64 {
+                    match &self.host {
+                        Ok(host) => host.frame_limit() as f64,
+                        Err(_) => $crate::__private::DEFAULT_FRAME_LIMIT as f64,
+                    }
+                }
+
+                /// A message over that limit, kept in JS: its size and first
+                /// characters; answered with the agent's error frame.
+                #[wasm_bindgen(js_name = durableChatFrameTooLarge)]
+                pub fn durable_chat_frame_too_large(
+                    &self,
+                    ws: ::worker::worker_sys::web_sys::WebSocket,
+                    bytes: f64,
+                    head: ::std::string::String,
+                ) {
+                    if let Ok(host) = &self.host {
+                        host.on_large_message(::worker::WebSocket::from(ws), bytes as usize, head);
+                    }
+                }
             }
         };
     };

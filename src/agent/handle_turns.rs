@@ -62,7 +62,7 @@ impl AgentHandle {
             .answer_message_id
             .as_deref()
             .filter(|_| record.status == SubmissionStatus::Completed);
-        let message = answer.and_then(|id| self.messages().into_iter().find(|m| m.id == id));
+        let message = answer.and_then(|id| self.with_core(|core, _| core.message(id)));
         Ok(TurnResult {
             request_id: record.id,
             status: record.status,

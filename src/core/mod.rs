@@ -206,6 +206,9 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::FrameTooLarge { conn, bytes, head } => {
+                self.refuse_large_frame(conn, bytes, &head)
+            }
             Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
@@ -326,9 +329,15 @@ impl Core {
     }
 
     /// The whole conversation, oldest first (older messages are read from
-    /// the store: what `get-messages` answers).
+    /// the store). For the agent's own code only: what a tab or a caller
+    /// reaches is bounded (`messages_frame`).
     pub fn messages(&self) -> Vec<UIMessage> {
         self.transcript.messages()
+    }
+
+    /// One stored message by id, from the window or the store.
+    pub fn message(&self, id: &str) -> Option<UIMessage> {
+        self.transcript.get(id)
     }
 
     /// The newest messages whose JSON fits in `max_bytes` as a transcript
@@ -377,16 +386,20 @@ impl Core {
         self.active.is_some() || !self.queue.is_empty() || self.continuation.is_some()
     }
 
+    /// A frame of `bytes` over the frame limit (`head`: its first bytes),
+    /// refused on its request id when it leads the frame.
+    fn refuse_large_frame(&mut self, conn: ConnId, bytes: usize, head: &str) {
+        let error = format!(
+            "frame too large: {bytes} bytes (limit {})",
+            self.config.settings.limits.max_frame_bytes
+        );
+        self.reject(conn, limits::leading_request_id(head), &error);
+    }
+
     fn on_frame(&mut self, conn: ConnId, text: &str) {
         let limits = self.config.settings.limits;
         if text.len() > limits.max_frame_bytes {
-            let error = format!(
-                "frame too large: {} bytes (limit {})",
-                text.len(),
-                limits.max_frame_bytes
-            );
-            self.reject(conn, limits::leading_request_id(text), &error);
-            return;
+            return self.refuse_large_frame(conn, text.len(), text);
         }
         let bounds = FrameBounds {
             max_body_bytes: limits.max_body_bytes,

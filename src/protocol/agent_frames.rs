@@ -2,12 +2,15 @@
 //! (`cf_agent_state` both ways, `cf_agent_state_error` for a refused change)
 //! and callable methods (`rpc` requests and their replies). Parsing never
 //! panics: a malformed frame of these types is an `AgentFrameError` the
-//! agent answers, never a silent drop.
+//! agent answers, never a silent drop. Each is read through the gate under
+//! its own budget (`gate::STATE`, `gate::CALL`): over its bytes, values or
+//! nesting, it is refused before any of it is built.
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::client::MAX_ID_BYTES;
+use super::gate::{self, GateError};
 use super::types;
 
 /// A client frame of the agent's own (not chat) protocol.
@@ -47,8 +50,19 @@ pub fn parse_agent_frame(kind: &str, text: &str) -> Option<Result<AgentFrame, Ag
         rpc_id,
         reason: reason.to_string(),
     };
-    let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(text) else {
-        return Some(Err(error(None, "frame is not a JSON object")));
+    let budget = match kind == types::RPC {
+        true => &gate::CALL,
+        false => &gate::STATE,
+    };
+    let mut obj = match gate::read_value(text, budget) {
+        Ok(Value::Object(obj)) => obj,
+        Ok(_) | Err(GateError::Invalid(_)) => {
+            return Some(Err(error(None, "frame is not a JSON object")))
+        }
+        Err(GateError::OverBudget(reason)) => {
+            let id = (kind == types::RPC).then(|| call_id(text)).flatten();
+            return Some(Err(error(id, &reason)));
+        }
     };
     if kind == types::STATE {
         return Some(match obj.remove("state") {
@@ -67,7 +81,7 @@ pub fn call_id(text: &str) -> Option<String> {
         #[serde(borrow, default)]
         id: Option<std::borrow::Cow<'a, str>>,
     }
-    let id = serde_json::from_str::<Head>(text).ok()?.id?;
+    let id = gate::read_head::<Head>(text)?.id?;
     (!id.is_empty() && id.len() <= MAX_ID_BYTES).then(|| id.into_owned())
 }
 
@@ -188,6 +202,24 @@ mod tests {
         let no_id = parse_agent_frame("rpc", r#"{"type":"rpc","method":"m"}"#);
         assert!(matches!(no_id, Some(Err(e)) if e.rpc_id.is_none()));
         assert_eq!(parse_agent_frame("other", "{}"), None);
+    }
+
+    #[test]
+    fn frames_of_many_tiny_values_are_refused_before_they_are_built() {
+        let zeros = "0,".repeat(60_000);
+        let state = format!(r#"{{"type":"cf_agent_state","state":{{"a":[{zeros}0]}}}}"#);
+        let refused = parse_agent_frame("cf_agent_state", &state);
+        assert!(
+            matches!(&refused, Some(Err(e)) if e.reason.contains("too many JSON values")),
+            "{refused:?}"
+        );
+        let call = format!(r#"{{"type":"rpc","id":"9","method":"m","args":[[{zeros}0]]}}"#);
+        let refused = parse_agent_frame("rpc", &call);
+        assert!(
+            matches!(&refused, Some(Err(e)) if e.rpc_id.as_deref() == Some("9")
+                && e.reason.contains("too many JSON values")),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -67,16 +67,26 @@ impl From<GateError> for String {
 /// Refuses `text` when over `budget` in bytes, values or depth, without
 /// building anything from it.
 pub fn check(text: &str, budget: &Budget) -> Result<(), GateError> {
-    check_bytes(text.len(), budget)?;
-    json_shape::check(text, budget.shape(), budget.name).map_err(GateError::OverBudget)
+    check_as(text, budget, budget.name)
+}
+
+/// [`check`], naming the input `what` in the refusal.
+pub fn check_as(text: &str, budget: &Budget, what: &str) -> Result<(), GateError> {
+    check_bytes_as(text.len(), budget, what)?;
+    json_shape::check(text, budget.shape(), what).map_err(GateError::OverBudget)
 }
 
 /// Refuses an input of `bytes` bytes over `budget` (before it is read).
 pub fn check_bytes(bytes: usize, budget: &Budget) -> Result<(), GateError> {
+    check_bytes_as(bytes, budget, budget.name)
+}
+
+/// [`check_bytes`], naming the input `what` in the refusal.
+pub fn check_bytes_as(bytes: usize, budget: &Budget, what: &str) -> Result<(), GateError> {
     if bytes > budget.max_bytes {
         return Err(GateError::OverBudget(format!(
-            "{} too large: {bytes} bytes (limit {})",
-            budget.name, budget.max_bytes
+            "{what} too large: {bytes} bytes (limit {})",
+            budget.max_bytes
         )));
     }
     Ok(())
@@ -84,9 +94,17 @@ pub fn check_bytes(bytes: usize, budget: &Budget) -> Result<(), GateError> {
 
 /// Reads `text` as a `T` once it is within `budget`.
 pub fn read_json<T: DeserializeOwned>(text: &str, budget: &Budget) -> Result<T, GateError> {
-    check(text, budget)?;
-    serde_json::from_str(text)
-        .map_err(|e| GateError::Invalid(format!("{}: invalid JSON: {e}", budget.name)))
+    read_json_as(text, budget, budget.name)
+}
+
+/// [`read_json`], naming the input `what` in the refusal.
+pub fn read_json_as<T: DeserializeOwned>(
+    text: &str,
+    budget: &Budget,
+    what: &str,
+) -> Result<T, GateError> {
+    check_as(text, budget, what)?;
+    serde_json::from_str(text).map_err(|e| GateError::Invalid(format!("{what}: {e}")))
 }
 
 /// Reads `text` as a JSON value once it is within `budget`.
@@ -102,6 +120,13 @@ pub fn read_json_bytes<T: DeserializeOwned>(bytes: &[u8], budget: &Budget) -> Re
     read_json(text, budget)
 }
 
+/// The leading fields of `text` a small `T` names (e.g. a frame's id, to
+/// answer a refusal on), the rest skipped without building any of it.
+/// `None`: not JSON, or not a `T`.
+pub fn read_head<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Option<T> {
+    serde_json::from_str(text).ok()
+}
+
 /// The synced state a tab (`cf_agent_state`) or an RPC caller sets, and the
 /// stored state row read back on wake.
 pub const STATE: Budget = Budget {
@@ -110,6 +135,48 @@ pub const STATE: Budget = Budget {
     max_values: 50_000,
     max_depth: 64,
 };
+
+/// A tab's `rpc` frame (a callable call: its id, method and arguments) and
+/// its arguments as the method reads them.
+pub const CALL: Budget = Budget {
+    name: "call frame",
+    max_bytes: 256 * 1024,
+    max_values: 50_000,
+    max_depth: 64,
+};
+
+/// A chat request with the agent's default `Limits`: a tab's chat frame
+/// (`max_frame_bytes`, `max_message_values`, `max_message_depth`), the
+/// message and client tools of `chat()` over DO RPC, the messages of
+/// `submitMessages`, `saveMessages` and `addMessages`. An agent's own
+/// `Limits` replace these numbers (`Limits::budget`).
+pub const CHAT: Budget = Budget {
+    name: "chat request",
+    max_bytes: 4 * 1024 * 1024,
+    max_values: 300_000,
+    max_depth: 64,
+};
+
+/// Any other argument of a DO RPC method (an idempotency key, a request or
+/// submission id, an options object's fields).
+pub const RPC_ARGUMENT: Budget = Budget {
+    name: "RPC argument",
+    max_bytes: 64 * 1024,
+    max_values: 4_096,
+    max_depth: 32,
+};
+
+/// What one input may make the agent hold in wasm memory at most, in
+/// bytes: its text (once, as it crosses into wasm) and every value built
+/// from it at [`VALUE_BYTES`] each.
+pub const fn most_memory(budget: &Budget) -> usize {
+    budget.max_bytes + budget.max_values * VALUE_BYTES
+}
+
+/// What one built JSON value may cost in wasm memory (a `serde_json::Value`
+/// of 16 bytes on wasm32, its map entry or vector slot, its key and the
+/// allocator's rounding), an upper figure for the docs' budgets.
+pub const VALUE_BYTES: usize = 64;
 
 /// One reply of an MCP server (a JSON body, or one message of an event
 /// stream: its answer to a POST, or an event of the older HTTP+SSE
@@ -185,6 +252,9 @@ pub const MODEL_TOOL_INPUT: Budget = Budget {
 /// Every input kind's budget, for the docs' limits table and its check.
 pub const BUDGETS: &[Budget] = &[
     STATE,
+    CALL,
+    CHAT,
+    RPC_ARGUMENT,
     MCP_REPLY,
     OAUTH_METADATA,
     OAUTH_ANSWER,

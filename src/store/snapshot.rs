@@ -2,7 +2,8 @@
 //! the stored JSON of the newest messages before the core's window that fit
 //! a byte budget, joined by commas by SQLite and kept as a JS string (the
 //! host puts it in the frame it sends without copying it into wasm memory),
-//! read without parsing a row.
+//! read without parsing a row; a message split in pieces (over the row
+//! limit) is joined from them in JS, as the others are.
 //!
 //! Where that run of rows starts (its cut) is remembered between frames.
 //! Rows before the window do not change while the window stays where it is
@@ -50,8 +51,18 @@ extern "C" {
     fn parse_json(text: &JsString) -> Result<JsValue, JsValue>;
 }
 
+/// A message row's bytes in a frame (its comma included): its body, and
+/// the pieces of a message split over them.
+const ROW_BYTES: &str = "(length(CAST(body AS BLOB)) + 1 + CASE WHEN pieces = 1 THEN 0 ELSE (SELECT COALESCE(SUM(length(CAST(piece AS BLOB))), 0) FROM chat_pieces WHERE kind = 'message' AND key = chat_messages.id AND sub = 0) END)";
+
 /// Rows looked at per query when moving a cut forward.
 const STEP_ROWS: i64 = 64;
+
+#[derive(Deserialize)]
+struct SplitRow {
+    seq: f64,
+    id: String,
+}
 
 #[derive(Deserialize)]
 struct Sized {
@@ -76,22 +87,6 @@ impl SqlStore {
         let joined = self.joined(&mut cut);
         self.snapshot_cut.set(Some(cut));
         joined.filter(|j| j.length() > 0)
-    }
-
-    /// Whether a message placed before `before_seq` is split in pieces (a
-    /// frame's older part leaves such a message out). `true` when unsure.
-    pub fn has_split_before(&self, before_seq: u64) -> bool {
-        #[derive(Deserialize)]
-        struct Count {
-            n: f64,
-        }
-        self.sql
-            .exec(
-                "SELECT count(*) AS n FROM chat_messages WHERE seq < ? AND pieces <> 1",
-                vec![seq_value(before_seq)],
-            )
-            .and_then(|c| c.to_array::<Count>())
-            .map_or(true, |rows| rows.first().is_none_or(|c| c.n != 0.0))
     }
 
     /// Forgets the remembered cut when `op` may change a row it covers.
@@ -121,7 +116,7 @@ impl SqlStore {
         }
         'rows: while cut.bytes > max_bytes {
             let rows = self.sizes(
-                "SELECT seq, length(CAST(body AS BLOB)) + 1 AS n FROM chat_messages WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT ?",
+                &format!("SELECT seq, {ROW_BYTES} AS n FROM chat_messages WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT ?"),
                 vec![seq_value(cut.from), seq_value(cut.before), SqlStorageValue::from(STEP_ROWS)],
             )?;
             if rows.is_empty() {
@@ -147,7 +142,7 @@ impl SqlStore {
     /// (only the newest rows that could fit are looked at).
     fn cut_for(&self, before_seq: u64, max_bytes: usize) -> Option<SnapshotCut> {
         let fitting = self.sizes(
-            "SELECT seq, running AS n FROM (SELECT seq, SUM(length(CAST(body AS BLOB)) + 1) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, body FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? ORDER BY seq LIMIT 1",
+            &format!("SELECT seq, running AS n FROM (SELECT seq, SUM(size) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, {ROW_BYTES} AS size FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? ORDER BY seq LIMIT 1"),
             vec![
                 seq_value(before_seq),
                 SqlStorageValue::from(history::most_rows_within(max_bytes) as i64),
@@ -159,7 +154,7 @@ impl SqlStore {
             None => (before_seq, 0),
         };
         let older = self.sizes(
-            "SELECT seq, length(CAST(body AS BLOB)) + 1 AS n FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+            &format!("SELECT seq, {ROW_BYTES} AS n FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1"),
             vec![seq_value(from)],
         )?;
         Some(SnapshotCut {
@@ -172,12 +167,22 @@ impl SqlStore {
     }
 
     fn sizes(&self, statement: &str, binds: Vec<SqlStorageValue>) -> Option<Vec<Sized>> {
+        self.rows(statement, binds, "message sizes")
+    }
+
+    /// A statement's rows (`what` names them in the logged error).
+    fn rows<T: serde::de::DeserializeOwned>(
+        &self,
+        statement: &str,
+        binds: Vec<SqlStorageValue>,
+        what: &str,
+    ) -> Option<Vec<T>> {
         match self.sql.exec(statement, binds).and_then(|c| c.to_array()) {
             Ok(rows) => Some(rows),
             Err(e) => {
                 crate::log::write(
                     crate::log::LogLevel::Error,
-                    &format!("storage: reading message sizes failed: {e}"),
+                    &format!("storage: reading {what} failed: {e}"),
                 );
                 None
             }
@@ -185,35 +190,103 @@ impl SqlStore {
     }
 
     /// The stored JSON of the cut's rows, oldest first, joined by commas.
-    /// Rows split in pieces are over the row limit, far beyond any frame,
-    /// and left out; so is a row that is not JSON (the run is checked as a
-    /// whole once per cut, and row by row only when that fails).
+    /// A row that is not JSON is left out (the run is checked as a whole
+    /// once per cut, and row by row only when that fails). A message split
+    /// in pieces is joined from its pieces in JS, as the rows around it are
+    /// by SQLite: no row is copied into wasm memory.
     fn joined(&self, cut: &mut SnapshotCut) -> Option<JsString> {
-        let (from, before) = (cut.from, cut.before);
-        let read = |statement: &str| -> Option<JsString> {
-            let row = match self
-                .sql
-                .exec(statement, vec![seq_value(from), seq_value(before)])
-            {
-                Ok(mut cursor) => Iterator::next(&mut cursor)?,
-                Err(e) => Err(e),
-            };
-            let row = match row {
-                Ok(row) => row,
-                Err(e) => {
-                    crate::log::write(
-                        crate::log::LogLevel::Error,
-                        &format!("storage: reading the newest messages failed: {e}"),
-                    );
-                    return None;
+        let split = self.split_rows(cut.from, cut.before)?;
+        if split.is_empty() {
+            return self.joined_plain(cut.from, cut.before, &mut cut.all_json);
+        }
+        let mut out = JsString::from("");
+        let mut from = cut.from;
+        let mut add = |part: Option<JsString>| {
+            if let Some(part) = part.filter(|p| p.length() > 0) {
+                if out.length() > 0 {
+                    out = out.concat(&JsValue::from_str(","));
                 }
-            };
-            js_sys::Reflect::get(&row, &JsValue::from_str("bodies"))
-                .ok()?
-                .dyn_into::<JsString>()
-                .ok()
+                out = out.concat(&part);
+            }
         };
-        let joined = read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 ORDER BY seq)");
+        for row in &split {
+            let seq = row.seq as u64;
+            add(self.joined_plain(from, seq, &mut false));
+            add(self
+                .whole_message(&row.id)
+                .filter(|m| parse_json(m).is_ok()));
+            from = seq + 1;
+        }
+        add(self.joined_plain(from, cut.before, &mut false));
+        Some(out)
+    }
+
+    /// The rows of the cut's run split in pieces (their place and id).
+    fn split_rows(&self, from: u64, before: u64) -> Option<Vec<SplitRow>> {
+        self.rows(
+            "SELECT seq, id FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces <> 1 ORDER BY seq",
+            vec![seq_value(from), seq_value(before)],
+            "the split messages",
+        )
+    }
+
+    /// One column of a statement's first row, kept as a JS string.
+    fn js_text(
+        &self,
+        statement: &str,
+        binds: Vec<SqlStorageValue>,
+        column: &str,
+    ) -> Option<JsString> {
+        let row = match self.sql.exec(statement, binds) {
+            Ok(mut cursor) => Iterator::next(&mut cursor)?,
+            Err(e) => Err(e),
+        };
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("storage: reading the newest messages failed: {e}"),
+                );
+                return None;
+            }
+        };
+        js_sys::Reflect::get(&row, &JsValue::from_str(column))
+            .ok()?
+            .dyn_into::<JsString>()
+            .ok()
+    }
+
+    /// The whole stored JSON of message `id`, split in pieces: its row's
+    /// first piece and the others, joined in JS.
+    fn whole_message(&self, id: &str) -> Option<JsString> {
+        let mut whole = self.js_text(
+            "SELECT body FROM chat_messages WHERE id = ?",
+            vec![id.into()],
+            "body",
+        )?;
+        let cursor = self
+            .sql
+            .exec(
+                "SELECT piece FROM chat_pieces WHERE kind = 'message' AND key = ? AND sub = 0 ORDER BY n",
+                vec![id.into()],
+            )
+            .ok()?;
+        for row in cursor {
+            let piece = js_sys::Reflect::get(&row.ok()?, &JsValue::from_str("piece")).ok()?;
+            if !piece.is_string() {
+                return None;
+            }
+            whole = whole.concat(&piece);
+        }
+        Some(whole)
+    }
+
+    /// The rows in `[from, before)` not split in pieces, joined by SQLite;
+    /// `all_json`: they were found to be JSON before (else checked now).
+    fn joined_plain(&self, from: u64, before: u64, all_json: &mut bool) -> Option<JsString> {
+        let binds = || vec![seq_value(from), seq_value(before)];
+        let joined = self.js_text("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 ORDER BY seq)", binds(), "bodies");
         let whole_is_json = |joined: &JsString| {
             let array = JsString::from("[")
                 .concat(joined)
@@ -221,11 +294,11 @@ impl SqlStore {
             parse_json(&array).is_ok()
         };
         match joined {
-            Some(joined) if cut.all_json || joined.length() == 0 || whole_is_json(&joined) => {
-                cut.all_json = true;
+            Some(joined) if *all_json || joined.length() == 0 || whole_is_json(&joined) => {
+                *all_json = true;
                 Some(joined)
             }
-            _ => read("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)"),
+            _ => self.js_text("SELECT group_concat(body, ',') AS bodies FROM (SELECT body FROM chat_messages WHERE seq >= ? AND seq < ? AND pieces = 1 AND json_valid(body) ORDER BY seq)", binds(), "bodies"),
         }
     }
 }

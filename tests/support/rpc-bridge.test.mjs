@@ -34,3 +34,14 @@ test('the bridge module extends DurableObject per agent class and forwards every
     assert.ok(source.includes(`${method}(...args) { return this.#agent.durableChatRpc(${JSON.stringify(method)}, args); }`), method);
   }
 });
+
+test('the bridge refuses a WebSocket message over the agent\'s own frame limit before handing it to the Rust class', () => {
+  const source = bridgeSource('agent-glue.js', ['ChatAgent']);
+  const handler = source.slice(source.indexOf('webSocketMessage(ws, message) {'), source.indexOf('webSocketClose('));
+  assert.match(handler, /this\.#agent\.durableChatFrameLimit\(\)/, 'the limit comes from the Rust class');
+  assert.match(handler, /message\.length : message\.byteLength/);
+  assert.ok(
+    handler.indexOf('durableChatFrameTooLarge(ws, size, head)') < handler.indexOf('this.#agent.webSocketMessage(ws, message)'),
+    'refused before the message is forwarded',
+  );
+});

@@ -4,10 +4,10 @@
 //! newest that fit (always with the newest user message and what follows
 //! it). The window's messages are serialized by the core; the older part is
 //! the stored JSON joined by SQLite and in JS, never copied into or parsed
-//! in wasm memory (which never shrinks). The stock client replaces its list
-//! with the connect transcript right after, which is bounded the same way.
-//! A history holding a message split in pieces (one over the 2 MB row
-//! limit) before the window is read through the core, whole, as before.
+//! in wasm memory (which never shrinks), a message split in pieces (one over
+//! the 2 MB row limit) included. The stock client replaces its list with the
+//! connect transcript right after, which is bounded the same way. RPC
+//! `getMessages` answers the same array, parsed in JS.
 
 use js_sys::JsString;
 use wasm_bindgen::{JsCast, JsValue};
@@ -30,15 +30,11 @@ extern "C" {
 pub const GET_MESSAGES_BYTES: usize = 4 * 1024 * 1024;
 
 impl AgentHost {
-    pub(super) fn get_messages(&self) -> worker::Result<Response> {
+    /// The conversation as a JSON array, a string in JS (see the module
+    /// header): what `get-messages` answers and RPC `getMessages` parses
+    /// in JS.
+    pub(crate) fn messages_json_js(&self) -> JsString {
         let frame = self.core.borrow().messages_frame(GET_MESSAGES_BYTES);
-        if let Some(part) = frame.older {
-            if self.store.has_split_before(part.before_seq) {
-                // A message over the row limit is read through the core, whole.
-                let messages = self.core.borrow().messages();
-                return Response::from_json(&messages);
-            }
-        }
         let older = frame
             .older
             .and_then(|part| self.store.older_part_js(part.before_seq, part.max_bytes))
@@ -47,9 +43,12 @@ impl AgentHost {
         if older.length() > 0 && !frame.window.is_empty() {
             body = body.concat(&JsValue::from_str(","));
         }
-        let body = body
-            .concat(&JsValue::from_str(&frame.window))
-            .concat(&JsValue::from_str("]"));
+        body.concat(&JsValue::from_str(&frame.window))
+            .concat(&JsValue::from_str("]"))
+    }
+
+    pub(super) fn get_messages(&self) -> worker::Result<Response> {
+        let body = self.messages_json_js();
         let headers = web_sys::Headers::new()?;
         headers.set("content-type", "application/json")?;
         let init = web_sys::ResponseInit::new();

@@ -41,7 +41,6 @@ impl AgentHost {
             }
             AuthorCall::CancelCalls { conn, ids } => self.call_runs.cancel(&conn, ids),
             AuthorCall::StateChanged { state, source } => {
-                let state = Rc::unwrap_or_clone(state);
                 spawn_local((self.author.on_state_changed)(
                     (state, source),
                     self.handle(),

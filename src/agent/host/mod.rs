@@ -435,6 +435,22 @@ impl AgentHost {
         }
     }
 
+    /// The largest frame a socket of this agent may send, in bytes: the
+    /// bridge (scripts/rpc-bridge.mjs) refuses a larger one by its length,
+    /// before its text is copied into wasm memory.
+    pub fn frame_limit(&self) -> usize {
+        self.core.borrow().config().settings.limits.max_frame_bytes
+    }
+
+    /// A frame over [`Self::frame_limit`] that the bridge kept in JS: `bytes`
+    /// its size, `head` its first characters. Refused as the core refuses
+    /// any frame over the limit (an error frame, the socket left open).
+    pub fn on_large_message(self: &Rc<Self>, ws: WebSocket, bytes: usize, head: String) {
+        if let Some((conn, _)) = self.conn_of(&ws) {
+            self.dispatch(Event::FrameTooLarge { conn, bytes, head });
+        }
+    }
+
     /// A socket's close or error event. The runtime may deliver both for one
     /// socket (an error, then its close): only the first is handled, so the
     /// core hears of it once and `on_close` runs once per connection.

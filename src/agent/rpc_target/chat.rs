@@ -23,6 +23,7 @@ use crate::core::ConnId;
 use crate::protocol::channel::{
     parse_child_frame, ChildFrame, ParentFrame, RpcToolCall, RpcToolResult,
 };
+use crate::protocol::gate::Budget;
 use crate::protocol::{types, Outcome};
 
 use super::super::host::AgentHost;
@@ -35,10 +36,18 @@ pub(super) async fn chat(
     callback: JsValue,
     options: JsValue,
 ) -> Result<JsValue, JsValue> {
-    let message = chat_message(&message)?;
-    let client_tools = js::to_json(&js::field(&options, "clientTools"))
-        .map_err(|e| js::error(&format!("clientTools: {e}")))?
-        .unwrap_or_else(|| json!([]));
+    let limits = host.handle().limits();
+    let message = chat_message(&message, &limits.budget())?;
+    let tools_budget = Budget {
+        max_bytes: limits.max_client_tools_bytes,
+        ..limits.budget()
+    };
+    let client_tools = js::to_json(
+        &js::field(&options, "clientTools"),
+        &tools_budget,
+        "clientTools",
+    )?
+    .unwrap_or_else(|| json!([]));
     let executor =
         Some(js::field(&options, "onClientToolCall")).filter(|f| !f.is_undefined() && !f.is_null());
     let signal = Some(js::field(&options, "signal")).filter(|s| s.is_object());
@@ -70,7 +79,7 @@ pub(super) async fn chat(
 /// `cancelChat(requestId)`: ends the running `chat()` turn with that id
 /// `aborted` (an unknown id is ignored, as Think does).
 pub(super) fn cancel_chat(host: &Rc<AgentHost>, request_id: &JsValue) -> Result<JsValue, JsValue> {
-    let Some(id) = request_id.as_string() else {
+    let Some(id) = js::string_arg(request_id, "cancelChat: request id")? else {
         return Err(js::error("cancelChat: the request id must be a string"));
     };
     if let Some(conn) = host.rpc_call_of(&id) {
@@ -80,12 +89,13 @@ pub(super) fn cancel_chat(host: &Rc<AgentHost>, request_id: &JsValue) -> Result<
 }
 
 /// The message as the channel carries it: text, or one `UIMessage` (alone
-/// or as a one-element array).
-fn chat_message(message: &JsValue) -> Result<Value, JsValue> {
-    if let Some(text) = message.as_string() {
-        return Ok(Value::String(text));
+/// or as a one-element array), read through the gate under `budget`.
+fn chat_message(message: &JsValue, budget: &Budget) -> Result<Value, JsValue> {
+    if message.is_string() {
+        let text = js::to_json(message, budget, "chat: message")?;
+        return Ok(text.unwrap_or(Value::Null));
     }
-    match js::to_json(message).map_err(|e| js::error(&format!("chat: {e}")))? {
+    match js::to_json(message, budget, "chat: message")? {
         Some(Value::Array(mut list)) if list.len() == 1 => Ok(list.remove(0)),
         Some(Value::Array(_)) => Err(js::error(
             "chat: send one message (text or a UIMessage) per call",
@@ -204,9 +214,12 @@ impl Call<'_> {
                     "input": input,
                     "toolCallId": tool_call_id,
                 });
+                let budget = self.host.handle().limits().tool_result_budget();
                 match js::from_json(&request) {
                     Ok(arg) => match js::call_function(executor, &arg).await {
-                        Ok(output) => js::to_json(&output).map(|v| v.unwrap_or(Value::Null)),
+                        Ok(output) => js::to_json(&output, &budget, "tool result")
+                            .map(|v| v.unwrap_or(Value::Null))
+                            .map_err(|e| js::error_text(&e)),
                         Err(thrown) => Err(js::error_text(&thrown)),
                     },
                     Err(thrown) => Err(js::error_text(&thrown)),

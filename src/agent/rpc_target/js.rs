@@ -1,11 +1,14 @@
-//! Values across the RPC boundary: JavaScript values read as JSON (and
-//! back), callback methods called and awaited, errors as `Error` objects.
+//! Values across the RPC boundary: JavaScript values read as JSON through
+//! the gate, each under a budget (and back), callback methods called and
+//! awaited, errors as `Error` objects.
 
-use js_sys::{Array, Function, Promise, Reflect};
+use js_sys::{Array, Function, JsString, Promise, Reflect};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
+
+use crate::protocol::gate::{self, Budget};
 
 /// A JavaScript `Error` with `message`.
 pub(super) fn error(message: &str) -> JsValue {
@@ -16,52 +19,67 @@ pub(super) fn rejected(message: &str) -> Promise {
     Promise::reject(&error(message))
 }
 
-/// `value`'s JSON text (`None`: `undefined` or `null`).
-fn to_text(value: &JsValue) -> Result<Option<String>, String> {
+/// `value`'s JSON text (`None`: `undefined` or `null`), through the gate:
+/// its length is measured while it is still a JavaScript string, so text
+/// over `budget` never crosses into wasm memory; `what` names it in the
+/// refusal.
+fn gated_text(value: &JsValue, budget: &Budget, what: &str) -> Result<Option<String>, String> {
     if value.is_undefined() || value.is_null() {
         return Ok(None);
     }
-    js_sys::JSON::stringify(value)
-        .map_err(|_| "a value that is not JSON".to_string())?
-        .as_string()
-        .ok_or_else(|| "a value that is not JSON".to_string())
-        .map(Some)
+    let not_json = || format!("{what}: a value that is not JSON");
+    let text: JsString = js_sys::JSON::stringify(value).map_err(|_| not_json())?;
+    // UTF-16 units: at least one byte each, at most three in UTF-8.
+    gate::check_bytes_as(text.length() as usize, budget, what)?;
+    let text = text.as_string().ok_or_else(not_json)?;
+    gate::check_as(&text, budget, what)?;
+    Ok(Some(text))
 }
 
-/// `value` as JSON (`None`: `undefined` or `null`).
-pub(super) fn to_json(value: &JsValue) -> Result<Option<serde_json::Value>, String> {
-    let Some(text) = to_text(value)? else {
+/// `value` as JSON (`None`: `undefined` or `null`), read through the gate
+/// under `budget`.
+pub(super) fn to_json(
+    value: &JsValue,
+    budget: &Budget,
+    what: &str,
+) -> Result<Option<serde_json::Value>, JsValue> {
+    match gated_text(value, budget, what).map_err(|e| error(&e))? {
+        None => Ok(None),
+        Some(text) => gate::read_json_as(&text, budget, what)
+            .map(Some)
+            .map_err(|e| error(&e.to_string())),
+    }
+}
+
+/// `value` read as a `T` from its JSON text (`undefined` reads as `null`),
+/// through the gate under `budget`; `what` names it in the error.
+pub(super) fn read<T: DeserializeOwned>(
+    value: &JsValue,
+    budget: &Budget,
+    what: &str,
+) -> Result<T, JsValue> {
+    let text = gated_text(value, budget, what)
+        .map_err(|e| error(&e))?
+        .unwrap_or_else(|| "null".into());
+    gate::read_json_as(&text, budget, what).map_err(|e| error(&e.to_string()))
+}
+
+/// A string argument (an id), its length checked against
+/// `gate::RPC_ARGUMENT` before it is copied into wasm; `None`: not a string.
+pub(super) fn string_arg(value: &JsValue, what: &str) -> Result<Option<String>, JsValue> {
+    let Some(text) = value.dyn_ref::<JsString>() else {
         return Ok(None);
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| format!("a value that is not JSON: {e}"))
+    gate::check_bytes_as(text.length() as usize, &gate::RPC_ARGUMENT, what)
+        .map_err(|e| error(&e.to_string()))?;
+    Ok(text.as_string())
 }
 
-/// `value` read as a `T` from its JSON text, refused first when the text
-/// holds more values or nesting than `limits` allow
-/// (`Limits::max_message_values`, `max_message_depth`); `what` names it in
-/// the error.
-pub(super) fn read_bounded<T: DeserializeOwned>(
-    value: &JsValue,
-    what: &str,
-    limits: &crate::core::Limits,
-) -> Result<T, JsValue> {
-    let text = to_text(value)
-        .map_err(|e| error(&format!("{what}: {e}")))?
-        .unwrap_or_else(|| "null".into());
-    limits
-        .check_json_shape(&text, what)
-        .map_err(|e| error(&e))?;
-    serde_json::from_str(&text).map_err(|e| error(&format!("{what}: {e}")))
-}
-
-/// `value` read as a `T` through JSON; `what` names it in the error.
-pub(super) fn read<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, JsValue> {
-    let json = to_json(value)
-        .map_err(|e| error(&format!("{what}: {e}")))?
-        .unwrap_or(serde_json::Value::Null);
-    serde_json::from_value(json).map_err(|e| error(&format!("{what}: {e}")))
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `JSON.parse` of a string already in JS (parsed there, not copied in).
+    #[wasm_bindgen(catch, js_namespace = JSON, js_name = parse)]
+    pub(super) fn parse_js(text: &JsString) -> Result<JsValue, JsValue>;
 }
 
 /// A Rust value as the JavaScript value of its JSON.

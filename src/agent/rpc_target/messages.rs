@@ -21,8 +21,10 @@ use super::submissions::{status_name, RPC_CALLER};
 /// How often `saveMessages` looks at its submission while the turn runs.
 const SUBMISSION_POLL: Duration = Duration::from_millis(100);
 
+/// The conversation as `get-messages` answers it (bounded the same way),
+/// parsed in JS: the older part never enters wasm memory.
 pub(super) fn get(host: &Rc<AgentHost>) -> Result<JsValue, JsValue> {
-    js::from_json(&host.handle().messages())
+    js::parse_js(&host.messages_json_js())
 }
 
 pub(super) fn clear(host: &Rc<AgentHost>) -> Result<JsValue, JsValue> {
@@ -32,7 +34,7 @@ pub(super) fn clear(host: &Rc<AgentHost>) -> Result<JsValue, JsValue> {
 
 pub(super) fn add(host: &Rc<AgentHost>, messages: &JsValue) -> Result<JsValue, JsValue> {
     let limits = host.handle().limits();
-    let messages: Vec<UIMessage> = js::read_bounded(messages, "addMessages: messages", &limits)?;
+    let messages: Vec<UIMessage> = js::read(messages, &limits.budget(), "addMessages: messages")?;
     host.handle()
         .save_messages(messages)
         .map_err(|e| js::error(&e.0))?;
@@ -45,7 +47,7 @@ pub(super) async fn save(
     _options: JsValue,
 ) -> Result<JsValue, JsValue> {
     let limits = host.handle().limits();
-    let messages: Vec<UIMessage> = js::read_bounded(&messages, "saveMessages: messages", &limits)?;
+    let messages: Vec<UIMessage> = js::read(&messages, &limits.budget(), "saveMessages: messages")?;
     let agent = host.handle();
     let options = SubmitOptions {
         caller: Some(RPC_CALLER.into()),

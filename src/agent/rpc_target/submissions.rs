@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use wasm_bindgen::JsValue;
 
 use crate::core::SubmissionStatus;
+use crate::protocol::gate;
 use crate::protocol::UIMessage;
 
 use super::super::handle::{Submission, SubmitOptions};
@@ -61,8 +62,7 @@ fn inspection(submission: &Submission) -> Map<String, Value> {
 }
 
 fn id_of(value: &JsValue, method: &str) -> Result<String, JsValue> {
-    value
-        .as_string()
+    js::string_arg(value, method)?
         .ok_or_else(|| js::error(&format!("{method}: the submission id must be a string")))
 }
 
@@ -72,11 +72,15 @@ pub(super) fn submit(
     options: &JsValue,
 ) -> Result<JsValue, JsValue> {
     let limits = host.handle().limits();
-    let messages: Vec<UIMessage> = js::read_bounded(messages, "submitMessages: messages", &limits)?;
-    let idempotency_key: Option<String> =
-        js::read(&js::field(options, "idempotencyKey"), "idempotencyKey")?;
+    let budget = limits.budget();
+    let messages: Vec<UIMessage> = js::read(messages, &budget, "submitMessages: messages")?;
+    let idempotency_key: Option<String> = js::read(
+        &js::field(options, "idempotencyKey"),
+        &gate::RPC_ARGUMENT,
+        "idempotencyKey",
+    )?;
     let body: Option<Map<String, Value>> =
-        js::read_bounded(&js::field(options, "metadata"), "metadata", &limits)?;
+        js::read(&js::field(options, "metadata"), &budget, "metadata")?;
     let agent = host.handle();
     let asked_at = agent.now_ms();
     let options = SubmitOptions {

@@ -16,7 +16,9 @@ pub const MAX_CALLS_IN_FLIGHT: usize = 32;
 /// larger one is refused before its arguments are read: parsed arguments
 /// take several times their text in memory, and a wasm instance's memory
 /// never shrinks.
-pub const MAX_CALL_FRAME_BYTES: usize = 256 * 1024;
+/// Its JSON values are counted under the same budget
+/// (`protocol::gate::CALL`).
+pub const MAX_CALL_FRAME_BYTES: usize = crate::protocol::gate::CALL.max_bytes;
 
 /// Bytes of call frames (their arguments) one connection's running calls
 /// may hold between them; a call that would go over is refused.

@@ -52,6 +52,13 @@ pub enum Event {
         conn: ConnId,
         text: String,
     },
+    /// A frame over the frame limit, refused before its text was copied in:
+    /// its size and its first bytes (for the request id to answer on).
+    FrameTooLarge {
+        conn: ConnId,
+        bytes: usize,
+        head: String,
+    },
     /// A text frame from a parent agent's channel `conn` (already `Adopted`):
     /// a sub-agent turn, a tool result or a cancel (see protocol/channel.rs).
     ChannelFrame {

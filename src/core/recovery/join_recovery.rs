@@ -36,8 +36,8 @@ impl Core {
         };
         self.conns.offer_resume(conn);
         self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
-        let frame = server::chat_messages(&self.transcript.messages(), true);
-        self.send_to(vec![conn.clone()], frame);
+        // Bounded as every connect transcript is (not the whole history).
+        self.send_transcript(vec![conn.clone()], true);
         if let Some(root) = self.recovery.recovering() {
             let frame = server::chat_recovering(true, root);
             self.send_to(vec![conn.clone()], frame);

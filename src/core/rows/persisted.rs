@@ -386,6 +386,9 @@ impl StoredState {
             }
             ConfigKey::Summary => self.summary = Some(decode(text)?),
             ConfigKey::AgentState => {
+                // Counted as a tab's state frame is: a row written before
+                // that count and over it is quarantined, not built on wake.
+                crate::protocol::gate::check(text, &crate::protocol::gate::STATE)?;
                 let row: AgentStateRow = decode(text)?;
                 self.agent_state = Some(row.state);
             }

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::protocol::{agent_frames, server};
+use crate::protocol::{agent_frames, gate, server};
 
 use crate::core::contract::author_calls::AuthorCall;
 use crate::core::contract::effects::{Effect, StoreOp};
@@ -24,8 +24,6 @@ use crate::core::rows::persisted::ConfigKey;
 use crate::core::vocab::agent_api::StateSource;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
-
-use super::value::MAX_STATE_FRAME_BYTES;
 
 /// What a tab is told when its change is refused (the agents SDK's text;
 /// the reason is logged, not sent).
@@ -121,13 +119,9 @@ impl Core {
             validate(&state, &source)?;
         }
         let frame = agent_frames::state(&state);
-        let limit = MAX_STATE_FRAME_BYTES;
-        if frame.len() > limit {
-            return Err(format!(
-                "state too large: {} bytes (limit {limit})",
-                frame.len()
-            ));
-        }
+        // Whoever sets it, the state stays within what a tab's frame and the
+        // row read back on wake may hold.
+        gate::check(&frame, &gate::STATE)?;
         let state = Rc::new(state);
         let tab = match &source {
             StateSource::Connection(conn) => Some(conn.clone()),

@@ -24,8 +24,12 @@ const ROW_OVERHEAD: usize = 32;
 
 /// Largest state, measured as the frame that carries it
 /// (`{"type":"cf_agent_state","state":…}`), in bytes: it must fit one stored
-/// row. A tab's state frame over it is refused before it is parsed.
-pub const MAX_STATE_FRAME_BYTES: usize = MAX_ROW_BYTES - ROW_OVERHEAD;
+/// row. A tab's state frame over it is refused before it is parsed; its
+/// JSON values are counted under the same budget (`protocol::gate::STATE`),
+/// whoever sets the state, so the stored row read back on wake is within it.
+pub const MAX_STATE_FRAME_BYTES: usize = crate::protocol::gate::STATE.max_bytes;
+
+const _: () = assert!(MAX_STATE_FRAME_BYTES <= MAX_ROW_BYTES - ROW_OVERHEAD);
 
 /// The current state, if the agent has one.
 #[derive(Debug, Default)]

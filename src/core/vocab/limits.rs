@@ -4,6 +4,7 @@
 //! sizes), refused as a whole when one entry is wrong.
 
 use crate::protocol::client::MAX_ID_BYTES;
+use crate::protocol::gate::{self, Budget};
 use crate::protocol::{ChatRequest, ClientToolSchema, ToolResult, UIMessage};
 
 /// Longest tool name providers accept (`^[A-Za-z0-9_-]{1,64}$`).
@@ -93,7 +94,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_frame_bytes: 4 * 1024 * 1024,
+            max_frame_bytes: gate::CHAT.max_bytes,
             max_messages: 2_000,
             max_parts: 500,
             max_tool_result_bytes: 1024 * 1024,
@@ -114,13 +115,34 @@ impl Default for Limits {
             max_stored_messages: 0,
             max_child_calls_per_turn: 4,
             max_child_calls_per_agent: 16,
-            max_message_values: 300_000,
-            max_message_depth: 64,
+            max_message_values: gate::CHAT.max_values,
+            max_message_depth: gate::CHAT.max_depth,
         }
     }
 }
 
 impl Limits {
+    /// The gate's budget of a chat request under these limits (a tab's
+    /// frame, `chat()` over RPC, a submission's messages): `gate::CHAT`
+    /// with the defaults.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            max_bytes: self.max_frame_bytes,
+            max_values: self.max_message_values,
+            max_depth: self.max_message_depth,
+            ..gate::CHAT
+        }
+    }
+
+    /// The gate's budget of one tool result's output under these limits.
+    pub fn tool_result_budget(&self) -> Budget {
+        Budget {
+            name: "tool result",
+            max_bytes: self.max_tool_result_bytes,
+            ..self.budget()
+        }
+    }
+
     /// The values and nesting an input's text may hold
     /// (`max_message_values`, `max_message_depth`).
     pub fn shape(&self) -> crate::protocol::json_shape::ShapeLimits {

@@ -265,3 +265,62 @@ fn a_state_frame_longer_than_the_state_limit_is_refused_before_it_is_read() {
     assert_eq!(sim.core().state(), Some(&json!({})));
     assert_eq!(stored_state(&sim), None);
 }
+
+/// A state of `n` tiny values (`{"zeros":[0,0,…]}`).
+fn zeros(n: usize) -> Value {
+    json!({ "zeros": vec![0; n] })
+}
+
+#[test]
+fn a_state_of_too_many_values_is_refused_whoever_sets_it() {
+    let limit = durable_chat::protocol::gate::STATE.max_values;
+    let mut sim = with_state(json!({}));
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
+    // Well under the byte limit, over the value count: refused before it is built.
+    sim.send("a", set_state(zeros(limit + 1)));
+    let error = of_type(sim.frames("a"), "cf_agent_state_error")[0].clone();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many JSON values (limit 50000)"),
+        "{error}"
+    );
+    assert!(of_type(sim.frames("b"), "cf_agent_state").is_empty());
+    // The agent's own code is held to the same count, so a stored row always
+    // reads back on wake.
+    let refused = sim.set_state(zeros(limit + 1)).unwrap_err();
+    assert!(refused.contains("too many JSON values"), "{refused}");
+    assert_eq!(stored_state(&sim), None);
+    assert_eq!(sim.core().state(), Some(&json!({})));
+    // Within the count it is taken.
+    sim.send("a", set_state(zeros(limit - 10)));
+    assert_eq!(stored_state(&sim), Some(zeros(limit - 10)));
+}
+
+#[test]
+fn a_stored_state_row_over_the_count_is_quarantined_on_wake_not_built() {
+    let limit = durable_chat::protocol::gate::STATE.max_values;
+    let mut sim = with_state(json!({"start": true}));
+    sim.connect("a");
+    sim.send("a", set_state(json!({"n": 1})));
+    // A row as an older release could have written it: under the byte limit,
+    // over the value count.
+    let row = json!({"v": 1, "state": zeros(limit * 2)}).to_string();
+    sim.store
+        .rows_mut()
+        .corrupt("chat_config", ConfigKey::AgentState.as_str(), &row);
+    sim.evict();
+    sim.run_until_idle();
+    let quarantined = sim.store.quarantined();
+    assert_eq!(quarantined.len(), 1);
+    assert!(
+        quarantined[0].reason.contains("too many JSON values"),
+        "{}",
+        quarantined[0].reason
+    );
+    assert_eq!(quarantined[0].value, row, "nothing of it is lost");
+    assert_eq!(sim.core().state(), Some(&json!({"start": true})));
+}

@@ -434,7 +434,6 @@ impl KitHost {
             }
             AuthorCall::CancelCalls { conn, ids } => self.call_runs.cancel(&conn, ids),
             AuthorCall::StateChanged { state, source } => {
-                let state = Rc::unwrap_or_clone(state);
                 let run = (self.author.on_state_changed)((state, source), self.handle());
                 self.spawn(run);
             }

@@ -310,11 +310,17 @@ impl KitHost {
             }
             Effect::DecideToolCall { call, tool } => {
                 let run = (self.hooks.before_tool_call)(tool, agent);
-                self.answer(run, move |decision| Event::ToolCallDecided { call, decision });
+                self.answer(run, move |decision| Event::ToolCallDecided {
+                    call,
+                    decision,
+                });
             }
             Effect::RewriteToolResult { call, tool, result } => {
                 let run = (self.hooks.after_tool_call)((tool, *result), agent);
-                self.answer(run, move |result| Event::ToolResultRewritten { call, result });
+                self.answer(run, move |result| Event::ToolResultRewritten {
+                    call,
+                    result,
+                });
             }
             Effect::DecideChatError { call, error } => {
                 let run = (self.hooks.on_chat_error)(error, agent);

@@ -93,8 +93,9 @@ fn a_result_given_by_before_tool_call_passes_the_hook_too() {
     );
 }
 
-#[test]
-fn a_tabs_result_is_applied_once_the_hook_answers() {
+/// A turn whose client tool call `l1` a tab has just answered (the hook
+/// takes 500 ms), the answer after it scripted.
+fn tab_answers_location() -> Sim {
     let mut sim = rewriting_sim(|_| {});
     client_call_turn(&mut sim, "r1", &["l1"]);
     sim.script(Reply::text("You are somewhere."));
@@ -102,6 +103,12 @@ fn a_tabs_result_is_applied_once_the_hook_answers() {
         "a",
         tool_result("l1", json!({"lat": 48.85, "lon": 2.35}), true),
     );
+    sim
+}
+
+#[test]
+fn a_tabs_result_is_applied_once_the_hook_answers() {
+    let mut sim = tab_answers_location();
     sim.advance(300);
     assert_eq!(sim.rewritten.len(), 1, "the host was asked");
     assert!(sim.rewritten[0].0.client);
@@ -125,13 +132,7 @@ fn a_tabs_result_is_applied_once_the_hook_answers() {
 
 #[test]
 fn a_tabs_result_waiting_on_the_hook_survives_an_eviction() {
-    let mut sim = rewriting_sim(|_| {});
-    client_call_turn(&mut sim, "r1", &["l1"]);
-    sim.script(Reply::text("You are somewhere."));
-    sim.send(
-        "a",
-        tool_result("l1", json!({"lat": 48.85, "lon": 2.35}), true),
-    );
+    let mut sim = tab_answers_location();
     sim.advance(100);
     assert!(
         sim.store.config(ConfigKey::PendingToolResults).is_some(),

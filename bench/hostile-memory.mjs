@@ -162,7 +162,7 @@ async function mcpScenario(inst, c, name, scenario) {
   try {
     const mark = c.frames.length;
     const added = await fetch(`${inst.url}/agents/chat-agent/${name}/mcp-servers`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hostile', url: server.url }),
+      method: 'POST', headers: { authorization: 'Bearer bench-admin', 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hostile', url: server.url }),
     });
     console.log(`    POST …/mcp-servers → ${added.status}`);
     const settled = (f) => f?.type === 'cf_agent_mcp_servers' && ['ready', 'failed'].includes(f.mcp?.servers?.hostile?.state);
@@ -216,7 +216,7 @@ async function main() {
     for (const scenario of o.scenarios.split(',')) {
       const inst = await startInstance(spec, {
         modelUrl: model.url, persistDir: join(work, scenario), preventEviction: true,
-        miniflare: { bindings: { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1' } },
+        miniflare: { bindings: { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', DEBUG_MEMORY: '1', MCP_ADMIN_TOKEN: 'bench-admin' } },
       });
       const name = `hostile-${scenario}`;
       let c;

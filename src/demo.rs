@@ -6,6 +6,8 @@
 //! its model summarizes what a long conversation leaves out (`summary.rs`).
 
 mod connections;
+#[cfg(target_arch = "wasm32")]
+mod mcp_routes;
 mod reminders;
 mod shared_state;
 mod summary;
@@ -22,6 +24,9 @@ pub struct DemoAgent {
     /// `DEMO_SUMMARIZE=1`: what the context policy leaves out is summarized
     /// by the agent's model (`summary.rs`).
     pub summarize: bool,
+    /// `MCP_ADMIN_TOKEN`: who may add, list and remove MCP servers at run
+    /// time (`mcp_routes.rs`); unset, nobody may.
+    pub mcp_admin_token: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -145,7 +150,7 @@ impl AgentDefinition for DemoAgent {
         req: worker::Request,
         agent: crate::agent::AgentHandle,
     ) -> worker::Result<Option<worker::Response>> {
-        routes::serve(req, agent).await
+        routes::serve(req, agent, self.mcp_admin_token.as_deref()).await
     }
 
     /// The scheduled check-in: the agent submits a message of its own.
@@ -167,15 +172,12 @@ mod routes {
 
     use crate::agent::body::{read_json_typed, refusal};
     use crate::agent::{AgentHandle, SubmitOptions};
-    use crate::mcp::McpServer;
     use crate::protocol::UIMessage;
 
     /// The most a submit body may hold (its text is one message).
     const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
     /// A schedule body is a number.
     const SCHEDULE_BODY_LIMIT: usize = 1024;
-    /// A server to add: its name, URL and token.
-    const MCP_SERVER_BODY_LIMIT: usize = 16 * 1024;
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -190,57 +192,11 @@ mod routes {
         idempotency_key: Option<String>,
     }
 
-    #[derive(Deserialize)]
-    struct AddMcpServer {
-        name: String,
-        url: String,
-        token: Option<String>,
-    }
-
-    /// `GET …/mcp-servers` lists the agent's MCP servers, `POST …/mcp-servers`
-    /// `{"name", "url", "token"?}` (as `application/json`, at most
-    /// `MCP_SERVER_BODY_LIMIT` bytes) adds one (stored; connected now and
-    /// after every restart), `POST …/mcp-servers/<name>/remove` removes it.
-    async fn mcp_routes(
-        req: &mut Request,
-        path: &str,
-        agent: &AgentHandle,
+    pub async fn serve(
+        mut req: Request,
+        agent: AgentHandle,
+        mcp_admin_token: Option<&str>,
     ) -> worker::Result<Option<Response>> {
-        let post = req.method() == Method::Post;
-        if path.ends_with("/mcp-servers") {
-            if !post {
-                return Response::from_json(&agent.mcp_servers()).map(Some);
-            }
-            let add: AddMcpServer = match read_json_typed(req, MCP_SERVER_BODY_LIMIT).await {
-                Ok(add) => add,
-                Err(e) => return refusal(&e).map(Some),
-            };
-            let mut server = McpServer::new(&add.name, &add.url);
-            if let Some(token) = add.token {
-                server = server.bearer(&token);
-            }
-            return match agent.add_mcp_server(server) {
-                Ok(id) => Ok(Some(
-                    Response::from_json(&serde_json::json!({ "id": id }))?.with_status(201),
-                )),
-                Err(e) => Response::error(e, 400).map(Some),
-            };
-        }
-        let Some((_, rest)) = path.split_once("/mcp-servers/") else {
-            return Ok(None);
-        };
-        match rest.strip_suffix("/remove") {
-            Some(name) if post => match agent.remove_mcp_server(name) {
-                Ok(removed) => {
-                    Response::from_json(&serde_json::json!({ "removed": removed })).map(Some)
-                }
-                Err(e) => Response::error(e, 400).map(Some),
-            },
-            _ => Ok(None),
-        }
-    }
-
-    pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Option<Response>> {
         let path = req.path();
         let post = req.method() == Method::Post;
         if post && path.ends_with("/submit") {
@@ -273,7 +229,9 @@ mod routes {
             agent.schedule_alarm(Some(at));
             return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
         }
-        if let Some(answer) = mcp_routes(&mut req, &path, &agent).await? {
+        if let Some(answer) =
+            super::mcp_routes::serve(&mut req, &path, &agent, mcp_admin_token).await?
+        {
             return Ok(Some(answer));
         }
         let Some((_, rest)) = path.split_once("/submissions/") else {
@@ -294,6 +252,7 @@ mod routes {
 #[cfg(target_arch = "wasm32")]
 crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
     summarize: crate::agent::settings::env_value(env, "DEMO_SUMMARIZE").as_deref() == Some("1"),
+    mcp_admin_token: crate::agent::settings::env_value(env, "MCP_ADMIN_TOKEN"),
 });
 
 #[cfg(target_arch = "wasm32")]

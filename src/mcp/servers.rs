@@ -306,7 +306,7 @@ impl Servers {
                 id.clone(),
                 json!({
                     "name": e.server.name,
-                    "server_url": e.server.url,
+                    "server_url": shown_url(&e.server.url),
                     "auth_url": e.auth_url,
                     "state": e.state,
                     "capabilities": e.capabilities,
@@ -329,6 +329,21 @@ impl Servers {
             "mcp": {"servers": servers, "tools": tools, "prompts": [], "resources": []},
         })
         .to_string()
+    }
+}
+
+/// A server URL as the tabs are shown it: without userinfo, query or
+/// fragment, which often carry a credential (`https://mcp.example/mcp`).
+fn shown_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => String::new(),
     }
 }
 
@@ -449,6 +464,18 @@ mod tests {
             .is_err());
         assert!(servers.remove("Demo").is_err());
         assert_eq!(servers.remove("other").unwrap(), None);
+    }
+
+    #[test]
+    fn tabs_are_shown_a_server_url_without_its_credentials() {
+        assert_eq!(
+            shown_url("https://user:secret@mcp.example/mcp?api_key=k#t"),
+            "https://mcp.example/mcp"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:8790/mcp"),
+            "http://127.0.0.1:8790/mcp"
+        );
     }
 
     #[test]

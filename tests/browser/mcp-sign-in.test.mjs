@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch } from '../support/chromium.mjs';
-import { startWorker, connect } from '../support/harness.mjs';
+import { startWorker, connect, ADMIN } from '../support/harness.mjs';
 import { waitUntil } from '../support/e2e.mjs';
 import { startMcpServer } from '../support/mcp-server.mjs';
 
@@ -34,7 +34,7 @@ test('opening the authorization URL in a browser signs the agent in to the serve
   const base = `/agents/chat-agent/${room}`;
   const tab = await connect(worker.url, 'ChatAgent', room);
   const frame = (pred) => tab.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && pred(f.mcp));
-  const added = await fetch(`${worker.url}${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  const added = await fetch(`${worker.url}${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
   assert.equal(added.status, 201);
   const waiting = await waitUntil(() => frame((m) => m.servers.locked?.state === 'authenticating'), { what: 'the sign-in URL' });
 

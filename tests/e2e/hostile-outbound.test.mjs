@@ -12,7 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { getMessages } from '../support/harness.mjs';
+import { getMessages, ADMIN } from '../support/harness.mjs';
 import { rid, waitUntil, offeredTools } from '../support/e2e.mjs';
 import { warmedTab, wasmMiB, turn } from '../support/memory.mjs';
 import { startMcpServer } from '../support/mcp-server.mjs';
@@ -27,7 +27,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  */
 function postHuge(url, bytes, { declared = true } = {}) {
   return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', ...(declared ? { 'content-length': String(bytes) } : {}) };
+    // The operator's token too: the MCP routes read no body without it.
+    const headers = { ...ADMIN, 'content-type': 'application/json', ...(declared ? { 'content-length': String(bytes) } : {}) };
     const req = http.request(url, { method: 'POST', headers });
     let answered = false;
     req.on('response', (res) => {
@@ -64,7 +65,7 @@ function mcpFrame(client, pred, timeoutMs = 20000) {
 }
 
 const addServer = (w, room, name, url) => w.fetch(`/agents/chat-agent/${room}/mcp-servers`, {
-  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, url }),
+  method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name, url }),
 });
 
 /** The next turn on the same socket works and is offered the good server's tools. */
@@ -105,7 +106,7 @@ test('an MCP tool whose spec is 3 MiB is left out and named in the server status
   const request = w.model.requests.at(-1);
   assert.ok(!offeredTools(request).includes('mcp_demo_huge'));
   assert.ok(JSON.stringify(request).length < 64 * 1024, 'the model request carries no 3 MiB spec');
-  const listed = await (await w.fetch(`/agents/chat-agent/${room}/mcp-servers`)).json();
+  const listed = await (await w.fetch(`/agents/chat-agent/${room}/mcp-servers`, { headers: ADMIN })).json();
   assert.deepEqual(listed[0].tools, ['mcp_demo_add', 'mcp_demo_echo']);
 });
 
@@ -156,10 +157,10 @@ test('a 20 MB body on every route the demo and the crate serve is refused with 4
   }
   // A server to add, sent as a form or as text (what a page of another site can send): 415.
   for (const type of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded']) {
-    const res = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': type }, body: JSON.stringify({ name: 'x', url: 'http://127.0.0.1:1/mcp' }) });
+    const res = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': type }, body: JSON.stringify({ name: 'x', url: 'http://127.0.0.1:1/mcp' }) });
     assert.equal(res.status, 415, `${type}: ${res.status}`);
   }
-  assert.deepEqual(await (await w.fetch(`${base}/mcp-servers`)).json(), [], 'no server was added');
+  assert.deepEqual(await (await w.fetch(`${base}/mcp-servers`, { headers: ADMIN })).json(), [], 'no server was added');
   const stored = await getMessages(w.url, 'ChatAgent', room);
   assert.equal(stored.length, 2, 'only the warm-up turn is stored');
   const grown = (await wasmMiB(w, room)) - before;

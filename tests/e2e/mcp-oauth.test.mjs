@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { chatRequest, userMessage, getMessages, isDone, ADMIN } from '../support/harness.mjs';
 import { workerFor, tab, rid, waitUntil, offeredTools, toolMessages } from '../support/e2e.mjs';
 import { startMcpServer } from '../support/mcp-server.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
@@ -36,7 +36,7 @@ test('a server that asks for a sign-in: the URL reaches the agents client, the c
   t.after(() => client.unmount());
   const c = await tab(w, room);
 
-  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
   assert.equal(added.status, 201);
   const waiting = await waitUntil(() => updates.find((u) => u.servers.locked?.state === 'authenticating'), { what: 'a server waiting for a sign-in' });
   assert.deepEqual(waiting.tools, []);
@@ -111,7 +111,7 @@ test('a sign-in the person refuses leaves the server failed with the reason', as
   const room = `oauth-${rid()}`;
   const base = `/agents/chat-agent/${room}`;
   const c = await tab(w, room);
-  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
   const waiting = await waitUntil(() => c.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.locked?.state === 'authenticating'), { what: 'a server waiting for a sign-in' });
   const state = new URL(waiting.mcp.servers.locked.auth_url).searchParams.get('state');
   const forged = await fetch(`${w.url}${base}/callback?code=x&state=${encodeURIComponent(`forged.locked`)}`, { redirect: 'manual' });

@@ -13,7 +13,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
+import { chatRequest, userMessage, getMessages, isDone, ADMIN } from '../support/harness.mjs';
 import { workerFor, tab, rid, waitUntil, offeredTools, toolMessages, waitForModelRequests } from '../support/e2e.mjs';
 import { startMcpServer } from '../support/mcp-server.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
@@ -116,14 +116,14 @@ test('a server added at run time with a bearer token is stored, reconnected afte
   const c = await tab(w, room);
   assert.deepEqual(c.frames.find((f) => f.type === 'cf_agent_mcp_servers').mcp.servers, {});
 
-  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
+  const refused = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Tools', url: 'ftp://nowhere' }) });
   assert.equal(refused.status, 400);
   // A wrong token: the server refuses the handshake and the tabs see why.
-  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
+  await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'wrong' }) });
   const refusedFrame = await mcpFrame(c, (m) => m.servers['remote-tools']?.state === 'failed');
   assert.equal(refusedFrame.mcp.servers['remote-tools'].error, 'HTTP 401: missing or wrong bearer token');
   // The same name and URL with the right token: updated and connected again.
-  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
+  const added = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Remote Tools', url: mcp.url, token: 'sesame' }) });
   assert.equal(added.status, 201);
   assert.deepEqual(await added.json(), { id: 'remote-tools' });
   await mcpFrame(c, ready('remote-tools'));
@@ -139,12 +139,12 @@ test('a server added at run time with a bearer token is stored, reconnected afte
   const stored = await getMessages(w.url, 'ChatAgent', room);
   assert.equal(toolPartOf(stored, 'mcp_remote-tools_echo').output, 'echo: after restart');
 
-  const listed = await (await w.fetch(`${base}/mcp-servers`)).json();
+  const listed = await (await w.fetch(`${base}/mcp-servers`, { headers: ADMIN })).json();
   assert.deepEqual(listed.map((s) => [s.id, s.state, s.declared]), [['remote-tools', 'ready', false]]);
   assert.ok(listed[0].tools.includes('mcp_remote-tools_add'));
 
   const mark = after.mark();
-  const removed = await w.fetch(`${base}/mcp-servers/remote-tools/remove`, { method: 'POST' });
+  const removed = await w.fetch(`${base}/mcp-servers/remote-tools/remove`, { method: 'POST', headers: ADMIN });
   assert.deepEqual(await removed.json(), { removed: true });
   await mcpFrame(after, (m) => Object.keys(m.servers).length === 0, { since: mark });
   await w.restart();
@@ -235,4 +235,28 @@ test('a server that speaks only the older HTTP+SSE transport is reached over its
   const after = await toolTurn(again, 'mcp_demo_echo', { text: 'anyone?' });
   assert.equal(after.outcome, 'completed');
   assert.match(toolMessages(w.model.requests.at(-1)).at(-1).content, /mcp_demo_echo/);
+});
+
+test('adding an MCP server is an operator act: a no-cors POST, a wrong token or no MCP_ADMIN_TOKEN add nothing and fetch nothing', async (t) => {
+  const mcp = await startMcpServer();
+  t.after(() => mcp.close());
+  const w = await workerFor(t);
+  const room = rid('mcp-admin');
+  const base = `/agents/chat-agent/${room}`;
+  const body = JSON.stringify({ name: 'Sneaky', url: mcp.url });
+  // What any web page can make a browser send to 127.0.0.1: a form-like POST, no custom header.
+  const noCors = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8' }, body });
+  assert.equal(noCors.status, 401, await noCors.text());
+  const wrong = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { authorization: 'Bearer guess', 'content-type': 'application/json' }, body });
+  assert.equal(wrong.status, 403);
+  const listed = await w.fetch(`${base}/mcp-servers`);
+  assert.equal(listed.status, 401, 'the servers, their statuses and errors are not shown to strangers');
+  await w.restart({ bindings: { MCP_ADMIN_TOKEN: '' } });
+  const off = await w.fetch(`${base}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body });
+  assert.equal(off.status, 403);
+  assert.match(await off.text(), /MCP server management is off: set the MCP_ADMIN_TOKEN secret/);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(mcp.sessions, [], 'the agent never reached the server');
+  await w.restart({ bindings: { MCP_ADMIN_TOKEN: 'test-admin' } });
+  assert.deepEqual(await (await w.fetch(`${base}/mcp-servers`, { headers: ADMIN })).json(), [], 'nothing was stored');
 });

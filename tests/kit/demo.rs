@@ -10,7 +10,10 @@ use durable_chat::model::ModelMessage;
 use durable_chat::test_kit::{Point, Reply, TestAgent};
 
 fn demo() -> TestAgent {
-    TestAgent::new(DemoAgent { summarize: false })
+    TestAgent::new(DemoAgent {
+        summarize: false,
+        mcp_admin_token: None,
+    })
 }
 
 fn last_text(agent: &TestAgent) -> String {

@@ -32,7 +32,11 @@ export const DEFAULT_BINDINGS = {
   CHANNEL_SECRET: 'test-channel-secret',
   MODEL_ERROR_DETAIL: 'tabs',
   COORDINATOR_CHILDREN: '*',
+  MCP_ADMIN_TOKEN: 'test-admin',
 };
+
+/** What a request to the demo's MCP routes carries (the operator's `MCP_ADMIN_TOKEN`). */
+export const ADMIN = { authorization: `Bearer ${DEFAULT_BINDINGS.MCP_ADMIN_TOKEN}` };
 
 /** camelCase → kebab-case exactly as agents/partysocket do (`ChatAgent` → `chat-agent`). */
 export function kebab(str) {

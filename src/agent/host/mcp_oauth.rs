@@ -246,6 +246,7 @@ impl AgentHost {
             if (200..300).contains(&reply.status) {
                 let metadata = read_resource_metadata(&reply.body)?;
                 if let Some(resource) = metadata.resource {
+                    crate::mcp::oauth::trust::check_resource(&resource, &server.url)?;
                     credentials.resource = resource;
                 }
                 credentials.scope = challenge.scope.clone().or(metadata.scopes);

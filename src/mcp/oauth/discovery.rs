@@ -4,11 +4,13 @@
 //! authorization servers and scopes), then the authorization server's
 //! metadata (RFC 8414, or OpenID discovery): where to send the person, where
 //! to trade codes for tokens, where to register a client. Each document is
-//! read through the gate (`gate::OAUTH_METADATA`).
+//! read through the gate (`gate::OAUTH_METADATA`); every URL it names is
+//! held to `trust::check_endpoint`.
 
 use serde_json::Value;
 use url::Url;
 
+use super::trust::check_endpoint;
 use crate::mcp::jsonrpc::{McpError, McpRequest};
 use crate::protocol::gate::{self, OAUTH_METADATA};
 
@@ -78,6 +80,7 @@ pub fn resource_metadata_urls(
     let server = parse(server_url)?;
     let mut urls = Vec::new();
     if let Some(url) = &challenge.resource_metadata {
+        check_endpoint(url, "resource metadata URL")?;
         urls.push(url.clone());
     }
     for keep in [true, false] {
@@ -139,6 +142,7 @@ pub fn read_resource_metadata(body: &str) -> Result<ResourceMetadata, McpError> 
 /// Where the authorization server's metadata may be, in the order to try
 /// (with a path: RFC 8414's path insertion, then OpenID's; without: both at the root).
 pub fn auth_server_metadata_urls(issuer: &str) -> Result<Vec<String>, McpError> {
+    check_endpoint(issuer, "authorization server")?;
     let url = parse(issuer)?;
     let has_path = !url.path().trim_end_matches('/').is_empty();
     let mut urls = vec![
@@ -170,6 +174,12 @@ pub fn read_auth_server_metadata(body: &str) -> Result<AuthServer, McpError> {
             "authorization server metadata lacks its endpoints".into(),
         ));
     };
+    check_endpoint(&authorization_endpoint, "authorization endpoint")?;
+    check_endpoint(&token_endpoint, "token endpoint")?;
+    let registration_endpoint = text("registration_endpoint");
+    if let Some(endpoint) = &registration_endpoint {
+        check_endpoint(endpoint, "registration endpoint")?;
+    }
     if let Some(methods) = json
         .get("code_challenge_methods_supported")
         .and_then(Value::as_array)
@@ -183,7 +193,7 @@ pub fn read_auth_server_metadata(body: &str) -> Result<AuthServer, McpError> {
     Ok(AuthServer {
         authorization_endpoint,
         token_endpoint,
-        registration_endpoint: text("registration_endpoint"),
+        registration_endpoint,
     })
 }
 
@@ -232,19 +242,19 @@ mod tests {
 
     #[test]
     fn well_known_places_are_tried_in_order() {
-        let urls = resource_metadata_urls(&Challenge::default(), "http://h:1/mcp").unwrap();
+        let urls = resource_metadata_urls(&Challenge::default(), "http://127.0.0.1:1/mcp").unwrap();
         assert_eq!(
             urls,
             [
-                "http://h:1/.well-known/oauth-protected-resource/mcp",
-                "http://h:1/.well-known/oauth-protected-resource"
+                "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp",
+                "http://127.0.0.1:1/.well-known/oauth-protected-resource"
             ]
         );
         assert_eq!(
-            auth_server_metadata_urls("http://h:1/").unwrap(),
+            auth_server_metadata_urls("http://127.0.0.1:1/").unwrap(),
             [
-                "http://h:1/.well-known/oauth-authorization-server",
-                "http://h:1/.well-known/openid-configuration"
+                "http://127.0.0.1:1/.well-known/oauth-authorization-server",
+                "http://127.0.0.1:1/.well-known/openid-configuration"
             ]
         );
         assert_eq!(
@@ -256,17 +266,27 @@ mod tests {
     #[test]
     fn metadata_is_read_and_a_server_without_s256_is_refused() {
         let rm = read_resource_metadata(
-            r#"{"resource":"http://h/mcp","authorization_servers":["http://h/"],"scopes_supported":["a","b"]}"#,
+            r#"{"resource":"https://h/mcp","authorization_servers":["https://h/"],"scopes_supported":["a","b"]}"#,
         )
         .unwrap();
-        assert_eq!(rm.authorization_server, "http://h/");
+        assert_eq!(rm.authorization_server, "https://h/");
         assert_eq!(rm.scopes.as_deref(), Some("a b"));
-        let meta = r#"{"issuer":"http://h/","authorization_endpoint":"http://h/authorize","token_endpoint":"http://h/token","registration_endpoint":"http://h/register","code_challenge_methods_supported":["S256"]}"#;
+        let meta = r#"{"issuer":"https://h/","authorization_endpoint":"https://h/authorize","token_endpoint":"https://h/token","registration_endpoint":"https://h/register","code_challenge_methods_supported":["S256"]}"#;
         let server = read_auth_server_metadata(meta).unwrap();
         assert_eq!(
             server.registration_endpoint.as_deref(),
-            Some("http://h/register")
+            Some("https://h/register")
         );
         assert!(read_auth_server_metadata(&meta.replace("S256", "plain")).is_err());
+        let sneaky = meta.replace("https://h/authorize", "javascript:alert(1)");
+        assert!(
+            read_auth_server_metadata(&sneaky).is_err(),
+            "a javascript: sign-in link"
+        );
+        let clear = meta.replace("https://h/token", "http://h/token");
+        assert!(
+            read_auth_server_metadata(&clear).is_err(),
+            "a token endpoint in clear"
+        );
     }
 }

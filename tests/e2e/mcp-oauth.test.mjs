@@ -122,3 +122,17 @@ test('a sign-in the person refuses leaves the server failed with the reason', as
   assert.equal(failed.mcp.servers.locked.error, 'the sign-in was refused: access_denied');
   assert.deepEqual(mcp.events.filter((e) => e.type === 'grant'), []);
 });
+
+test('a server whose resource metadata names another resource gets no sign-in: nothing registered, no token asked for', async (t) => {
+  const mcp = await startMcpServer({ oauth: { resource: 'https://api.bank.example/' } });
+  t.after(() => mcp.close());
+  const w = await workerFor(t);
+  const room = `oauth-other-${rid()}`;
+  const c = await tab(w, room);
+  const added = await w.fetch(`/agents/chat-agent/${room}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Phish', url: mcp.url }) });
+  assert.equal(added.status, 201);
+  const failed = await c.waitFor((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.phish?.state === 'failed', 20000);
+  assert.match(failed.mcp.servers.phish.error, /names another resource/);
+  assert.equal(failed.mcp.servers.phish.auth_url, null, 'no sign-in link reaches a tab');
+  assert.deepEqual(mcp.events.filter((e) => ['register', 'authorize', 'grant'].includes(e.type)), [], 'no client registered, no sign-in, no token');
+});

@@ -115,6 +115,15 @@ pub use router::RouteOptions;
 #[cfg(target_arch = "wasm32")]
 pub use router::{route_request, route_request_with, Routed};
 
+/// The fixed bounds of the agent's own frames (the configurable ones are
+/// the fields of [`prelude::Limits`]; the input budgets are
+/// [`protocol::gate::BUDGETS`]).
+pub mod limits {
+    pub use crate::core::{
+        MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES, MAX_STATE_FRAME_BYTES,
+    };
+}
+
 /// What `chat_agent!` expands to reaches the engine through here; not an API.
 #[doc(hidden)]
 pub mod __private {

@@ -13,7 +13,7 @@
 
 use crate::core::contract::effects::{Effect, ScheduleOutcome, StoreOp, Timer};
 use crate::core::contract::log_event::LogEvent;
-use crate::core::data::schedule_table::{retry_delay_ms, RunEnded};
+use crate::core::data::schedule_table::RunEnded;
 use crate::core::rows::persisted::ConfigKey;
 use crate::core::rows::schedule_row::{ScheduleRow, ScheduleRun, SchedulesRow};
 use crate::core::vocab::schedule::{ScheduleError, ScheduleRequest};
@@ -65,12 +65,7 @@ impl Core {
             return;
         }
         for run in &again {
-            self.log(LogEvent::ScheduleRetry {
-                name: run.name.clone(),
-                attempt: run.attempt,
-                delay_ms: 0,
-                reason: "cut by a restart".into(),
-            });
+            self.log_retry(run, run.attempt, 0, "cut by a restart".into());
         }
         self.log_given_up(given_up, "cut by a restart");
         self.start_runs(again);
@@ -78,12 +73,6 @@ impl Core {
 
     /// The host reports run `run` ended.
     pub(in crate::core) fn on_schedule_ran(&mut self, run: &str, outcome: ScheduleOutcome) {
-        let name = self
-            .schedules
-            .runs()
-            .iter()
-            .find(|r| r.id == run)
-            .map(|r| (r.name.clone(), r.attempt));
         let (ended, reason) = match outcome {
             ScheduleOutcome::Done => (
                 self.schedules.run_ended(run, false, self.now),
@@ -94,19 +83,23 @@ impl Core {
         };
         match ended {
             RunEnded::Done => {}
-            RunEnded::Retry(_) => {
-                if let Some((name, attempt)) = name {
-                    self.log(LogEvent::ScheduleRetry {
-                        name,
-                        attempt: attempt + 1,
-                        delay_ms: retry_delay_ms(attempt),
-                        reason,
-                    });
-                }
+            RunEnded::Retry(run) => {
+                let delay_ms = run.retry_at.unwrap_or(self.now).saturating_sub(self.now);
+                self.log_retry(&run, run.attempt + 1, delay_ms, reason);
             }
             RunEnded::GivenUp(run) => self.log_given_up(vec![run], &reason),
         }
         self.write_down_schedules();
+    }
+
+    /// Attempt `attempt` of `run` starts `delay_ms` from now.
+    fn log_retry(&mut self, run: &ScheduleRun, attempt: u32, delay_ms: u64, reason: String) {
+        self.log(LogEvent::ScheduleRetry {
+            name: run.name.clone(),
+            attempt,
+            delay_ms,
+            reason,
+        });
     }
 
     fn log_given_up(&mut self, runs: Vec<ScheduleRun>, reason: &str) {

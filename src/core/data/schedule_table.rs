@@ -43,8 +43,8 @@ pub struct ScheduleTable {
 pub enum RunEnded {
     /// It succeeded, or was not known: nothing more.
     Done,
-    /// It failed and runs again at the instant given.
-    Retry(u64),
+    /// It failed and runs again (at its `retry_at`).
+    Retry(ScheduleRun),
     /// It failed its last attempt and is given up.
     GivenUp(ScheduleRun),
 }
@@ -202,9 +202,8 @@ impl ScheduleTable {
         if run.attempt >= MAX_SCHEDULE_ATTEMPTS {
             return RunEnded::GivenUp(self.runs.remove(index));
         }
-        let at = now.saturating_add(retry_delay_ms(run.attempt));
-        run.retry_at = Some(at);
-        RunEnded::Retry(at)
+        run.retry_at = Some(now.saturating_add(retry_delay_ms(run.attempt)));
+        RunEnded::Retry(run.clone())
     }
 
     /// Takes every schedule due at `now` (soonest first) and moves repeating

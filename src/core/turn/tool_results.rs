@@ -93,10 +93,7 @@ impl Core {
         else {
             return false;
         };
-        let unchanged = match &result.error_text {
-            Some(text) => Err(text.clone()),
-            None => Ok(result.output.clone()),
-        };
+        let unchanged = tab_outcome(result);
         self.on_tab_result_rewritten(call, &unchanged)
     }
 
@@ -177,10 +174,7 @@ impl Core {
         crate::core::vocab::hooks::ToolCall,
         crate::core::vocab::hooks::ToolOutcome,
     ) {
-        let outcome = match &result.error_text {
-            Some(text) => Err(text.clone()),
-            None => Ok(result.output.clone()),
-        };
+        let outcome = tab_outcome(result);
         let id = &result.tool_call_id;
         let describe = |t: &crate::protocol::ToolPart| {
             (t.tool_name.clone(), t.input.clone().unwrap_or_default())
@@ -348,6 +342,14 @@ impl Core {
     fn broadcast_updated(&mut self, message: &UIMessage) {
         let to = self.conns.all();
         self.send_to(to, server::message_updated(message));
+    }
+}
+
+/// A tab's result as the tool hooks see it: its output, or its error text.
+fn tab_outcome(result: &ToolResult) -> crate::core::vocab::hooks::ToolOutcome {
+    match &result.error_text {
+        Some(text) => Err(text.clone()),
+        None => Ok(result.output.clone()),
     }
 }
 

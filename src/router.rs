@@ -133,10 +133,10 @@ mod entry {
             Route::NotAgent => return Ok(Routed::Other(req)),
         };
         let info = request_info(&req)?;
-        let token = env_value(env, "AUTH_TOKEN");
         let lookup = |name: &str| env_value(env, name);
         let settings = AgentSettings::from_vars(&Vars(&lookup));
-        let checked = crate::router::refuse_from_outside(&info, token.as_deref())
+        let token = settings.auth_token.as_deref();
+        let checked = crate::router::refuse_from_outside(&info, token)
             .and_then(|()| options.check(&info, &settings));
         if let Err(refusal) = checked {
             return Response::error(refusal.reason, refusal.status).map(Routed::Agent);

@@ -29,6 +29,8 @@ import { COMPATIBILITY_DATE, chatRequest, connect, isDone, kebab, userMessage } 
 import { startModelServer } from '../tests/support/model-server.mjs';
 import { freePort, inspect } from './inspector.mjs';
 import { historyRows, historyTargets, phaseHistoryMemory, phaseHistoryTurns } from './history.mjs';
+import { phaseLoad, uploadHistories } from './load.mjs';
+import { targetLines } from './targets.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const THINK_DIR = join(ROOT, 'bench', 'think-worker');
@@ -54,7 +56,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,memory,history] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -64,10 +66,11 @@ function parseArgs(argv) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
     return n;
   };
-  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents'];
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents',
+    'load-agents', 'load-tokens', 'load-reps', 'memory-modes'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
-  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'memory', 'history'];
+  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'load', 'memory', 'history'];
   const phases = new Set((values.phases ?? allPhases.join(',')).split(',').map((p) => p.trim()).filter(Boolean));
   for (const p of phases) if (!allPhases.includes(p)) throw new Error(`unknown phase ${p} (${allPhases.join(', ')})`);
   return {
@@ -86,6 +89,13 @@ function parseArgs(argv) {
     connects: int('connects', quick ? 10 : 30),
     historyReps: reps,
     historyAgents: int('history-agents', quick ? 2 : 4),
+    loadAgents: int('load-agents', quick ? 10 : 40),
+    loadTokens: int('load-tokens', 300),
+    loadReps: int('load-reps', quick ? 1 : 3),
+    memoryModes: (values['memory-modes'] ?? 'turns,upload').split(',').map((m) => {
+      if (!['turns', 'upload'].includes(m)) throw new Error(`unknown memory mode ${m} (turns, upload)`);
+      return m;
+    }),
     json: values.json ?? null,
   };
 }
@@ -468,8 +478,8 @@ async function settle(inst, maxMs = 1500) {
   }
 }
 
-/** Interleaved order for repetition r: A B, B A, A B, … */
-const orderFor = (r, pair) => (r % 2 === 0 ? pair : [pair[1], pair[0]]);
+/** Interleaved order for repetition r: A B C, C B A, A B C, … */
+const orderFor = (r, list) => (r % 2 === 0 ? list : [...list].reverse());
 
 class PhaseLoad {
   constructor(name, insts) {
@@ -531,6 +541,7 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       const timing = await timingOf(tag);
       res.cpuPerToken.push(cpu / opts.tokens);
       res.firstChunk.push(t.firstText - t.tSend);
+      res.preModel.push(timing ? timing.receivedAt - t.tSend : NaN);
       res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
       res.lastByteToDoneUnpaced.push(timing ? t.doneAt - timing.lastByteAt : NaN);
       res.turnMs.push(t.doneAt - t.tSend);
@@ -681,7 +692,7 @@ async function main() {
 
     const specs = workerSpecs(ours, thinkDist);
     const newResults = () => ({
-      cpuPerToken: [], firstChunk: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
+      cpuPerToken: [], firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
       histShortTurn: [], histLongTurn: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
@@ -690,16 +701,18 @@ async function main() {
     const loads = [];
     const uniq = nanoid8();
 
-    // Phases 1-4 on one pair of instances.
+    // Phases 1-4 and the load phase on one instance per worker (the floor worker beside ours and
+    // Think); the history phase on ours and Think only.
     log('starting workers …');
-    const pair = [];
-    for (const key of ['ours', 'think']) {
+    const trio = [];
+    for (const key of ['ours', 'think', 'floor']) {
       const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-do`) });
       cleanup.push(() => inst.close());
-      pair.push(inst);
+      trio.push(inst);
     }
-    log(`workers up: ours pid ${pair[0].pids.join(',')}, think pid ${pair[1].pids.join(',')}`);
-    await measureIdle(pair, opts.quick ? 500 : 1500);
+    const pair = trio.slice(0, 2);
+    log(`workers up: ${trio.map((i) => `${i.key} pid ${i.pids.join(',')}`).join(', ')}`);
+    await measureIdle(trio, opts.quick ? 500 : 1500);
 
     /** Runs one phase (when selected with --phases) and records the load during it. */
     const runPhase = async (key, name, instances, body) => {
@@ -709,55 +722,65 @@ async function main() {
       await body();
       loads.push(load.end());
     };
-    await runPhase('turns', `turns (${opts.tokens}-token turns ×${opts.reps})`, pair, () => phaseTurns(pair, opts, timingOf, results, uniq));
-    await runPhase('sqlite', `sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, pair, () => phaseSqlite(pair, opts, results, uniq));
-    await runPhase('fanout', `fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, pair, () => phaseFanout(pair, opts, results, uniq));
-    await runPhase('connect', `connect (fresh agent ×${opts.connects})`, pair, () => phaseConnect(pair, opts, results, uniq));
+    await runPhase('turns', `turns (${opts.tokens}-token turns ×${opts.reps})`, trio, () => phaseTurns(trio, opts, timingOf, results, uniq));
+    await runPhase('sqlite', `sqlite (${opts.tokens}-token turns ×${opts.sqliteReps})`, trio, () => phaseSqlite(trio, opts, results, uniq));
+    await runPhase('fanout', `fan-out (${opts.tabs} tabs, ${opts.fanoutTokens}-token turn)`, trio, () => phaseFanout(trio, opts, results, uniq));
+    await runPhase('connect', `connect (fresh agent ×${opts.connects})`, trio, () => phaseConnect(trio, opts, results, uniq));
+    await runPhase('load', `load (${opts.loadAgents} agents × ${opts.loadTokens} tokens at once ×${opts.loadReps})`, trio, () => phaseLoad({ openTab, turn, drop, settle, orderFor }, trio, opts, results, uniq));
     const kit = {
       openTab, settle, orderFor, drop, freePort, inspect, liveHeapMiB, startInstance, specs,
       modelUrl: model.url, persistDir: (name) => join(work, name),
     };
     await runPhase('history', `history turns and connects (×${opts.historyReps})`, pair, () => phaseHistoryTurns(kit, pair, opts, results, uniq, log));
 
-    for (const inst of pair) await inst.close();
+    for (const inst of trio) await inst.close();
 
-    // Phase 5: memory, on fresh processes that never evict (so all agents stay resident), one at a
-    // time; the floor worker is measured alongside as the runtime's own share.
-    const memInstances = [];
-    if (opts.phases.has('memory')) {
-      for (const key of ['ours', 'think', 'floor']) {
-        const inspectorPort = await freePort();
-        const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-do`), preventEviction: true, miniflare: { inspectorPort } });
-        inst.inspectorPort = inspectorPort;
-        cleanup.push(() => inst.close());
-        memInstances.push(inst);
+    // Phase 5: memory, on fresh processes that never evict (so all agents stay resident), one
+    // worker at a time, once per mode (histories built by turns; posted in one request each).
+    for (const mode of opts.memoryModes) {
+      const memInstances = [];
+      if (opts.phases.has('memory')) {
+        for (const key of ['ours', 'think', 'floor']) {
+          const inspectorPort = await freePort();
+          const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-mem-${mode}-do`), preventEviction: true, miniflare: { inspectorPort } });
+          inst.inspectorPort = inspectorPort;
+          cleanup.push(() => inst.close());
+          memInstances.push(inst);
+        }
       }
+      const memTabs = [];
+      await runPhase('memory', `memory, ${mode} (${opts.agents} agents × ${opts.history} messages)`, memInstances, async () => {
+        for (const inst of memInstances) {
+          const cdp = await inspect(inst.inspectorPort);
+          const warm = await openTab(inst, `memwarm-${uniq}`);
+          for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
+          memTabs.push(warm);
+          const base = await rssSettled(inst);
+          const heapBase = await liveHeapMiB(cdp);
+          const built = mode === 'upload'
+            ? await uploadHistories({ openTab, turn }, inst, opts, uniq)
+            : await buildHistories(inst, opts, uniq);
+          memTabs.push(...built.tabs);
+          const after = await rssSettled(inst);
+          const heapAfter = await liveHeapMiB(cdp);
+          cdp.close();
+          const r = results[inst.key];
+          if (mode === 'upload') {
+            r.memUploadPerAgentMiB.push((after - base) / 1024 / opts.agents);
+          } else {
+            r.rssBaseMiB.push(base / 1024);
+            r.rssAfterMiB.push(after / 1024);
+            r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
+            r.liveHeapPerAgentKiB.push(((heapAfter - heapBase) * 1024) / opts.agents);
+            r.historySeconds.push(built.seconds);
+            r.historyMessages = built.messages;
+          }
+          log(`  ${inst.key} (${mode}): RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, live heap ${heapBase.toFixed(1)} → ${heapAfter.toFixed(1)} MiB, histories in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
+        }
+      });
+      memTabs.forEach(drop);
+      for (const inst of memInstances) await inst.close();
     }
-    const memTabs = [];
-    await runPhase('memory', `memory (${opts.agents} agents × ${opts.history} messages)`, memInstances, async () => {
-      for (const inst of memInstances) {
-        const cdp = await inspect(inst.inspectorPort);
-        const warm = await openTab(inst, `memwarm-${uniq}`);
-        for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
-        memTabs.push(warm);
-        const base = await rssSettled(inst);
-        const heapBase = await liveHeapMiB(cdp);
-        const built = await buildHistories(inst, opts, uniq);
-        memTabs.push(...built.tabs);
-        const after = await rssSettled(inst);
-        const heapAfter = await liveHeapMiB(cdp);
-        cdp.close();
-        const r = results[inst.key];
-        r.rssBaseMiB.push(base / 1024);
-        r.rssAfterMiB.push(after / 1024);
-        r.memPerAgentMiB.push((after - base) / 1024 / opts.agents);
-        r.liveHeapPerAgentKiB.push(((heapAfter - heapBase) * 1024) / opts.agents);
-        r.historySeconds.push(built.seconds);
-        r.historyMessages = built.messages;
-        log(`  ${inst.key}: RSS ${(base / 1024).toFixed(1)} → ${(after / 1024).toFixed(1)} MiB, live heap ${heapBase.toFixed(1)} → ${heapAfter.toFixed(1)} MiB, histories built in ${built.seconds.toFixed(1)} s (avg ${built.messages.toFixed(1)} msgs)`);
-      }
-    });
-    memTabs.forEach(drop);
     await runPhase('history', `history memory (${opts.historyAgents} agents per size)`, [], () => phaseHistoryMemory(kit, opts, results, uniq, log));
 
     // Sizes.
@@ -781,31 +804,37 @@ async function main() {
 function report(opts, results, loads, sizes, { ours, elapsed }) {
   const o = results.ours;
   const t = results.think;
+  const f = results.floor;
   const rows = [
-    [`runtime CPU per streamed token (ms)`, o.cpuPerToken, t.cpuPerToken],
-    [`request → first text chunk (ms)`, o.firstChunk, t.firstChunk],
-    [`  of which after the model's first word (ms)`, o.firstChunkAfterModel, t.firstChunkAfterModel],
-    [`model's last byte → terminal done frame (ms)`, o.lastByteToDone, t.lastByteToDone],
-    [`whole ${opts.tokens}-token turn, request → done (ms)`, o.turnMs, t.turnMs],
-    [`  its model's last byte → done (backlog, ms)`, o.lastByteToDoneUnpaced, t.lastByteToDoneUnpaced],
-    [`${opts.tabs}-tab fan-out, ${opts.fanoutTokens}-token turn → last tab done (ms)`, o.fanout, t.fanout],
-    [`SQLite write transactions per ${opts.tokens}-token turn`, o.sqlCommits, t.sqlCommits],
-    [`SQLite WAL bytes written per ${opts.tokens}-token turn (KiB)`, o.sqlWalKiB, t.sqlWalKiB],
-    [`runtime memory per agent, ${opts.history}-message history (MiB)`, o.memPerAgentMiB, t.memPerAgentMiB],
-    [`runtime RSS with ${opts.agents} agents (MiB)`, o.rssAfterMiB, t.rssAfterMiB],
-    [`  isolate's live heap per agent (heap snapshot, KiB)`, o.liveHeapPerAgentKiB, t.liveHeapPerAgentKiB],
-    [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect],
-    [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen],
+    [`runtime CPU per streamed token (ms)`, o.cpuPerToken, t.cpuPerToken, f.cpuPerToken],
+    [`request → first text chunk (ms)`, o.firstChunk, t.firstChunk, f.firstChunk],
+    [`  of which before the model is called (ms)`, o.preModel, t.preModel, f.preModel],
+    [`  of which after the model's first word (ms)`, o.firstChunkAfterModel, t.firstChunkAfterModel, f.firstChunkAfterModel],
+    [`model's last byte → terminal done frame (ms)`, o.lastByteToDone, t.lastByteToDone, f.lastByteToDone],
+    [`whole ${opts.tokens}-token turn, request → done (ms)`, o.turnMs, t.turnMs, f.turnMs],
+    [`  its model's last byte → done (backlog, ms)`, o.lastByteToDoneUnpaced, t.lastByteToDoneUnpaced, f.lastByteToDoneUnpaced],
+    [`${opts.tabs}-tab fan-out, ${opts.fanoutTokens}-token turn → last tab done (ms)`, o.fanout, t.fanout, f.fanout],
+    [`${opts.loadAgents} agents × ${opts.loadTokens} tokens at once: wall time (ms)`, o.loadWallMs, t.loadWallMs, f.loadWallMs],
+    [`  same: request → first text chunk per agent (ms)`, o.loadFirstChunk, t.loadFirstChunk, f.loadFirstChunk],
+    [`SQLite write transactions per ${opts.tokens}-token turn`, o.sqlCommits, t.sqlCommits, f.sqlCommits],
+    [`SQLite WAL bytes written per ${opts.tokens}-token turn (KiB)`, o.sqlWalKiB, t.sqlWalKiB, f.sqlWalKiB],
+    [`runtime memory per agent, ${opts.history}-message history built by turns (MiB)`, o.memPerAgentMiB, t.memPerAgentMiB, f.memPerAgentMiB],
+    [`runtime memory per agent, ${opts.history} messages posted in one request (MiB)`, o.memUploadPerAgentMiB, t.memUploadPerAgentMiB, f.memUploadPerAgentMiB],
+    [`runtime RSS with ${opts.agents} agents (MiB)`, o.rssAfterMiB, t.rssAfterMiB, f.rssAfterMiB],
+    [`  isolate's live heap per agent (heap snapshot, KiB)`, o.liveHeapPerAgentKiB, t.liveHeapPerAgentKiB, f.liveHeapPerAgentKiB],
+    [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect, f.connect],
+    [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen, f.connectOpen],
     ...historyRows(o, t),
     [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
     [`worker code size gzip (KiB)`, [sizes.oursWasmGzKiB], [sizes.thinkBundleGzKiB]],
   ];
-  const head = ['metric', 'ours median / p90', 'think median / p90', 'ours/think'];
-  const cell = (xs) => (xs.length > 1 ? `${fmt(median(xs))} / ${fmt(p90(xs))}` : xs.length ? fmt(xs[0]) : '-');
-  const table = rows.map(([name, a, b]) => {
-    const ratio = median(a) / median(b);
-    return [name, cell(a), cell(b), Number.isFinite(ratio) ? ratio.toFixed(2) : '-'];
-  });
+  const head = ['metric', 'ours median / p90', 'think median / p90', 'floor median / p90', 'ours/think', 'ours/floor'];
+  const cell = (xs) => (xs?.length > 1 ? `${fmt(median(xs))} / ${fmt(p90(xs))}` : xs?.length ? fmt(xs[0]) : '-');
+  const ratio = (a, b) => {
+    const x = median(a ?? []) / median(b ?? []);
+    return Number.isFinite(x) ? x.toFixed(2) : '-';
+  };
+  const table = rows.map(([name, a, b, c]) => [name, cell(a), cell(b), cell(c), ratio(a, b), ratio(a, c)]);
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
   const line = (r) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
   const out = [];
@@ -817,22 +846,20 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push(line(head));
   out.push(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|')}|`);
   for (const r of table) out.push(line(r));
+  const ratioTargets = targetLines(results, median);
+  if (ratioTargets.length) {
+    out.push('');
+    out.push('targets (medians of this run):');
+    out.push(...ratioTargets);
+  }
   const targets = historyTargets(o, t, median);
   if (targets.length) {
     out.push('');
     out.push(`history targets (medians of this run; the long agent stores ${o.historyStored ?? '-'} messages here, ${t.historyStored ?? '-'} in Think):`);
     out.push(...targets);
   }
-  const f = results.floor;
-  if (f.memPerAgentMiB.length) {
-    const floorRatio = median(f.memPerAgentMiB) / median(t.memPerAgentMiB);
-    out.push('');
-    out.push(`runtime floor (bench/floor-worker, a minimal JS chat DO: one socket, one fetch per turn, one SQLite row per message), same memory phase: `
-      + `${fmt(median(f.memPerAgentMiB))} MiB per agent (floor/think ${Number.isFinite(floorRatio) ? floorRatio.toFixed(2) : '-'}), `
-      + `RSS ${fmt(median(f.rssAfterMiB))} MiB, live heap ${fmt(median(f.liveHeapPerAgentKiB))} KiB per agent.`);
-  }
   out.push('');
-  out.push('load during each phase (cores busy, averaged over the phase; "other" = whole machine minus both workerd processes minus this benchmark process):');
+  out.push('load during each phase (cores busy, averaged over the phase; "other" = whole machine minus the phase\'s workerd processes minus this benchmark process):');
   for (const l of loads) {
     out.push(`  ${l.phase.padEnd(44)} ${l.wallS.toFixed(1).padStart(6)} s  workerd ${l.workerdCores.toFixed(2)}  bench node ${l.benchNodeCores.toFixed(2)}  other processes ${l.otherCores.toFixed(2)}  loadavg(1m) ${l.load1.toFixed(2)}`);
   }

@@ -1,8 +1,10 @@
-// The runtime's floor for the memory probe: the least a chat Durable Object can do and still
-// look ready to the benchmark's client. It accepts a hibernatable WebSocket, answers the resume
-// probe, streams one model completion per request (passing text deltas through), stores each
-// finished message as one SQLite row and broadcasts the transcript. No tools, no recovery, no
-// concurrency rules: whatever our agent costs above this is ours to explain.
+// The runtime's floor: the least a chat Durable Object can do and still look ready to the
+// benchmark's client. It accepts a hibernatable WebSocket, answers the resume probe, stores every
+// posted message it has not stored yet as one SQLite row, streams one model completion per request
+// (passing text deltas through), stores the reply as one row and broadcasts the transcript. No
+// tools, no recovery, no chunk log, no concurrency rules: whatever our agent costs above this is
+// ours to explain. It answers under any `/agents/<class>/<name>` path, so the client's URLs are
+// the same as for the agent it is compared with.
 // Vars for experiments: FLOOR_NO_FETCH=1 makes up the reply locally (40 words) instead of
 // calling the model; FLOOR_NO_SQL=1 keeps the transcript in memory instead of SQLite.
 import { DurableObject } from 'cloudflare:workers';
@@ -11,7 +13,21 @@ export class FloorAgent extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.memory = [];
-    if (!env.FLOOR_NO_SQL) ctx.storage.sql.exec('CREATE TABLE IF NOT EXISTS msgs (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    this.stored = new Set();
+    if (!env.FLOOR_NO_SQL) ctx.storage.sql.exec('CREATE TABLE IF NOT EXISTS msgs (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, body TEXT NOT NULL)');
+  }
+
+  /** Stores the posted messages it does not hold yet (by id), one row each. */
+  storeNew(messages) {
+    for (const m of messages) {
+      if (this.env.FLOOR_NO_SQL) {
+        if (this.stored.has(m.id)) continue;
+        this.stored.add(m.id);
+        this.memory.push(m);
+      } else {
+        this.ctx.storage.sql.exec('INSERT OR IGNORE INTO msgs (id, body) VALUES (?, ?)', m.id, JSON.stringify(m));
+      }
+    }
   }
 
   transcript() {
@@ -70,6 +86,7 @@ export class FloorAgent extends DurableObject {
     if (frame.type !== 'cf_agent_use_chat_request') return;
     const { messages } = JSON.parse(frame.init.body);
     const user = messages[messages.length - 1];
+    this.storeNew(messages);
     const send = (body, done = false) => this.broadcast({ type: 'cf_agent_use_chat_response', id: frame.id, body, done });
     let text = '';
     for (let i = 0; i < Number(this.env.FLOOR_EXTRA_FETCHES ?? 0); i++) {
@@ -80,8 +97,7 @@ export class FloorAgent extends DurableObject {
       if (!this.env.FLOOR_NO_DELTAS) send(JSON.stringify({ type: 'text-delta', id: 't', delta }));
     }
     const reply = { id: crypto.randomUUID(), role: 'assistant', parts: [{ type: 'text', text }] };
-    if (this.env.FLOOR_NO_SQL) this.memory.push(user, reply);
-    else this.ctx.storage.sql.exec('INSERT INTO msgs (body) VALUES (?), (?)', JSON.stringify(user), JSON.stringify(reply));
+    this.storeNew([reply]);
     this.broadcast({ type: 'cf_agent_chat_messages', messages: this.transcript() });
     send('', true);
   }
@@ -101,7 +117,7 @@ async function* byobChunks(body) {
 
 export default {
   fetch(request, env) {
-    const m = /^\/agents\/floor-agent\/([^/?]+)/.exec(new URL(request.url).pathname);
+    const m = /^\/agents\/[^/]+\/([^/?]+)/.exec(new URL(request.url).pathname);
     if (!m) return new Response('not found', { status: 404 });
     return env.FloorAgent.get(env.FloorAgent.idFromName(m[1])).fetch(request);
   },

@@ -1,5 +1,6 @@
 // Smoke test of the benchmark (bench/run.mjs): its smallest setting runs to the end and prints
-// every row of the results table. It checks no figures: the benchmark is not a timing test.
+// every row of the results table, with the runtime's floor measured beside ours and Think. It
+// checks no figures: the benchmark is not a timing test.
 // Needs build/ (scripts/build.sh); bench/run.mjs installs and bundles bench/think-worker itself.
 
 import { test } from 'node:test';
@@ -12,8 +13,11 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROWS = [
   'runtime CPU per streamed token',
   'request → first text chunk',
+  'before the model is called',
   "model's last byte → terminal done frame",
   'fan-out',
+  'tokens at once: wall time',
+  'messages posted in one request',
   'SQLite write transactions per',
   'SQLite WAL bytes written per',
   'runtime memory per agent',
@@ -22,7 +26,7 @@ const ROWS = [
 ];
 
 test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 }, async () => {
-  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2'];
+  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2', '--load-agents', '3', '--load-tokens', '20'];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -30,11 +34,17 @@ test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 
   child.stderr.on('data', (d) => { err += d; });
   const code = await new Promise((resolve) => child.on('close', resolve));
   assert.equal(code, 0, `bench exited with ${code}\nstdout:\n${out}\nstderr:\n${err}`);
-  assert.match(out, /\| metric\s+\| ours median \/ p90\s+\| think median \/ p90\s+\| ours\/think \|/);
+  assert.match(out, /\| metric\s+\| ours median \/ p90\s+\| think median \/ p90\s+\| floor median \/ p90\s+\| ours\/think \| ours\/floor \|/);
   for (const row of ROWS) {
     const line = out.split('\n').find((l) => l.startsWith('| ') && l.includes(row));
     assert.ok(line, `table row "${row}" missing:\n${out}`);
-    assert.equal(line.split('|').length, 6, `malformed row: ${line}`);
+    assert.equal(line.split('|').length, 8, `malformed row: ${line}`);
   }
+  // every row has a floor figure except the history and code-size rows (the floor has neither)
+  for (const row of ROWS.filter((r) => r !== 'worker code size')) {
+    const cells = out.split('\n').find((l) => l.startsWith('| ') && l.includes(row)).split('|').map((c) => c.trim());
+    assert.notEqual(cells[4], '-', `no floor figure for "${row}"`);
+  }
+  assert.match(out, /targets \(medians of this run\):\n(.*ours\/floor.*\n)+/);
   assert.match(out, /load during each phase/);
 });

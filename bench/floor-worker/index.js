@@ -3,10 +3,12 @@
 // posted message it has not stored yet as one SQLite row, streams one model completion per request
 // (passing text deltas through), stores the reply as one row and broadcasts the transcript. No
 // tools, no recovery, no chunk log, no concurrency rules: whatever our agent costs above this is
-// ours to explain. It answers under any `/agents/<class>/<name>` path, so the client's URLs are
-// the same as for the agent it is compared with.
-// Vars for experiments: FLOOR_NO_FETCH=1 makes up the reply locally (40 words) instead of
-// calling the model; FLOOR_NO_SQL=1 keeps the transcript in memory instead of SQLite.
+// ours to explain. The model is sent the stored conversation as role/text pairs (the same
+// conversation our agent sends). It answers under any `/agents/<class>/<name>` path, so the
+// client's URLs are the same as for the agent it is compared with.
+// Vars for experiments: FLOOR_PROMPT_ONLY=1 sends the model only the new message;
+// FLOOR_NO_FETCH=1 makes up the reply locally (40 words) instead of calling the model;
+// FLOOR_NO_SQL=1 keeps the transcript in memory instead of SQLite.
 import { DurableObject } from 'cloudflare:workers';
 
 export class FloorAgent extends DurableObject {
@@ -48,8 +50,8 @@ export class FloorAgent extends DurableObject {
     for (const ws of this.ctx.getWebSockets()) ws.send(s);
   }
 
-  /** Text deltas of the model's streamed reply (OpenAI chat completions SSE). */
-  async *modelDeltas(prompt) {
+  /** Text deltas of the model's streamed reply to `messages` (OpenAI chat completions SSE). */
+  async *modelDeltas(messages) {
     if (this.env.FLOOR_NO_FETCH) {
       for (let i = 0; i < 40; i++) {
         if (this.env.FLOOR_WORD_DELAY_MS) await new Promise((r) => setTimeout(r, Number(this.env.FLOOR_WORD_DELAY_MS)));
@@ -60,7 +62,7 @@ export class FloorAgent extends DurableObject {
     const res = await fetch(`${this.env.OPENAI_BASE_URL}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${this.env.OPENAI_API_KEY}` },
-      body: JSON.stringify({ model: this.env.MODEL, stream: true, messages: [{ role: 'user', content: prompt }] }),
+      body: JSON.stringify({ model: this.env.MODEL, stream: true, messages }),
     });
     const decoder = new TextDecoder();
     let pending = '';
@@ -90,9 +92,13 @@ export class FloorAgent extends DurableObject {
     const send = (body, done = false) => this.broadcast({ type: 'cf_agent_use_chat_response', id: frame.id, body, done });
     let text = '';
     for (let i = 0; i < Number(this.env.FLOOR_EXTRA_FETCHES ?? 0); i++) {
-      for await (const _ of this.modelDeltas('extra')); // eslint-disable-line no-unused-vars
+      for await (const _ of this.modelDeltas([{ role: 'user', content: 'extra' }])); // eslint-disable-line no-unused-vars
     }
-    for await (const delta of this.modelDeltas(user.parts.map((p) => p.text ?? '').join(''))) {
+    // The model is sent the stored conversation, as any chat agent sends it (with
+    // FLOOR_PROMPT_ONLY=1 only the new message).
+    const history = this.env.FLOOR_PROMPT_ONLY ? [user] : this.transcript();
+    const prompt = history.map((m) => ({ role: m.role, content: m.parts.map((p) => p.text ?? '').join('') }));
+    for await (const delta of this.modelDeltas(prompt)) {
       text += delta;
       if (!this.env.FLOOR_NO_DELTAS) send(JSON.stringify({ type: 'text-delta', id: 't', delta }));
     }

@@ -1,0 +1,170 @@
+#!/usr/bin/env node
+// Where the time before the model is called goes, for ours and for the runtime's floor (companion
+// of bench/run.mjs; same workers, model server and client). A V8 sampling profile (50 µs) of the
+// worker runs over K short turns; each turn's window is from the client's send to the model
+// server's receipt of the request (the profile's clock and this process's are both the system's
+// monotonic clock), and the samples inside the windows are summed by function, inclusive (a
+// function and everything it called) and by self time.
+//
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--out DIR]
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { freePort, inspect } from './inspector.mjs';
+import { startModelServer } from '../tests/support/model-server.mjs';
+import {
+  drop, ensureThinkBuilt, fmt, openTab, settle, stageOurs, startInstance, turn, workerSpecs,
+} from './run.mjs';
+
+function args() {
+  const a = process.argv.slice(2);
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null };
+  for (let i = 0; i < a.length; i += 2) {
+    const k = a[i].replace(/^--/, '');
+    if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
+    o[k] = ['workers', 'out'].includes(k) ? a[i + 1] : Number(a[i + 1]);
+  }
+  return o;
+}
+
+const label = (f) => {
+  const url = f.url ? basename(f.url) : '';
+  return `${f.functionName || '(anonymous)'}${url ? `  ${url}:${f.lineNumber + 1}` : ''}`;
+};
+
+const SAMPLE_US = 50;
+const MAX_SAMPLE_US = 10 * SAMPLE_US;
+
+/** This process's performance.now() (ms) on the system's monotonic clock, in µs. */
+const monoOffsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+const monoUs = (perfMs) => perfMs * 1000 + monoOffsetUs;
+
+/**
+ * Sums the non-idle samples of `profile` that fall inside `windows` ([fromUs, toUs] on the
+ * monotonic clock): { totalMs, self, inclusive } with per-function milliseconds.
+ */
+export function windowProfile(profile, windows) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const idle = new Set(['(idle)', '(program)']);
+  const self = new Map();
+  const inclusive = new Map();
+  let totalUs = 0;
+  let t = profile.startTime;
+  let w = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i];
+    // A sample weighs the time until the next one, capped: a late sample (the sampler descheduled
+    // on a busy machine) must not charge its whole delay to the function it caught.
+    const dt = Math.min(profile.timeDeltas[i + 1] ?? 0, MAX_SAMPLE_US);
+    while (w < windows.length && t > windows[w][1]) w++;
+    if (w >= windows.length) break;
+    if (t < windows[w][0]) continue;
+    const id = profile.samples[i];
+    if (idle.has(byId.get(id).callFrame.functionName)) continue;
+    totalUs += dt;
+    const key = label(byId.get(id).callFrame);
+    self.set(key, (self.get(key) ?? 0) + dt);
+    const seen = new Set();
+    for (let n = id; n !== undefined; n = parent.get(n)) {
+      const k = label(byId.get(n).callFrame);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      inclusive.set(k, (inclusive.get(k) ?? 0) + dt);
+    }
+  }
+  const ms = (m) => [...m].map(([k, us]) => [k, us / 1000]).sort((a, b) => b[1] - a[1]);
+  return { totalMs: totalUs / 1000, self: ms(self), inclusive: ms(inclusive) };
+}
+
+/**
+ * Our agent's pre-model work by stage: the inclusive time of the functions that own each stage
+ * (a stage nested in another is also counted there: the rows overlap, they do not sum).
+ */
+const STAGES = [
+  ['the socket message handed to wasm and parsed (on_message)', /AgentHost::on_message/],
+  ['  the core deciding (admission, turn start)', /durable_chat::core::.*Core.*::handle/],
+  ['  storage writes (one transaction per batch)', /SqlStore::apply_all/],
+  ['  log lines', /AgentHost::(write_log|log_line)/],
+  ['  frames to tabs', /AgentHost::(send_frame|send_transcript|broadcast)/],
+  ['the before_turn round trip (host side)', /(before_turn|prepare_turn|Prepare)/i],
+  ['the model call: request built and fetch started', /stream_model/],
+  ['  request body serialised', /serde_json::value::ser|ModelProvider.*plan|::plan::/],
+  ['  fetch started (runtime)', /Fetch::send/],
+  ['wasm-bindgen glue and runtime calls (wasm-to-js)', /^wasm-to-js$/],
+];
+
+function stageLines(inclusive, turns) {
+  return STAGES.map(([name, re]) => {
+    let best = 0;
+    for (const [k, v] of inclusive) if (re.test(k)) best = Math.max(best, v);
+    return `  ${fmt(best / turns).padStart(7)}  ${name}`;
+  });
+}
+
+async function main() {
+  const o = args();
+  const work = mkdtempSync(join(tmpdir(), 'durable-chat-pre-model-'));
+  const out = o.out ?? join(work, 'profiles');
+  mkdirSync(out, { recursive: true });
+  const ours = stageOurs(join(work, 'ours-build'));
+  const specs = workerSpecs(ours, ensureThinkBuilt());
+  const received = new Map();
+  const model = await startModelServer({
+    onTiming(rec) {
+      const m = /pre-model-turn (\S+)/.exec(rec.lastUserText);
+      if (m) received.set(m[1], rec.receivedAt);
+    },
+  });
+  try {
+    for (const key of o.workers.split(',')) {
+      const port = await freePort();
+      const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-do`), miniflare: { inspectorPort: port } });
+      try {
+        const cdp = await inspect(port);
+        const c = await openTab(inst, 'pre-model');
+        for (let i = 0; i < 3; i++) await turn(c, `[tokens:3] warm ${i}`);
+        await settle(inst);
+        await cdp.call('Profiler.enable');
+        await cdp.call('Profiler.setSamplingInterval', { interval: SAMPLE_US });
+        await cdp.call('Profiler.start');
+        const sent = [];
+        for (let i = 0; i < o.turns; i++) {
+          const tag = `${key}-${i}`;
+          const t = await turn(c, `[tokens:3] pre-model-turn ${tag}`);
+          sent.push([tag, t.tSend]);
+          await settle(inst, 300);
+        }
+        const { profile } = await cdp.call('Profiler.stop');
+        cdp.close();
+        drop(c);
+        writeFileSync(join(out, `${key}-pre-model.cpuprofile`), JSON.stringify(profile));
+        const windows = sent.filter(([tag]) => received.has(tag)).map(([tag, at]) => [monoUs(at), monoUs(received.get(tag))]);
+        const wall = windows.reduce((s, [a, z]) => s + (z - a), 0) / 1000 / Math.max(1, windows.length);
+        const b = windowProfile(profile, windows);
+        console.log(`\n=== ${inst.label}: ${windows.length} turns; send → model receives the request: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate`);
+        if (key === 'ours') {
+          console.log('by stage (inclusive, ms per request; nested rows overlap their parent):');
+          for (const l of stageLines(b.inclusive, windows.length)) console.log(l);
+        }
+        console.log('inclusive (a function and what it called), ms per request:');
+        for (const [k, v] of b.inclusive.slice(0, o.top)) console.log(`  ${fmt(v / windows.length).padStart(7)}  ${k}`);
+        console.log('self, ms per request:');
+        for (const [k, v] of b.self.slice(0, Math.ceil(o.top / 2))) console.log(`  ${fmt(v / windows.length).padStart(7)}  ${k}`);
+      } finally {
+        await inst.close();
+      }
+    }
+    console.log(`\nprofiles in ${out} (Chrome DevTools → Performance → load)`);
+  } finally {
+    await model.close();
+    if (!o.out) rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err?.stack || String(err));
+  process.exit(1);
+});

@@ -8,6 +8,7 @@
 //! are moved aside (`quarantine`). The core reads older messages through
 //! `reads` (its `History`); a load reads no messages.
 
+mod known_rows;
 mod mcp_servers;
 mod pieces;
 mod quarantine;
@@ -21,6 +22,7 @@ use worker::{SqlStorage, SqlStorageValue};
 
 use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState};
 
+use known_rows::KnownRows;
 use pieces::{write, Kind};
 
 #[derive(Clone)]
@@ -33,6 +35,8 @@ pub struct SqlStore {
     fail_next_state: std::rc::Rc<std::cell::Cell<bool>>,
     /// Where the last transcript frame's older part started (`snapshot.rs`).
     snapshot_cut: snapshot::CutMemo,
+    /// What is known not to exist, so writes skip deletes that find nothing.
+    known: std::rc::Rc<std::cell::RefCell<KnownRows>>,
 }
 
 #[derive(Deserialize)]
@@ -64,13 +68,25 @@ fn text(value: &str) -> SqlStorageValue {
     SqlStorageValue::from(value)
 }
 
-/// Deletes the chunk log of stream `request_id` (its rows and their pieces).
-fn delete_chunk_log(sql: &SqlStorage, request_id: &str) -> worker::Result<()> {
+/// Deletes the chunk log of stream `request_id` (its rows and their pieces)
+/// unless it is known to have none.
+fn delete_chunk_log(
+    sql: &SqlStorage,
+    known: &mut KnownRows,
+    request_id: &str,
+) -> worker::Result<()> {
+    if !known.may_have_chunk_log(request_id) {
+        return Ok(());
+    }
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ?",
         vec![text(request_id)],
     )?;
-    pieces::drop_pieces(sql, Kind::Chunks, request_id, None)
+    if known.may_have_pieces(Kind::Chunks) {
+        pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+    }
+    known.deleted_chunk_log(request_id);
+    Ok(())
 }
 
 impl SqlStore {
@@ -84,6 +100,7 @@ impl SqlStore {
             fail_next_message: Default::default(),
             fail_next_state: Default::default(),
             snapshot_cut: Default::default(),
+            known: Default::default(),
         })
     }
 
@@ -94,7 +111,15 @@ impl SqlStore {
     /// log removed).
     pub fn load(&self) -> worker::Result<StoredState> {
         let mut state = StoredState::default();
-        for bad in state.read_config(|key| self.config_value(key))? {
+        let mut known = KnownRows::default();
+        let rows = state.read_config(|key| {
+            let value = self.config_value(key)?;
+            known.config_row(key, value.is_some());
+            Ok::<_, worker::Error>(value)
+        })?;
+        known.learn(&self.sql)?;
+        *self.known.borrow_mut() = known;
+        for bad in rows {
             self.moved(move |sql| {
                 quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
             })?;
@@ -229,10 +254,17 @@ impl SqlStore {
     /// Applies a batch of writes as one transaction: when any of them fails,
     /// none is kept (a chunk log is never dropped without the message that
     /// replaces it) and the batch comes back with the error.
+    ///
+    /// A batch with nothing to write (every op a delete of a row known not
+    /// to exist) opens no transaction.
     pub fn apply_all(&self, ops: Vec<StoreOp>) -> Result<(), (Vec<StoreOp>, worker::Error)> {
+        if ops.iter().all(|op| self.writes_nothing(op)) {
+            return Ok(());
+        }
         let store = self.clone();
         let ops = std::rc::Rc::new(ops);
         let batch = ops.clone();
+        let known_before = self.known.borrow().clone();
         let result = schema::transaction(&self.storage, move || {
             for op in batch.iter() {
                 store.apply(op)?;
@@ -240,14 +272,23 @@ impl SqlStore {
             Ok(())
         });
         result.map_err(|e| {
+            // Rolled back: what was known before the batch holds again.
+            *self.known.borrow_mut() = known_before;
             let ops = std::rc::Rc::try_unwrap(ops).unwrap_or_else(|rc| (*rc).clone());
             (ops, e)
         })
     }
 
+    /// Whether `op` would run no statement (a delete of a config row known
+    /// not to exist).
+    fn writes_nothing(&self, op: &StoreOp) -> bool {
+        matches!(op, StoreOp::DeleteConfig { key } if !self.known.borrow().may_have_config(*key))
+    }
+
     pub fn apply(&self, op: &StoreOp) -> worker::Result<()> {
         self.forget_snapshot_cut(op);
         let sql = &self.sql;
+        let known = &mut *self.known.borrow_mut();
         match op {
             StoreOp::PutMessage { seq, message } => {
                 if self.fail_next_message.replace(false) {
@@ -257,7 +298,10 @@ impl SqlStore {
                 }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
-                let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;
+                let drop_old = known.may_have_pieces(Kind::Message);
+                let (first, count) =
+                    pieces::put(sql, Kind::Message, &message.id, 0, &body, drop_old)?;
+                known.wrote_pieces(Kind::Message, count);
                 write(
                     sql,
                     "INSERT INTO chat_messages (id, seq, body, pieces) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body, pieces = excluded.pieces",
@@ -322,11 +366,12 @@ impl SqlStore {
                     ),
                     None,
                 )?;
+                known.cleared(&ConfigKey::SURVIVES_CLEAR);
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier
                 // stream of the same request id (whose close was refused) go.
-                delete_chunk_log(sql, &record.request_id)?;
+                delete_chunk_log(sql, known, &record.request_id)?;
                 let json = record.to_row();
                 write(
                     sql,
@@ -342,15 +387,19 @@ impl SqlStore {
                 let bodies: Vec<&str> = bodies.iter().map(|b| &**b).collect();
                 let json = serde_json::to_string(&bodies)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
-                let (first, count) = pieces::put(sql, Kind::Chunks, request_id, *first_seq, &json)?;
+                let drop_old = known.may_have_pieces(Kind::Chunks);
+                let (first, count) =
+                    pieces::put(sql, Kind::Chunks, request_id, *first_seq, &json, drop_old)?;
+                known.wrote_pieces(Kind::Chunks, count);
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_stream_chunks (request_id, first_seq, bodies, pieces) VALUES (?, ?, ?, ?)",
                     vec![text(request_id), SqlStorageValue::from(*first_seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
+                known.wrote_chunks(request_id);
             }
             StoreOp::CloseStream { request_id } => {
-                delete_chunk_log(sql, request_id)?;
+                delete_chunk_log(sql, known, request_id)?;
                 sql.exec(
                     "DELETE FROM chat_streams WHERE request_id = ?",
                     vec![text(request_id)],
@@ -362,7 +411,10 @@ impl SqlStore {
                         "state write refused (injected failure)".into(),
                     ));
                 }
-                let (first, count) = pieces::put(sql, Kind::Config, key.as_str(), 0, value)?;
+                let drop_old = known.may_have_pieces(Kind::Config);
+                let (first, count) =
+                    pieces::put(sql, Kind::Config, key.as_str(), 0, value, drop_old)?;
+                known.wrote_pieces(Kind::Config, count);
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_config (key, value, pieces) VALUES (?, ?, ?)",
@@ -372,6 +424,7 @@ impl SqlStore {
                         SqlStorageValue::from(count),
                     ],
                 )?;
+                known.wrote_config(*key);
             }
             StoreOp::PutSubmission(record) => {
                 let json = serde_json::to_string(record)
@@ -392,11 +445,17 @@ impl SqlStore {
                 queued_bodies::delete(sql, request_id)?;
             }
             StoreOp::DeleteConfig { key } => {
+                if !known.may_have_config(*key) {
+                    return Ok(());
+                }
                 sql.exec(
                     "DELETE FROM chat_config WHERE key = ?",
                     vec![text(key.as_str())],
                 )?;
-                pieces::drop_pieces(sql, Kind::Config, key.as_str(), None)?;
+                if known.may_have_pieces(Kind::Config) {
+                    pieces::drop_pieces(sql, Kind::Config, key.as_str(), None)?;
+                }
+                known.deleted_config(*key);
             }
         }
         Ok(())

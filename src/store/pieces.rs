@@ -52,15 +52,20 @@ pub fn write(sql: &SqlStorage, statement: &str, binds: Vec<SqlStorageValue>) -> 
 }
 
 /// Splits `value`; writes every piece after the first and returns the first
-/// piece and the count, for the owning row.
+/// piece and the count, for the owning row. With `drop_old`, the pieces of
+/// an earlier value under the same key go first (the caller passes false
+/// only when it knows there are none).
 pub fn put<'a>(
     sql: &SqlStorage,
     kind: Kind,
     key: &str,
     sub: u64,
     value: &'a str,
+    drop_old: bool,
 ) -> worker::Result<(&'a str, i64)> {
-    drop_pieces(sql, kind, key, Some(sub))?;
+    if drop_old {
+        drop_pieces(sql, kind, key, Some(sub))?;
+    }
     let parts = pieces(value);
     for (n, piece) in parts.iter().enumerate().skip(1) {
         write(

@@ -61,7 +61,7 @@ pub(super) fn keep(
         )?
         .to_array()?;
     let id = next.first().map(|n| n.id as i64).unwrap_or(1);
-    let (first, count) = pieces::put(sql, Kind::Quarantine, &id.to_string(), 0, value)?;
+    let (first, count) = pieces::put(sql, Kind::Quarantine, &id.to_string(), 0, value, true)?;
     write(
         sql,
         "INSERT INTO chat_quarantine (id, source, key, reason, at, value, pieces) VALUES (?, ?, ?, ?, ?, ?, ?)",

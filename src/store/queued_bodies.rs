@@ -22,7 +22,7 @@ struct BodyRow {
 
 /// Inserts or replaces the body of `request_id`.
 pub fn put(sql: &SqlStorage, request_id: &str, body: &str) -> worker::Result<()> {
-    let (first, count) = pieces::put(sql, Kind::QueuedBody, request_id, 0, body)?;
+    let (first, count) = pieces::put(sql, Kind::QueuedBody, request_id, 0, body, true)?;
     write(
         sql,
         "INSERT OR REPLACE INTO chat_queued_bodies (request_id, body, pieces) VALUES (?, ?, ?)",

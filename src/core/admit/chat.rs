@@ -6,9 +6,8 @@ use serde_json::{Map, Value};
 use crate::protocol::{server, ChatRequest, ClientToolSchema, Outcome, Trigger};
 
 use crate::core::contract::effects::{StoreOp, Timer};
-use crate::core::data::queue::{FrontDecision, QueuedTurn};
+use crate::core::data::queue::{Arrival, FrontDecision, QueuedTurn};
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::ConnId;
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
@@ -71,21 +70,20 @@ impl Core {
             self.reject(conn, Some(id), &error);
             return;
         }
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
         let trigger = match request.trigger {
             Trigger::Submit => TurnTrigger::Submit,
             Trigger::Regenerate => TurnTrigger::Regenerate,
         };
-        if overlapped
-            && trigger == TurnTrigger::Submit
-            && self.config.settings.concurrency == Concurrency::Drop
-        {
-            let message_ids =
-                crate::core::data::transcript::trailing_user_ids(request.messages.iter());
-            self.send_transcript(vec![conn.clone()], false);
-            self.request_ended(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
-            return;
-        }
+        let overlapped = match self.arrival(trigger) {
+            Arrival::Queue { overlapped } => overlapped,
+            Arrival::Refuse => {
+                let message_ids =
+                    crate::core::data::transcript::trailing_user_ids(request.messages.iter());
+                self.send_transcript(vec![conn.clone()], false);
+                self.request_ended(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
+                return;
+            }
+        };
         self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
             self.remember_client_tools(tools);
@@ -227,6 +225,14 @@ impl Core {
 
     /// Why no further turn is accepted now, when the queue holds the most
     /// pending turns the limits allow (tabs, submissions and parents alike).
+    /// What the concurrency strategy says about a turn of `trigger` arriving
+    /// now (the one decision for all five strategies lives in `data/queue.rs`).
+    pub(in crate::core) fn arrival(&self, trigger: TurnTrigger) -> Arrival {
+        let strategy = self.config.settings.concurrency;
+        self.queue
+            .decide_arrival(strategy, trigger, self.active.is_some())
+    }
+
     pub(in crate::core) fn queue_full(&self) -> Option<String> {
         let limit = self.config.settings.limits.max_pending_turns;
         (self.queue.len() >= limit).then(|| {
@@ -289,7 +295,8 @@ impl Core {
         let entry = self.transcript.upsert(message);
         self.put_entry(&entry);
         self.broadcast_transcript(None);
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        // Never refused (only a submit is): it waits its place in the queue.
+        let overlapped = self.arrival(TurnTrigger::Programmatic).overlapped();
         self.queue.push(QueuedTurn {
             message_ids: vec![entry.message.id.clone()],
             overlapped,

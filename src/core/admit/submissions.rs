@@ -10,9 +10,9 @@
 use crate::protocol::{Outcome, Role, UIMessage};
 
 use crate::core::contract::effects::StoreOp;
+use crate::core::data::queue::Arrival;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::rows::persisted::{StoredState, SubmissionRecord, SubmissionStatus};
-use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::submit::{
     submission_digest, SubmitError, SubmitRequest, MAX_IDEMPOTENCY_KEY_BYTES,
@@ -189,12 +189,14 @@ impl Core {
             submitted_at: self.now,
             updated_at: self.now,
         };
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
-        if overlapped && self.config.settings.concurrency == Concurrency::Drop {
-            record.status = SubmissionStatus::Skipped;
-            self.remember_submission(record.clone());
-            return Ok(record);
-        }
+        let overlapped = match self.arrival(TurnTrigger::Submit) {
+            Arrival::Queue { overlapped } => overlapped,
+            Arrival::Refuse => {
+                record.status = SubmissionStatus::Skipped;
+                self.remember_submission(record.clone());
+                return Ok(record);
+            }
+        };
         self.forget_terminal_error();
         if let Some(body) = &request.body {
             self.remember_body(body.clone());

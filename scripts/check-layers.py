@@ -9,9 +9,10 @@ A file of a lower core layer must name the items it uses by their layered path
 (`crate::core::vocab::...`): the flat names of `core/mod.rs` sit at the top.
 Imports are read from `use` paths and inline `crate::`/`super::` paths.
 
-Calls between the behaviour folders of src/core go one way, highest first:
+Calls and imports between the behaviour folders of src/core go one way, highest first:
   recovery  >  admit, callables  >  turn  >  synced_state
-A folder's code may call the `Core` methods of its own folder and those on the
+A folder's files may name items of a folder below it (what its `mod.rs` re-exports:
+its files are private modules), never of one above or beside it. A folder's code may call the `Core` methods of its own folder and those on the
 face of a folder below it (the `Face` list in the header of that folder's `mod.rs`); a call
 into a folder above or beside it, or to a method not on the face, fails. Every
 method of a folder visible to the whole core (`pub(in crate::core)`) must be on
@@ -179,6 +180,11 @@ def main():
                 problems.append(f'{name(f)} (layer {module_of(f)[0]}) names {name(t)} above it')
             elif rf[1] is not None and rt[1] is not None and rt[1] > rf[1]:
                 problems.append(f'{name(f)} ({module_of(f)[1]}) names {name(t)} above it')
+            else:
+                bf = behaviour_of('/'.join(module_of(f)) + '/x.rs')
+                bt = behaviour_of('/'.join(module_of(t)) + '/x.rs')
+                if bf and bt and bf != bt and BEHAVIOUR_RANK[bt] >= BEHAVIOUR_RANK[bf]:
+                    problems.append(f'{name(f)} ({bf}) names {name(t)} of {bt}, which is not below it')
     # circles (strongly connected components of more than one file)
     index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)

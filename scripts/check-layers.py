@@ -7,7 +7,21 @@ Layers, lowest first (a file may use its own layer and those below it):
   core:   vocab < rows < contract < data < (admit, turn, recovery, synced_state, callables, logging.rs, mcp.rs, mod.rs)
 A file of a lower core layer must name the items it uses by their layered path
 (`crate::core::vocab::...`): the flat names of `core/mod.rs` sit at the top.
-Imports are read from `use` paths and inline `crate::`/`super::` paths."""
+Imports are read from `use` paths and inline `crate::`/`super::` paths.
+
+Calls and imports between the behaviour folders of src/core go one way, highest first:
+  recovery  >  admit, callables  >  turn  >  synced_state
+A folder's files may name items of a folder below it (what its `mod.rs` re-exports:
+its files are private modules), never of one above or beside it. A folder's code may call the `Core` methods of its own folder and those on the
+face of a folder below it (the `Face` list in the header of that folder's `mod.rs`); a call
+into a folder above or beside it, or to a method not on the face, fails. Every
+method of a folder visible to the whole core (`pub(in crate::core)`) must be on
+its face. The dispatcher (`core/mod.rs`, `core/settle.rs` and the other files at
+the top of core) may call any face.
+
+`--self-test` plants a call against the direction, a call to a method off a face
+and a method visible beyond its folder without being on the face, and fails
+unless the check reports each of them."""
 import os, re, sys
 from collections import defaultdict
 
@@ -166,6 +180,11 @@ def main():
                 problems.append(f'{name(f)} (layer {module_of(f)[0]}) names {name(t)} above it')
             elif rf[1] is not None and rt[1] is not None and rt[1] > rf[1]:
                 problems.append(f'{name(f)} ({module_of(f)[1]}) names {name(t)} above it')
+            else:
+                bf = behaviour_of('/'.join(module_of(f)) + '/x.rs')
+                bt = behaviour_of('/'.join(module_of(t)) + '/x.rs')
+                if bf and bt and bf != bt and BEHAVIOUR_RANK[bt] >= BEHAVIOUR_RANK[bf]:
+                    problems.append(f'{name(f)} ({bf}) names {name(t)} of {bt}, which is not below it')
     # circles (strongly connected components of more than one file)
     index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)
@@ -196,6 +215,127 @@ def main():
         print('layers:', p)
     if problems:
         sys.exit(1)
-    print(f'layers: {len(files)} files, no lower layer names a higher one, no import circle')
+    print(f'layers: {len(files)} files, no lower layer names a higher one, no import circle, '
+          'core folders call one way through their faces')
 
-main()
+BEHAVIOUR_RANK = {'recovery': 4, 'admit': 3, 'callables': 3, 'turn': 2, 'synced_state': 1}
+WIDE = ('pub(in crate::core)', 'pub(crate)')
+
+def behaviour_of(rel):
+    """The behaviour folder of a path relative to src/ (`core/turn/x.rs` -> 'turn')."""
+    parts = rel.split('/')
+    if len(parts) > 2 and parts[0] == 'core' and parts[1] in BEHAVIOUR_RANK:
+        return parts[1]
+    return None
+
+def core_methods(rel, text):
+    """(name, visibility) of each method of the `impl Core` blocks of a file."""
+    text = re.sub(r'//[^\n]*', '', text)
+    found = []
+    for m in re.finditer(r'\bimpl\s+Core\s*\{', text):
+        depth, j = 1, m.end()
+        while depth and j < len(text):
+            depth += {'{': 1, '}': -1}.get(text[j], 0)
+            j += 1
+        body, level = text[m.end():j - 1], 0
+        for t in re.finditer(r'[{}]|(pub(?:\([^)]*\))?\s+)?fn\s+(\w+)', body):
+            if t.group(0) == '{':
+                level += 1
+            elif t.group(0) == '}':
+                level -= 1
+            elif level == 0:
+                found.append((t.group(2), (t.group(1) or 'private').strip()))
+    return found
+
+def faces_of(sources):
+    """The names each behaviour folder's `mod.rs` lists after `Face:`."""
+    faces = {}
+    for folder in BEHAVIOUR_RANK:
+        text = sources.get(f'core/{folder}/mod.rs', '')
+        m = re.search(r'Face\b[^:]*:(.*?)(?:\n//!\s*\n|\n(?!//!))', text, re.S)
+        faces[folder] = set(re.findall(r'`(\w+)`', m.group(1))) if m else set()
+    return faces
+
+def call_problems(sources):
+    """Calls against the declared direction or off a face, and methods visible
+    to the whole core without being on their folder's face. `sources`: text by
+    path relative to src/."""
+    faces = faces_of(sources)
+    owner, problems = {}, []
+    for rel, text in sources.items():
+        folder = behaviour_of(rel)
+        for name, vis in core_methods(rel, text):
+            if folder:
+                owner[name] = (folder, rel)
+                if vis in WIDE and name not in faces[folder]:
+                    problems.append(f'src/{rel}: `{name}` is visible to the whole core ({vis}) '
+                                    f'but not on the face of {folder}/mod.rs')
+    for folder, names in faces.items():
+        for name in sorted(names):
+            if owner.get(name, (None,))[0] != folder:
+                problems.append(f'src/core/{folder}/mod.rs: the face names `{name}`, '
+                                f'which is no method of `Core` in {folder}/')
+    for rel, text in sources.items():
+        caller = behaviour_of(rel)
+        if not caller:
+            continue
+        code = re.sub(r'//[^\n]*', '', text)
+        for m in re.finditer(r'\b(?:self|core)\.(\w+)\s*\(', code):
+            name = m.group(1)
+            callee = owner.get(name, (None,))[0]
+            if callee is None or callee == caller:
+                continue
+            line = code.count('\n', 0, m.start()) + 1
+            if BEHAVIOUR_RANK[callee] >= BEHAVIOUR_RANK[caller]:
+                problems.append(f'src/{rel}:{line} ({caller}) calls `{name}` of {callee}, '
+                                f'which is not below it')
+            elif name not in faces[callee]:
+                problems.append(f'src/{rel}:{line} ({caller}) calls `{name}`, '
+                                f'which is not on the face of {callee}')
+    return problems
+
+def read_sources():
+    out = {}
+    for d, _, fs in os.walk(ROOT):
+        for f in fs:
+            if f.endswith('.rs'):
+                path = os.path.join(d, f)
+                out[os.path.relpath(path, ROOT).replace(os.sep, '/')] = open(path).read()
+    return out
+
+def plant(sources, rel, method):
+    """`sources` with one more `impl Core` block holding `method` in file `rel`."""
+    changed = dict(sources)
+    changed[rel] = sources[rel] + '\nimpl Core {\n' + method + '\n}\n'
+    return changed
+
+def self_test():
+    sources = read_sources()
+    cases = [
+        ('a turn calls admit\'s pump (against the direction)', 'core/turn/phases.rs',
+         '    fn planted(&mut self) {\n        self.pump();\n    }', 'calls `pump` of admit'),
+        ('admit calls a method private to turn', 'core/admit/chat.rs',
+         '    fn planted(&mut self) {\n        self.begin_step();\n    }',
+         'calls `begin_step`, which is not on the face of turn'),
+        ('a method visible to the whole core off the face', 'core/turn/phases.rs',
+         '    pub(in crate::core) fn planted(&mut self) {}', '`planted` is visible to the whole core'),
+    ]
+    failed = 0
+    for what, rel, method, expected in cases:
+        found = [p for p in call_problems(plant(sources, rel, method)) if expected in p]
+        print(f'layers self-test: {what}:', 'reported' if found else 'NOT REPORTED')
+        failed += not found
+    if call_problems(sources):
+        print('layers self-test: the tree itself has call problems')
+        failed += 1
+    sys.exit(1 if failed else 0)
+
+if __name__ == '__main__':
+    if sys.argv[1:] == ['--self-test']:
+        self_test()
+    problems = call_problems(read_sources())
+    for p in problems:
+        print('layers:', p)
+    if problems:
+        sys.exit(1)
+    main()

@@ -3,6 +3,7 @@
 //! connect (and every tab when it changes), and the servers' tools, offered
 //! after the agent's own tools and routed, approved and hooked like them.
 
+use crate::core::contract::effects::Event;
 use crate::core::vocab::tool_spec::ToolSpec;
 use crate::core::Core;
 use crate::protocol::server;
@@ -17,9 +18,16 @@ pub struct McpView {
 }
 
 impl Core {
+    /// Shorthand for `handle(Event::McpServersChanged { frame, tools }, now)`
+    /// at the core's current time.
+    pub fn set_mcp(&mut self, frame: String, tools: Vec<ToolSpec>) {
+        let now = self.now;
+        self.handle(Event::McpServersChanged { frame, tools }, now);
+    }
+
     /// Replaces the MCP tools offered from the next model call on and the
     /// frame tabs get; every open tab is sent the new frame.
-    pub fn set_mcp(&mut self, frame: String, tools: Vec<ToolSpec>) {
+    pub(in crate::core) fn on_mcp_servers_changed(&mut self, frame: String, tools: Vec<ToolSpec>) {
         let own = *self.mcp.own_tools.get_or_insert(self.config.tools.len());
         self.config.tools.truncate(own);
         self.config.tools.extend(tools);

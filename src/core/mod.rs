@@ -8,11 +8,27 @@
 //! (`handle_timeout`). Durable facts are queued as `Store` effects before the
 //! effects that depend on them, so a core rebuilt from the store after an
 //! eviction carries on.
+//!
+//! Events and methods: whatever the core only reacts to, its caller waiting
+//! for no answer, is an `Event` (frames, model output, tool results, timers,
+//! the host's answers to round trips, and the agent's own `chat()`, clear,
+//! alarm and MCP servers); a command whose caller needs its answer now
+//! (`submit`, `cancel`, `set_state`, `schedule`, …) is a method, as is a read.
+//! Every command runs through `command`, the epilogue an event has. The clock
+//! is `handle_timeout` / `poll_timeout` / `durable_deadline`.
+//!
+//! Calls between the behaviour folders go one way, highest first:
+//! `recovery` > `admit`, `callables` > `turn` > `synced_state`. A folder calls
+//! only the face of a folder below it (listed in that folder's `mod.rs`); a
+//! turn never calls up but hands back what happened (`turn/hand_back.rs`),
+//! carried out by `settle` after each event and command. Admit's `pump` is
+//! the one place that starts a turn. Both rules are checked by
+//! `scripts/check-layers.py` (see `docs/design/architecture.md`).
 
 // The layers, each importing only those below it (checked by
 // `scripts/check-layers.py`): the vocabulary an author and a host speak, the
 // durable row shapes, the host contract, data structures that never name
-// `Core`, then the behaviours, one folder per concern.
+// `Core`, then the behaviours, one folder per concern, each with a face.
 mod admit;
 mod callables;
 pub mod contract;
@@ -21,6 +37,7 @@ mod logging;
 mod mcp;
 mod recovery;
 pub mod rows;
+mod settle;
 mod synced_state;
 mod turn;
 pub mod vocab;
@@ -33,7 +50,7 @@ use crate::protocol::client::{frame_id, parse_client_frame_within, FrameBounds};
 use crate::protocol::{ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
-pub use callables::in_flight::{
+pub use callables::{
     MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES, MAX_CHUNK_BYTES,
 };
 pub use contract::author_calls::AuthorCall;
@@ -76,17 +93,16 @@ pub use vocab::turn_config::{
     StopWhen, TurnConfig, TurnContext, TurnSettings, TurnTrigger, TURN_CONTEXT_MESSAGES,
 };
 
-use admit::inputs::TabInputs;
+use admit::TabInputs;
 use contract::history;
 use data::connections::Connections;
 use data::queue::PendingContinuation;
 use data::queue::TurnQueue;
 use data::timers::TimerTable;
 use data::transcript::Transcript;
-use recovery::state::RecoveryState;
+use recovery::RecoveryState;
 use rows::shape;
-use turn::active::ActiveTurn;
-use turn::compaction_state::CompactionState;
+use turn::{ActiveTurn, CompactionState};
 use vocab::limits;
 
 pub struct Core {
@@ -111,19 +127,19 @@ pub struct Core {
     /// previous instance stopped, asked about again on waking.
     restored_tab_results: Vec<crate::core::rows::persisted::PendingToolResult>,
     /// The last failed turn, the last turn closed and the last few ended requests.
-    ended: turn::ended::EndedTurns,
+    ended: turn::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
-    submissions: admit::submission_list::Submissions,
+    submissions: data::submission_list::Submissions,
     /// The compaction summary in use, whether the hook declined to make one,
     /// and the context cut last logged.
     compaction: CompactionState,
     next_call: CallId,
     timers: TimerTable,
     /// The agent's synced state.
-    synced: synced_state::value::SyncedState,
+    synced: synced_state::SyncedState,
     /// Callable methods running, per connection.
-    calls: callables::in_flight::CallsInFlight,
-    request_rate: admit::request_rate::RequestRate,
+    calls: callables::CallsInFlight,
+    request_rate: admit::RequestRate,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -134,6 +150,9 @@ pub struct Core {
     /// Ended turns' reports `on_chat_response` has not returned for
     /// (`turn/response_outbox.rs`).
     owed_responses: Vec<ChatResponse>,
+    /// What turns handed back for the folders above them, carried out by
+    /// `settle` at the end of the event or command (`turn/hand_back.rs`).
+    handed_back: turn::HandBack,
 }
 
 impl Core {
@@ -165,7 +184,7 @@ impl Core {
             .iter()
             .map(|t| (t.request_id.as_str(), t.message_ids.as_slice()));
         transcript.restore_reservations(origins);
-        let synced = synced_state::value::SyncedState::restored(
+        let synced = synced_state::SyncedState::restored(
             stored.agent_state,
             config.agent_api.initial_state.as_ref(),
         );
@@ -179,13 +198,13 @@ impl Core {
             active: None,
             continuation,
             inputs: TabInputs::restored(stored.client_tools, stored.body),
-            ended: turn::ended::EndedTurns::restored(stored.terminal_error),
+            ended: turn::EndedTurns::restored(stored.terminal_error),
             recovery: RecoveryState::restored(stored.open_streams, stored.recovery),
             stream_approvals: stored.stream_approvals,
             tab_results_rewriting: Vec::new(),
             restored_tab_results: stored.pending_tool_results,
             compaction: CompactionState::restored(stored.summary),
-            submissions: admit::submission_list::Submissions::restore(stored.submissions),
+            submissions: data::submission_list::Submissions::restore(stored.submissions),
             next_call: 1,
             timers,
             synced,
@@ -196,6 +215,7 @@ impl Core {
             log: Vec::new(),
             mcp: mcp::McpView::default(),
             owed_responses: stored.owed_responses,
+            handed_back: Default::default(),
         }
     }
 
@@ -217,7 +237,7 @@ impl Core {
                 self.drop_calls_of(&conn);
             }
             Event::Model { call, event } => self.on_model_event(call, event),
-            Event::ModelFailed { call, failure } => self.on_model_failed(call, failure),
+            Event::ModelFailed { call, failure } => self.on_model_failure(call, failure),
             Event::ToolDone {
                 call,
                 tool_call_id,
@@ -259,9 +279,23 @@ impl Core {
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),
             Event::StoreWriteFailed { ops, error } => self.on_store_write_failed(&ops, &error),
             Event::CallableDone { conn, id, result } => self.on_callable_done(conn, id, result),
+            Event::AuthorAlarmSet { at_ms } => self.schedule_author_alarm(at_ms),
+            Event::McpServersChanged { frame, tools } => self.on_mcp_servers_changed(frame, tools),
         }
+        self.settle();
         self.write_down_queue();
         self.keep_history_within_cap();
+    }
+
+    /// Runs a command of the host's (a method: see the rule in this file's
+    /// header) at `now_ms`, with the epilogue every event has: what turns
+    /// handed back is carried out, then the queue is written down.
+    fn command<T>(&mut self, now_ms: u64, run: impl FnOnce(&mut Core) -> T) -> T {
+        self.now = self.now.max(now_ms);
+        let answer = run(self);
+        self.settle();
+        self.write_down_queue();
+        answer
     }
 
     /// Deletes the oldest stored messages beyond the agent's history cap
@@ -300,6 +334,7 @@ impl Core {
         self.trim_window();
         while let Some(timer) = self.timers.pop_expired(self.now) {
             self.on_timer(timer);
+            self.settle();
             self.write_down_queue();
             self.keep_history_within_cap();
         }

@@ -6,16 +6,16 @@
 //! deleted and `Effect::AuthorAlarm` asked of the host, which runs the
 //! definition's `on_alarm` once.
 
-use crate::core::contract::effects::{Effect, StoreOp, Timer};
+use crate::core::contract::effects::{Effect, Event, StoreOp, Timer};
 use crate::core::rows::persisted::{AuthorAlarmRow, ConfigKey};
 use crate::core::Core;
 
 impl Core {
     /// Schedules the agent's own alarm at `at_ms` (replacing one already
-    /// scheduled) or cancels it (`None`), at `now_ms`.
+    /// scheduled) or cancels it (`None`), at `now_ms`: shorthand for
+    /// `handle(Event::AuthorAlarmSet { at_ms }, now_ms)`.
     pub fn schedule_alarm(&mut self, at_ms: Option<u64>, now_ms: u64) {
-        self.now = self.now.max(now_ms);
-        self.schedule_author_alarm(at_ms);
+        self.handle(Event::AuthorAlarmSet { at_ms }, now_ms);
     }
 
     /// When the agent's own alarm is due, if one is scheduled.

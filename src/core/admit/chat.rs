@@ -1,56 +1,19 @@
 //! Chat requests, cancel and clear: what a submit persists and broadcasts,
-//! the message-concurrency decision, and the serial queue that starts turns.
+//! a turn's arrival asked of the queue's concurrency decision
+//! (`data/queue.rs`), and the pump, the one place that starts turns.
 
 use serde_json::{Map, Value};
 
 use crate::protocol::{server, ChatRequest, ClientToolSchema, Outcome, Trigger};
 
 use crate::core::contract::effects::{StoreOp, Timer};
-use crate::core::data::queue::{FrontDecision, QueuedTurn};
+use crate::core::data::queue::{Arrival, FrontDecision, QueuedTurn};
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::ConnId;
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
 impl Core {
-    pub(in crate::core) fn on_connect(&mut self, conn: ConnId) {
-        self.conns.add(conn.clone());
-        if self.offer_cut_stream(&conn) {
-            // During a recovery: the cut stream, the transcript, the flag.
-        } else if let Some(id) = self.live_stream_id() {
-            // A stream is live (or cut and replayable): offer it instead of the transcript.
-            self.conns.offer_resume(&conn);
-            self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
-            if self.recovery.recovering().is_some() {
-                // During a recovery the tab also gets the transcript with the
-                // stored partial (as the reference does), which replaces any
-                // longer partial it kept from before the eviction; the
-                // continuation it is offered then appends to the right text.
-                self.send_transcript(vec![conn.clone()], true);
-            }
-            self.tell_recovering(&conn);
-        } else {
-            if let Some(id) = self.accepted_not_streaming() {
-                self.conns.park(&conn);
-                self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
-            }
-            self.send_transcript(vec![conn.clone()], true);
-            self.tell_recovering(&conn);
-        }
-        self.send_identity_and_state(&conn);
-        let mcp = self.mcp_frame();
-        self.send_to(vec![conn], mcp);
-    }
-
-    /// A tab that connects during a recovery learns of it (after the offer or transcript).
-    fn tell_recovering(&mut self, conn: &ConnId) {
-        if let Some(root) = self.recovery.recovering() {
-            let frame = server::chat_recovering(true, root);
-            self.send_to(vec![conn.clone()], frame);
-        }
-    }
-
     pub(in crate::core) fn on_chat_request(
         &mut self,
         conn: ConnId,
@@ -71,21 +34,20 @@ impl Core {
             self.reject(conn, Some(id), &error);
             return;
         }
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
         let trigger = match request.trigger {
             Trigger::Submit => TurnTrigger::Submit,
             Trigger::Regenerate => TurnTrigger::Regenerate,
         };
-        if overlapped
-            && trigger == TurnTrigger::Submit
-            && self.config.settings.concurrency == Concurrency::Drop
-        {
-            let message_ids =
-                crate::core::data::transcript::trailing_user_ids(request.messages.iter());
-            self.send_transcript(vec![conn.clone()], false);
-            self.request_ended(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
-            return;
-        }
+        let overlapped = match self.arrival(trigger) {
+            Arrival::Queue { overlapped } => overlapped,
+            Arrival::Refuse => {
+                let message_ids =
+                    crate::core::data::transcript::trailing_user_ids(request.messages.iter());
+                self.send_transcript(vec![conn.clone()], false);
+                self.request_ended(vec![conn], &id, Outcome::Skipped, Some(&message_ids), false);
+                return;
+            }
+        };
         self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
             self.remember_client_tools(tools);
@@ -227,7 +189,15 @@ impl Core {
 
     /// Why no further turn is accepted now, when the queue holds the most
     /// pending turns the limits allow (tabs, submissions and parents alike).
-    pub(in crate::core) fn queue_full(&self) -> Option<String> {
+    /// What the concurrency strategy says about a turn of `trigger` arriving
+    /// now (the one decision for all five strategies lives in `data/queue.rs`).
+    pub(in crate::core::admit) fn arrival(&self, trigger: TurnTrigger) -> Arrival {
+        let strategy = self.config.settings.concurrency;
+        self.queue
+            .decide_arrival(strategy, trigger, self.active.is_some())
+    }
+
+    pub(in crate::core::admit) fn queue_full(&self) -> Option<String> {
         let limit = self.config.settings.limits.max_pending_turns;
         (self.queue.len() >= limit).then(|| {
             format!("too many pending turns (limit {limit}); try again when the agent is less busy")
@@ -289,7 +259,8 @@ impl Core {
         let entry = self.transcript.upsert(message);
         self.put_entry(&entry);
         self.broadcast_transcript(None);
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
+        // Never refused (only a submit is): it waits its place in the queue.
+        let overlapped = self.arrival(TurnTrigger::Programmatic).overlapped();
         self.queue.push(QueuedTurn {
             message_ids: vec![entry.message.id.clone()],
             overlapped,
@@ -316,24 +287,8 @@ impl Core {
     }
 
     /// The custom body later turns see, stored (an empty body deletes the row).
-    pub(in crate::core) fn remember_body(&mut self, body: Map<String, Value>) {
+    pub(in crate::core::admit) fn remember_body(&mut self, body: Map<String, Value>) {
         self.put_config_or_delete(ConfigKey::CustomBody, &body, body.is_empty());
         self.inputs.replace_body(body);
-    }
-}
-
-impl Core {
-    /// Request `id` ended with `outcome`: its terminal frame goes to `to`,
-    /// and a submission it ran is settled.
-    pub(in crate::core) fn request_ended(
-        &mut self,
-        to: Vec<ConnId>,
-        id: &str,
-        outcome: Outcome,
-        message_ids: Option<&[String]>,
-        continuation: bool,
-    ) {
-        self.send_terminal(to, id, outcome, message_ids, continuation);
-        self.submission_ended(id, outcome);
     }
 }

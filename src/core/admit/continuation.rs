@@ -15,9 +15,19 @@ use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
 impl Core {
+    /// A person answered a call (handed back by the turn): a continuation
+    /// is owed when the answer asks for one, else an owed one waits for it too.
+    pub(in crate::core) fn after_person_answered(&mut self, conn: ConnId, auto_continue: bool) {
+        if auto_continue {
+            self.request_continuation(conn);
+        } else {
+            self.extend_continuation_window();
+        }
+    }
+
     /// A person's answer asked for a continuation: owed from now on (and
     /// written down), its owner parked on it, the coalescing window re-armed.
-    pub(in crate::core) fn request_continuation(&mut self, owner: ConnId) {
+    fn request_continuation(&mut self, owner: ConnId) {
         self.owe_continuation(Some(owner.clone()));
         self.conns.park(&owner);
         self.arm_continuation();
@@ -26,7 +36,7 @@ impl Core {
     /// The agent's own code asked to continue the last answer: owed (and
     /// written down) like a person's, and started now if nothing runs.
     /// Returns the continuation's request id.
-    pub(in crate::core) fn owe_continuation_now(&mut self) -> String {
+    pub(in crate::core::admit) fn owe_continuation_now(&mut self) -> String {
         let request_id = self.owe_continuation(None);
         self.try_start_continuation();
         request_id
@@ -48,7 +58,7 @@ impl Core {
     }
 
     /// Another answer arrived without asking: an owed continuation waits for it too.
-    pub(in crate::core) fn extend_continuation_window(&mut self) {
+    fn extend_continuation_window(&mut self) {
         if self.continuation.is_some() {
             self.arm_continuation();
         }
@@ -83,7 +93,7 @@ impl Core {
     }
 
     /// Cancels the owed continuation if it is request `id`. Returns whether it was.
-    pub(in crate::core) fn cancel_continuation(&mut self, id: &str) -> bool {
+    pub(in crate::core::admit) fn cancel_continuation(&mut self, id: &str) -> bool {
         let owed = self.continuation.as_ref().map(|c| c.request_id.as_str());
         if owed != Some(id) {
             return false;

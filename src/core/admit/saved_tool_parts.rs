@@ -14,7 +14,7 @@ use crate::core::Core;
 impl Core {
     /// Refuses `messages` if one of their tool parts could stand for a
     /// decision no person made (see the module header); nothing is stored.
-    pub(in crate::core) fn check_saved_tool_parts(
+    pub(in crate::core::admit) fn check_saved_tool_parts(
         &self,
         messages: &[UIMessage],
     ) -> Result<(), SubmitError> {

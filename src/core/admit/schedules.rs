@@ -26,20 +26,22 @@ impl Core {
         request: ScheduleRequest,
         now_ms: u64,
     ) -> Result<ScheduleRow, ScheduleError> {
-        self.now = self.now.max(now_ms);
-        let row = self.schedules.add(request, self.now)?;
-        self.write_down_schedules();
-        Ok(row)
+        self.command(now_ms, |core| {
+            let row = core.schedules.add(request, core.now)?;
+            core.write_down_schedules();
+            Ok(row)
+        })
     }
 
     /// Cancels schedule `name`; `false` if there was none.
     pub fn cancel_schedule(&mut self, name: &str, now_ms: u64) -> bool {
-        self.now = self.now.max(now_ms);
-        let cancelled = self.schedules.cancel(name);
-        if cancelled {
-            self.write_down_schedules();
-        }
-        cancelled
+        self.command(now_ms, |core| {
+            let cancelled = core.schedules.cancel(name);
+            if cancelled {
+                core.write_down_schedules();
+            }
+            cancelled
+        })
     }
 
     /// Every schedule, soonest first.

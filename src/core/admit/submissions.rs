@@ -7,12 +7,12 @@
 //! (stored and broadcast, no model turn) and `continue_last_turn` (the
 //! protocol's continuation of the last answer, owed durably).
 
-use crate::protocol::{Outcome, Role, UIMessage};
+use crate::protocol::{Role, UIMessage};
 
 use crate::core::contract::effects::StoreOp;
+use crate::core::data::queue::Arrival;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::rows::persisted::{StoredState, SubmissionRecord, SubmissionStatus};
-use crate::core::vocab::config::Concurrency;
 use crate::core::vocab::ids::IdKind;
 use crate::core::vocab::submit::{
     submission_digest, SubmitError, SubmitRequest, MAX_IDEMPOTENCY_KEY_BYTES,
@@ -37,10 +37,7 @@ impl Core {
         request: SubmitRequest,
         now_ms: u64,
     ) -> Result<SubmissionRecord, SubmitError> {
-        self.now = self.now.max(now_ms);
-        let result = self.on_submit(request);
-        self.write_down_queue();
-        result
+        self.command(now_ms, |core| core.on_submit(request))
     }
 
     /// The submission `id`, if it is remembered.
@@ -52,10 +49,7 @@ impl Core {
     /// ends `aborted` like a tab's cancel). Returns where it stands; a
     /// finished one is left as it is.
     pub fn cancel(&mut self, id: &str, now_ms: u64) -> Option<SubmissionRecord> {
-        self.now = self.now.max(now_ms);
-        let result = self.cancel_submission(id);
-        self.write_down_queue();
-        result
+        self.command(now_ms, |core| core.cancel_submission(id))
     }
 
     /// Cancels the turn whose request id is `id`, whoever asked for it (a
@@ -64,7 +58,10 @@ impl Core {
     /// stop. A submission's id cancels the submission. Returns whether a
     /// turn under that id was queued or running.
     pub fn cancel_request(&mut self, id: &str, now_ms: u64) -> bool {
-        self.now = self.now.max(now_ms);
+        self.command(now_ms, |core| core.cancel_request_now(id))
+    }
+
+    fn cancel_request_now(&mut self, id: &str) -> bool {
         let live = self.submissions.get(id).map(|r| !r.status.is_final());
         let found = match live {
             Some(live) => {
@@ -85,7 +82,6 @@ impl Core {
                 running || queued || owed
             }
         };
-        self.write_down_queue();
         found
     }
 
@@ -96,33 +92,24 @@ impl Core {
         messages: Vec<UIMessage>,
         now_ms: u64,
     ) -> Result<Vec<String>, SubmitError> {
-        self.now = self.now.max(now_ms);
-        let result = self.save_messages(messages);
-        self.write_down_queue();
-        result
+        self.command(now_ms, |core| core.save_messages(messages))
     }
 
     /// Owes a continuation of the last assistant message (run as the
     /// protocol's automatic continuation, after whatever runs now). Returns
     /// its request id.
     pub fn continue_last(&mut self, now_ms: u64) -> Result<String, SubmitError> {
-        self.now = self.now.max(now_ms);
-        let result = self.on_continue_last_turn(false);
-        self.write_down_queue();
-        result
+        self.command(now_ms, |core| core.on_continue_last_turn(false))
     }
 
     /// [`Core::continue_last`] asked for from outside the agent (a parent
     /// or another worker over RPC): it counts toward the agent's request
     /// rate (`Limits::max_agent_requests_per_minute`) and is refused past it.
     pub fn continue_last_from_outside(&mut self, now_ms: u64) -> Result<String, SubmitError> {
-        self.now = self.now.max(now_ms);
-        let result = self.on_continue_last_turn(true);
-        self.write_down_queue();
-        result
+        self.command(now_ms, |core| core.on_continue_last_turn(true))
     }
 
-    pub(in crate::core) fn on_submit(
+    pub(in crate::core::admit) fn on_submit(
         &mut self,
         request: SubmitRequest,
     ) -> Result<SubmissionRecord, SubmitError> {
@@ -189,12 +176,14 @@ impl Core {
             submitted_at: self.now,
             updated_at: self.now,
         };
-        let overlapped = self.active.is_some() || !self.queue.is_empty();
-        if overlapped && self.config.settings.concurrency == Concurrency::Drop {
-            record.status = SubmissionStatus::Skipped;
-            self.remember_submission(record.clone());
-            return Ok(record);
-        }
+        let overlapped = match self.arrival(TurnTrigger::Submit) {
+            Arrival::Queue { overlapped } => overlapped,
+            Arrival::Refuse => {
+                record.status = SubmissionStatus::Skipped;
+                self.remember_submission(record.clone());
+                return Ok(record);
+            }
+        };
         self.forget_terminal_error();
         if let Some(body) = &request.body {
             self.remember_body(body.clone());
@@ -271,7 +260,7 @@ impl Core {
         Ok(ids)
     }
 
-    pub(in crate::core) fn on_continue_last_turn(
+    pub(in crate::core::admit) fn on_continue_last_turn(
         &mut self,
         from_outside: bool,
     ) -> Result<String, SubmitError> {
@@ -297,7 +286,11 @@ impl Core {
     }
 
     /// A turn started (`pump`): a submission it runs is running, its answer known.
-    pub(in crate::core) fn submission_started(&mut self, request_id: &str, root: Option<&str>) {
+    pub(in crate::core::admit) fn submission_started(
+        &mut self,
+        request_id: &str,
+        root: Option<&str>,
+    ) {
         let Some(answer) = self
             .active
             .as_ref()
@@ -314,30 +307,9 @@ impl Core {
         self.store(StoreOp::PutSubmission(record));
     }
 
-    /// A turn's stream ended with `outcome` (`send_terminal`): a submission
-    /// it ran has ended too, unless a recovery turn carries it on.
-    pub(in crate::core) fn submission_ended(&mut self, request_id: &str, outcome: Outcome) {
-        let status = match outcome {
-            Outcome::Completed => SubmissionStatus::Completed,
-            Outcome::Error => SubmissionStatus::Failed,
-            Outcome::Aborted => SubmissionStatus::Cancelled,
-            Outcome::Skipped => SubmissionStatus::Skipped,
-            Outcome::Recovering => return,
-        };
-        let Some(id) = self.submissions.live_id_for_request(request_id) else {
-            return;
-        };
-        self.settle_submission(&id, status, None);
-    }
-
-    /// The error text of a failing turn, kept for its submission.
-    pub(in crate::core) fn submission_error(&mut self, request_id: &str, text: &str) {
-        self.submissions.note_error(request_id, text);
-    }
-
     /// A clear: every unfinished submission is cancelled (their turns are
     /// skipped or aborted by the clear).
-    pub(in crate::core) fn cancel_live_submissions(&mut self) {
+    pub(in crate::core::admit) fn cancel_live_submissions(&mut self) {
         let live: Vec<String> = self.submissions.live().map(|r| r.id.clone()).collect();
         for id in live {
             self.settle_submission(
@@ -383,19 +355,6 @@ impl Core {
         };
         self.active.as_ref().is_some_and(|a| is_ours(a.turn()))
             || self.queue.find(|t| is_ours(t)).is_some()
-    }
-
-    /// Writes submission `id`'s final status (with an error text, or the
-    /// one its failing turn reported).
-    fn settle_submission(&mut self, id: &str, status: SubmissionStatus, error: Option<&str>) {
-        let transcript = &self.transcript;
-        let answered = |answer: &str| transcript.get(answer).is_some();
-        let settled = self
-            .submissions
-            .settle(id, status, error, answered, self.now);
-        if let Some(record) = settled {
-            self.store(StoreOp::PutSubmission(record));
-        }
     }
 
     /// Gives `messages` the ids they lack, drops tool parts from user

@@ -19,7 +19,7 @@ use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
 impl Core {
-    pub(in crate::core) fn on_call(
+    pub(in crate::core::callables) fn on_call(
         &mut self,
         conn: ConnId,
         id: String,
@@ -92,7 +92,11 @@ impl Core {
 
     /// A state or rpc frame that could not be read: answered on its call id,
     /// as a refused state change, or (a call without an id) as an error frame.
-    pub(in crate::core) fn on_agent_frame_error(&mut self, conn: ConnId, error: AgentFrameError) {
+    pub(in crate::core::callables) fn on_agent_frame_error(
+        &mut self,
+        conn: ConnId,
+        error: AgentFrameError,
+    ) {
         let reason = format!("invalid {} frame: {}", error.kind, error.reason);
         match (error.kind, error.rpc_id) {
             (types::RPC, Some(id)) => {

@@ -18,6 +18,7 @@ use crate::core::vocab::hooks::{
 };
 use crate::core::vocab::ids::{CallId, ConnId};
 use crate::core::vocab::message_metadata::StepReport;
+use crate::core::vocab::tool_spec::ToolSpec;
 use crate::core::vocab::turn_config::{TurnConfig, TurnContext};
 
 /// How a schedule's run ended, as the host reports it.
@@ -151,6 +152,17 @@ pub enum Event {
         conn: ConnId,
         id: String,
         result: Result<Value, String>,
+    },
+    /// The agent's own alarm is due at `at_ms` from now on (replacing one
+    /// already scheduled), or cancelled (`None`).
+    AuthorAlarmSet {
+        at_ms: Option<u64>,
+    },
+    /// The MCP servers changed: `frame` is the `cf_agent_mcp_servers` frame
+    /// tabs get, `tools` the servers' tools offered from the next model call.
+    McpServersChanged {
+        frame: String,
+        tools: Vec<ToolSpec>,
     },
 }
 

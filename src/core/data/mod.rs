@@ -5,5 +5,6 @@ pub mod context_window;
 pub mod cron;
 pub mod queue;
 pub mod schedule_table;
+pub mod submission_list;
 pub mod timers;
 pub mod transcript;

@@ -1,5 +1,8 @@
-//! The serial turn queue: what is waiting to run, why, for whom, and the
-//! message-concurrency decisions made when a turn reaches the front. It also
+//! The serial turn queue: what is waiting to run, why, for whom, and every
+//! message-concurrency decision: whether a turn arriving now is refused
+//! (`decide_arrival`: `Drop`) and which waiting turn runs, is skipped or
+//! waits when it reaches the front (`decide_front`: `Queue`, `Latest`,
+//! `Merge`, `Debounce`). It also
 //! says what of it must be written down after a change (`QueueWrite`): the
 //! queue row, which names each turn but keeps no custom body, and the body
 //! rows (`chat_queued_bodies`), each written once when its turn is queued and
@@ -250,6 +253,24 @@ impl TurnQueue {
         self.items.drain(..).collect()
     }
 
+    /// Decides a turn of `trigger` arriving now under `strategy`
+    /// (`turn_running`: a turn is under way): it overlaps when a turn runs or
+    /// waits, and an overlapping submit is refused under `Drop`. Only a
+    /// submit is ever refused: a regenerate, a parent's or the agent's own
+    /// turn is always queued.
+    pub fn decide_arrival(
+        &self,
+        strategy: Concurrency,
+        trigger: TurnTrigger,
+        turn_running: bool,
+    ) -> Arrival {
+        let overlapped = turn_running || !self.items.is_empty();
+        if overlapped && trigger == TurnTrigger::Submit && strategy == Concurrency::Drop {
+            return Arrival::Refuse;
+        }
+        Arrival::Queue { overlapped }
+    }
+
     /// Decides the front turn under `strategy` at `now`.
     pub fn decide_front(&mut self, strategy: Concurrency, now: u64) -> FrontDecision {
         let Some(front) = self.items.front() else {
@@ -284,6 +305,22 @@ impl TurnQueue {
             Some(turn) => wrap(turn),
             None => FrontDecision::Empty,
         }
+    }
+}
+
+/// What the concurrency strategy says about a turn arriving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Queue it; `overlapped` when another turn was running or waiting.
+    Queue { overlapped: bool },
+    /// Refuse it: nothing of it is stored (`Concurrency::Drop`).
+    Refuse,
+}
+
+impl Arrival {
+    /// Whether another turn was running or waiting when it arrived.
+    pub fn overlapped(self) -> bool {
+        !matches!(self, Arrival::Queue { overlapped: false })
     }
 }
 
@@ -366,5 +403,36 @@ mod tests {
             q.decide_front(Concurrency::Queue, 0),
             FrontDecision::Skip(_)
         ));
+    }
+
+    #[test]
+    fn only_an_overlapping_submit_under_drop_is_refused_on_arrival() {
+        let mut q = TurnQueue::default();
+        let arriving = TurnTrigger::Submit;
+        assert_eq!(
+            q.decide_arrival(Concurrency::Drop, arriving, false),
+            Arrival::Queue { overlapped: false }
+        );
+        assert_eq!(
+            q.decide_arrival(Concurrency::Drop, arriving, true),
+            Arrival::Refuse
+        );
+        q.push(submit("a", 0, false));
+        assert_eq!(
+            q.decide_arrival(Concurrency::Drop, arriving, false),
+            Arrival::Refuse
+        );
+        for other in [TurnTrigger::Regenerate, TurnTrigger::Programmatic] {
+            assert_eq!(
+                q.decide_arrival(Concurrency::Drop, other, true),
+                Arrival::Queue { overlapped: true }
+            );
+        }
+        for strategy in [Concurrency::Queue, Concurrency::Latest, Concurrency::Merge] {
+            assert_eq!(
+                q.decide_arrival(strategy, arriving, true),
+                Arrival::Queue { overlapped: true }
+            );
+        }
     }
 }

@@ -7,21 +7,32 @@
 //! the same budget as eviction recoveries. The tabs see an error only when
 //! that budget is spent. Errors the provider states still fail the turn.
 
+use crate::model::ModelFailure;
 use crate::protocol::{server, Outcome};
 
 use crate::core::contract::log_event::RecoveryStep;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::recovery::evictions::EXHAUSTED_TEXT;
 use crate::core::rows::persisted::ConfigKey;
-use crate::core::vocab::ids::IdKind;
+use crate::core::vocab::ids::{CallId, IdKind};
 use crate::core::vocab::turn_config::TurnTrigger;
 use crate::core::Core;
 
 impl Core {
+    /// A model call failed: a stream cut after it streamed is continued by a
+    /// recovery turn when it can be; any other failure is the turn's.
+    pub(in crate::core) fn on_model_failure(&mut self, call: CallId, failure: ModelFailure) {
+        let streamed = self.model_call_streamed(call);
+        if failure.cut && streamed == Some(true) && self.recover_cut_stream() {
+            return;
+        }
+        self.on_model_failed(call, failure);
+    }
+
     /// The running turn's model stream broke off after it streamed. Returns
     /// false (nothing done) when the answer cannot be continued in place: a
     /// newer message was stored after it while it streamed.
-    pub(in crate::core) fn recover_cut_stream(&mut self) -> bool {
+    fn recover_cut_stream(&mut self) -> bool {
         let Some(active) = self.active.as_ref() else {
             return false;
         };

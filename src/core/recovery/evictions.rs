@@ -275,7 +275,7 @@ impl Core {
         self.finish_recovery();
     }
 
-    pub(in crate::core) fn log_recovery(
+    pub(in crate::core::recovery) fn log_recovery(
         &mut self,
         step: RecoveryStep,
         cause: &'static str,
@@ -302,7 +302,7 @@ impl Core {
 
     /// The budget of the recovery chain `root`, taken out to be charged (a
     /// new one when another chain's, or none, was held).
-    pub(in crate::core) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
+    pub(in crate::core::recovery) fn take_budget(&mut self, root: &str) -> RecoveryBudget {
         match self.recovery.take_budget() {
             Some(b) if b.root == root => b,
             _ => RecoveryBudget {

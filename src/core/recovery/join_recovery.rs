@@ -1,3 +1,8 @@
+//! A tab that connects is offered what it can pick up (the cut stream a
+//! recovery continues, a live stream, or a turn accepted but not streaming)
+//! before or instead of the transcript, then told of a running recovery, the
+//! agent's identity and state and the MCP servers' frame.
+//!
 //! A tab that joins while a cut turn is being recovered, as the reference
 //! server treats it: it is offered the *cut* stream, not the recovery's.
 //! Its ACK replays what the cut stream stored and ends it `aborted` — the
@@ -11,17 +16,17 @@
 //! the answer the tab was sent on connect. Its probe is answered `idle`: the cut stream
 //! was offered and the recovery reaches it live.
 
-use crate::protocol::{server, Outcome, ResponseFrame};
+use crate::protocol::{server, ResponseFrame};
 
 use crate::core::recovery::resume::{replay_frames, replayed};
 use crate::core::rows::persisted::{OpenStream, StreamRecord};
-use crate::core::turn::terminal::cut_off_frame;
+use crate::core::turn::cut_off_frame;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
 impl Core {
     /// While a recovery turn runs, the id of the cut stream it recovers.
-    pub(in crate::core) fn recovery_offer(&self) -> Option<String> {
+    pub(in crate::core::recovery) fn recovery_offer(&self) -> Option<String> {
         let active = self.active.as_ref().filter(|a| a.turn().is_recovery())?;
         let cut = self.recovery.cut_stream()?;
         (cut.record.request_id != active.turn().request_id).then(|| cut.record.request_id.clone())
@@ -30,7 +35,7 @@ impl Core {
     /// On connect during a recovery: the cut stream is offered (live chunks
     /// are held back until the ACK), then the transcript with the stored
     /// partial and the recovering flag. Returns false when no recovery runs.
-    pub(in crate::core) fn offer_cut_stream(&mut self, conn: &ConnId) -> bool {
+    pub(in crate::core::recovery) fn offer_cut_stream(&mut self, conn: &ConnId) -> bool {
         let Some(id) = self.recovery_offer() else {
             return false;
         };
@@ -47,7 +52,7 @@ impl Core {
 
     /// The ACK of the cut stream offered during a recovery. Returns false
     /// when `id` is not that stream (the ordinary handshake answers).
-    pub(in crate::core) fn ack_cut_stream(
+    pub(in crate::core::recovery) fn ack_cut_stream(
         &mut self,
         conn: &ConnId,
         id: &str,
@@ -90,19 +95,9 @@ impl Core {
         true
     }
 
-    /// The recovery of the cut stream ended: it is no longer offered, and a
-    /// late ACK for it is answered like one for any ended request, with the
-    /// outcome its own replay ends with (`aborted`), whenever the ACK comes.
-    pub(in crate::core) fn retire_cut_stream(&mut self) {
-        if let Some(cut) = self.recovery.take_offer() {
-            let ids = cut.record.origin_message_ids;
-            self.remember_finished(&cut.record.request_id, &ids, Outcome::Aborted);
-        }
-    }
-
     /// The running turn's stream as a cut stream (its model stream broke off
     /// inside the isolate), kept on offer while its recovery runs.
-    pub(in crate::core) fn active_as_cut_stream(&self) -> Option<OpenStream> {
+    pub(in crate::core::recovery) fn active_as_cut_stream(&self) -> Option<OpenStream> {
         let active = self.active.as_ref()?;
         let turn = active.turn();
         Some(OpenStream {
@@ -120,6 +115,46 @@ impl Core {
                 .map(|b| b.to_string())
                 .collect(),
         })
+    }
+}
+
+impl Core {
+    /// A tab's socket opened.
+    pub(in crate::core) fn on_connect(&mut self, conn: ConnId) {
+        self.conns.add(conn.clone());
+        if self.offer_cut_stream(&conn) {
+            // During a recovery: the cut stream, the transcript, the flag.
+        } else if let Some(id) = self.live_stream_id() {
+            // A stream is live (or cut and replayable): offer it instead of the transcript.
+            self.conns.offer_resume(&conn);
+            self.send_to(vec![conn.clone()], server::stream_resuming(&id, None));
+            if self.recovery.recovering().is_some() {
+                // During a recovery the tab also gets the transcript with the
+                // stored partial (as the reference does), which replaces any
+                // longer partial it kept from before the eviction; the
+                // continuation it is offered then appends to the right text.
+                self.send_transcript(vec![conn.clone()], true);
+            }
+            self.tell_recovering(&conn);
+        } else {
+            if let Some(id) = self.accepted_not_streaming() {
+                self.conns.park(&conn);
+                self.send_to(vec![conn.clone()], server::stream_pending(&id, None));
+            }
+            self.send_transcript(vec![conn.clone()], true);
+            self.tell_recovering(&conn);
+        }
+        self.send_identity_and_state(&conn);
+        let mcp = self.mcp_frame();
+        self.send_to(vec![conn], mcp);
+    }
+
+    /// A tab that connects during a recovery learns of it (after the offer or transcript).
+    fn tell_recovering(&mut self, conn: &ConnId) {
+        if let Some(root) = self.recovery.recovering() {
+            let frame = server::chat_recovering(true, root);
+            self.send_to(vec![conn.clone()], frame);
+        }
     }
 }
 

@@ -4,9 +4,7 @@
 use crate::protocol::{server, ResponseFrame};
 
 use crate::core::rows::persisted::OpenStream;
-use crate::core::turn::terminal::{
-    caught_up_frame, cut_off_frame, failed_replay_frame, late_ack_frame,
-};
+use crate::core::turn::{caught_up_frame, cut_off_frame, failed_replay_frame, late_ack_frame};
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 

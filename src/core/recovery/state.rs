@@ -58,11 +58,6 @@ impl RecoveryState {
         self.orphan = cut;
     }
 
-    /// The cut stream on offer, no longer offered.
-    pub(in crate::core::recovery) fn take_offer(&mut self) -> Option<OpenStream> {
-        self.orphan.take()
-    }
-
     /// The recovery chain `root` is in progress (tabs are told so).
     pub(in crate::core::recovery) fn begin(&mut self, root: String) {
         self.recovering = Some(root);
@@ -81,6 +76,12 @@ impl RecoveryState {
     /// The budget held, taken out (to be charged or deleted).
     pub(in crate::core::recovery) fn take_budget(&mut self) -> Option<RecoveryBudget> {
         self.budget.take()
+    }
+
+    /// The recovery turn closed: the cut stream it recovered is no longer
+    /// offered (returned, for the turn to remember as ended).
+    pub fn recovery_turn_closed(&mut self) -> Option<OpenStream> {
+        self.orphan.take()
     }
 
     /// A turn that is not this recovery's streams: the cut stream is no

@@ -44,8 +44,7 @@ impl Core {
     /// The agent's own code sets the state: validated, stored, sent to every
     /// connection, then `on_state_changed`. `Err`: refused, nothing changed.
     pub fn set_state(&mut self, state: Value, now_ms: u64) -> Result<(), String> {
-        self.now = self.now.max(now_ms);
-        self.change_state(state, StateSource::Server)
+        self.command(now_ms, |core| core.change_state(state, StateSource::Server))
     }
 
     /// The connect frames of the agent as a whole: the identity, then the
@@ -70,7 +69,11 @@ impl Core {
     }
 
     /// A refusal: logged with its reason, told to the tab (if one sent it).
-    pub(in crate::core) fn refuse_state(&mut self, conn: Option<ConnId>, reason: String) {
+    pub(in crate::core::synced_state) fn refuse_state(
+        &mut self,
+        conn: Option<ConnId>,
+        reason: String,
+    ) {
         self.log(LogEvent::StateRefused {
             conn: conn.clone(),
             reason,

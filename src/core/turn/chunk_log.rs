@@ -17,7 +17,7 @@ const MAX_LOGGED_CHUNK: usize = 1_800_000;
 
 impl Core {
     /// Applies, logs and broadcasts one chunk of the active stream.
-    pub(in crate::core) fn emit(&mut self, chunk: UIMessageChunk) {
+    pub(in crate::core::turn) fn emit(&mut self, chunk: UIMessageChunk) {
         let Some(active) = self.active.as_mut() else {
             return;
         };

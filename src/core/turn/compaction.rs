@@ -54,7 +54,7 @@ impl Core {
     /// summarizer in the host, a new cut was summarized before the step
     /// (`enter_summarizing`); one found here (a narrowed retry) leaves
     /// messages out.
-    pub(in crate::core) fn compacted_context(
+    pub(in crate::core::turn) fn compacted_context(
         &mut self,
         system: &str,
         recent: &[(u64, UIMessage)],
@@ -83,7 +83,7 @@ impl Core {
     /// Before a step's model call: when a new cut is due and the host
     /// summarizes, asks it (`Effect::Summarize`) and waits. Returns whether
     /// the step now waits.
-    pub(in crate::core) fn enter_summarizing(&mut self, request: &StepRequest) -> bool {
+    pub(in crate::core::turn) fn enter_summarizing(&mut self, request: &StepRequest) -> bool {
         if !self.config.summarize_by_host {
             return false;
         }

@@ -55,7 +55,7 @@ struct Read {
 impl Core {
     /// The cut of a step's context: `recent` are the step's in-memory
     /// messages (oldest first), sent after `system`.
-    pub(in crate::core) fn cut_context(
+    pub(in crate::core::turn) fn cut_context(
         &self,
         system: &str,
         recent: &[&UIMessage],

@@ -17,7 +17,7 @@ use crate::core::Core;
 impl Core {
     /// The host runs `on_chat_error`; the turn waits in `DecidingError`
     /// (a call still streaming is aborted first).
-    pub(in crate::core) fn ask_error_disposition(
+    pub(in crate::core::turn) fn ask_error_disposition(
         &mut self,
         failed: FailedCall,
         error: ChatError,
@@ -54,7 +54,7 @@ impl Core {
     }
 
     /// Whether the turn waits for the host's `on_chat_error`.
-    pub(in crate::core) fn deciding_error(&self) -> bool {
+    pub(in crate::core::turn) fn deciding_error(&self) -> bool {
         matches!(
             self.active.as_ref().map(|a| &a.phase),
             Some(TurnPhase::DecidingError { .. })
@@ -63,7 +63,7 @@ impl Core {
 
     /// `on_chat_error` did not answer within the model call's deadline: the
     /// turn ends with the call's error.
-    pub(in crate::core) fn on_error_decision_overrun(&mut self) {
+    pub(in crate::core::turn) fn on_error_decision_overrun(&mut self) {
         let text = match self.active.as_ref().map(|a| &a.phase) {
             Some(TurnPhase::DecidingError { failed, .. }) => failed.text.clone(),
             _ => return,
@@ -74,7 +74,7 @@ impl Core {
     /// A retry the call allows waits at least its backoff (at most the
     /// longest wait a provider may ask for), then sends it again; anything
     /// else ends the turn. `abort`: the failed call still streams.
-    pub(in crate::core) fn apply_error_disposition(
+    pub(in crate::core::turn) fn apply_error_disposition(
         &mut self,
         failed: FailedCall,
         disposition: ErrorDisposition,

@@ -27,7 +27,7 @@ pub const CONTEXT_TOO_LONG: &str =
     "The conversation is too long for the model, even with older messages left out";
 
 impl Core {
-    pub(in crate::core) fn begin_step(&mut self) {
+    pub(in crate::core::turn) fn begin_step(&mut self) {
         let Some(active) = self.active.as_mut() else {
             return;
         };
@@ -49,7 +49,7 @@ impl Core {
     /// `context_budget` bytes (see `context_window.rs`; 0: no bound). A
     /// window that leaves out another number of messages than the last one
     /// logged is logged when `log_trim`.
-    pub(in crate::core) fn step_request(
+    pub(in crate::core::turn) fn step_request(
         &mut self,
         context_budget: usize,
         log_trim: bool,
@@ -142,7 +142,7 @@ impl Core {
 
     /// A server tool offered only when a turn adds it (a client tool of the
     /// same name that replaces it is offered as usual).
-    pub(in crate::core) fn opt_in_only(
+    pub(in crate::core::turn) fn opt_in_only(
         &self,
         name: &str,
         client_tools: &[crate::protocol::ClientToolSchema],
@@ -163,7 +163,9 @@ impl Core {
 
     /// The step's system prompt and the window's messages before the answer
     /// (with the answer so far), with their places, oldest first.
-    pub(in crate::core) fn step_conversation(&self) -> Option<(String, Vec<(u64, UIMessage)>)> {
+    pub(in crate::core::turn) fn step_conversation(
+        &self,
+    ) -> Option<(String, Vec<(u64, UIMessage)>)> {
         let active = self.active.as_ref()?;
         let mut recent: Vec<(u64, UIMessage)> = self
             .transcript
@@ -357,7 +359,7 @@ impl Core {
 
     /// The stall check is due one stall window after the call's last event
     /// (moving a deadline in the core's timer table costs the host nothing).
-    pub(in crate::core) fn arm_stall_check(&mut self) {
+    pub(in crate::core::turn) fn arm_stall_check(&mut self) {
         let timeout = self.config.settings.limits.model_stall_timeout_ms;
         if timeout > 0 {
             self.set_timer(Timer::ModelStall, self.now + timeout);
@@ -462,14 +464,17 @@ impl Core {
         self.fail_model_call_in_flight(text, true, None, true);
     }
 
+    /// Whether the running turn's model call `call` streamed anything
+    /// (`None`: it is not the current call).
+    pub(in crate::core) fn model_call_streamed(&self, call: CallId) -> Option<bool> {
+        self.current_model_call(call).map(|c| c.streamed)
+    }
+
     /// A transient failure before the call streamed anything is retried after
     /// a backoff (the turn stays open and cancellable); anything else ends the
-    /// turn with the failure's text.
+    /// turn with the failure's text. (A stream cut after it streamed is
+    /// recovery's: `Core::on_model_failure`.)
     pub(in crate::core) fn on_model_failed(&mut self, call: CallId, failure: ModelFailure) {
-        let streamed = self.current_model_call(call).map(|c| c.streamed);
-        if failure.cut && streamed == Some(true) && self.recover_cut_stream() {
-            return;
-        }
         let Some(current) = self.current_model_call(call) else {
             return;
         };

@@ -23,6 +23,7 @@ use crate::core::turn::active::ChunkLog;
 use crate::core::turn::active::{
     ActiveTurn, ModelCall, OpenParts, StepCall, StepEnd, StepRequest, TurnPhase,
 };
+use crate::core::turn::hand_back::HandedBack;
 use crate::core::vocab::hooks::ChatResponse;
 use crate::core::vocab::ids::CallId;
 use crate::core::vocab::ids::IdKind;
@@ -118,7 +119,7 @@ impl Core {
 
     /// The turn is prepared: a continuation first runs the calls a person
     /// approved, then the model speaks.
-    pub(in crate::core) fn run_turn(&mut self) {
+    pub(in crate::core::turn) fn run_turn(&mut self) {
         if self.active.as_ref().is_some_and(|a| a.continuation()) && self.run_approved_calls() {
             return;
         }
@@ -158,7 +159,7 @@ impl Core {
     }
 
     /// Phase transition: the step's model call starts (a step's first call or a retry).
-    pub(in crate::core) fn enter_calling_model(&mut self, mut request: StepRequest) {
+    pub(in crate::core::turn) fn enter_calling_model(&mut self, mut request: StepRequest) {
         let first_call = request.retries == 0 && !request.narrowed;
         if first_call && self.enter_summarizing(&request) {
             return;
@@ -208,7 +209,11 @@ impl Core {
     }
 
     /// Phase transition: the model call failed transiently and is sent again at `at`.
-    pub(in crate::core) fn enter_waiting_to_retry(&mut self, mut request: StepRequest, at: u64) {
+    pub(in crate::core::turn) fn enter_waiting_to_retry(
+        &mut self,
+        mut request: StepRequest,
+        at: u64,
+    ) {
         request.retries += 1;
         self.leave_model_call(TurnPhase::WaitingToRetry(request));
         self.set_timer(Timer::ModelRetry, at);
@@ -216,7 +221,7 @@ impl Core {
 
     /// Phase transition: the model finished the step; the calls it streamed
     /// are returned for routing.
-    pub(in crate::core) fn enter_running_tools(
+    pub(in crate::core::turn) fn enter_running_tools(
         &mut self,
         finish_reason: FinishReason,
         usage: Option<Usage>,
@@ -249,7 +254,7 @@ impl Core {
     }
 
     /// A call of this step waits for a person: no further step follows.
-    pub(in crate::core) fn note_waiting_on_person(&mut self) {
+    pub(in crate::core::turn) fn note_waiting_on_person(&mut self) {
         if let Some(TurnPhase::RunningTools(end)) = self.active.as_mut().map(|a| &mut a.phase) {
             end.waits_on_person = true;
         }
@@ -257,7 +262,7 @@ impl Core {
 
     /// A tool run ended: the phase moves on once nothing runs any more — the
     /// model speaks after the approved calls, and a step ends after its tools.
-    pub(in crate::core) fn maybe_finish_step(&mut self) {
+    pub(in crate::core::turn) fn maybe_finish_step(&mut self) {
         let Some(active) = self.active.as_ref() else {
             return;
         };
@@ -300,15 +305,15 @@ impl Core {
     }
 
     /// Ends the active turn: persist the answer, send the transcript, then the
-    /// terminal frame; then start whatever waits.
+    /// terminal frame; what runs next is decided once the event is done
+    /// (handed back: `turn/hand_back.rs`).
     pub(in crate::core) fn end_turn(&mut self, outcome: Outcome, error: Option<String>) {
         let Some(turn) = self.close_turn(outcome, error) else {
             return;
         };
-        if turn.is_recovery() {
-            self.finish_recovery();
-        }
-        self.after_turn();
+        self.handed_back.push(HandedBack::TurnEnded {
+            recovery: turn.is_recovery(),
+        });
     }
 
     /// Ends the active turn's stream (the answer persisted, the transcript
@@ -467,6 +472,17 @@ impl Core {
         Some(active)
     }
 
+    /// The recovery turn closed: the cut stream it recovered is no longer
+    /// offered, and a late ACK for it is answered like one for any ended
+    /// request, with the outcome its own replay ends with (`aborted`),
+    /// whenever the ACK comes.
+    fn retire_cut_stream(&mut self) {
+        if let Some(cut) = self.recovery.recovery_turn_closed() {
+            let ids = cut.record.origin_message_ids;
+            self.remember_finished(&cut.record.request_id, &ids, Outcome::Aborted);
+        }
+    }
+
     fn log_turn_ended(&mut self, active: &ActiveTurn, end: TurnEnd, reason: Option<String>) {
         self.log(LogEvent::TurnEnded {
             request_id: active.turn.request_id.clone(),
@@ -478,7 +494,7 @@ impl Core {
         });
     }
 
-    pub(in crate::core) fn remember_finished(
+    pub(in crate::core::turn) fn remember_finished(
         &mut self,
         request_id: &str,
         message_ids: &[String],

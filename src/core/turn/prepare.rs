@@ -8,7 +8,7 @@ use crate::core::Core;
 
 impl Core {
     /// What `before_turn` sees of `turn`.
-    pub(in crate::core) fn turn_context(&self, turn: &QueuedTurn) -> TurnContext {
+    pub(in crate::core::turn) fn turn_context(&self, turn: &QueuedTurn) -> TurnContext {
         let total = self.transcript.iter().count();
         let messages = self
             .transcript

@@ -16,7 +16,7 @@ pub const MAX_OWED_RESPONSES: usize = 32;
 
 impl Core {
     /// Writes down `response` as owed (with the writes that end its turn).
-    pub(in crate::core) fn owe_response(&mut self, response: &ChatResponse) {
+    pub(in crate::core::turn) fn owe_response(&mut self, response: &ChatResponse) {
         if self.owed_responses.len() >= MAX_OWED_RESPONSES {
             let dropped = self.owed_responses.remove(0);
             self.log(LogEvent::ResponseDropped {

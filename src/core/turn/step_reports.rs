@@ -17,7 +17,7 @@ use crate::core::Core;
 
 impl Core {
     /// What the writer adds at the answer's `start` chunk.
-    pub(in crate::core) fn start_metadata(&self, turn: &QueuedTurn) -> Option<Value> {
+    pub(in crate::core::turn) fn start_metadata(&self, turn: &QueuedTurn) -> Option<Value> {
         self.written_metadata(&MetadataMoment::Start {
             request_id: &turn.request_id,
             trigger: turn.trigger,
@@ -27,7 +27,7 @@ impl Core {
     }
 
     /// A step's model call finished with `usage`: counted in the turn's total.
-    pub(in crate::core) fn count_step_usage(&mut self, usage: Option<Usage>) {
+    pub(in crate::core::turn) fn count_step_usage(&mut self, usage: Option<Usage>) {
         let (Some(active), Some(usage)) = (self.active.as_mut(), usage) else {
             return;
         };
@@ -40,7 +40,7 @@ impl Core {
     /// The step `end` ended (its `finish-step` is sent) and `continues` says
     /// whether another follows: `on_step_end` is told, and what the writer
     /// adds for the step goes out as a `message-metadata` chunk.
-    pub(in crate::core) fn report_step_end(&mut self, end: &StepEnd, continues: bool) {
+    pub(in crate::core::turn) fn report_step_end(&mut self, end: &StepEnd, continues: bool) {
         let Some(active) = self.active.as_ref() else {
             return;
         };
@@ -63,7 +63,7 @@ impl Core {
     }
 
     /// What the writer adds at the answer's `finish` chunk.
-    pub(in crate::core) fn finish_metadata(&self) -> Option<Value> {
+    pub(in crate::core::turn) fn finish_metadata(&self) -> Option<Value> {
         let active = self.active.as_ref()?;
         self.written_metadata(&MetadataMoment::Finish {
             request_id: &active.turn.request_id,

@@ -1,4 +1,5 @@
-//! How streams end, in one place: the terminal `done` frame with its outcome,
+//! How streams end, in one place: the terminal `done` frame with its outcome
+//! (and the submission the request ran, settled with it),
 //! the error frame of a failed turn and its durable record (`TerminalError`,
 //! replayed to reconnecting tabs until a new turn is accepted), a refused
 //! frame's answer, and the frames that end a replay (a live stream caught up,
@@ -7,14 +8,14 @@
 use crate::protocol::{server, Outcome, ResponseFrame};
 
 use crate::core::contract::effects::StoreOp;
-use crate::core::rows::persisted::{ConfigKey, TerminalError};
+use crate::core::rows::persisted::{ConfigKey, SubmissionStatus, TerminalError};
 use crate::core::turn::ended::Finished;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
 impl Core {
     /// The `done` frame of request `id` with its outcome.
-    pub(in crate::core) fn send_terminal(
+    pub(in crate::core::turn) fn send_terminal(
         &mut self,
         to: Vec<ConnId>,
         id: &str,
@@ -34,7 +35,7 @@ impl Core {
     }
 
     /// The error of a failed turn, sent before its `done` frame.
-    pub(in crate::core) fn send_turn_error(
+    pub(in crate::core::turn) fn send_turn_error(
         &mut self,
         to: Vec<ConnId>,
         id: &str,
@@ -185,4 +186,59 @@ fn failed_frame(id: &str, text: &str, message_ids: &[String], continuation: bool
         ..ResponseFrame::new(id, text)
     }
     .to_json()
+}
+
+impl Core {
+    /// Request `id` ended with `outcome`: its terminal frame goes to `to`,
+    /// and a submission it ran is settled.
+    pub(in crate::core) fn request_ended(
+        &mut self,
+        to: Vec<ConnId>,
+        id: &str,
+        outcome: Outcome,
+        message_ids: Option<&[String]>,
+        continuation: bool,
+    ) {
+        self.send_terminal(to, id, outcome, message_ids, continuation);
+        self.submission_ended(id, outcome);
+    }
+
+    /// A turn's stream ended with `outcome` (`send_terminal`): a submission
+    /// it ran has ended too, unless a recovery turn carries it on.
+    pub(in crate::core::turn) fn submission_ended(&mut self, request_id: &str, outcome: Outcome) {
+        let status = match outcome {
+            Outcome::Completed => SubmissionStatus::Completed,
+            Outcome::Error => SubmissionStatus::Failed,
+            Outcome::Aborted => SubmissionStatus::Cancelled,
+            Outcome::Skipped => SubmissionStatus::Skipped,
+            Outcome::Recovering => return,
+        };
+        let Some(id) = self.submissions.live_id_for_request(request_id) else {
+            return;
+        };
+        self.settle_submission(&id, status, None);
+    }
+
+    /// The error text of a failing turn, kept for its submission.
+    pub(in crate::core::turn) fn submission_error(&mut self, request_id: &str, text: &str) {
+        self.submissions.note_error(request_id, text);
+    }
+
+    /// Writes submission `id`'s final status (with an error text, or the
+    /// one its failing turn reported).
+    pub(in crate::core) fn settle_submission(
+        &mut self,
+        id: &str,
+        status: SubmissionStatus,
+        error: Option<&str>,
+    ) {
+        let transcript = &self.transcript;
+        let answered = |answer: &str| transcript.get(answer).is_some();
+        let settled = self
+            .submissions
+            .settle(id, status, error, answered, self.now);
+        if let Some(record) = settled {
+            self.store(StoreOp::PutSubmission(record));
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::core::Core;
 
 impl Core {
     /// The call as the tool hooks see it, in the active turn.
-    pub(in crate::core) fn hook_call(
+    pub(in crate::core::turn) fn hook_call(
         &self,
         tool_call_id: &str,
         tool_name: &str,

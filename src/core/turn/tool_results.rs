@@ -21,6 +21,7 @@ use crate::core::data::transcript::{apply_approval, apply_tool_result};
 use crate::core::rows::persisted::{
     ConfigKey, PendingToolResult, PendingToolResultsRow, StreamApprovals,
 };
+use crate::core::turn::hand_back::HandedBack;
 use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
@@ -81,7 +82,7 @@ impl Core {
 
     /// A tab's result whose `after_tool_call` did not answer within the tool
     /// deadline is applied as the tab sent it. False: `call` is not one.
-    pub(in crate::core) fn on_tab_result_deadline(
+    pub(in crate::core::turn) fn on_tab_result_deadline(
         &mut self,
         call: crate::core::vocab::ids::CallId,
     ) -> bool {
@@ -120,7 +121,7 @@ impl Core {
     /// its call still waits for one (not when another result settled it
     /// meanwhile or the conversation was cleared). False: `call` is not a
     /// tab's result.
-    pub(in crate::core) fn on_tab_result_rewritten(
+    pub(in crate::core::turn) fn on_tab_result_rewritten(
         &mut self,
         call: crate::core::vocab::ids::CallId,
         rewritten: &crate::core::vocab::hooks::ToolOutcome,
@@ -141,7 +142,7 @@ impl Core {
         }
         // Turns held while it waited may start now.
         if self.tab_results_rewriting.is_empty() {
-            self.pump();
+            self.handed_back.push(HandedBack::TabResultsLanded);
         }
         true
     }
@@ -159,10 +160,11 @@ impl Core {
         if !applied {
             return;
         }
-        if let Some(tools) = result.client_tools.filter(|t| !t.is_empty()) {
-            self.remember_client_tools(tools);
-        }
-        self.after_human_answer(conn, result.auto_continue);
+        self.handed_back.push(HandedBack::PersonAnswered {
+            conn,
+            auto_continue: result.auto_continue,
+            client_tools: result.client_tools.filter(|t| !t.is_empty()),
+        });
     }
 
     /// A tab's result as the tool hooks see it: the call it settles and
@@ -241,15 +243,11 @@ impl Core {
         // An approval for a call that is unknown, settled or never asked is
         // ignored, as the reference server does (documented in the README).
         if self.update_tool_part(tool_call_id, |tool| apply_approval(tool, approved)) {
-            self.after_human_answer(conn, auto_continue);
-        }
-    }
-
-    fn after_human_answer(&mut self, conn: ConnId, auto_continue: bool) {
-        if auto_continue {
-            self.request_continuation(conn);
-        } else {
-            self.extend_continuation_window();
+            self.handed_back.push(HandedBack::PersonAnswered {
+                conn,
+                auto_continue,
+                client_tools: None,
+            });
         }
     }
 
@@ -310,7 +308,7 @@ impl Core {
     }
 
     /// The answer is stored (or gone): its approvals need no record of their own.
-    pub(in crate::core) fn forget_stream_approvals(&mut self) {
+    pub(in crate::core::turn) fn forget_stream_approvals(&mut self) {
         if self.stream_approvals.take().is_some() {
             self.store(StoreOp::DeleteConfig {
                 key: ConfigKey::StreamApprovals,

@@ -23,7 +23,7 @@ use crate::core::Core;
 
 impl Core {
     /// A continuation first runs the calls a person approved. Returns true if any run.
-    pub(in crate::core) fn run_approved_calls(&mut self) -> bool {
+    pub(in crate::core::turn) fn run_approved_calls(&mut self) -> bool {
         let approved: Vec<(String, String, Value)> = self
             .transcript
             .approved_calls()
@@ -83,7 +83,7 @@ impl Core {
     }
 
     /// The client tools of the active turn: its own (a sub-agent call) or the stored list.
-    pub(in crate::core) fn active_client_tools(&self) -> &[ClientToolSchema] {
+    pub(in crate::core::turn) fn active_client_tools(&self) -> &[ClientToolSchema] {
         match self
             .active
             .as_ref()
@@ -112,7 +112,7 @@ impl Core {
     }
 
     /// The call is not run: an input error the model reads.
-    pub(in crate::core) fn refuse_tool_call(&mut self, call: &StepCall, error_text: String) {
+    pub(in crate::core::turn) fn refuse_tool_call(&mut self, call: &StepCall, error_text: String) {
         let input = gate::read_value(&call.arguments, &MODEL_TOOL_INPUT)
             .map(|v| normalize_input(&v))
             .unwrap_or_else(|_| serde_json::json!({}));
@@ -124,7 +124,7 @@ impl Core {
         });
     }
 
-    pub(in crate::core) fn route_tool_call(&mut self, call: &StepCall) {
+    pub(in crate::core::turn) fn route_tool_call(&mut self, call: &StepCall) {
         let parsed = if call.arguments.trim().is_empty() {
             Ok(serde_json::json!({}))
         } else {

@@ -27,6 +27,19 @@ impl ApprovalRule {
     }
 }
 
+/// Two rules are the same when they are the same kind, and a rule decided
+/// from the input is the same closure.
+impl PartialEq for ApprovalRule {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ApprovalRule::Never, ApprovalRule::Never) => true,
+            (ApprovalRule::Always, ApprovalRule::Always) => true,
+            (ApprovalRule::When(a), ApprovalRule::When(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Debug for ApprovalRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -40,7 +53,7 @@ impl fmt::Debug for ApprovalRule {
 /// A server tool as the core sees it: its schema, approval rule, whether a
 /// client tool of the same name may replace it, and how long a run may take.
 /// The host holds the code that runs it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,

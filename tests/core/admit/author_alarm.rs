@@ -77,3 +77,23 @@ fn the_alarm_and_a_running_turns_heartbeat_share_the_durable_alarm() {
     );
     assert_eq!(sim.author_alarms, [500]);
 }
+
+#[test]
+fn an_alarm_set_by_event_is_stored_and_runs_once_when_due() {
+    let mut sim = Sim::new();
+    sim.handle(Event::AuthorAlarmSet { at_ms: Some(5_000) });
+    assert!(sim.store.config(ConfigKey::AuthorAlarm).is_some(), "stored");
+    assert_eq!(sim.core().scheduled_alarm(), Some(5_000));
+    sim.advance(10_000);
+    assert_eq!(sim.author_alarms, [5_000]);
+    sim.handle(Event::AuthorAlarmSet {
+        at_ms: Some(20_000),
+    });
+    sim.handle(Event::AuthorAlarmSet { at_ms: None });
+    assert!(
+        sim.store.config(ConfigKey::AuthorAlarm).is_none(),
+        "cancelled"
+    );
+    sim.advance(30_000);
+    assert_eq!(sim.author_alarms, [5_000], "a cancelled alarm never runs");
+}

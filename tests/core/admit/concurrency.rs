@@ -259,6 +259,31 @@ fn drop_still_queues_a_regeneration() {
 }
 
 #[test]
+fn drop_still_queues_the_agents_own_chat_that_overlaps_a_running_turn() {
+    let mut sim = sim_with(Concurrency::Drop);
+    burst(&mut sim, 1, 0);
+    sim.script(Reply::text("own answer"));
+    sim.advance(20);
+    sim.handle(durable_chat::core::Event::ProgrammaticChat {
+        conn: None,
+        message: durable_chat::protocol::UIMessage::user_text("pm-1", "daily summary"),
+        tools: Vec::new(),
+        executor: false,
+    });
+    assert!(
+        sim.store.message("pm-1").is_some(),
+        "stored while a turn runs"
+    );
+    sim.run_until_idle();
+    assert_eq!(
+        model_ran(&sim),
+        2,
+        "the agent's own turn ran after the first"
+    );
+    assert_eq!(outcome(&sim, "r1").as_deref(), Some("completed"));
+}
+
+#[test]
 fn debounce_starts_the_survivor_a_quiet_window_after_the_last_submit() {
     let mut sim = sim_with(Concurrency::Debounce { ms: 200 });
     sim.script(Reply::words(10).every(10))

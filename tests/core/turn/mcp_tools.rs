@@ -37,6 +37,29 @@ fn set(sim: &mut Sim, servers: &Servers) {
 }
 
 #[test]
+fn the_servers_changing_is_an_event_every_open_tab_hears_of() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.clear_frames();
+    let (servers, _) = demo_servers(McpServer::new("Demo", "http://127.0.0.1:1/mcp"));
+    sim.handle(durable_chat::core::Event::McpServersChanged {
+        frame: servers.frame(),
+        tools: servers.tool_specs(),
+    });
+    let sent = of_type(sim.frames("a"), MCP);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["mcp"]["servers"]["demo"]["state"], "ready");
+    let names: Vec<String> = servers.tool_specs().into_iter().map(|t| t.name).collect();
+    assert_eq!(names.len(), 2, "both of the server's tools");
+    for name in &names {
+        assert!(
+            sim.core().config().tool(name).is_some(),
+            "{name} is offered"
+        );
+    }
+}
+
+#[test]
 fn a_tab_gets_the_servers_frame_on_connect_and_every_tab_when_it_changes() {
     let mut sim = Sim::new();
     let (servers, _) = demo_servers(McpServer::new("Demo", "http://127.0.0.1:1/mcp"));

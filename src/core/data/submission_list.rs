@@ -7,26 +7,22 @@ use crate::core::vocab::submit::KEPT_SUBMISSIONS;
 
 /// Every submission the core still remembers, oldest first.
 #[derive(Debug, Default)]
-pub(in crate::core) struct Submissions {
+pub struct Submissions {
     records: Vec<SubmissionRecord>,
 }
 
 impl Submissions {
-    pub(in crate::core) fn restore(mut records: Vec<SubmissionRecord>) -> Submissions {
+    pub fn restore(mut records: Vec<SubmissionRecord>) -> Submissions {
         records.sort_by_key(|r| r.submitted_at);
         Submissions { records }
     }
 
-    pub(in crate::core::admit) fn get(&self, id: &str) -> Option<&SubmissionRecord> {
+    pub fn get(&self, id: &str) -> Option<&SubmissionRecord> {
         self.records.iter().find(|r| r.id == id)
     }
 
     /// The submission `caller` made under idempotency key `key`.
-    pub(in crate::core::admit) fn by_key(
-        &self,
-        caller: Option<&str>,
-        key: &str,
-    ) -> Option<&SubmissionRecord> {
+    pub fn by_key(&self, caller: Option<&str>, key: &str) -> Option<&SubmissionRecord> {
         self.records.iter().find(|r| {
             r.idempotency_key.as_deref() == Some(key)
                 && r.caller.as_deref().filter(|c| !c.is_empty()) == caller
@@ -42,21 +38,18 @@ impl Submissions {
     }
 
     /// The id of the unfinished submission whose turn is request `request_id`.
-    pub(in crate::core::admit) fn live_id_for_request(
-        &mut self,
-        request_id: &str,
-    ) -> Option<String> {
+    pub fn live_id_for_request(&mut self, request_id: &str) -> Option<String> {
         self.live_for_request(request_id).map(|r| r.id.clone())
     }
 
     /// The unfinished submissions, oldest first.
-    pub(in crate::core::admit) fn live(&self) -> impl Iterator<Item = &SubmissionRecord> {
+    pub fn live(&self) -> impl Iterator<Item = &SubmissionRecord> {
         self.records.iter().filter(|r| !r.status.is_final())
     }
 
     /// The submission `owner` names started running as request `request_id`,
     /// whose answer is message `answer`.
-    pub(in crate::core::admit) fn start(
+    pub fn start(
         &mut self,
         owner: &str,
         request_id: &str,
@@ -72,7 +65,7 @@ impl Submissions {
     }
 
     /// The error text of a failing turn, kept for its submission.
-    pub(in crate::core::admit) fn note_error(&mut self, request_id: &str, text: &str) {
+    pub fn note_error(&mut self, request_id: &str, text: &str) {
         if let Some(record) = self.live_for_request(request_id) {
             record.error = Some(text.to_string());
         }
@@ -81,7 +74,7 @@ impl Submissions {
     /// Submission `id`, unfinished, ends with `status` (and an error text, or
     /// the one its failing turn reported); its answer is kept when
     /// `answered` says it is in the transcript.
-    pub(in crate::core::admit) fn settle(
+    pub fn settle(
         &mut self,
         id: &str,
         status: SubmissionStatus,
@@ -110,7 +103,7 @@ impl Submissions {
 
     /// Keeps a new submission and at most `KEPT_SUBMISSIONS` in all (the
     /// oldest finished ones go); returns the ids of those that went.
-    pub(in crate::core::admit) fn remember(&mut self, record: SubmissionRecord) -> Vec<String> {
+    pub fn remember(&mut self, record: SubmissionRecord) -> Vec<String> {
         self.records.push(record);
         let mut gone = Vec::new();
         while self.records.len() > KEPT_SUBMISSIONS {

@@ -96,6 +96,7 @@ pub mod demo;
 pub mod log;
 pub mod mcp;
 pub mod model;
+pub mod outbound;
 pub mod prelude;
 pub mod protocol;
 pub mod router;

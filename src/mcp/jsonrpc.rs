@@ -75,6 +75,10 @@ pub enum McpError {
     /// A reply body over `MAX_REPLY_BYTES`.
     #[error("the answer is larger than {MAX_REPLY_BYTES} bytes")]
     TooLarge,
+    /// A URL the outbound host policy refuses (`crate::outbound`): no
+    /// request was made.
+    #[error("{0}")]
+    Refused(String),
     /// A message over its budget's values or nesting (or a stream past
     /// its bytes or idle time): refused before it was built.
     #[error("the answer was refused: {0}")]

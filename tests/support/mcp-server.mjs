@@ -135,7 +135,7 @@ async function floodStream(res, limit) {
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
  * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
- * events (with `oauth`), close()}.
+ * events (with `oauth`), hits (every HTTP request it was sent, as `METHOD path`), close()}.
  */
 export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth, extras, legacySse, hostile, floodBytes = 160 * MiB } = {}) {
   const streams = new Map();
@@ -236,12 +236,15 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
   const bound = httpServer.address().port;
   const origin = `http://${host}:${bound}`;
   const control = {};
+  const hits = [];
+  httpServer.on('request', (req) => hits.push(`${req.method} ${req.url}`));
   httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, control, ...oauth }) : handler);
   return {
     url: `http://${host}:${bound}/mcp`,
     port: bound,
     calls,
     sessions: opened,
+    hits,
     listings,
     /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
     events,

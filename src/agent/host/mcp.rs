@@ -25,6 +25,7 @@ use crate::mcp::{
     tool_outcome, Connect, ConnectStep, McpError, McpRequest, McpServer, ServerRecord, ServerState,
     Servers, Session,
 };
+use crate::outbound::OutboundHosts;
 
 use super::mcp_http::exchange;
 use super::mcp_oauth::AfterUnauthorized;
@@ -43,6 +44,8 @@ const RETRY_FAILED_AFTER_MS: u64 = 10_000;
 /// The servers and their sessions (see the module header).
 pub(super) struct McpClients {
     state: RefCell<McpState>,
+    /// The hosts every fetch for the servers may reach (`crate::outbound`).
+    hosts: OutboundHosts,
 }
 
 #[derive(Default)]
@@ -63,14 +66,24 @@ struct McpState {
 }
 
 impl McpClients {
-    /// No server yet; `own_tools` are names no MCP tool may take.
-    pub(super) fn new(own_tools: impl IntoIterator<Item = String>) -> McpClients {
+    /// No server yet; `own_tools` are names no MCP tool may take, `hosts`
+    /// the hosts a server (and its sign-in) may be on.
+    pub(super) fn new(
+        own_tools: impl IntoIterator<Item = String>,
+        hosts: OutboundHosts,
+    ) -> McpClients {
         McpClients {
             state: RefCell::new(McpState {
-                servers: Servers::new(own_tools),
+                servers: Servers::new(own_tools, hosts.clone()),
                 ..McpState::default()
             }),
+            hosts,
         }
+    }
+
+    /// The hosts every fetch for the servers may reach.
+    pub(super) fn hosts(&self) -> &OutboundHosts {
+        &self.hosts
     }
 
     pub(super) fn set_agent_url(&self, url: String) {
@@ -188,8 +201,9 @@ impl AgentHost {
             .map_err(|e| format!("the MCP server could not be forgotten: {e}"))?;
         self.forget_mcp_credentials(&id);
         if let Some(end) = session.and_then(|s| s.end()) {
+            let hosts = self.mcp.hosts().clone();
             spawn_local(async move {
-                let _ = exchange(&end, CONNECT_TIMEOUT_MS, None).await;
+                let _ = exchange(&end, &hosts, CONNECT_TIMEOUT_MS, None).await;
             });
         }
         self.publish_mcp();
@@ -257,7 +271,7 @@ impl AgentHost {
         self.connect_mcp(id.to_string());
     }
 
-    /// A sign-in to server `id` failed (`error` says why).
+    /// A sign-in to server `id` failed, or its URL is refused (`error` says why).
     pub(super) fn mcp_sign_in_failed(self: &Rc<Self>, id: &str, error: &str) {
         {
             let mut state = self.mcp.state.borrow_mut();
@@ -289,7 +303,14 @@ impl AgentHost {
         };
         let (mut listing, mut request) = Connect::relist(&mut session);
         let outcome = loop {
-            let reply = send(link.as_ref(), &request, CONNECT_TIMEOUT_MS, None).await;
+            let reply = send(
+                link.as_ref(),
+                self.mcp.hosts(),
+                &request,
+                CONNECT_TIMEOUT_MS,
+                None,
+            )
+            .await;
             match listing.on_reply(&mut session, reply) {
                 ConnectStep::Send(next) => request = next,
                 ConnectStep::Done(outcome) => break outcome,
@@ -327,6 +348,16 @@ impl AgentHost {
 
     /// One handshake with server `id`; its outcome is the server's new state.
     async fn run_connect(self: Rc<Self>, id: String) {
+        let refused = {
+            let state = self.mcp.state.borrow();
+            let url = state.servers.server(&id).map(|s| s.url.clone());
+            url.and_then(|url| self.mcp.hosts.check(&url, "MCP server URL").err())
+        };
+        if let Some(why) = refused {
+            // A declared server on a host the policy refuses: never fetched.
+            self.mcp_sign_in_failed(&id, &why);
+            return;
+        }
         let started = {
             let mut state = self.mcp.state.borrow_mut();
             let Some(server) = state.servers.server(&id).cloned() else {
@@ -351,7 +382,7 @@ impl AgentHost {
             if let Some(token) = self.mcp_bearer(&id, &server).await {
                 session.set_bearer(&token);
             }
-            let outcome = handshake(&mut session, None).await;
+            let outcome = handshake(&mut session, self.mcp.hosts(), None).await;
             let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
                 break outcome;
             };
@@ -364,14 +395,14 @@ impl AgentHost {
             {
                 AfterUnauthorized::Retry => may_refresh = false,
                 AfterUnauthorized::Failed(e) => break Err(e),
-                AfterUnauthorized::SignIn(url) => {
+                AfterUnauthorized::SignIn { url, issuer } => {
                     {
                         let mut state = self.mcp.state.borrow_mut();
                         if state.connecting.get(&id) != Some(&generation) {
                             return;
                         }
                         state.connecting.remove(&id);
-                        state.servers.set_authenticating(&id, &url);
+                        state.servers.set_authenticating(&id, &url, &issuer);
                     }
                     self.publish_mcp();
                     return;
@@ -386,13 +417,13 @@ impl AgentHost {
                 headers.push(("authorization".into(), format!("Bearer {token}")));
             }
             if let Ok((opened, post_url)) =
-                SseLink::open(&server.url, &headers, CONNECT_TIMEOUT_MS).await
+                SseLink::open(&server.url, &headers, self.mcp.hosts(), CONNECT_TIMEOUT_MS).await
             {
                 let mut legacy = Session::new(&post_url, &server.headers);
                 if let Some(token) = &bearer {
                     legacy.set_bearer(token);
                 }
-                outcome = handshake(&mut legacy, Some(&opened)).await;
+                outcome = handshake(&mut legacy, self.mcp.hosts(), Some(&opened)).await;
                 session = legacy;
                 link = Some(opened);
             }
@@ -490,7 +521,14 @@ impl AgentHost {
                 return Err(format!("The MCP server '{name}' is not connected."));
             };
             let link = self.mcp.state.borrow().links.get(&id).cloned();
-            let sent = send(link.as_ref(), &request, timeout, Some(abort.clone())).await;
+            let sent = send(
+                link.as_ref(),
+                self.mcp.hosts(),
+                &request,
+                timeout,
+                Some(abort.clone()),
+            )
+            .await;
             let read = match sent {
                 Ok(reply) => reader.read(&request, &reply),
                 Err(e) => Err(e),
@@ -569,11 +607,12 @@ impl AgentHost {
 /// `initialize`, `initialized` and the tool listing on `session`.
 async fn handshake(
     session: &mut Session,
+    hosts: &OutboundHosts,
     link: Option<&Rc<SseLink>>,
 ) -> Result<crate::mcp::Connected, McpError> {
     let (mut connect, mut request) = Connect::start(session);
     loop {
-        let reply = send(link, &request, CONNECT_TIMEOUT_MS, None).await;
+        let reply = send(link, hosts, &request, CONNECT_TIMEOUT_MS, None).await;
         match connect.on_reply(session, reply) {
             ConnectStep::Send(next) => request = next,
             ConnectStep::Done(outcome) => return outcome,
@@ -585,12 +624,13 @@ async fn handshake(
 /// one (the older HTTP+SSE transport), a plain POST otherwise.
 async fn send(
     link: Option<&Rc<SseLink>>,
+    hosts: &OutboundHosts,
     request: &McpRequest,
     timeout_ms: u64,
     abort: Option<CallAbort>,
 ) -> Result<crate::mcp::McpReply, McpError> {
     match link {
         Some(link) => link.send(request, timeout_ms, abort).await,
-        None => exchange(request, timeout_ms, abort).await,
+        None => exchange(request, hosts, timeout_ms, abort).await,
     }
 }

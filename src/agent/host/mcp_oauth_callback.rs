@@ -68,7 +68,7 @@ impl AgentHost {
             &credentials.redirect_uri,
             &credentials.resource,
         );
-        let tokens = match exchange(&request, OAUTH_TIMEOUT_MS, None).await {
+        let tokens = match exchange(&request, self.mcp.hosts(), OAUTH_TIMEOUT_MS, None).await {
             Ok(reply) => read_tokens(&reply, now_ms(), None),
             Err(e) => Err(e),
         };

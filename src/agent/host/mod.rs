@@ -178,7 +178,10 @@ impl AgentHost {
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
-        let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
+        let mcp = mcp::McpClients::new(
+            tools.iter().map(|t| t.spec.name.clone()),
+            settings.outbound_hosts.clone(),
+        );
         let child_calls = ChildCalls::new(ChildCallLimits {
             per_turn: settings.turns.limits.max_child_calls_per_turn,
             per_agent: settings.turns.limits.max_child_calls_per_agent,

@@ -129,6 +129,8 @@ pub mod limits {
 #[doc(hidden)]
 pub mod __private {
     #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::host::lazy::LazyHost;
+    #[cfg(target_arch = "wasm32")]
     pub use crate::agent::host::AgentHost;
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::rpc_target::call as rpc_call;

@@ -165,11 +165,14 @@ pub fn read_reply(
         if let Some(error) = message.get("error") {
             return Err(McpError::Rpc {
                 code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error")
-                    .to_string(),
+                // The server's words, cut to their start (they reach the
+                // tabs, the model and the log).
+                message: snippet(
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error"),
+                ),
             });
         }
         // Taken, not copied: a result may be megabytes.

@@ -27,6 +27,16 @@ use super::tool_caps::{self, LeftOut, MAX_TOOL_SPECS_BYTES};
 
 /// The most MCP servers one agent connects to (declared and added).
 pub const MAX_SERVERS: usize = 16;
+/// The most characters of a server's `error` the tabs and the agent's code see.
+pub const MAX_ERROR_CHARS: usize = 1000;
+
+/// `text` cut to `MAX_ERROR_CHARS` characters (`…` marks the cut).
+fn capped(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
 
 /// Where a server stands (the `state` the `agents` client knows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -240,7 +250,7 @@ impl Servers {
             .sum();
         let room = MAX_TOOL_SPECS_BYTES.saturating_sub(used);
         let (tools, bytes) = tool_caps::keep_within(tools, room, &mut left_out);
-        let status = tool_caps::status(&left_out);
+        let status = tool_caps::status(&left_out).map(|s| capped(&s));
         if let Some(entry) = self.entries.get_mut(id) {
             entry.tools = tools;
             entry.tool_bytes = bytes;
@@ -250,11 +260,12 @@ impl Servers {
         status
     }
 
-    /// The server failed (`error` says why): its tools are withdrawn.
+    /// The server failed (`error` says why, cut to `MAX_ERROR_CHARS`): its
+    /// tools are withdrawn.
     pub fn set_failed(&mut self, id: &str, error: &str) {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Failed;
-            entry.error = Some(error.to_string());
+            entry.error = Some(capped(error));
             entry.auth_url = None;
             entry.auth_issuer = None;
         }
@@ -597,5 +608,18 @@ mod tests {
         assert!(allowed
             .add(McpServer::new("s1", "https://m.example/"), false)
             .is_ok());
+    }
+
+    #[test]
+    fn a_servers_error_is_cut_for_the_tabs() {
+        let mut servers = Servers::default();
+        let id = servers
+            .add(McpServer::new("Loud", "https://m.example/"), false)
+            .unwrap();
+        servers.set_failed(&id, &"e".repeat(50_000));
+        let frame: Value = serde_json::from_str(&servers.frame()).unwrap();
+        let error = frame["mcp"]["servers"]["loud"]["error"].as_str().unwrap();
+        assert_eq!(error.chars().count(), MAX_ERROR_CHARS + 1);
+        assert!(error.ends_with('…'));
     }
 }

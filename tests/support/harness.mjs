@@ -32,7 +32,7 @@ export const DEFAULT_BINDINGS = {
   LOG_LEVEL: 'info',
   CHANNEL_SECRET: 'test-channel-secret',
   MODEL_ERROR_DETAIL: 'tabs',
-  COORDINATOR_CHILDREN: '*',
+  COORDINATOR_CHILDREN: '*, ThinkChild/*',
   MCP_ADMIN_TOKEN: 'test-admin',
   // The test servers (MCP, OAuth, model) listen on this machine; a hostile test turns it off.
   OUTBOUND_ALLOW_HOSTS: '127.0.0.1',

@@ -1,7 +1,9 @@
 //! The host's side of the agent's MCP client: the servers (declared by the
 //! definition, added and removed by the agent's code and stored), each
-//! one's session and the connect in flight; connecting on start and when a
-//! server is added (again after an eviction, from the stored rows), the
+//! one's session and the connect in flight; connecting when first needed
+//! (a request `authorize` let in, a turn, the agent's code adding or
+//! removing a server, a sign-in coming back; never for a request refused)
+//! and when a server is added (again after an eviction, from the stored rows), the
 //! servers' tools and state handed to the core after every change, a
 //! model's call sent to its server, and failed servers tried again when a
 //! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
@@ -17,6 +19,7 @@ use worker::Delay;
 
 use crate::agent::tool_context::AbortSignal;
 use crate::agent::tool_context::AbortSignal as CallAbort;
+use crate::core::quoted;
 use crate::log::LogLevel;
 use crate::mcp::connect::MAX_TOOL_PAGES;
 use crate::mcp::legacy_sse::should_fall_back;
@@ -63,6 +66,9 @@ struct McpState {
     refreshing: HashSet<String>,
     /// The agent's own URL, the base of its OAuth callback.
     agent_url: Option<String>,
+    /// The definition's servers until the servers are first needed (then
+    /// `None`: they and the stored ones are added and connected).
+    unstarted: Option<Vec<McpServer>>,
 }
 
 impl McpClients {
@@ -71,10 +77,12 @@ impl McpClients {
     pub(super) fn new(
         own_tools: impl IntoIterator<Item = String>,
         hosts: OutboundHosts,
+        declared: Vec<McpServer>,
     ) -> McpClients {
         McpClients {
             state: RefCell::new(McpState {
                 servers: Servers::new(own_tools, hosts.clone()),
+                unstarted: Some(declared),
                 ..McpState::default()
             }),
             hosts,
@@ -113,8 +121,16 @@ impl McpClients {
 }
 
 impl AgentHost {
-    /// On start: the definition's servers and the stored ones, each connected.
-    pub(super) fn start_mcp(self: &Rc<Self>, declared: Vec<McpServer>) {
+    /// The first time the servers are needed: the definition's servers and
+    /// the stored ones, each connected. Later calls do nothing.
+    pub(super) fn ensure_mcp(self: &Rc<Self>) {
+        let unstarted = self.mcp.state.borrow_mut().unstarted.take();
+        if let Some(declared) = unstarted {
+            self.start_mcp(declared);
+        }
+    }
+
+    fn start_mcp(self: &Rc<Self>, declared: Vec<McpServer>) {
         let mut ids = Vec::new();
         for server in declared {
             let name = server.name.clone();
@@ -122,7 +138,7 @@ impl AgentHost {
                 Ok(id) => ids.push(id),
                 Err(e) => self.log_line(
                     LogLevel::Error,
-                    &format!("mcp: server '{name}' refused: {e}"),
+                    &format!("mcp: server '{name}' refused: {}", quoted(&e.to_string())),
                 ),
             }
         }
@@ -148,7 +164,7 @@ impl AgentHost {
                 Ok(id) => ids.push(id),
                 Err(e) => self.log_line(
                     LogLevel::Error,
-                    &format!("mcp: stored server '{id}' skipped: {e}"),
+                    &format!("mcp: stored server '{id}' skipped: {}", quoted(&e)),
                 ),
             }
         }
@@ -163,6 +179,7 @@ impl AgentHost {
 
     /// Adds (or updates) a server for good: stored, connected, announced.
     pub(crate) fn add_mcp_server(self: &Rc<Self>, server: McpServer) -> Result<String, String> {
+        self.ensure_mcp();
         let record =
             serde_json::to_string(&ServerRecord::of(&server)).map_err(|e| e.to_string())?;
         let id = self
@@ -183,6 +200,7 @@ impl AgentHost {
 
     /// Removes a server the agent's code added: forgotten, its session ended.
     pub(crate) fn remove_mcp_server(self: &Rc<Self>, name: &str) -> Result<bool, String> {
+        self.ensure_mcp();
         let (id, session) = {
             let mut state = self.mcp.state.borrow_mut();
             let Some(id) = state.servers.id_of(name) else {
@@ -224,6 +242,7 @@ impl AgentHost {
     /// most every `RETRY_FAILED_AFTER_MS`), and servers still connecting
     /// are waited for a little, so the turn is offered their tools.
     pub(super) async fn mcp_ready_for_turn(self: &Rc<Self>) {
+        self.ensure_mcp();
         let now = now_ms();
         let retry: Vec<String> = {
             let state = self.mcp.state.borrow();
@@ -278,7 +297,10 @@ impl AgentHost {
             state.servers.set_failed(id, error);
             state.failed_at.insert(id.to_string(), now_ms());
         }
-        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {error}"));
+        self.log_line(
+            LogLevel::Warn,
+            &format!("mcp: server '{id}': {}", quoted(error)),
+        );
         self.publish_mcp();
     }
 
@@ -334,7 +356,10 @@ impl AgentHost {
             Err(e) => {
                 self.log_line(
                     LogLevel::Warn,
-                    &format!("mcp: server '{id}' could not list its tools again: {e}"),
+                    &format!(
+                        "mcp: server '{id}' could not list its tools again: {}",
+                        quoted(&e.to_string())
+                    ),
                 );
                 self.connect_mcp(id);
             }
@@ -447,7 +472,10 @@ impl AgentHost {
                         ),
                     );
                     if let Some(note) = state.servers.set_ready(&id, connected) {
-                        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {note}"));
+                        self.log_line(
+                            LogLevel::Warn,
+                            &format!("mcp: server '{id}': {}", quoted(&note)),
+                        );
                     }
                     state.sessions.insert(id.clone(), session);
                     if let Some(link) = link {
@@ -465,7 +493,10 @@ impl AgentHost {
                     if let Some(link) = link {
                         link.close();
                     }
-                    self.log_line(LogLevel::Warn, &format!("mcp: server '{id}' failed: {e}"));
+                    self.log_line(
+                        LogLevel::Warn,
+                        &format!("mcp: server '{id}' failed: {}", quoted(&e.to_string())),
+                    );
                     state.servers.set_failed(&id, &e.to_string());
                     state.failed_at.insert(id.clone(), now_ms());
                 }
@@ -582,7 +613,7 @@ impl AgentHost {
         }
         self.log_line(
             LogLevel::Warn,
-            &format!("mcp: server '{id}' failed: {error}"),
+            &format!("mcp: server '{id}' failed: {}", quoted(&error.to_string())),
         );
         self.publish_mcp();
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use worker::{Delay, Url};
 
+use crate::core::quoted;
 use crate::log::LogLevel;
 use crate::mcp::oauth::discovery::{
     auth_server_metadata_urls, get, read_auth_server_metadata, read_challenge,
@@ -54,7 +55,10 @@ impl AgentHost {
             Err(e) => {
                 self.log_line(
                     LogLevel::Warn,
-                    &format!("mcp: stored sign-in of '{id}' unreadable: {e}"),
+                    &format!(
+                        "mcp: stored sign-in of '{id}' unreadable: {}",
+                        quoted(&e.to_string())
+                    ),
                 );
                 None
             }
@@ -136,7 +140,10 @@ impl AgentHost {
             Ok(_) => self.log_line(LogLevel::Info, &format!("mcp: tokens of '{id}' refreshed")),
             Err(e) => self.log_line(
                 LogLevel::Warn,
-                &format!("mcp: tokens of '{id}' not refreshed: {e}"),
+                &format!(
+                    "mcp: tokens of '{id}' not refreshed: {}",
+                    quoted(&e.to_string())
+                ),
             ),
         }
         outcome

@@ -196,6 +196,12 @@ impl fmt::Display for Id<'_> {
 /// Free text in a line: quoted, on one line, at most 200 characters.
 struct Quoted<'a>(&'a str);
 
+/// `text` (a remote server's words: an error, a name) as a log line may
+/// carry it: quoted, on one line, at most 200 characters.
+pub fn quoted(text: &str) -> String {
+    Quoted(text).to_string()
+}
+
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MAX: usize = 200;

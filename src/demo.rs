@@ -173,10 +173,16 @@ impl AgentDefinition for DemoAgent {
         routes::serve(req, agent, self.mcp_admin_token.as_deref()).await
     }
 
-    /// The scheduled check-in: the agent submits a message of its own.
+    /// The scheduled check-in: the agent submits a message of its own,
+    /// named as the alarm's (anyone let in may set it with `…/schedule`, so
+    /// its turns count toward `RATE_LIMIT_PER_AGENT` and the log names them).
     async fn on_alarm(&self, agent: crate::agent::AgentHandle) {
         let message = crate::protocol::UIMessage::user_text("", "scheduled check-in");
-        if let Err(e) = agent.submit_messages(vec![message], Default::default()) {
+        let options = crate::agent::SubmitOptions {
+            caller: Some("alarm".into()),
+            ..Default::default()
+        };
+        if let Err(e) = agent.submit_messages(vec![message], options) {
             crate::log::write(
                 crate::log::LogLevel::Warn,
                 &format!("the scheduled check-in was refused: {e}"),

@@ -17,7 +17,7 @@ impl Submissions {
         Submissions { records }
     }
 
-    pub(in crate::core::admit) fn get(&self, id: &str) -> Option<&SubmissionRecord> {
+    pub(in crate::core) fn get(&self, id: &str) -> Option<&SubmissionRecord> {
         self.records.iter().find(|r| r.id == id)
     }
 

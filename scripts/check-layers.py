@@ -3,7 +3,7 @@
 src/ import each other in a circle.
 
 Layers, lowest first (a file may use its own layer and those below it):
-  crate:  protocol, model, routing  <  core  <  store, log (the console), mcp  <  agent, router  <  demo, worker_entry, test_kit
+  crate:  protocol, model, routing, outbound  <  core  <  store, log (the console), mcp  <  agent, router  <  demo, worker_entry, test_kit
   core:   vocab < rows < contract < data < (admit, turn, recovery, synced_state, callables, logging.rs, mcp.rs, mod.rs)
 A file of a lower core layer must name the items it uses by their layered path
 (`crate::core::vocab::...`): the flat names of `core/mod.rs` sit at the top.
@@ -26,7 +26,7 @@ import os, re, sys
 from collections import defaultdict
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src')
-CRATE_RANK = {'protocol': 0, 'model': 0, 'routing': 0, 'log': 2, 'core': 1, 'store': 2, 'mcp': 2,
+CRATE_RANK = {'protocol': 0, 'model': 0, 'routing': 0, 'outbound': 0, 'log': 2, 'core': 1, 'store': 2, 'mcp': 2,
               'testing': 2, 'agent': 3, 'router': 3, 'prelude': 4, 'demo': 5, 'worker_entry': 5,
               'test_kit': 5}
 CORE_RANK = {'vocab': 0, 'rows': 1, 'contract': 2, 'data': 3, 'admit': 4, 'turn': 4,

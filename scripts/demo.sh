@@ -3,7 +3,8 @@
 # scripts/build.sh itself). Without a real OPENAI_BASE_URL (environment or .dev.vars) it also starts
 # the scripted model server on 127.0.0.1:${MODEL_PORT:-8788} and points the worker at it. Unless
 # MCP_DEMO_URL is set (to a server of your own, or to "" for none), it starts the repository's MCP
-# server (tests/support/mcp-server.mjs) on 127.0.0.1:${MCP_PORT:-8790} and connects the demo agent to it.
+# server (tests/support/mcp-server.mjs) on 127.0.0.1:${MCP_PORT:-8790}, allows that host and port for
+# the agent's outbound fetches (OUTBOUND_ALLOW_HOSTS, unless set) and connects the demo agent to it.
 # Extra args go to wrangler dev (e.g. --persist-to .wrangler/demo-state).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -81,6 +82,12 @@ if [ -z "${MCP_DEMO_URL+set}" ]; then
     sleep 0.1
   done
   MCP_DEMO_URL="http://127.0.0.1:$MCP_PORT/mcp"
+  # The agent fetches no loopback host unless allowed: this run allows its own MCP server's.
+  if [ -z "${OUTBOUND_ALLOW_HOSTS:-}" ] && ! dev_vars_set OUTBOUND_ALLOW_HOSTS; then
+    VAR_ARGS+=(--var "OUTBOUND_ALLOW_HOSTS:127.0.0.1:$MCP_PORT")
+  elif [ -n "${OUTBOUND_ALLOW_HOSTS:-}" ]; then
+    VAR_ARGS+=(--var "OUTBOUND_ALLOW_HOSTS:$OUTBOUND_ALLOW_HOSTS")
+  fi
 fi
 if [ -n "$MCP_DEMO_URL" ]; then
   VAR_ARGS+=(--var "MCP_DEMO_URL:$MCP_DEMO_URL")

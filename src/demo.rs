@@ -27,6 +27,10 @@ pub struct DemoAgent {
     /// `MCP_ADMIN_TOKEN`: who may add, list and remove MCP servers at run
     /// time (`mcp_routes.rs`); unset, nobody may.
     pub mcp_admin_token: Option<String>,
+    /// `DEBUG_AUTHORIZE_HEADER` (read by the test build only): the agent's
+    /// own `authorize` also refuses (403) a request without this header, as
+    /// an author's access check of its own would.
+    pub debug_authorize_header: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -49,6 +53,22 @@ pub struct DeleteFileInput {
 }
 
 impl AgentDefinition for DemoAgent {
+    fn authorize(
+        &self,
+        request: &crate::agent::RequestInfo,
+        settings: &crate::agent::AgentSettings,
+    ) -> Result<(), crate::agent::Refusal> {
+        #[cfg(feature = "debug-routes")]
+        if let Some(header) = &self.debug_authorize_header {
+            if request.header(header).is_none() {
+                return Err(crate::agent::Refusal::forbidden(
+                    "refused by the agent's own authorize",
+                ));
+            }
+        }
+        crate::agent::default_authorize(request, settings)
+    }
+
     fn system_prompt(&self) -> String {
         "You are a helpful assistant in a demo chat. Use the tools when they help.".to_string()
     }
@@ -153,10 +173,16 @@ impl AgentDefinition for DemoAgent {
         routes::serve(req, agent, self.mcp_admin_token.as_deref()).await
     }
 
-    /// The scheduled check-in: the agent submits a message of its own.
+    /// The scheduled check-in: the agent submits a message of its own,
+    /// named as the alarm's (anyone let in may set it with `…/schedule`, so
+    /// its turns count toward `RATE_LIMIT_PER_AGENT` and the log names them).
     async fn on_alarm(&self, agent: crate::agent::AgentHandle) {
         let message = crate::protocol::UIMessage::user_text("", "scheduled check-in");
-        if let Err(e) = agent.submit_messages(vec![message], Default::default()) {
+        let options = crate::agent::SubmitOptions {
+            caller: Some("alarm".into()),
+            ..Default::default()
+        };
+        if let Err(e) = agent.submit_messages(vec![message], options) {
             crate::log::write(
                 crate::log::LogLevel::Warn,
                 &format!("the scheduled check-in was refused: {e}"),
@@ -253,6 +279,8 @@ mod routes {
 crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
     summarize: crate::agent::settings::env_value(env, "DEMO_SUMMARIZE").as_deref() == Some("1"),
     mcp_admin_token: crate::agent::settings::env_value(env, "MCP_ADMIN_TOKEN"),
+    debug_authorize_header: crate::agent::settings::env_value(env, "DEBUG_AUTHORIZE_HEADER")
+        .filter(|h| cfg!(feature = "debug-routes") && !h.trim().is_empty()),
 });
 
 #[cfg(target_arch = "wasm32")]
@@ -281,10 +309,13 @@ mod coordinator {
     }
 
     /// The agents this coordinator may reach (`COORDINATOR_CHILDREN`:
-    /// comma-separated names, `prefix*` for every name with that prefix,
-    /// `*` for any). Unset or empty: none. A model chooses the names its
-    /// tools reach; this list is the parent's say over which.
-    pub struct Children(Vec<String>);
+    /// comma-separated entries `[Class/]name`, where the name may be
+    /// `prefix*` for every name with that prefix or `*` for any, and the
+    /// class a binding or `*`; without a class, `ChatAgent`). Unset or
+    /// empty: none. A model chooses the class and the name its tools reach;
+    /// this list is the parent's say over both, so a coordinator class is
+    /// reached (and can fan out further) only where the author lists it.
+    pub struct Children(Vec<(String, String)>);
 
     impl Children {
         pub fn from_var(value: Option<String>) -> Children {
@@ -294,16 +325,24 @@ mod coordinator {
                     .split(',')
                     .map(str::trim)
                     .filter(|p| !p.is_empty())
-                    .map(str::to_string)
+                    .map(|entry| match entry.split_once('/') {
+                        Some((class, name)) => (class.trim().to_string(), name.trim().to_string()),
+                        None => (CHAT_AGENT.to_string(), entry.to_string()),
+                    })
                     .collect(),
             )
         }
 
         /// `Err`: the tool error the model reads (the name is not quoted).
-        pub fn check(&self, name: &str) -> Result<(), String> {
-            let allowed = self.0.iter().any(|p| match p.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => p == name,
+        pub fn check(&self, class: &Option<String>, name: &str) -> Result<(), String> {
+            let class = class_of(class);
+            let allowed = self.0.iter().any(|(c, p)| {
+                let class_listed = c == "*" || c == class;
+                class_listed
+                    && match p.strip_suffix('*') {
+                        Some(prefix) => name.starts_with(prefix),
+                        None => p == name,
+                    }
             });
             if allowed {
                 Ok(())
@@ -438,7 +477,7 @@ mod coordinator {
                 "Hand a message to another agent to answer on its own; returns its submission.",
                 move |input: SubmitToInput| {
                     let env = submit_env.clone();
-                    let allowed = submit_children.check(&input.agent);
+                    let allowed = submit_children.check(&input.class, &input.agent);
                     async move {
                         allowed.map_err(|e| format!("cannot submit: {e}"))?;
                         let stub = stub_for(&env, &input.class, &input.agent)
@@ -461,7 +500,7 @@ mod coordinator {
                 "Read (or cancel) a submission handed to another agent.",
                 move |input: SubmissionInput| {
                     let env = status_env.clone();
-                    let allowed = status_children.check(&input.agent);
+                    let allowed = status_children.check(&input.class, &input.agent);
                     async move {
                         allowed.map_err(|e| format!("cannot reach '{}': {e}", input.agent))?;
                         let stub = stub_for(&env, &input.class, &input.agent)
@@ -489,7 +528,7 @@ mod coordinator {
                     "Hand a task to another agent and get its answer.",
                     move |input: DelegateInput, ctx: ToolContext| {
                         let env = env.clone();
-                        let allowed = children.check(&input.agent);
+                        let allowed = children.check(&input.class, &input.agent);
                         async move {
                             // Fails fast, as a tool error the model reads, without quoting a bad name.
                             crate::routing::check_agent_name(&input.agent)

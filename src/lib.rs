@@ -96,6 +96,7 @@ pub mod demo;
 pub mod log;
 pub mod mcp;
 pub mod model;
+pub mod outbound;
 pub mod prelude;
 pub mod protocol;
 pub mod router;
@@ -127,6 +128,8 @@ pub mod limits {
 /// What `chat_agent!` expands to reaches the engine through here; not an API.
 #[doc(hidden)]
 pub mod __private {
+    #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::host::lazy::LazyHost;
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::host::AgentHost;
     #[cfg(target_arch = "wasm32")]

@@ -21,6 +21,7 @@ pub use crate::core::{
 };
 pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
 pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
+pub use crate::outbound::OutboundHosts;
 pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;
 pub use serde_json::{json, Map, Value};

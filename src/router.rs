@@ -5,7 +5,10 @@
 //! browser origin, no anonymous use of a real model; or the author's own
 //! router-level `authorize`) before any agent is woken, so a refused
 //! stranger creates no Durable Object, writes nothing and makes no outbound
-//! request; and hands every other request back for the worker's own pages.
+//! request; where the author binds Cloudflare's Rate Limiting and names it
+//! in `RATE_LIMIT_BINDING`, counts each request against it under the
+//! client's credential or address (`rate_limit_key`) and answers 429 past
+//! it; and hands every other request back for the worker's own pages.
 
 use std::rc::Rc;
 
@@ -71,6 +74,29 @@ pub fn refuse_from_outside(request: &RequestInfo, token: Option<&str>) -> Result
     require_token(request, token.filter(|t| !t.is_empty()))
 }
 
+/// The variable naming the Rate Limiting binding `route_request` applies.
+pub const RATE_LIMIT_BINDING_VAR: &str = "RATE_LIMIT_BINDING";
+
+/// What a request is counted under by the Rate Limiting binding: its
+/// credential (the `token` query parameter or a bearer token, hashed, so a
+/// client that reconnects or opens many sockets is one client), else its
+/// address (`CF-Connecting-IP`), else one shared `anonymous` key.
+pub fn rate_limit_key(request: &RequestInfo) -> String {
+    let bearer = request
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "));
+    let token = request.query_param("token").or(bearer).map(str::trim);
+    if let Some(token) = token.filter(|t| !t.is_empty()) {
+        let digest = crate::mcp::oauth::pkce::sha256(token.as_bytes());
+        let hashed = crate::mcp::oauth::pkce::base64url(&digest[..12]);
+        return format!("token:{hashed}");
+    }
+    match request.header("cf-connecting-ip").map(str::trim) {
+        Some(address) if !address.is_empty() => format!("ip:{}", address.to_ascii_lowercase()),
+        _ => "anonymous".to_string(),
+    }
+}
+
 #[cfg(target_arch = "wasm32")]
 pub use entry::{route_request, route_request_with, Routed};
 
@@ -82,6 +108,32 @@ mod entry {
     use crate::agent::access::request_info;
     use crate::agent::settings::{env_value, AgentSettings, Vars};
     use crate::routing::{route, Route};
+
+    /// The 429 for a request past the author's Rate Limiting binding
+    /// `binding` (500 when no such binding is bound: the author named it).
+    async fn rate_limited(
+        env: &Env,
+        binding: &str,
+        info: &crate::agent::access::RequestInfo,
+    ) -> Result<Option<Response>> {
+        let limiter = match env.rate_limiter(binding) {
+            Ok(limiter) => limiter,
+            Err(_) => {
+                return Response::error(
+                    format!(
+                    "RATE_LIMIT_BINDING names `{binding}`, which is not a Rate Limiting binding"
+                ),
+                    500,
+                )
+                .map(Some)
+            }
+        };
+        let outcome = limiter.limit(crate::router::rate_limit_key(info)).await?;
+        if outcome.success {
+            return Ok(None);
+        }
+        Response::error("too many requests: rate limited (RATE_LIMIT_BINDING)", 429).map(Some)
+    }
 
     /// What [`route_request`] made of a request.
     pub enum Routed {
@@ -141,6 +193,13 @@ mod entry {
         if let Err(refusal) = checked {
             return Response::error(refusal.reason, refusal.status).map(Routed::Agent);
         }
+        if let Some(binding) =
+            lookup(crate::router::RATE_LIMIT_BINDING_VAR).filter(|b| !b.trim().is_empty())
+        {
+            if let Some(answer) = rate_limited(env, binding.trim(), &info).await? {
+                return Ok(Routed::Agent(answer));
+            }
+        }
         let stub = env
             .durable_object(binding)?
             .id_from_name(&name)?
@@ -194,5 +253,27 @@ mod tests {
             refuse_from_outside(&plain, Some("t")).map_err(|e| e.status),
             Err(401)
         );
+    }
+
+    #[test]
+    fn requests_are_counted_under_their_credential_else_their_address() {
+        let by_query = request("/agents/chat-agent/a", &[("token", "s3cret")], &[]);
+        let by_bearer = request(
+            "/agents/chat-agent/b",
+            &[],
+            &[
+                ("authorization", "Bearer s3cret"),
+                ("cf-connecting-ip", "203.0.113.7"),
+            ],
+        );
+        let key = rate_limit_key(&by_query);
+        assert!(
+            key.starts_with("token:") && !key.contains("s3cret"),
+            "{key}"
+        );
+        assert_eq!(rate_limit_key(&by_bearer), key, "one credential, one key");
+        let by_address = request("/a", &[], &[("cf-connecting-ip", "203.0.113.7")]);
+        assert_eq!(rate_limit_key(&by_address), "ip:203.0.113.7");
+        assert_eq!(rate_limit_key(&request("/a", &[], &[])), "anonymous");
     }
 }

@@ -23,6 +23,10 @@ pub(crate) struct Attachment {
     /// close event of the same socket is not handled again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub closed: bool,
+    /// Who opened it (the client's address), for the per-client share of
+    /// the agent's sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 struct Socket {
@@ -47,6 +51,7 @@ impl ConnectionSocket for Socket {
             channel: false,
             state: None,
             closed: false,
+            client: None,
         });
         attachment.state = text;
         self.ws

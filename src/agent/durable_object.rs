@@ -30,32 +30,22 @@ macro_rules! chat_agent {
     (@class $class:ident, $make:expr, $agent:expr) => {
         #[::worker::durable_object]
         pub struct $class {
-            host: ::core::result::Result<
-                ::std::rc::Rc<$crate::__private::AgentHost>,
-                ::std::string::String,
-            >,
+            // Started by the first request `authorize` lets in (or an RPC
+            // call, an alarm, a socket's message): see `LazyHost`.
+            host: $crate::__private::LazyHost,
         }
 
         impl ::worker::DurableObject for $class {
             fn new(state: ::worker::State, env: ::worker::Env) -> Self {
                 let make = $make;
                 let definition = make(&env);
-                let host = $crate::__private::AgentHost::new(state, env, definition, $agent)
-                    .map_err(|e| e.to_string());
-                if let Err(e) = &host {
-                    $crate::__private::log_write(
-                        $crate::__private::LogLevel::Error,
-                        &::std::format!("agent failed to start: {e}"),
-                    );
+                Self {
+                    host: $crate::__private::LazyHost::new(state, env, definition, $agent),
                 }
-                Self { host }
             }
 
             async fn fetch(&self, req: ::worker::Request) -> ::worker::Result<::worker::Response> {
-                match &self.host {
-                    Ok(host) => host.fetch(req).await,
-                    Err(e) => ::worker::Response::error(format!("agent failed to start: {e}"), 500),
-                }
+                self.host.fetch(req).await
             }
 
             async fn websocket_message(
@@ -63,7 +53,7 @@ macro_rules! chat_agent {
                 ws: ::worker::WebSocket,
                 message: ::worker::WebSocketIncomingMessage,
             ) -> ::worker::Result<()> {
-                if let Ok(host) = &self.host {
+                if let Ok(host) = self.host.get() {
                     host.on_message(ws, message);
                 }
                 Ok(())
@@ -76,7 +66,7 @@ macro_rules! chat_agent {
                 _reason: ::std::string::String,
                 _was_clean: bool,
             ) -> ::worker::Result<()> {
-                if let Ok(host) = &self.host {
+                if let Ok(host) = self.host.get() {
                     host.on_close(ws);
                 }
                 Ok(())
@@ -87,14 +77,14 @@ macro_rules! chat_agent {
                 ws: ::worker::WebSocket,
                 _error: ::worker::Error,
             ) -> ::worker::Result<()> {
-                if let Ok(host) = &self.host {
+                if let Ok(host) = self.host.get() {
                     host.on_close(ws);
                 }
                 Ok(())
             }
 
             async fn alarm(&self) -> ::worker::Result<::worker::Response> {
-                if let Ok(host) = &self.host {
+                if let Ok(host) = self.host.get() {
                     host.on_alarm();
                 }
                 ::worker::Response::ok("")
@@ -121,14 +111,14 @@ macro_rules! chat_agent {
                     method: ::std::string::String,
                     args: ::worker::js_sys::Array,
                 ) -> ::worker::js_sys::Promise {
-                    $crate::__private::rpc_call(&self.host, &method, args)
+                    $crate::__private::rpc_call(self.host.get(), &method, args)
                 }
 
                 /// The largest WebSocket message the agent takes, for the
                 /// bridge to refuse a larger one before copying it in.
                 #[wasm_bindgen(js_name = durableChatFrameLimit)]
                 pub fn durable_chat_frame_limit(&self) -> f64 {
-                    match &self.host {
+                    match self.host.get() {
                         Ok(host) => host.frame_limit() as f64,
                         Err(_) => $crate::__private::DEFAULT_FRAME_LIMIT as f64,
                     }
@@ -143,7 +133,7 @@ macro_rules! chat_agent {
                     bytes: f64,
                     head: ::std::string::String,
                 ) {
-                    if let Ok(host) = &self.host {
+                    if let Ok(host) = self.host.get() {
                         host.on_large_message(::worker::WebSocket::from(ws), bytes as usize, head);
                     }
                 }

@@ -8,6 +8,7 @@ use crate::model::openai::OpenAiCompatible;
 use crate::model::scripted::ScriptedModel;
 use crate::model::workers_ai::WorkersAi;
 use crate::model::{ModelFailure, ModelSettings, Provider};
+use crate::outbound::{OutboundHosts, OUTBOUND_ALLOW_HOSTS_VAR};
 
 /// Reads worker vars and secrets by name.
 pub struct Vars<'a>(pub &'a dyn Fn(&str) -> Option<String>);
@@ -55,6 +56,11 @@ pub struct AgentSettings {
     /// `https://app.example.com`, or `*`): the browser origins besides the
     /// worker's own that may connect (see `default_authorize`).
     pub allowed_origins: Vec<String>,
+    /// `OUTBOUND_ALLOW_HOSTS` (comma-separated hosts, `host:port`,
+    /// `*.suffix` or `*`): the hosts besides public names the agent may
+    /// fetch on someone's behalf (MCP servers, OAuth endpoints, file links);
+    /// an author adds more in code with `outbound_hosts.allow(…)`.
+    pub outbound_hosts: OutboundHosts,
     /// How turns run: the model, step limit, concurrency, limits, model
     /// retries (`MODEL_MAX_RETRIES`: retries of a call that failed
     /// transiently before streaming anything, default 2, 0 turns them off),
@@ -72,6 +78,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("auth_token", &set(&self.auth_token))
             .field("allow_anonymous", &self.allow_anonymous)
             .field("allowed_origins", &self.allowed_origins)
+            .field("outbound_hosts", &self.outbound_hosts)
             .field("turns", &self.turns)
             .finish()
     }
@@ -145,6 +152,9 @@ impl AgentSettings {
                         .collect()
                 })
                 .unwrap_or_default(),
+            outbound_hosts: OutboundHosts::from_list(
+                &vars.get(OUTBOUND_ALLOW_HOSTS_VAR).unwrap_or_default(),
+            ),
             turns: CoreSettings {
                 model: ModelSettings {
                     model: vars

@@ -1,7 +1,7 @@
 //! The core's log buffer: events at or above the configured level are kept
 //! until the host takes them and writes one line each.
 
-use crate::core::contract::log_event::LogEvent;
+use crate::core::contract::log_event::{LogEvent, StartedBy};
 use crate::core::data::queue::QueuedTurn;
 use crate::core::vocab::log_level::LogLevel;
 use crate::core::vocab::turn_config::TurnTrigger;
@@ -25,6 +25,31 @@ impl Core {
     /// Whether events of `level` are kept (to skip building ones that are not).
     pub(in crate::core) fn logs(&self, level: LogLevel) -> bool {
         level.shown_at(self.config.settings.log_level)
+    }
+
+    /// Who started `turn`, for its log line: a tab, a parent's call, a
+    /// submission's named caller, the agent's own code, or a recovery.
+    pub(in crate::core) fn started_by(&self, turn: &QueuedTurn) -> StartedBy {
+        if turn.is_recovery() {
+            return StartedBy::Recovery;
+        }
+        if let Some(conn) = &turn.executor {
+            return StartedBy::Parent(conn.to_string());
+        }
+        match &turn.requester {
+            Some(conn) if turn.trigger == TurnTrigger::Programmatic => {
+                StartedBy::Parent(conn.to_string())
+            }
+            Some(conn) => StartedBy::Tab(conn.to_string()),
+            None => match self
+                .submissions
+                .get(&turn.request_id)
+                .and_then(|s| s.caller.clone())
+            {
+                Some(caller) => StartedBy::Caller(caller),
+                None => StartedBy::Agent,
+            },
+        }
     }
 
     /// Log events so far, oldest first; the host writes one line each.

@@ -57,7 +57,7 @@ pub use contract::author_calls::AuthorCall;
 pub use contract::carry_out::{carry_out, Step};
 pub use contract::effects::{Effect, Event, ScheduleOutcome, StoreOp, Timer};
 pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
-pub use contract::log_event::{LogEvent, RecoveryStep, TurnEnd};
+pub use contract::log_event::{quoted, LogEvent, RecoveryStep, StartedBy, TurnEnd};
 pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;

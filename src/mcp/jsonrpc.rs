@@ -75,6 +75,10 @@ pub enum McpError {
     /// A reply body over `MAX_REPLY_BYTES`.
     #[error("the answer is larger than {MAX_REPLY_BYTES} bytes")]
     TooLarge,
+    /// A URL the outbound host policy refuses (`crate::outbound`): no
+    /// request was made.
+    #[error("{0}")]
+    Refused(String),
     /// A message over its budget's values or nesting (or a stream past
     /// its bytes or idle time): refused before it was built.
     #[error("the answer was refused: {0}")]
@@ -161,11 +165,14 @@ pub fn read_reply(
         if let Some(error) = message.get("error") {
             return Err(McpError::Rpc {
                 code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error")
-                    .to_string(),
+                // The server's words, cut to their start (they reach the
+                // tabs, the model and the log).
+                message: snippet(
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error"),
+                ),
             });
         }
         // Taken, not copied: a result may be megabytes.

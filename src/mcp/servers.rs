@@ -6,7 +6,9 @@
 //! names, and the `cf_agent_mcp_servers` frame tabs see. The tools of all
 //! servers together stay within `tool_caps::MAX_TOOL_SPECS_BYTES` (a server
 //! that becomes ready gets the room the others leave); a ready server's
-//! `error` names the tools left out.
+//! `error` names the tools left out. A server the agent's code adds is
+//! refused (never stored, never fetched) when its URL is one the outbound
+//! host policy refuses or over its length, or past `MAX_SERVERS`.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -14,6 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::core::{ApprovalRule, ToolSpec};
+use crate::outbound::OutboundHosts;
 use crate::protocol::types::MCP_SERVERS;
 
 use super::connect::Connected;
@@ -21,6 +24,19 @@ use super::jsonrpc::McpError;
 use super::names::{server_id, ToolNames};
 use super::record::McpServer;
 use super::tool_caps::{self, LeftOut, MAX_TOOL_SPECS_BYTES};
+
+/// The most MCP servers one agent connects to (declared and added).
+pub const MAX_SERVERS: usize = 16;
+/// The most characters of a server's `error` the tabs and the agent's code see.
+pub const MAX_ERROR_CHARS: usize = 1000;
+
+/// `text` cut to `MAX_ERROR_CHARS` characters (`…` marks the cut).
+fn capped(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
 
 /// Where a server stands (the `state` the `agents` client knows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,6 +58,8 @@ struct Entry {
     error: Option<String>,
     /// Where a person signs in while the state is `Authenticating`.
     auth_url: Option<String>,
+    /// The host of the authorization server that issues the sign-in.
+    auth_issuer: Option<String>,
     capabilities: Option<Value>,
     instructions: Option<String>,
     /// The server's tools as it listed them, within the caps.
@@ -63,6 +81,8 @@ pub struct ServerInfo {
     pub error: Option<String>,
     /// Where a person signs in, while the server waits for that.
     pub auth_url: Option<String>,
+    /// The host of the authorization server that issues that sign-in.
+    pub auth_issuer: Option<String>,
     /// Declared by the definition (not removable at run time).
     pub declared: bool,
     /// The names its tools are offered to the model under.
@@ -75,22 +95,38 @@ pub struct Servers {
     entries: BTreeMap<String, Entry>,
     /// The agent's own tool names, which no MCP tool may take.
     own_tools: HashSet<String>,
+    /// The hosts a server the agent's code adds may be on.
+    hosts: OutboundHosts,
 }
 
 impl Servers {
-    pub fn new(own_tools: impl IntoIterator<Item = String>) -> Servers {
+    pub fn new(own_tools: impl IntoIterator<Item = String>, hosts: OutboundHosts) -> Servers {
         Servers {
             entries: BTreeMap::new(),
             own_tools: own_tools.into_iter().collect(),
+            hosts,
         }
     }
 
     /// Adds `server` (state connecting) and returns its id. A server of the
     /// same id and URL is updated in place (its headers and options); one
     /// with another URL is refused, as is a declared one changed at run time.
+    /// One the agent's code adds is refused on a host the outbound policy
+    /// refuses (a declared one is listed and fails when it is connected), and
+    /// a new one past `MAX_SERVERS`.
     pub fn add(&mut self, server: McpServer, declared: bool) -> Result<String, McpError> {
         server.check().map_err(McpError::Malformed)?;
+        if !declared {
+            self.hosts
+                .check(server.url.trim(), "MCP server URL")
+                .map_err(McpError::Refused)?;
+        }
         let id = server_id(&server.name)?;
+        if !self.entries.contains_key(&id) && self.entries.len() >= MAX_SERVERS {
+            return Err(McpError::Refused(format!(
+                "an agent connects to at most {MAX_SERVERS} MCP servers"
+            )));
+        }
         if let Some(entry) = self.entries.get_mut(&id) {
             if entry.server.url != server.url {
                 return Err(McpError::Malformed(format!(
@@ -108,6 +144,7 @@ impl Servers {
             entry.state = ServerState::Connecting;
             entry.error = None;
             entry.auth_url = None;
+            entry.auth_issuer = None;
             return Ok(id);
         }
         self.entries.insert(
@@ -118,6 +155,7 @@ impl Servers {
                 state: ServerState::Connecting,
                 error: None,
                 auth_url: None,
+                auth_issuer: None,
                 capabilities: None,
                 instructions: None,
                 tools: Vec::new(),
@@ -166,15 +204,19 @@ impl Servers {
             entry.state = ServerState::Connecting;
             entry.error = None;
             entry.auth_url = None;
+            entry.auth_issuer = None;
         }
     }
 
-    /// The server waits for a person to sign in at `auth_url`.
-    pub fn set_authenticating(&mut self, id: &str, auth_url: &str) {
+    /// The server waits for a person to sign in at `auth_url`, with the
+    /// authorization server on host `issuer` (shown next to the URL, so a
+    /// person sees who asks before following it).
+    pub fn set_authenticating(&mut self, id: &str, auth_url: &str, issuer: &str) {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Authenticating;
             entry.error = None;
             entry.auth_url = Some(auth_url.to_string());
+            entry.auth_issuer = Some(issuer.to_string());
         }
     }
 
@@ -184,6 +226,7 @@ impl Servers {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Ready;
             entry.auth_url = None;
+            entry.auth_issuer = None;
             entry.capabilities = Some(connected.capabilities);
             entry.instructions = connected.instructions;
         }
@@ -207,7 +250,7 @@ impl Servers {
             .sum();
         let room = MAX_TOOL_SPECS_BYTES.saturating_sub(used);
         let (tools, bytes) = tool_caps::keep_within(tools, room, &mut left_out);
-        let status = tool_caps::status(&left_out);
+        let status = tool_caps::status(&left_out).map(|s| capped(&s));
         if let Some(entry) = self.entries.get_mut(id) {
             entry.tools = tools;
             entry.tool_bytes = bytes;
@@ -217,12 +260,14 @@ impl Servers {
         status
     }
 
-    /// The server failed (`error` says why): its tools are withdrawn.
+    /// The server failed (`error` says why, cut to `MAX_ERROR_CHARS`): its
+    /// tools are withdrawn.
     pub fn set_failed(&mut self, id: &str, error: &str) {
         if let Some(entry) = self.entries.get_mut(id) {
             entry.state = ServerState::Failed;
-            entry.error = Some(error.to_string());
+            entry.error = Some(capped(error));
             entry.auth_url = None;
+            entry.auth_issuer = None;
         }
     }
 
@@ -287,6 +332,7 @@ impl Servers {
                 state: e.state,
                 error: e.error.clone(),
                 auth_url: e.auth_url.clone(),
+                auth_issuer: e.auth_issuer.clone(),
                 declared: e.declared,
                 tools: match e.state {
                     ServerState::Ready => e.offered.clone(),
@@ -308,6 +354,7 @@ impl Servers {
                     "name": e.server.name,
                     "server_url": shown_url(&e.server.url),
                     "auth_url": e.auth_url,
+                    "auth_issuer": e.auth_issuer,
                     "state": e.state,
                     "capabilities": e.capabilities,
                     "instructions": e.instructions,
@@ -407,7 +454,7 @@ mod tests {
 
     #[test]
     fn only_ready_servers_offer_tools_under_their_prefix() {
-        let mut servers = Servers::new(["get_weather".to_string()]);
+        let mut servers = Servers::new(["get_weather".to_string()], OutboundHosts::default());
         let id = servers
             .add(McpServer::new("Demo", "http://m/mcp"), false)
             .unwrap();
@@ -514,14 +561,65 @@ mod tests {
         let id = servers
             .add(McpServer::new("Locked", "http://a/mcp"), false)
             .unwrap();
-        servers.set_authenticating(&id, "http://as/authorize?state=n.locked");
+        servers.set_authenticating(&id, "http://as/authorize?state=n.locked", "as");
         let frame: Value = serde_json::from_str(&servers.frame()).unwrap();
         let locked = &frame["mcp"]["servers"]["locked"];
         assert_eq!(locked["state"], "authenticating");
         assert_eq!(locked["auth_url"], "http://as/authorize?state=n.locked");
+        assert_eq!(locked["auth_issuer"], "as");
         assert!(servers.tool_specs().is_empty());
         servers.set_ready(&id, connected(&["add"]));
         assert_eq!(servers.list()[0].auth_url, None);
+        assert_eq!(servers.list()[0].auth_issuer, None);
         assert_eq!(servers.tool_specs().len(), 1);
+    }
+
+    #[test]
+    fn a_server_on_a_refused_host_or_past_the_cap_is_refused_and_not_listed() {
+        let mut servers = Servers::default();
+        for url in [
+            "http://127.0.0.1:8790/mcp",
+            "http://169.254.169.254/latest",
+            "http://localhost/mcp",
+        ] {
+            let err = servers
+                .add(McpServer::new("local", url), false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("the MCP server URL is refused: "), "{err}");
+        }
+        assert!(servers.list().is_empty());
+        let mut allowed = Servers::new([], OutboundHosts::from_list("127.0.0.1"));
+        assert!(allowed
+            .add(McpServer::new("local", "http://127.0.0.1:8790/mcp"), false)
+            .is_ok());
+        for i in 1..MAX_SERVERS {
+            allowed
+                .add(
+                    McpServer::new(&format!("s{i}"), "https://m.example/"),
+                    false,
+                )
+                .unwrap();
+        }
+        let err = allowed
+            .add(McpServer::new("one-more", "https://m.example/"), false)
+            .unwrap_err();
+        assert!(err.to_string().contains("at most 16 MCP servers"), "{err}");
+        assert!(allowed
+            .add(McpServer::new("s1", "https://m.example/"), false)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_servers_error_is_cut_for_the_tabs() {
+        let mut servers = Servers::default();
+        let id = servers
+            .add(McpServer::new("Loud", "https://m.example/"), false)
+            .unwrap();
+        servers.set_failed(&id, &"e".repeat(50_000));
+        let frame: Value = serde_json::from_str(&servers.frame()).unwrap();
+        let error = frame["mcp"]["servers"]["loud"]["error"].as_str().unwrap();
+        assert_eq!(error.chars().count(), MAX_ERROR_CHARS + 1);
+        assert!(error.ends_with('…'));
     }
 }

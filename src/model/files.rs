@@ -9,16 +9,20 @@
 //! (`WORKERS_AI_IMAGES=1`, for a vision model): those go as `image_url`
 //! parts, as for Chat Completions. Before any of that, a file given by an
 //! `http(s)` link whose host the deployment does not allow becomes a text note
-//! (`keep_allowed_links`): the provider never fetches a link a user chose.
+//! (`keep_allowed_links`): the provider never fetches a link a user chose,
+//! and never one the outbound host policy refuses (`crate::outbound`: a
+//! loopback, private or metadata address, a bare IP) even on a listed host.
 
 use serde_json::{json, Value};
 
 use super::{ModelFile, ModelMessage, ModelRequest};
+use crate::outbound::OutboundHosts;
 
 /// Turns every file of `request` given by an `http(s)` link whose host is
-/// not one of `hosts` (lower-case names, matched exactly) into a text note
-/// after its message's text. `data:` files are kept.
-pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
+/// not one of `hosts` (lower-case names, matched exactly), or that
+/// `outbound` refuses, into a text note after its message's text. `data:`
+/// files are kept.
+pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String], outbound: &OutboundHosts) {
     for message in &mut request.messages {
         let ModelMessage::User { content, files } = message else {
             continue;
@@ -30,7 +34,9 @@ pub fn keep_allowed_links(request: &mut ModelRequest, hosts: &[String]) {
                 kept.push(file);
                 continue;
             }
-            match allowed_link(&file.url, hosts) {
+            match allowed_link(&file.url, hosts)
+                .filter(|link| outbound.check(link, "file link").is_ok())
+            {
                 Some(link) => {
                     file.url = link;
                     kept.push(file);
@@ -253,7 +259,11 @@ mod tests {
             ),
             file("image/jpeg", "https://cdn.example.com/ok.jpg", None),
         ]);
-        keep_allowed_links(&mut request, &["cdn.example.com".to_string()]);
+        keep_allowed_links(
+            &mut request,
+            &["cdn.example.com".to_string()],
+            &OutboundHosts::default(),
+        );
         let body = crate::model::openai::request_body(&request);
         assert!(!body.contains(r#""url":"https://evil.example"#), "{body}");
         assert!(
@@ -268,7 +278,7 @@ mod tests {
             "https://cdn.example.com/ok.jpg",
             None,
         )]);
-        keep_allowed_links(&mut none_allowed, &[]);
+        keep_allowed_links(&mut none_allowed, &[], &OutboundHosts::default());
         assert!(!crate::model::openai::request_body(&none_allowed).contains("image_url"));
     }
 
@@ -282,7 +292,7 @@ mod tests {
             "javascript://allowed.host/%0aalert(1)",
         ] {
             let mut request = request_with(vec![file("image/png", sneaky, None)]);
-            keep_allowed_links(&mut request, &hosts);
+            keep_allowed_links(&mut request, &hosts, &OutboundHosts::default());
             let body = crate::model::openai::request_body(&request);
             assert!(!body.contains("image_url"), "{sneaky}: {body}");
         }
@@ -295,9 +305,31 @@ mod tests {
             "HTTPS://Allowed.Host/a b.png",
             None,
         )]);
-        keep_allowed_links(&mut plain, &hosts);
+        keep_allowed_links(&mut plain, &hosts, &OutboundHosts::default());
         assert!(crate::model::openai::request_body(&plain)
             .contains(r#""url":"https://allowed.host/a%20b.png""#));
+    }
+
+    #[test]
+    fn a_listed_link_host_the_outbound_policy_refuses_becomes_a_note_unless_allowed() {
+        let hosts = [
+            "127.0.0.1".to_string(),
+            "169.254.169.254".to_string(),
+            "localhost".to_string(),
+        ];
+        for local in [
+            "http://127.0.0.1:9/x.png",
+            "http://169.254.169.254/latest/x.png",
+            "http://localhost/x.png",
+        ] {
+            let mut request = request_with(vec![file("image/png", local, None)]);
+            keep_allowed_links(&mut request, &hosts, &OutboundHosts::default());
+            let body = crate::model::openai::request_body(&request);
+            assert!(!body.contains("image_url"), "{local}: {body}");
+        }
+        let mut allowed = request_with(vec![file("image/png", "http://127.0.0.1:9/x.png", None)]);
+        keep_allowed_links(&mut allowed, &hosts, &OutboundHosts::from_list("127.0.0.1"));
+        assert!(crate::model::openai::request_body(&allowed).contains("image_url"));
     }
 
     #[test]

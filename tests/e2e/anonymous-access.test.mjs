@@ -5,13 +5,17 @@
 // with 403 `anonymous access is off: …`, no model call is made and the refusals log one warning for
 // the isolate. With ALLOW_ANONYMOUS=1 a turn runs; with AUTH_TOKEN set a connection carrying the
 // token runs one; with a loopback model and nothing set (local development) a turn runs as before.
+// Requests refused (at the router, or by the agent's own `authorize` in its object) to new names
+// create no storage and reach no MCP server.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startModelServer } from '../support/model-server.mjs';
 import { userMessage, sendAndWait } from '../support/harness.mjs';
-import { workerFor, tab, rid, refusedUpgrade, upgradeFrom } from '../support/e2e.mjs';
-import { sqliteFiles } from '../support/sqlite-files.mjs';
+import { workerFor, tab, rid, refusedUpgrade, upgradeFrom, waitUntil } from '../support/e2e.mjs';
+import { startMcpServer } from '../support/mcp-server.mjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sqliteFiles, querySqlite } from '../support/sqlite-files.mjs';
 
 /** The real model's host: a reserved name (RFC 6761 `.test`) that never resolves, so only the
  * outbound service below can answer it. */
@@ -127,6 +131,33 @@ test('refused at the router: 50 requests to new agent names create no object, wr
   }
   assert.equal((await sqliteFiles(w.persistDir)).length, before, 'no Durable Object was created');
   assert.deepEqual(outbound, [], 'no outbound request was made');
+});
+
+test("refused by the agent's own authorize: 50 requests to new names start no agent, write nothing and reach no MCP server", async (t) => {
+  const mcp = await startMcpServer();
+  t.after(() => mcp.close());
+  // The router lets these requests through (a loopback model: local development); the demo's
+  // own `authorize` (test build) refuses any request without the header. The runtime gives each
+  // object it runs an empty database file; nothing may be written in it.
+  const w = await workerFor(t, { bindings: { DEBUG_AUTHORIZE_HEADER: 'x-let-in', DEBUG_MEMORY: '1', MCP_DEMO_URL: mcp.url } });
+  for (let i = 0; i < 25; i++) {
+    const upgrade = await refusedUpgrade(w.url, rid(`stranger-${i}`));
+    assert.equal(upgrade.status, 403, upgrade.body);
+    assert.equal(upgrade.body, "refused by the agent's own authorize");
+    const read = await w.fetch(`/agents/chat-agent/${rid(`stranger-read-${i}`)}/get-messages`);
+    assert.equal(read.status, 403);
+  }
+  await sleep(300);
+  const written = (await sqliteFiles(w.persistDir)).filter((f) => querySqlite(f, 'select name from sqlite_master').length > 0);
+  assert.deepEqual(written, [], 'no table or row was written for a stranger');
+  assert.deepEqual(mcp.hits, [], 'no MCP server was reached');
+  // A request the agent lets in starts its agent (the isolate's first), which connects its server.
+  const room = rid('let-in');
+  const memory = await w.fetch(`/agents/chat-agent/${room}/__debug/memory`, { headers: { 'x-let-in': '1' } });
+  assert.equal(memory.status, 200);
+  assert.equal((await memory.json()).hostsCreated, 1, 'no agent was started for the 50 refused requests');
+  await waitUntil(() => mcp.sessions.length > 0, { what: 'the declared MCP server connected' });
+  assert.equal((await sqliteFiles(w.persistDir)).filter((f) => querySqlite(f, 'select name from sqlite_master').length > 0).length, 1);
 });
 
 test('a browser page of another origin is refused by default and let in when ALLOWED_ORIGINS names it', async (t) => {

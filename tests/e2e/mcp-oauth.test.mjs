@@ -43,6 +43,8 @@ test('a server that asks for a sign-in: the URL reaches the agents client, the c
   const authUrl = new URL(waiting.servers.locked.auth_url);
   const origin = new URL(mcp.url).origin;
   assert.equal(`${authUrl.origin}${authUrl.pathname}`, `${origin}/authorize`);
+  // Who asks for the sign-in, next to the link: the authorization server's host.
+  assert.equal(waiting.servers.locked.auth_issuer, '127.0.0.1');
   const callback = `${w.url}${base}/callback`;
   assert.equal(authUrl.searchParams.get('redirect_uri'), callback);
   assert.equal(authUrl.searchParams.get('code_challenge_method'), 'S256');

@@ -9,7 +9,7 @@
 // listed again on the same session; embedded resources and resource links as text for the model;
 // a server that speaks only the older HTTP+SSE transport (reached after its 405, again after a
 // restart, a list change seen on its stream, failed with the reason as soon as its stream ends and
-// a tool error then).
+// a tool error then); a server's error text cut for the tabs and quoted on one log line.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -259,4 +259,22 @@ test('adding an MCP server is an operator act: a no-cors POST, a wrong token or 
   assert.deepEqual(mcp.sessions, [], 'the agent never reached the server');
   await w.restart({ bindings: { MCP_ADMIN_TOKEN: 'test-admin' } });
   assert.deepEqual(await (await w.fetch(`${base}/mcp-servers`, { headers: ADMIN })).json(), [], 'nothing was stored');
+});
+
+test("a server's error text reaches the tabs cut to its start and the log quoted on one line", async (t) => {
+  const loud = await mcpServerFor(t, { hostile: 'rpc-error' });
+  const logs = [];
+  const w = await workerFor(t, { miniflare: { handleStructuredLogs: (log) => logs.push(log) } });
+  const room = `mcp-${rid()}`;
+  const c = await tab(w, room);
+  const added = await w.fetch(`/agents/chat-agent/${room}/mcp-servers`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Loud', url: loud.url }) });
+  assert.equal(added.status, 201);
+  const failed = await mcpFrame(c, (m) => m.servers.loud?.state === 'failed');
+  const error = failed.mcp.servers.loud.error;
+  assert.ok(error.startsWith('error -32000: no tools today'), error.slice(0, 100));
+  assert.ok(error.length <= 300, `the tabs got ${error.length} characters of the server's error`);
+  const line = await waitUntil(() => logs.find((l) => l.message.includes("mcp: server 'loud' failed")), { what: 'the failure logged' });
+  assert.ok(!line.message.includes('\n'), 'the server cannot start a line of its own');
+  assert.ok(!logs.flatMap((l) => l.message.split('\n')).some((l) => l.startsWith('[chat-agent victim]')));
+  assert.ok(line.message.length < 400, `a log line of ${line.message.length} characters`);
 });

@@ -1,6 +1,8 @@
 // End-to-end limits on what one client can make an agent do: chat requests per connection and per
 // agent in a minute (refused on the request's id, the socket stays open, other tabs go on), and
-// sockets per agent (an upgrade past the cap is refused with 429 until one closes). The agent's
+// sockets per agent (an upgrade past the cap is refused with 429 until one closes) and per client
+// address (one client cannot hold them all); with a Rate Limiting binding, requests per client
+// credential or address at the router. The agent's
 // rate also counts what reaches it without a tab: the public submit route (429 past it), a
 // parent's chat() and submissions over RPC (the parent's tool reads the refusal). One turn's
 // calls to child agents are capped in flight: a step delegating past MAX_CHILD_CALLS_PER_TURN
@@ -10,6 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, chatRequest, userMessage, isDone, getMessages } from '../support/harness.mjs';
+import WebSocket from 'ws';
 import { workerFor, tab, rid, contentText, waitUntil, refusedUpgrade } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
@@ -63,6 +66,54 @@ test('sockets past MAX_CONNECTIONS are refused with 429 until one closes', async
   }
   assert.ok(third, 'a socket is accepted again once one closed');
   assert.equal((await ask(third)).outcome, 'completed');
+});
+
+/** A socket to `room` from the client at `address` (its `CF-Connecting-IP`): {status, ws} once
+ * accepted (left open) or refused. */
+function socketFrom(url, room, address) {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/agents/chat-agent/${room}?_pk=${rid()}`, { headers: { 'cf-connecting-ip': address } });
+    ws.on('open', () => resolve({ status: 101, ws }));
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.on('error', () => {});
+  });
+}
+
+test('one client cannot hold all of an agent\'s sockets: past its share (3 of 4) it is refused, another client still gets in', async (t) => {
+  const w = await workerFor(t, { bindings: { MAX_CONNECTIONS: '4' } });
+  const room = rid('shared');
+  const held = [];
+  for (let i = 0; i < 3; i++) {
+    const opened = await socketFrom(w.url, room, '203.0.113.7');
+    assert.equal(opened.status, 101, `socket ${i + 1}: ${opened.body}`);
+    held.push(opened.ws);
+  }
+  t.after(() => held.forEach((ws) => ws.close()));
+  const refused = await socketFrom(w.url, room, '203.0.113.7');
+  assert.equal(refused.status, 429);
+  assert.match(refused.body, /too many connections from one client to this agent \(limit 3\)/);
+  const other = await socketFrom(w.url, room, '198.51.100.2');
+  assert.equal(other.status, 101, 'another client gets the last socket');
+  other.ws.close();
+});
+
+test('with a Rate Limiting binding in RATE_LIMIT_BINDING, the router counts each client by its credential or address: a new socket or name does not reset it', async (t) => {
+  const w = await workerFor(t, {
+    bindings: { RATE_LIMIT_BINDING: 'LIMITER' },
+    miniflare: { ratelimits: { LIMITER: { namespace_id: '1001', simple: { limit: 3, period: 60 } } } },
+  });
+  const read = (address) => w.fetch(`/agents/chat-agent/${rid('rl')}/get-messages`, { headers: { 'cf-connecting-ip': address } });
+  for (let i = 0; i < 3; i++) assert.equal((await read('203.0.113.9')).status, 200, `request ${i + 1}`);
+  const limited = await read('203.0.113.9');
+  assert.equal(limited.status, 429);
+  assert.match(await limited.text(), /too many requests: rate limited \(RATE_LIMIT_BINDING\)/);
+  const socket = await socketFrom(w.url, rid('rl'), '203.0.113.9');
+  assert.equal(socket.status, 429, 'a socket to another agent from the same client is counted too');
+  assert.equal((await read('198.51.100.4')).status, 200, 'another client is counted apart');
 });
 
 // ---- what reaches an agent without a tab, and a turn's calls to child agents ------------------

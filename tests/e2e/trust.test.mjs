@@ -238,7 +238,7 @@ for (const name of BAD_NAMES) {
   });
 }
 
-test('the coordinator reaches only the children COORDINATOR_CHILDREN lists; another name is a tool error and no turn runs there', async (t) => {
+test('the coordinator reaches only the children COORDINATOR_CHILDREN lists, by class and name; another is a tool error and no turn runs there', async (t) => {
   const own = await startWorker({ bindings: { COORDINATOR_CHILDREN: 'kid-*, helper' } });
   t.after(() => own.close());
   const room = rid('tr-children');
@@ -254,6 +254,12 @@ test('the coordinator reaches only the children COORDINATOR_CHILDREN lists; anot
   assert.equal(refused.state, 'output-error');
   assert.match(refused.errorText, /not one this coordinator may reach \(see COORDINATOR_CHILDREN\)/);
   assert.deepEqual(await getMessages(own.url, 'ChatAgent', 'victim'), [], 'no turn ran in the unlisted agent');
+  // The model chooses the class too: a listed name of another class (a coordinator that could fan
+  // out further) is refused as well.
+  const otherClass = await ask('[tool:delegate:{"agent":"kid-2","task":"say hi","class":"Coordinator"}]');
+  assert.equal(otherClass.state, 'output-error');
+  assert.match(otherClass.errorText, /not one this coordinator may reach/);
+  assert.deepEqual(await getMessages(own.url, 'Coordinator', 'kid-2'), [], 'no turn ran in the other class');
   const allowed = await ask('delegate kid-1: say hi');
   assert.equal(allowed.state, 'output-available');
   assert.ok((await getMessages(own.url, 'ChatAgent', 'kid-1')).length > 0, 'the listed child answered');

@@ -13,6 +13,7 @@ fn demo() -> TestAgent {
     TestAgent::new(DemoAgent {
         summarize: false,
         mcp_admin_token: None,
+        debug_authorize_header: None,
     })
 }
 

@@ -21,7 +21,8 @@ export const TEST_BUILD_DIR = join(ROOT, 'target', 'worker-test');
 export const COMPATIBILITY_DATE = '2026-11-15'; // keep in step with wrangler.toml
 
 /** Default vars, as in wrangler.toml (OPENAI_BASE_URL is filled in by startWorker), plus the
- * deployment's channel secret, the internal fetch fallback, and, for readable failures, the provider's error text on the tabs
+ * deployment's channel secret, the internal fetch fallback, the test servers' host for outbound
+ * fetches, and, for readable failures, the provider's error text on the tabs
  * (a deploy shows them only their status class). */
 export const DEFAULT_BINDINGS = {
   OPENAI_BASE_URL: '',
@@ -31,8 +32,10 @@ export const DEFAULT_BINDINGS = {
   LOG_LEVEL: 'info',
   CHANNEL_SECRET: 'test-channel-secret',
   MODEL_ERROR_DETAIL: 'tabs',
-  COORDINATOR_CHILDREN: '*',
+  COORDINATOR_CHILDREN: '*, ThinkChild/*',
   MCP_ADMIN_TOKEN: 'test-admin',
+  // The test servers (MCP, OAuth, model) listen on this machine; a hostile test turns it off.
+  OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
 };
 
 /** What a request to the demo's MCP routes carries (the operator's `MCP_ADMIN_TOKEN`). */

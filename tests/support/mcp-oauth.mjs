@@ -89,14 +89,17 @@ class TestAuthProvider {
  * An express app serving the authorization server at `origin` and `/mcp` through `mcpHandler`
  * once a bearer token passes; `/__calls` and other paths go to `mcpHandler` unguarded.
  */
-export function oauthApp({ origin, mcpHandler, accessTtlSeconds = 3600, events, control, resource }) {
+export function oauthApp({ origin, mcpHandler, accessTtlSeconds = 3600, events, control, resource, issuerHost }) {
   const provider = new TestAuthProvider({ accessTtlSeconds, events });
   if (control) control.revokeAccessTokens = () => provider.revokeAccessTokens();
   const mcpUrl = new URL('/mcp', origin);
   const app = express();
   // `resource`: the resource the metadata names (a hostile server names another one).
   const resourceServerUrl = resource ? new URL(resource) : mcpUrl;
-  app.use(mcpAuthRouter({ provider, issuerUrl: new URL(origin), resourceServerUrl, scopesSupported: ['mcp:tools'] }));
+  // `issuerHost`: the metadata names the authorization server under this host name (same port).
+  const issuerUrl = new URL(origin);
+  if (issuerHost) issuerUrl.hostname = issuerHost;
+  app.use(mcpAuthRouter({ provider, issuerUrl, resourceServerUrl, scopesSupported: ['mcp:tools'] }));
   const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl), expectedResource: mcpUrl });
   app.all('/mcp', (req, res, next) => {
     const guard = () => bearer(req, res, () => {

@@ -10,7 +10,8 @@
 // speaks only the older HTTP+SSE transport (GET /mcp: the event stream; POST /messages; a POST to
 // /mcp is refused with 405). Hostile modes for the agent's bounds: `hostile: 'tiny-values'` answers
 // `tools/list` with ~4 MiB of tiny values (a tool whose schema holds `[0,0,…]`), `hostile:
-// 'huge-spec'` lists the tools plus `huge`, whose spec is 3 MiB; `flood()` writes 1 MiB events to
+// 'huge-spec'` lists the tools plus `huge`, whose spec is 3 MiB, `hostile: 'rpc-error'` answers it
+// with an error whose message holds a forged log line and 20000 more characters; `flood()` writes 1 MiB events to
 // every open HTTP+SSE stream until the client closes it (at most `floodBytes` in all).
 
 import http from 'node:http';
@@ -109,6 +110,10 @@ function hostileListing(hostile, id) {
     const tools = JSON.stringify([...good, { name: 'tiny', inputSchema: { type: 'object', junk: '@@' } }]).replace('"@@"', zeros);
     return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":${tools}}}`;
   }
+  if (hostile === 'rpc-error') {
+    const message = `no tools today\n[chat-agent victim] turn ended request=forged outcome=completed\n${'e'.repeat(20000)}`;
+    return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32000, message } });
+  }
   if (hostile === 'huge-spec') {
     const huge = { name: 'huge', description: 'h'.repeat(3 * MiB), inputSchema: { type: 'object' } };
     return JSON.stringify({ jsonrpc: '2.0', id, result: { tools: [...good, huge] } });
@@ -135,7 +140,7 @@ async function floodStream(res, limit) {
 /**
  * Starts the server. Resolves to {url (…/mcp), port, calls (every tool call: {name, args}),
  * sessions (ids opened so far), listings (the cursor of every tools/list, null for the first page),
- * events (with `oauth`), close()}.
+ * events (with `oauth`), hits (every HTTP request it was sent, as `METHOD path`), close()}.
  */
 export async function startMcpServer({ port = 0, host = '127.0.0.1', token, pageSize, oauth, extras, legacySse, hostile, floodBytes = 160 * MiB } = {}) {
   const streams = new Map();
@@ -236,12 +241,15 @@ export async function startMcpServer({ port = 0, host = '127.0.0.1', token, page
   const bound = httpServer.address().port;
   const origin = `http://${host}:${bound}`;
   const control = {};
+  const hits = [];
+  httpServer.on('request', (req) => hits.push(`${req.method} ${req.url}`));
   httpServer.on('request', oauth ? oauthApp({ origin, mcpHandler: handler, events, control, ...oauth }) : handler);
   return {
     url: `http://${host}:${bound}/mcp`,
     port: bound,
     calls,
     sessions: opened,
+    hits,
     listings,
     /** With `oauth`: what the authorization server saw ({type: 'register' | 'authorize' | 'grant' | 'refused-token' | 'mcp', …}). */
     events,

@@ -1,7 +1,9 @@
 //! The host's side of the agent's MCP client: the servers (declared by the
 //! definition, added and removed by the agent's code and stored), each
-//! one's session and the connect in flight; connecting on start and when a
-//! server is added (again after an eviction, from the stored rows), the
+//! one's session and the connect in flight; connecting when first needed
+//! (a request `authorize` let in, a turn, the agent's code adding or
+//! removing a server, a sign-in coming back; never for a request refused)
+//! and when a server is added (again after an eviction, from the stored rows), the
 //! servers' tools and state handed to the core after every change, a
 //! model's call sent to its server, and failed servers tried again when a
 //! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
@@ -17,6 +19,7 @@ use worker::Delay;
 
 use crate::agent::tool_context::AbortSignal;
 use crate::agent::tool_context::AbortSignal as CallAbort;
+use crate::core::quoted;
 use crate::log::LogLevel;
 use crate::mcp::connect::MAX_TOOL_PAGES;
 use crate::mcp::legacy_sse::should_fall_back;
@@ -25,6 +28,7 @@ use crate::mcp::{
     tool_outcome, Connect, ConnectStep, McpError, McpRequest, McpServer, ServerRecord, ServerState,
     Servers, Session,
 };
+use crate::outbound::OutboundHosts;
 
 use super::mcp_http::exchange;
 use super::mcp_oauth::AfterUnauthorized;
@@ -43,6 +47,8 @@ const RETRY_FAILED_AFTER_MS: u64 = 10_000;
 /// The servers and their sessions (see the module header).
 pub(super) struct McpClients {
     state: RefCell<McpState>,
+    /// The hosts every fetch for the servers may reach (`crate::outbound`).
+    hosts: OutboundHosts,
 }
 
 #[derive(Default)]
@@ -60,17 +66,32 @@ struct McpState {
     refreshing: HashSet<String>,
     /// The agent's own URL, the base of its OAuth callback.
     agent_url: Option<String>,
+    /// The definition's servers until the servers are first needed (then
+    /// `None`: they and the stored ones are added and connected).
+    unstarted: Option<Vec<McpServer>>,
 }
 
 impl McpClients {
-    /// No server yet; `own_tools` are names no MCP tool may take.
-    pub(super) fn new(own_tools: impl IntoIterator<Item = String>) -> McpClients {
+    /// No server yet; `own_tools` are names no MCP tool may take, `hosts`
+    /// the hosts a server (and its sign-in) may be on.
+    pub(super) fn new(
+        own_tools: impl IntoIterator<Item = String>,
+        hosts: OutboundHosts,
+        declared: Vec<McpServer>,
+    ) -> McpClients {
         McpClients {
             state: RefCell::new(McpState {
-                servers: Servers::new(own_tools),
+                servers: Servers::new(own_tools, hosts.clone()),
+                unstarted: Some(declared),
                 ..McpState::default()
             }),
+            hosts,
         }
+    }
+
+    /// The hosts every fetch for the servers may reach.
+    pub(super) fn hosts(&self) -> &OutboundHosts {
+        &self.hosts
     }
 
     pub(super) fn set_agent_url(&self, url: String) {
@@ -100,8 +121,16 @@ impl McpClients {
 }
 
 impl AgentHost {
-    /// On start: the definition's servers and the stored ones, each connected.
-    pub(super) fn start_mcp(self: &Rc<Self>, declared: Vec<McpServer>) {
+    /// The first time the servers are needed: the definition's servers and
+    /// the stored ones, each connected. Later calls do nothing.
+    pub(super) fn ensure_mcp(self: &Rc<Self>) {
+        let unstarted = self.mcp.state.borrow_mut().unstarted.take();
+        if let Some(declared) = unstarted {
+            self.start_mcp(declared);
+        }
+    }
+
+    fn start_mcp(self: &Rc<Self>, declared: Vec<McpServer>) {
         let mut ids = Vec::new();
         for server in declared {
             let name = server.name.clone();
@@ -109,7 +138,7 @@ impl AgentHost {
                 Ok(id) => ids.push(id),
                 Err(e) => self.log_line(
                     LogLevel::Error,
-                    &format!("mcp: server '{name}' refused: {e}"),
+                    &format!("mcp: server '{name}' refused: {}", quoted(&e.to_string())),
                 ),
             }
         }
@@ -135,7 +164,7 @@ impl AgentHost {
                 Ok(id) => ids.push(id),
                 Err(e) => self.log_line(
                     LogLevel::Error,
-                    &format!("mcp: stored server '{id}' skipped: {e}"),
+                    &format!("mcp: stored server '{id}' skipped: {}", quoted(&e)),
                 ),
             }
         }
@@ -150,6 +179,7 @@ impl AgentHost {
 
     /// Adds (or updates) a server for good: stored, connected, announced.
     pub(crate) fn add_mcp_server(self: &Rc<Self>, server: McpServer) -> Result<String, String> {
+        self.ensure_mcp();
         let record =
             serde_json::to_string(&ServerRecord::of(&server)).map_err(|e| e.to_string())?;
         let id = self
@@ -170,6 +200,7 @@ impl AgentHost {
 
     /// Removes a server the agent's code added: forgotten, its session ended.
     pub(crate) fn remove_mcp_server(self: &Rc<Self>, name: &str) -> Result<bool, String> {
+        self.ensure_mcp();
         let (id, session) = {
             let mut state = self.mcp.state.borrow_mut();
             let Some(id) = state.servers.id_of(name) else {
@@ -188,8 +219,9 @@ impl AgentHost {
             .map_err(|e| format!("the MCP server could not be forgotten: {e}"))?;
         self.forget_mcp_credentials(&id);
         if let Some(end) = session.and_then(|s| s.end()) {
+            let hosts = self.mcp.hosts().clone();
             spawn_local(async move {
-                let _ = exchange(&end, CONNECT_TIMEOUT_MS, None).await;
+                let _ = exchange(&end, &hosts, CONNECT_TIMEOUT_MS, None).await;
             });
         }
         self.publish_mcp();
@@ -210,6 +242,7 @@ impl AgentHost {
     /// most every `RETRY_FAILED_AFTER_MS`), and servers still connecting
     /// are waited for a little, so the turn is offered their tools.
     pub(super) async fn mcp_ready_for_turn(self: &Rc<Self>) {
+        self.ensure_mcp();
         let now = now_ms();
         let retry: Vec<String> = {
             let state = self.mcp.state.borrow();
@@ -257,14 +290,17 @@ impl AgentHost {
         self.connect_mcp(id.to_string());
     }
 
-    /// A sign-in to server `id` failed (`error` says why).
+    /// A sign-in to server `id` failed, or its URL is refused (`error` says why).
     pub(super) fn mcp_sign_in_failed(self: &Rc<Self>, id: &str, error: &str) {
         {
             let mut state = self.mcp.state.borrow_mut();
             state.servers.set_failed(id, error);
             state.failed_at.insert(id.to_string(), now_ms());
         }
-        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {error}"));
+        self.log_line(
+            LogLevel::Warn,
+            &format!("mcp: server '{id}': {}", quoted(error)),
+        );
         self.publish_mcp();
     }
 
@@ -289,7 +325,14 @@ impl AgentHost {
         };
         let (mut listing, mut request) = Connect::relist(&mut session);
         let outcome = loop {
-            let reply = send(link.as_ref(), &request, CONNECT_TIMEOUT_MS, None).await;
+            let reply = send(
+                link.as_ref(),
+                self.mcp.hosts(),
+                &request,
+                CONNECT_TIMEOUT_MS,
+                None,
+            )
+            .await;
             match listing.on_reply(&mut session, reply) {
                 ConnectStep::Send(next) => request = next,
                 ConnectStep::Done(outcome) => break outcome,
@@ -313,7 +356,10 @@ impl AgentHost {
             Err(e) => {
                 self.log_line(
                     LogLevel::Warn,
-                    &format!("mcp: server '{id}' could not list its tools again: {e}"),
+                    &format!(
+                        "mcp: server '{id}' could not list its tools again: {}",
+                        quoted(&e.to_string())
+                    ),
                 );
                 self.connect_mcp(id);
             }
@@ -327,6 +373,16 @@ impl AgentHost {
 
     /// One handshake with server `id`; its outcome is the server's new state.
     async fn run_connect(self: Rc<Self>, id: String) {
+        let refused = {
+            let state = self.mcp.state.borrow();
+            let url = state.servers.server(&id).map(|s| s.url.clone());
+            url.and_then(|url| self.mcp.hosts.check(&url, "MCP server URL").err())
+        };
+        if let Some(why) = refused {
+            // A declared server on a host the policy refuses: never fetched.
+            self.mcp_sign_in_failed(&id, &why);
+            return;
+        }
         let started = {
             let mut state = self.mcp.state.borrow_mut();
             let Some(server) = state.servers.server(&id).cloned() else {
@@ -351,7 +407,7 @@ impl AgentHost {
             if let Some(token) = self.mcp_bearer(&id, &server).await {
                 session.set_bearer(&token);
             }
-            let outcome = handshake(&mut session, None).await;
+            let outcome = handshake(&mut session, self.mcp.hosts(), None).await;
             let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
                 break outcome;
             };
@@ -364,14 +420,14 @@ impl AgentHost {
             {
                 AfterUnauthorized::Retry => may_refresh = false,
                 AfterUnauthorized::Failed(e) => break Err(e),
-                AfterUnauthorized::SignIn(url) => {
+                AfterUnauthorized::SignIn { url, issuer } => {
                     {
                         let mut state = self.mcp.state.borrow_mut();
                         if state.connecting.get(&id) != Some(&generation) {
                             return;
                         }
                         state.connecting.remove(&id);
-                        state.servers.set_authenticating(&id, &url);
+                        state.servers.set_authenticating(&id, &url, &issuer);
                     }
                     self.publish_mcp();
                     return;
@@ -386,13 +442,13 @@ impl AgentHost {
                 headers.push(("authorization".into(), format!("Bearer {token}")));
             }
             if let Ok((opened, post_url)) =
-                SseLink::open(&server.url, &headers, CONNECT_TIMEOUT_MS).await
+                SseLink::open(&server.url, &headers, self.mcp.hosts(), CONNECT_TIMEOUT_MS).await
             {
                 let mut legacy = Session::new(&post_url, &server.headers);
                 if let Some(token) = &bearer {
                     legacy.set_bearer(token);
                 }
-                outcome = handshake(&mut legacy, Some(&opened)).await;
+                outcome = handshake(&mut legacy, self.mcp.hosts(), Some(&opened)).await;
                 session = legacy;
                 link = Some(opened);
             }
@@ -416,7 +472,10 @@ impl AgentHost {
                         ),
                     );
                     if let Some(note) = state.servers.set_ready(&id, connected) {
-                        self.log_line(LogLevel::Warn, &format!("mcp: server '{id}': {note}"));
+                        self.log_line(
+                            LogLevel::Warn,
+                            &format!("mcp: server '{id}': {}", quoted(&note)),
+                        );
                     }
                     state.sessions.insert(id.clone(), session);
                     if let Some(link) = link {
@@ -434,7 +493,10 @@ impl AgentHost {
                     if let Some(link) = link {
                         link.close();
                     }
-                    self.log_line(LogLevel::Warn, &format!("mcp: server '{id}' failed: {e}"));
+                    self.log_line(
+                        LogLevel::Warn,
+                        &format!("mcp: server '{id}' failed: {}", quoted(&e.to_string())),
+                    );
                     state.servers.set_failed(&id, &e.to_string());
                     state.failed_at.insert(id.clone(), now_ms());
                 }
@@ -490,7 +552,14 @@ impl AgentHost {
                 return Err(format!("The MCP server '{name}' is not connected."));
             };
             let link = self.mcp.state.borrow().links.get(&id).cloned();
-            let sent = send(link.as_ref(), &request, timeout, Some(abort.clone())).await;
+            let sent = send(
+                link.as_ref(),
+                self.mcp.hosts(),
+                &request,
+                timeout,
+                Some(abort.clone()),
+            )
+            .await;
             let read = match sent {
                 Ok(reply) => reader.read(&request, &reply),
                 Err(e) => Err(e),
@@ -544,7 +613,7 @@ impl AgentHost {
         }
         self.log_line(
             LogLevel::Warn,
-            &format!("mcp: server '{id}' failed: {error}"),
+            &format!("mcp: server '{id}' failed: {}", quoted(&error.to_string())),
         );
         self.publish_mcp();
     }
@@ -569,11 +638,12 @@ impl AgentHost {
 /// `initialize`, `initialized` and the tool listing on `session`.
 async fn handshake(
     session: &mut Session,
+    hosts: &OutboundHosts,
     link: Option<&Rc<SseLink>>,
 ) -> Result<crate::mcp::Connected, McpError> {
     let (mut connect, mut request) = Connect::start(session);
     loop {
-        let reply = send(link, &request, CONNECT_TIMEOUT_MS, None).await;
+        let reply = send(link, hosts, &request, CONNECT_TIMEOUT_MS, None).await;
         match connect.on_reply(session, reply) {
             ConnectStep::Send(next) => request = next,
             ConnectStep::Done(outcome) => return outcome,
@@ -585,12 +655,13 @@ async fn handshake(
 /// one (the older HTTP+SSE transport), a plain POST otherwise.
 async fn send(
     link: Option<&Rc<SseLink>>,
+    hosts: &OutboundHosts,
     request: &McpRequest,
     timeout_ms: u64,
     abort: Option<CallAbort>,
 ) -> Result<crate::mcp::McpReply, McpError> {
     match link {
         Some(link) => link.send(request, timeout_ms, abort).await,
-        None => exchange(request, timeout_ms, abort).await,
+        None => exchange(request, hosts, timeout_ms, abort).await,
     }
 }

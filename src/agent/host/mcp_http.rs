@@ -1,4 +1,5 @@
-//! One HTTP exchange with an MCP server through the Workers `fetch`: the
+//! One HTTP exchange with an MCP server through the Workers `fetch` (for a
+//! URL the outbound host policy admits): the
 //! request the sans-I/O session (or the OAuth flow) built, sent with a deadline (and a tool
 //! run's abort signal), its reply read whole up to `MAX_REPLY_BYTES` (then
 //! read through the gate by `crate::mcp::jsonrpc`).
@@ -13,13 +14,19 @@ use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestIni
 use crate::agent::tool_context::AbortSignal;
 use crate::mcp::jsonrpc::MAX_REPLY_BYTES;
 use crate::mcp::{McpError, McpReply, McpRequest};
+use crate::outbound::OutboundHosts;
 
-/// Sends `request`; gives up after `timeout_ms` or when `abort` fires.
+/// Sends `request` unless `hosts` refuses its URL (then nothing is sent);
+/// gives up after `timeout_ms` or when `abort` fires.
 pub(super) async fn exchange(
     request: &McpRequest,
+    hosts: &OutboundHosts,
     timeout_ms: u64,
     abort: Option<AbortSignal>,
 ) -> Result<McpReply, McpError> {
+    hosts
+        .check(&request.url, "URL")
+        .map_err(McpError::Refused)?;
     let headers = Headers::new();
     for (name, value) in &request.headers {
         headers

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use worker::{Delay, Url};
 
+use crate::core::quoted;
 use crate::log::LogLevel;
 use crate::mcp::oauth::discovery::{
     auth_server_metadata_urls, get, read_auth_server_metadata, read_challenge,
@@ -38,8 +39,8 @@ pub(super) const CALLBACK_SUFFIX: &str = "/callback";
 pub(super) enum AfterUnauthorized {
     /// The token was refreshed: send again.
     Retry,
-    /// A person must sign in at this URL.
-    SignIn(String),
+    /// A person must sign in at `url`, at the authorization server on host `issuer`.
+    SignIn { url: String, issuer: String },
     /// Neither: the server fails with this error.
     Failed(McpError),
 }
@@ -54,7 +55,10 @@ impl AgentHost {
             Err(e) => {
                 self.log_line(
                     LogLevel::Warn,
-                    &format!("mcp: stored sign-in of '{id}' unreadable: {e}"),
+                    &format!(
+                        "mcp: stored sign-in of '{id}' unreadable: {}",
+                        quoted(&e.to_string())
+                    ),
                 );
                 None
             }
@@ -136,7 +140,10 @@ impl AgentHost {
             Ok(_) => self.log_line(LogLevel::Info, &format!("mcp: tokens of '{id}' refreshed")),
             Err(e) => self.log_line(
                 LogLevel::Warn,
-                &format!("mcp: tokens of '{id}' not refreshed: {e}"),
+                &format!(
+                    "mcp: tokens of '{id}' not refreshed: {}",
+                    quoted(&e.to_string())
+                ),
             ),
         }
         outcome
@@ -161,7 +168,7 @@ impl AgentHost {
             return Err(McpError::Malformed("no refresh token".into()));
         };
         let request = refresh(&auth_server, &client, &refresh_token, &credentials.resource);
-        let reply = exchange(&request, OAUTH_TIMEOUT_MS, None).await?;
+        let reply = exchange(&request, self.mcp.hosts(), OAUTH_TIMEOUT_MS, None).await?;
         let tokens = match read_tokens(&reply, now_ms(), Some(&refresh_token)) {
             Ok(tokens) => tokens,
             Err(e) => {
@@ -205,7 +212,7 @@ impl AgentHost {
             .begin_authorization(id, server, stored, challenge)
             .await
         {
-            Ok(url) => AfterUnauthorized::SignIn(url),
+            Ok((url, issuer)) => AfterUnauthorized::SignIn { url, issuer },
             Err(e) => AfterUnauthorized::Failed(e),
         }
     }
@@ -218,7 +225,7 @@ impl AgentHost {
         server: &McpServer,
         stored: Option<Credentials>,
         challenge: Option<String>,
-    ) -> Result<String, McpError> {
+    ) -> Result<(String, String), McpError> {
         let redirect_uri = match &stored {
             Some(c) => c.redirect_uri.clone(),
             None => match self.mcp.agent_url() {
@@ -240,8 +247,10 @@ impl AgentHost {
         // is taken as its authorization server (as older servers expect).
         let mut issuer = None;
         for url in resource_metadata_urls(&challenge, &server.url)? {
-            let Ok(reply) = exchange(&get(&url), OAUTH_TIMEOUT_MS, None).await else {
-                continue;
+            let reply = match exchange(&get(&url), self.mcp.hosts(), OAUTH_TIMEOUT_MS, None).await {
+                Ok(reply) => reply,
+                Err(refused @ McpError::Refused(_)) => return Err(refused),
+                Err(_) => continue,
             };
             if (200..300).contains(&reply.status) {
                 let metadata = read_resource_metadata(&reply.body)?;
@@ -263,10 +272,16 @@ impl AgentHost {
                 format!("{}/", url.origin().ascii_serialization())
             }
         };
+        let issuer_host = Url::parse(&issuer)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .unwrap_or_default();
         let mut auth_server = None;
         for url in auth_server_metadata_urls(&issuer)? {
-            let Ok(reply) = exchange(&get(&url), OAUTH_TIMEOUT_MS, None).await else {
-                continue;
+            let reply = match exchange(&get(&url), self.mcp.hosts(), OAUTH_TIMEOUT_MS, None).await {
+                Ok(reply) => reply,
+                Err(refused @ McpError::Refused(_)) => return Err(refused),
+                Err(_) => continue,
             };
             if (200..300).contains(&reply.status) {
                 auth_server = Some(read_auth_server_metadata(&reply.body)?);
@@ -295,6 +310,7 @@ impl AgentHost {
                     })?;
                 let reply = exchange(
                     &registration(endpoint, &credentials.redirect_uri),
+                    self.mcp.hosts(),
                     OAUTH_TIMEOUT_MS,
                     None,
                 )
@@ -327,6 +343,6 @@ impl AgentHost {
             LogLevel::Info,
             &format!("mcp: server '{id}' waits for a sign-in"),
         );
-        Ok(url)
+        Ok((url, issuer_host))
     }
 }

@@ -10,7 +10,7 @@ use worker::{Response, Url};
 
 use crate::log::LogLevel;
 use crate::mcp::oauth::grant::{code_exchange, read_tokens};
-use crate::mcp::oauth::server_of_state;
+use crate::mcp::oauth::{server_of_state, Credentials};
 
 use super::mcp_http::exchange;
 use super::mcp_oauth::{CALLBACK_SUFFIX, OAUTH_TIMEOUT_MS};
@@ -32,8 +32,17 @@ impl AgentHost {
             url.query_pairs().into_owned().collect();
         let state = query.get("state")?;
         let id = server_of_state(state)?.to_string();
-        let server = self.mcp.server(&id)?;
         let refuse = |text: &str| Response::error(text, 400).ok();
+        // A sign-in this agent stored is the proof; only then are its
+        // servers started (a stranger's callback connects nothing).
+        let stored = self.store.mcp_credentials(&id).ok().flatten()?;
+        let started =
+            Credentials::read(&stored).is_ok_and(|c| c.pending_matches(state, &id, now_ms()));
+        if !started {
+            return refuse("This sign-in is unknown or has expired.");
+        }
+        self.ensure_mcp();
+        let server = self.mcp.server(&id)?;
         let Some(mut credentials) = self.mcp_credentials(&id, &server.url) else {
             return refuse("This sign-in is unknown or has expired.");
         };
@@ -68,7 +77,7 @@ impl AgentHost {
             &credentials.redirect_uri,
             &credentials.resource,
         );
-        let tokens = match exchange(&request, OAUTH_TIMEOUT_MS, None).await {
+        let tokens = match exchange(&request, self.mcp.hosts(), OAUTH_TIMEOUT_MS, None).await {
             Ok(reply) => read_tokens(&reply, now_ms(), None),
             Err(e) => Err(e),
         };

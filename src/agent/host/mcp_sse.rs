@@ -28,6 +28,7 @@ use crate::mcp::legacy_sse::{
 };
 use crate::mcp::{McpError, McpReply, McpRequest};
 use crate::model::sse::{SseEvent, SseParser};
+use crate::outbound::OutboundHosts;
 
 use super::mcp_http::exchange;
 
@@ -44,6 +45,8 @@ pub(super) struct SseLink {
     ended: RefCell<Option<McpError>>,
     /// Told why, when the stream ends by itself.
     on_end: RefCell<Option<EndListener>>,
+    /// The hosts the stream and its endpoint may be on.
+    hosts: OutboundHosts,
 }
 
 impl SseLink {
@@ -52,8 +55,12 @@ impl SseLink {
     pub(super) async fn open(
         url: &str,
         headers: &[(String, String)],
+        hosts: &OutboundHosts,
         timeout_ms: u64,
     ) -> Result<(Rc<SseLink>, String), McpError> {
+        hosts
+            .check(url, "MCP server URL")
+            .map_err(McpError::Refused)?;
         let request = open_stream(url, headers);
         let http_headers = Headers::new();
         for (name, value) in &request.headers {
@@ -72,6 +79,7 @@ impl SseLink {
             controller: RefCell::new(None),
             ended: RefCell::new(None),
             on_end: RefCell::new(None),
+            hosts: hosts.clone(),
         });
         let controller = AbortController::default();
         let signal = controller.signal();
@@ -129,7 +137,12 @@ impl SseLink {
                 return Err(McpError::Timeout(timeout_ms));
             }
         };
-        let post_url = match endpoint(url, &data) {
+        let post_url = match endpoint(url, &data).and_then(|post_url| {
+            hosts
+                .check(&post_url, "endpoint the server handed back")
+                .map_err(McpError::Refused)?;
+            Ok(post_url)
+        }) {
             Ok(url) => url,
             Err(e) => {
                 link.close();
@@ -248,12 +261,12 @@ impl SseLink {
                 .unwrap_or_else(|| McpError::Unreachable("the event stream closed".into())));
         }
         let Some(id) = request.id else {
-            return exchange(request, timeout_ms, abort).await;
+            return exchange(request, &self.hosts, timeout_ms, abort).await;
         };
         let (tx, rx) = oneshot::channel();
         self.waiting.borrow_mut().insert(id, tx);
         let started = crate::agent::host::now_ms();
-        let posted = exchange(request, timeout_ms, abort.clone()).await;
+        let posted = exchange(request, &self.hosts, timeout_ms, abort.clone()).await;
         let posted = match posted {
             Ok(reply) if (200..300).contains(&reply.status) => reply,
             other => {

@@ -44,6 +44,7 @@ mod debug;
 #[cfg(feature = "debug-routes")]
 mod debug_author;
 mod frames;
+pub mod lazy;
 mod mcp;
 mod mcp_http;
 mod mcp_oauth;
@@ -131,8 +132,19 @@ pub struct AgentHost {
     rpc: rpc_calls::RpcCalls,
     /// `INTERNAL_FETCH_FALLBACK=1`: the internal fetch paths are served.
     internal_fetch: bool,
+    /// `MAX_CONNECTIONS_PER_CLIENT`: the sockets one client address may
+    /// hold (`None`: three quarters of `max_connections`; 0: no share).
+    max_connections_per_client: Option<usize>,
     /// Calls to child agents in flight, per turn and in all (see `child_calls.rs`).
     child_calls: Rc<ChildCalls>,
+}
+
+/// The address of the client a request comes from (`CF-Connecting-IP`,
+/// which Cloudflare sets), if it names one.
+fn client_address(req: &Request) -> Option<String> {
+    let address = req.headers().get("cf-connecting-ip").ok().flatten()?;
+    let address = address.trim();
+    (!address.is_empty() && address.len() <= 64).then(|| address.to_ascii_lowercase())
 }
 
 /// How many handled closes `AgentHost::closed` remembers.
@@ -149,12 +161,23 @@ impl AgentHost {
         definition: D,
         agent: &str,
     ) -> worker::Result<Rc<Self>> {
-        let definition = Rc::new(definition);
+        AgentHost::new_shared(state, env, Rc::new(definition), agent)
+    }
+
+    /// [`AgentHost::new`] with a definition held elsewhere too.
+    pub(crate) fn new_shared<D: AgentDefinition>(
+        state: State,
+        env: Env,
+        definition: Rc<D>,
+        agent: &str,
+    ) -> worker::Result<Rc<Self>> {
         let lookup = |name: &str| env_value(&env, name);
         #[cfg(feature = "debug-routes")]
         let debug = debug::DebugSwitches::from_vars(lookup);
         let channel_policy = ChannelPolicy::from_vars(lookup);
         let internal_fetch = lookup(INTERNAL_FETCH_FALLBACK_VAR).as_deref() == Some("1");
+        let max_connections_per_client =
+            lookup("MAX_CONNECTIONS_PER_CLIENT").and_then(|v| v.trim().parse::<usize>().ok());
         let model_error_detail_to_tabs = lookup(MODEL_ERROR_DETAIL_VAR).as_deref() == Some("tabs");
         let link_hosts = lookup(FILE_LINK_HOSTS_VAR)
             .unwrap_or_default()
@@ -178,7 +201,11 @@ impl AgentHost {
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
-        let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
+        let mcp = mcp::McpClients::new(
+            tools.iter().map(|t| t.spec.name.clone()),
+            settings.outbound_hosts.clone(),
+            declared_mcp,
+        );
         let child_calls = ChildCalls::new(ChildCallLimits {
             per_turn: settings.turns.limits.max_child_calls_per_turn,
             per_agent: settings.turns.limits.max_child_calls_per_agent,
@@ -241,13 +268,13 @@ impl AgentHost {
             settled_waiters: SettledWaiters::default(),
             rpc: rpc_calls::RpcCalls::default(),
             internal_fetch,
+            max_connections_per_client,
             child_calls,
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
-        host.start_mcp(declared_mcp);
         Ok(host)
     }
 
@@ -269,9 +296,6 @@ impl AgentHost {
     pub async fn fetch(self: &Rc<Self>, req: Request) -> worker::Result<Response> {
         let url = req.url()?;
         let path = url.path();
-        if let Some(name) = crate::routing::instance_name(path) {
-            self.remember_name(&name);
-        }
         let internal = crate::routing::is_channel_path(path);
         if !internal {
             self.note_agent_url(&url);
@@ -300,6 +324,14 @@ impl AgentHost {
             }
         } else if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
             return Response::error(refusal.reason, refusal.status);
+        }
+        // Only a request let in names the instance (a stored row) and
+        // connects the MCP servers.
+        if let Some(name) = crate::routing::instance_name(path) {
+            self.remember_name(&name);
+        }
+        if !internal {
+            self.ensure_mcp();
         }
         if let Some(refused) = crate::agent::body::refuse_declared(&req) {
             return refused;
@@ -335,6 +367,10 @@ impl AgentHost {
                 429,
             );
         }
+        let client = client_address(&req);
+        if let Some(refused) = self.over_client_share(client.as_deref(), max_connections) {
+            return refused;
+        }
         let pk = url
             .query_pairs()
             .find(|(k, _)| k == "_pk")
@@ -352,6 +388,7 @@ impl AgentHost {
             channel,
             state: None,
             closed: false,
+            client,
         })?;
         let connection = Connection::new(&conn, pair.server.clone());
         self.closed.borrow_mut().retain(|c| *c != conn);
@@ -368,6 +405,36 @@ impl AgentHost {
             ));
         }
         Response::from_websocket(pair.client)
+    }
+
+    /// A 429 when the client at `client` already holds its share of the
+    /// agent's sockets (`MAX_CONNECTIONS_PER_CLIENT`; by default three
+    /// quarters of `max_connections`), so one client cannot hold them all.
+    fn over_client_share(
+        &self,
+        client: Option<&str>,
+        max_connections: usize,
+    ) -> Option<worker::Result<Response>> {
+        let client = client?;
+        let share = self
+            .max_connections_per_client
+            .unwrap_or(max_connections - max_connections / 4);
+        if share == 0 {
+            return None;
+        }
+        let held = self
+            .state
+            .get_websockets()
+            .iter()
+            .filter_map(|ws| ws.deserialize_attachment::<Attachment>().ok().flatten())
+            .filter(|a| !a.closed && a.client.as_deref() == Some(client))
+            .count();
+        (held >= share).then(|| {
+            Response::error(
+                format!("too many connections from one client to this agent (limit {share})"),
+                429,
+            )
+        })
     }
 
     /// The client picks `_pk`; two sockets with the same one stay distinct.

@@ -106,7 +106,7 @@ impl AgentHost {
         signal: &AbortSignal,
         sink: &mut dyn FnMut(crate::model::ModelEvent),
     ) -> Result<(), ModelFailure> {
-        crate::model::files::keep_allowed_links(&mut request, &self.link_hosts);
+        crate::model::files::keep_allowed_links(&mut request, &self.link_hosts, self.mcp.hosts());
         let plan = provider.plan(&request);
         drop(request);
         let mut body = match plan {

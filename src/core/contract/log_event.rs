@@ -61,6 +61,34 @@ impl RecoveryStep {
     }
 }
 
+/// Who started a turn, as its log line names them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartedBy {
+    /// A tab's chat request (its connection id).
+    Tab(String),
+    /// A parent agent's `chat()` (its call's connection id).
+    Parent(String),
+    /// A submission that names its caller (a route's, a stub's).
+    Caller(String),
+    /// The agent's own code: a submission without a caller, a continuation,
+    /// its alarm and schedules.
+    Agent,
+    /// The recovery of an interrupted turn.
+    Recovery,
+}
+
+impl fmt::Display for StartedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartedBy::Tab(conn) => write!(f, "tab:{}", Id(conn)),
+            StartedBy::Parent(conn) => write!(f, "parent:{}", Id(conn)),
+            StartedBy::Caller(caller) => write!(f, "caller:{}", Id(caller)),
+            StartedBy::Agent => f.write_str("agent"),
+            StartedBy::Recovery => f.write_str("recovery"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LogEvent {
     TurnStarted {
@@ -72,6 +100,8 @@ pub enum LogEvent {
         queued: usize,
         /// How long it waited in the queue, in ms.
         waited_ms: u64,
+        /// Who started it.
+        by: StartedBy,
     },
     TurnEnded {
         request_id: String,
@@ -196,6 +226,12 @@ impl fmt::Display for Id<'_> {
 /// Free text in a line: quoted, on one line, at most 200 characters.
 struct Quoted<'a>(&'a str);
 
+/// `text` (a remote server's words: an error, a name) as a log line may
+/// carry it: quoted, on one line, at most 200 characters.
+pub fn quoted(text: &str) -> String {
+    Quoted(text).to_string()
+}
+
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MAX: usize = 200;
@@ -250,9 +286,10 @@ impl fmt::Display for LogEvent {
                 trigger,
                 queued,
                 waited_ms,
+                by,
             } => write!(
                 f,
-                "turn started request={} trigger={trigger} queued={queued} waited_ms={waited_ms}",
+                "turn started request={} trigger={trigger} queued={queued} waited_ms={waited_ms} by={by}",
                 Id(request_id)
             ),
             LogEvent::TurnEnded {
@@ -381,6 +418,7 @@ mod tests {
             trigger: "submit",
             queued: 0,
             waited_ms: 0,
+            by: StartedBy::Tab("tab 1\nforged".into()),
         };
         let line = started.to_string();
         assert!(!line.contains('\n'), "{line}");

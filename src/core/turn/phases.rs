@@ -80,11 +80,13 @@ impl Core {
         }
         let request_id = turn.request_id.clone();
         let start_metadata = self.start_metadata(&turn);
+        let by = self.started_by(&turn);
         self.log(LogEvent::TurnStarted {
             request_id: request_id.clone(),
             trigger: trigger_label(&turn),
             queued: self.queue.len(),
             waited_ms: self.now.saturating_sub(turn.submitted_at),
+            by,
         });
         self.active = Some(ActiveTurn {
             turn,

@@ -46,7 +46,7 @@ fn a_turn_that_retries_then_completes_logs_its_start_the_retry_and_its_end() {
     assert_eq!(lines.len(), 3, "{lines:#?}");
     assert_eq!(
         lines[0],
-        "info turn started request=r1 trigger=submit queued=0 waited_ms=0"
+        "info turn started request=r1 trigger=submit queued=0 waited_ms=0 by=tab:a"
     );
     assert_eq!(
         lines[1],
@@ -302,4 +302,37 @@ fn a_trimmed_context_and_a_refused_one_are_logged() {
         .unwrap_or_else(|| panic!("{lines:#?}"));
     assert!(overflow.contains("retry_budget="), "{overflow}");
     assert!(lines.last().unwrap().contains("outcome=completed"));
+}
+
+#[test]
+fn a_turn_started_line_names_who_started_it() {
+    use durable_chat::core::SubmitRequest;
+    use durable_chat::protocol::UIMessage;
+    let mut sim = two_tabs();
+    sim.script(Reply::text("for the tab"))
+        .script(Reply::text("for the route"))
+        .script(Reply::text("for the agent"));
+    ask(&mut sim, "r1", "hi");
+    let submit = |sim: &mut Sim, id: &str, caller: Option<&str>| {
+        sim.call(|core, now| {
+            core.submit(
+                SubmitRequest {
+                    messages: vec![UIMessage::user_text(id, "hello")],
+                    caller: caller.map(str::to_string),
+                    ..Default::default()
+                },
+                now,
+            )
+        })
+        .expect("accepted");
+        sim.run_until_idle();
+    };
+    submit(&mut sim, "m-http", Some("http\nforged"));
+    submit(&mut sim, "m-own", None);
+    let started: Vec<String> = lines(&sim)
+        .into_iter()
+        .filter(|l| l.starts_with("info turn started"))
+        .map(|l| l.split(" by=").nth(1).unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(started, ["tab:a", "caller:\"http\\nforged\"", "agent"]);
 }

@@ -14,7 +14,10 @@ use serde_json::json;
 use crate::sim::*;
 
 fn demo_servers(server: McpServer) -> (Servers, String) {
-    let mut servers = Servers::new(["get_weather".to_string(), "delete_file".to_string()]);
+    let mut servers = Servers::new(
+        ["get_weather".to_string(), "delete_file".to_string()],
+        durable_chat::outbound::OutboundHosts::from_list("127.0.0.1"),
+    );
     let id = servers.add(server, false).expect("a valid server");
     servers.set_ready(
         &id,

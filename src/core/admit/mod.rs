@@ -3,6 +3,7 @@ pub mod channel;
 pub mod chat;
 pub mod continuation;
 pub mod inputs;
+pub mod readonly;
 pub mod request_rate;
 pub mod saved_tool_parts;
 pub mod schedules;

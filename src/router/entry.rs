@@ -69,7 +69,9 @@ pub async fn route_request_with(
     let lookup = |name: &str| env_value(env, name);
     let settings = AgentSettings::from_vars(&Vars(&lookup));
     let origin = (options.cors).admitted_origin(&info, &settings.allowed_origins);
-    if options.cors.is_preflight(req.method().as_ref(), &info) {
+    // A preflight needs no token, but never opens the internal paths.
+    let internal = refuse_from_outside(&info, None).err();
+    if internal.is_none() && options.cors.is_preflight(req.method().as_ref(), &info) {
         return match origin {
             Some(origin) => {
                 let headers = header_set(&options.cors.preflight_headers(&origin))?;
@@ -84,7 +86,10 @@ pub async fn route_request_with(
     let cors_headers = origin.map(|o| options.cors.answer_headers(&o));
     let answer = |response: Response| with_headers(response, cors_headers.as_deref());
     let token = settings.auth_token.as_deref();
-    let checked = refuse_from_outside(&info, token).and_then(|()| options.check(&info, &settings));
+    let checked = match internal {
+        Some(refusal) => Err(refusal),
+        None => refuse_from_outside(&info, token).and_then(|()| options.check(&info, &settings)),
+    };
     if let Err(refusal) = checked {
         return answer(Response::error(refusal.reason, refusal.status)?).map(Routed::Agent);
     }

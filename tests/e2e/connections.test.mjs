@@ -89,6 +89,7 @@ test('a readonly tab watches every stream and state change, and may change nothi
   await waitUntil(() => stockViewer.stateErrors.length > 0, { what: 'cf_agent_state_error' });
   assert.deepEqual(stockViewer.stateErrors, ['Connection is readonly']);
   await assert.rejects(stockViewer.c.call('announce', ['hi', null, 0]), /Connection is readonly/);
+  assert.equal(await stockViewer.c.call('echo', ['a readonly-safe method']), 'a readonly-safe method');
 
   const mark = viewer.mark();
   viewer.send({ type: 'cf_agent_chat_clear' });

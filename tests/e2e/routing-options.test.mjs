@@ -35,6 +35,13 @@ test('a page on an allowed origin has its preflight answered and reads get-messa
   assert.equal(route.status, 404);
   assert.equal(route.headers.get('access-control-allow-origin'), PAGE, "on the author's routes and refusals too");
 
+  const internal = await w.fetch(`/agents/chat-agent/${rid('cors')}/__chat-api`, {
+    method: 'OPTIONS',
+    headers: { origin: PAGE, 'access-control-request-method': 'POST' },
+  });
+  assert.equal(internal.status, 403, 'a preflight never opens the internal paths');
+  assert.equal(await internal.text(), 'internal endpoint');
+
   const evil = await w.fetch(path, {
     method: 'OPTIONS',
     headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },

@@ -82,6 +82,11 @@ fn a_readonly_viewer_watches_but_its_chat_state_and_calls_are_refused() {
         viewer.call("announce", json!(["hi", null, 0])),
         Err("Connection is readonly".to_string())
     );
+    assert_eq!(
+        viewer.call("echo", json!(["safe"])),
+        Ok(json!("safe")),
+        "a readonly-safe method"
+    );
     agent.model().reply_text("hello writer");
     writer.send_message("hi");
     agent.run_until_idle();

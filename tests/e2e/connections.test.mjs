@@ -13,6 +13,7 @@ import WS from 'ws';
 import { AgentClient } from 'agents/client';
 import { chatRequest, getMessages, isDone, isResponse, userMessage } from '../support/harness.mjs';
 import { workerFor, tab, rid, waitUntil, waitForModelRequests } from '../support/e2e.mjs';
+import { mountAgentChat } from '../support/agent-chat-node.mjs';
 
 const AGENT = 'ChatAgent';
 
@@ -105,6 +106,24 @@ test('a readonly tab watches every stream and state change, and may change nothi
   const messages = await getMessages(w.url, AGENT, room);
   assert.deepEqual(messages.filter((m) => m.role === 'user').map((m) => m.parts[0].text), ['hello from the writer']);
   assert.equal(w.model.requests.length, 1, 'only the writer reached the model');
+});
+
+test("a viewer through the stock useAgentChat: its sendMessage fails with the SDK's error, the writer's answer shows", { timeout: 30000 }, async (t) => {
+  const w = await workerFor(t);
+  const room = rid('viewer-hook');
+  const viewer = await mountAgentChat({ url: w.url, name: room, agentOptions: { query: { role: 'viewer' } } });
+  t.after(() => viewer.unmount());
+  await viewer.settled();
+  viewer.chat.sendMessage({ text: 'let me in' });
+  const error = await viewer.waitFor((chat) => chat.error ?? viewer.errors[0]);
+  assert.match(String(error?.message ?? error), /Connection is readonly/);
+  assert.equal(w.model.requests.length, 0);
+  const writer = await tab(w, room);
+  const id = rid();
+  writer.send(chatRequest(id, [userMessage(rid(), 'from the writer')]));
+  await writer.waitFor(isDone(id), 15000);
+  const answer = await viewer.waitFor((chat) => chat.messages.find((m) => m.role === 'assistant'));
+  assert.ok(answer.parts.some((p) => p.type === 'text' && p.text), 'the answer streamed to the viewer');
 });
 
 test('an admin makes a tab readonly with set_readonly, and writable again', { timeout: 30000 }, async (t) => {

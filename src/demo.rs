@@ -178,7 +178,8 @@ impl AgentDefinition for DemoAgent {
     /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
     /// submission), `GET …/submissions/<id>` reads its status,
     /// `POST …/submissions/<id>/cancel` cancels it and `POST …/schedule`
-    /// `{"inMs"}` schedules a check-in (see `on_alarm`), `POST …/destroy`
+    /// `{"inMs"}` schedules a check-in (see `on_alarm`), `POST …/announce`
+    /// `{"text", "tag"?}` sends an announcement to the tabs, `POST …/destroy`
     /// (with `MCP_ADMIN_TOKEN` as `Authorization: Bearer`) erases the agent.
     #[cfg(target_arch = "wasm32")]
     async fn on_request(
@@ -212,6 +213,8 @@ mod routes {
 
     /// The most a submit body may hold (its text is one message).
     const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
+    /// An announcement is a short text and a tag.
+    const ANNOUNCE_BODY_LIMIT: usize = 4 * 1024;
     /// A schedule body is a number.
     const SCHEDULE_BODY_LIMIT: usize = 1024;
 
@@ -264,6 +267,18 @@ mod routes {
             let at = agent.now_ms().saturating_add(schedule.in_ms);
             agent.schedule_alarm(Some(at));
             return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
+        }
+        if post && path.ends_with("/announce") {
+            let announcement: super::connections::Announcement =
+                match read_json_typed(&mut req, ANNOUNCE_BODY_LIMIT).await {
+                    Ok(announcement) => announcement,
+                    Err(e) => return refusal(&e).map(Some),
+                };
+            if let Err(e) = announcement.check() {
+                return Response::error(e, 400).map(Some);
+            }
+            let sent = super::connections::announce_now(&agent, &announcement);
+            return Response::from_json(&serde_json::json!({ "sentTo": sent })).map(Some);
         }
         if post && path.ends_with("/destroy") {
             let what = "Erasing the agent";

@@ -7,7 +7,8 @@
 //! told `{"type":"state-changed","by":<connection id or "server">}`. The
 //! callable `announce(text, tag?, inSeconds?)` sends
 //! `{"type":"announcement","text"}` to every tab (or those of role `tag`),
-//! now or from a schedule; `set_readonly(id, readonly)` (an `admin` tab
+//! now or from a schedule (the demo's route `POST …/announce` `{text, tag?}`
+//! sends one now); `set_readonly(id, readonly)` (an `admin` tab
 //! only) makes tab `id` readonly or writable.
 
 use serde::{Deserialize, Serialize};
@@ -86,7 +87,20 @@ pub struct Announcement {
     tag: Option<String>,
 }
 
-fn announce_now(agent: &AgentHandle, announcement: &Announcement) -> usize {
+impl Announcement {
+    /// A text of 1 to `MAX_TEXT_BYTES` bytes.
+    pub fn check(&self) -> Result<(), String> {
+        match self.text.trim().is_empty() || self.text.len() > MAX_TEXT_BYTES {
+            true => Err(format!(
+                "an announcement is a text of 1 to {MAX_TEXT_BYTES} bytes"
+            )),
+            false => Ok(()),
+        }
+    }
+}
+
+/// Sends the announcement now; how many tabs it reached.
+pub fn announce_now(agent: &AgentHandle, announcement: &Announcement) -> usize {
     let frame = json!({ "type": "announcement", "text": announcement.text }).to_string();
     match &announcement.tag {
         Some(tag) => agent.broadcast_to_tag(tag, &frame, &[]),
@@ -107,12 +121,8 @@ async fn announce(
     (text, tag, in_secs): (String, Option<String>, Option<u64>),
     ctx: CallContext,
 ) -> Result<Value, String> {
-    if text.trim().is_empty() || text.len() > MAX_TEXT_BYTES {
-        return Err(format!(
-            "announce(text, tag?, inSeconds?): a text of 1 to {MAX_TEXT_BYTES} bytes"
-        ));
-    }
     let announcement = Announcement { text, tag };
+    announcement.check()?;
     match in_secs.unwrap_or(0) {
         0 => Ok(json!({ "sentTo": announce_now(&ctx.agent, &announcement) })),
         secs if secs <= MAX_DELAY_SECS => {

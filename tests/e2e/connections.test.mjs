@@ -4,7 +4,8 @@
 // connection's id, tags and readonly flag, tells the other tabs `{"type":"presence","left"}` from
 // its `on_close` and every tab `{"type":"state-changed","by"}` from its `on_state_changed`; its
 // callable `announce(text, tag?, inSeconds?)` broadcasts `{"type":"announcement","text"}` to
-// every tab or to those holding `tag`, now or from a schedule; `set_readonly(id, readonly)` (an
+// every tab or to those holding `tag`, now or from a schedule (its route `POST …/announce`
+// `{text, tag?}` now); `set_readonly(id, readonly)` (an
 // admin tab only) makes a tab readonly or writable.
 
 import { test } from 'node:test';
@@ -53,6 +54,19 @@ test('a broadcast from a schedule reaches the two tabs holding its tag and not a
   await waitUntil(() => announcements(guest.frames).includes('all hands'), { what: 'the broadcast to every tab' });
   assert.deepEqual(announcements(guest.frames), ['all hands'], 'the tagged broadcast did not reach the guest');
   assert.deepEqual(announcements(staff2.frames), ['standup', 'all hands']);
+  const routed = await w.fetch(`/agents/chat-agent/${room}/announce`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'from a route', tag: 'guest' }),
+  });
+  assert.deepEqual(await routed.json(), { sentTo: 1 }, "from the author's route too");
+  await waitUntil(() => announcements(guest.frames).includes('from a route'), { what: 'the routed broadcast' });
+  const empty = await w.fetch(`/agents/chat-agent/${room}/announce`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: ' ' }),
+  });
+  assert.equal(empty.status, 400);
 });
 
 test("a tab's tags and readonly flag are set when it connects", async (t) => {

@@ -1,7 +1,9 @@
 //! The demo agent of this repository: a weather tool and a file deletion that
 //! needs approval, a synced state with two callable methods
 //! (`shared_state.rs`), a streaming callable (`ticks.rs`), a reminder on a
-//! named schedule (`reminders.rs`), connection hooks (`connections.rs`),
+//! named schedule (`reminders.rs`), connection hooks, tags, readonly viewers
+//! and broadcasts (`connections.rs`), erasure behind the operator's token
+//! (`POST …/destroy`),
 //! bound as the `ChatAgent` Durable Object class; with `DEMO_SUMMARIZE=1`
 //! its model summarizes what a long conversation leaves out (`summary.rs`).
 
@@ -133,11 +135,44 @@ impl AgentDefinition for DemoAgent {
     fn callables(&self) -> Vec<crate::agent::Callable> {
         let mut callables = shared_state::callables();
         callables.extend([ticks::callable(), reminders::callable()]);
+        callables.extend(connections::callables());
         callables
     }
 
     fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
-        vec![reminders::schedule_callback()]
+        vec![
+            reminders::schedule_callback(),
+            connections::schedule_callback(),
+        ]
+    }
+
+    fn connection_tags(&self, _id: &str, request: &crate::agent::RequestInfo) -> Vec<String> {
+        connections::tags(request)
+    }
+
+    fn should_connection_be_readonly(
+        &self,
+        _id: &str,
+        request: &crate::agent::RequestInfo,
+    ) -> bool {
+        connections::readonly(request)
+    }
+
+    async fn on_state_changed(
+        &self,
+        _state: std::rc::Rc<serde_json::Value>,
+        source: crate::core::StateSource,
+        agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_state_changed(&source, &agent);
+    }
+
+    async fn on_close(
+        &self,
+        connection: crate::agent::Connection,
+        agent: crate::agent::AgentHandle,
+    ) {
+        connections::on_close(&connection, &agent);
     }
 
     async fn on_connect(
@@ -163,7 +198,9 @@ impl AgentDefinition for DemoAgent {
     /// `{"text", "idempotencyKey"?}` submits a user message (202 with the
     /// submission), `GET …/submissions/<id>` reads its status,
     /// `POST …/submissions/<id>/cancel` cancels it and `POST …/schedule`
-    /// `{"inMs"}` schedules a check-in (see `on_alarm`).
+    /// `{"inMs"}` schedules a check-in (see `on_alarm`), `POST …/announce`
+    /// `{"text", "tag"?}` sends an announcement to the tabs, `POST …/destroy`
+    /// (with `MCP_ADMIN_TOKEN` as `Authorization: Bearer`) erases the agent.
     #[cfg(target_arch = "wasm32")]
     async fn on_request(
         &self,
@@ -202,6 +239,8 @@ mod routes {
 
     /// The most a submit body may hold (its text is one message).
     const SUBMIT_BODY_LIMIT: usize = 256 * 1024;
+    /// An announcement is a short text and a tag.
+    const ANNOUNCE_BODY_LIMIT: usize = 4 * 1024;
     /// A schedule body is a number.
     const SCHEDULE_BODY_LIMIT: usize = 1024;
 
@@ -254,6 +293,29 @@ mod routes {
             let at = agent.now_ms().saturating_add(schedule.in_ms);
             agent.schedule_alarm(Some(at));
             return Response::from_json(&serde_json::json!({ "at": at })).map(Some);
+        }
+        if post && path.ends_with("/announce") {
+            let announcement: super::connections::Announcement =
+                match read_json_typed(&mut req, ANNOUNCE_BODY_LIMIT).await {
+                    Ok(announcement) => announcement,
+                    Err(e) => return refusal(&e).map(Some),
+                };
+            if let Err(e) = announcement.check() {
+                return Response::error(e, 400).map(Some);
+            }
+            let sent = super::connections::announce_now(&agent, &announcement);
+            return Response::from_json(&serde_json::json!({ "sentTo": sent })).map(Some);
+        }
+        if post && path.ends_with("/destroy") {
+            let what = "Erasing the agent";
+            if let Some(refused) = super::mcp_routes::refuse_non_admin(&req, mcp_admin_token, what)?
+            {
+                return Ok(Some(refused));
+            }
+            return match agent.destroy().await {
+                Ok(()) => Response::ok("destroyed").map(Some),
+                Err(e) => Response::error(e, 500).map(Some),
+            };
         }
         if let Some(answer) =
             super::mcp_routes::serve(&mut req, &path, &agent, mcp_admin_token).await?

@@ -112,9 +112,9 @@ pub mod testing;
 #[cfg(all(target_arch = "wasm32", feature = "demo"))]
 mod worker_entry;
 
-pub use router::RouteOptions;
 #[cfg(target_arch = "wasm32")]
-pub use router::{route_request, route_request_with, Routed};
+pub use router::{route_request, route_request_with, AgentTarget, Before, Routed};
+pub use router::{Cors, RouteOptions};
 
 /// The fixed bounds of the agent's own frames (the configurable ones are
 /// the fields of [`prelude::Limits`]; the input budgets are

@@ -91,15 +91,36 @@ pub enum Route<'a> {
     NotAgent,
 }
 
+/// The path prefix agents are served under unless the router is told
+/// another (`RouteOptions::prefix`).
+pub const DEFAULT_PREFIX: &str = "agents";
+
 /// `<namespace>` and non-empty `<name>` of `/agents/<namespace>/<name>[/…]`:
 /// `None` outside `/agents/`, `Some(None)` under it without both.
 fn agent_segments(path: &str) -> Option<Option<(&str, &str)>> {
-    let mut segments = path.trim_start_matches('/').split('/');
-    if segments.next() != Some("agents") {
-        return None;
+    agent_segments_under(path, DEFAULT_PREFIX).map(|found| found.map(|(ns, name, _)| (ns, name)))
+}
+
+/// [`agent_segments`] under `prefix` (one or more segments, `api/agents`),
+/// with what follows the name (`""` or `/…`, the query not included).
+fn agent_segments_under<'a>(
+    path: &'a str,
+    prefix: &str,
+) -> Option<Option<(&'a str, &'a str, &'a str)>> {
+    let mut rest = path.trim_start_matches('/');
+    for segment in prefix.trim_matches('/').split('/') {
+        let (head, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        if head != segment {
+            return None;
+        }
+        rest = tail;
     }
-    Some(match (segments.next(), segments.next()) {
-        (Some(namespace), Some(name)) if check_agent_name(name).is_ok() => Some((namespace, name)),
+    let mut parts = rest.splitn(3, '/');
+    Some(match (parts.next(), parts.next()) {
+        (Some(namespace), Some(name)) if check_agent_name(name).is_ok() => {
+            let tail = &rest[namespace.len() + 1 + name.len()..];
+            Some((namespace, name, tail))
+        }
         _ => None,
     })
 }
@@ -119,23 +140,67 @@ pub fn agent_path(path: &str) -> Option<String> {
 }
 
 pub fn route<'a>(path: &str, bindings: &[&'a str]) -> Route<'a> {
-    let (namespace, name) = match agent_segments(path) {
-        None => return Route::NotAgent,
-        Some(None) => return Route::BadAgentPath,
+    route_under(path, DEFAULT_PREFIX, bindings).0
+}
+
+/// [`route`] under path prefix `prefix`; with an agent, the path the agent
+/// itself is reached at (`/agents/<kebab>/<name>[/…]`, whatever the prefix).
+pub fn route_under<'a>(path: &str, prefix: &str, bindings: &[&'a str]) -> (Route<'a>, String) {
+    let (namespace, name, tail) = match agent_segments_under(path, prefix) {
+        None => return (Route::NotAgent, String::new()),
+        Some(None) => return (Route::BadAgentPath, String::new()),
         Some(Some(segments)) => segments,
     };
     match bindings.iter().find(|b| kebab(b) == namespace) {
-        Some(binding) => Route::Agent {
-            binding,
-            name: name.to_string(),
-        },
-        None => Route::BadAgentPath,
+        Some(binding) => (
+            Route::Agent {
+                binding,
+                name: name.to_string(),
+            },
+            format!("/{DEFAULT_PREFIX}/{namespace}/{name}{tail}"),
+        ),
+        None => (Route::BadAgentPath, String::new()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_other_than_agents_routes_to_the_agents_own_path() {
+        let bindings = ["ChatAgent"];
+        let (found, inner) =
+            route_under("/api/v1/chat-agent/r1/get-messages", "/api/v1/", &bindings);
+        assert_eq!(
+            found,
+            Route::Agent {
+                binding: "ChatAgent",
+                name: "r1".into()
+            }
+        );
+        assert_eq!(inner, "/agents/chat-agent/r1/get-messages");
+        assert_eq!(
+            route_under("/api/v1/chat-agent/r1", "api/v1", &bindings).1,
+            "/agents/chat-agent/r1"
+        );
+        assert_eq!(
+            route_under("/agents/chat-agent/r1", "api/v1", &bindings).0,
+            Route::NotAgent
+        );
+        assert_eq!(
+            route_under("/api/v2/chat-agent/r1", "api/v1", &bindings).0,
+            Route::NotAgent
+        );
+        assert_eq!(
+            route_under("/api/v1/nope/r1", "api/v1", &bindings).0,
+            Route::BadAgentPath
+        );
+        assert_eq!(
+            route_under("/api/v1/chat-agent/..", "api/v1", &bindings).0,
+            Route::BadAgentPath
+        );
+    }
 
     #[test]
     fn kebab_matches_the_client_rule() {

@@ -1,7 +1,8 @@
 //! The definition's hooks for the agent as a whole, type-erased for the
 //! host: the synced state's initial value and validator (handed to the
 //! core), `on_state_changed`, the callables by name, and the connection
-//! hooks (`on_connect`, `on_close`, `on_message`).
+//! hooks (`connection_tags`, `should_connection_be_readonly`, `on_connect`,
+//! `on_close`, `on_message`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -18,6 +19,9 @@ use super::definition::AgentDefinition;
 use super::handle::AgentHandle;
 
 type Hook<A> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, ()>>;
+/// A connection's tags or readonly flag, chosen when it connects (its id
+/// and its upgrade request).
+type ConnectDecision<T> = Rc<dyn Fn(&str, &RequestInfo) -> T>;
 
 pub struct AuthorHooks {
     pub callables: HashMap<String, Callable>,
@@ -25,6 +29,9 @@ pub struct AuthorHooks {
     pub on_connect: Hook<(Connection, RequestInfo)>,
     pub on_close: Hook<Connection>,
     pub on_message: Hook<(Connection, String)>,
+    /// `connection_tags`, checked (see `connection::checked_tags`).
+    pub connection_tags: ConnectDecision<Vec<String>>,
+    pub should_connection_be_readonly: ConnectDecision<bool>,
 }
 
 impl AuthorHooks {
@@ -55,7 +62,15 @@ impl AuthorHooks {
             let d = d.clone();
             Box::pin(async move { d.on_message(conn, text, agent).await })
         });
+        let d = definition.clone();
+        let connection_tags: ConnectDecision<Vec<String>> =
+            Rc::new(move |id, request| d.connection_tags(id, request));
+        let d = definition.clone();
+        let should_connection_be_readonly: ConnectDecision<bool> =
+            Rc::new(move |id, request| d.should_connection_be_readonly(id, request));
         AuthorHooks {
+            connection_tags,
+            should_connection_be_readonly,
             callables,
             on_state_changed,
             on_connect,
@@ -76,6 +91,10 @@ impl AuthorHooks {
             callables: self.callables.keys().cloned().collect(),
             streaming: (self.callables.values())
                 .filter(|c| c.is_streaming())
+                .map(|c| c.name().to_string())
+                .collect(),
+            readonly_safe: (self.callables.values())
+                .filter(|c| c.is_readonly_safe())
                 .map(|c| c.name().to_string())
                 .collect(),
         }

@@ -85,6 +85,7 @@ pub struct Callable {
     run: Rc<dyn Fn(Value, CallContext, CallStream) -> CallFuture>,
     allow: Option<AccessCheck>,
     streaming: bool,
+    readonly_safe: bool,
 }
 
 /// A streaming method's body as `Callable::streaming` takes it: a closure
@@ -168,6 +169,7 @@ impl Callable {
             run: Rc::new(run),
             allow: None,
             streaming,
+            readonly_safe: false,
         }
     }
 
@@ -175,6 +177,19 @@ impl Callable {
     pub fn allow(mut self, check: impl Fn(&CallContext) -> Result<(), String> + 'static) -> Self {
         self.allow = Some(Rc::new(check));
         self
+    }
+
+    /// A readonly connection may call this method too (it changes nothing
+    /// that a viewer may not change); any other method is refused to one
+    /// with `Connection is readonly`.
+    pub fn readonly_safe(mut self) -> Self {
+        self.readonly_safe = true;
+        self
+    }
+
+    /// Whether a readonly connection may call it (`Callable::readonly_safe`).
+    pub fn is_readonly_safe(&self) -> bool {
+        self.readonly_safe
     }
 
     /// The method's name, as clients call it.

@@ -221,6 +221,23 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// The tags of a tab that connects (`id`, its upgrade `request`), set
+    /// before `on_connect` and kept for the socket's life, across
+    /// hibernation: `AgentHandle::connections(Some(tag))` and
+    /// `broadcast_to_tag` reach the tabs holding a tag. At most
+    /// `MAX_CONNECTION_TAGS` tags of 1 to `MAX_TAG_BYTES` bytes each; others
+    /// are dropped and logged. None by default.
+    fn connection_tags(&self, _id: &str, _request: &RequestInfo) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether a tab that connects is readonly from the start (see
+    /// `Connection::set_readonly`): it receives every stream and state frame,
+    /// and what would change the agent is refused. `false` by default.
+    fn should_connection_be_readonly(&self, _id: &str, _request: &RequestInfo) -> bool {
+        false
+    }
+
     /// A tab connected (after its connect frames): its request's path,
     /// query and headers, and the connection, whose own state you may set.
     fn on_connect(

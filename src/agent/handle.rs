@@ -50,6 +50,11 @@ pub(crate) trait CoreHost {
     /// Resolves the next time submission `id` may have become final (the
     /// host checks after carrying out each event's effects).
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
+    /// The open tabs, or those holding `tag`.
+    fn connections(&self, tag: Option<&str>) -> Vec<super::connection::Connection>;
+    /// Erases everything the agent holds and closes every socket (see
+    /// `AgentHandle::destroy`).
+    fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>>;
     /// One model call outside a turn, its text collected.
     fn generate_text(
         self: Rc<Self>,
@@ -95,6 +100,11 @@ impl AgentHandle {
     )]
     pub(crate) fn new(host: Rc<dyn CoreHost>) -> AgentHandle {
         AgentHandle { host }
+    }
+
+    /// The host, for the handle's other files.
+    pub(crate) fn host(&self) -> &Rc<dyn CoreHost> {
+        &self.host
     }
 
     /// Runs `f` on the core at the current time and carries out what it

@@ -62,6 +62,7 @@ mod durable_object;
 )]
 pub(crate) mod engine_config;
 pub mod handle;
+pub(crate) mod handle_connections;
 mod handle_schedules;
 mod handle_turns;
 #[cfg(target_arch = "wasm32")]
@@ -96,9 +97,10 @@ pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};
 pub use callable::{CallContext, CallStream, Callable};
-pub use connection::Connection;
+pub use connection::{Connection, MAX_CONNECTION_TAGS, MAX_TAG_BYTES};
 pub use definition::AgentDefinition;
 pub use handle::{AgentHandle, Submission, SubmitOptions};
+pub use handle_connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
 pub use handle_schedules::Schedule;
 pub use handle_turns::TurnResult;
 #[cfg(target_arch = "wasm32")]

@@ -226,6 +226,7 @@ impl Core {
             Event::Connected { conn } => self.on_connect(conn),
             Event::Adopted { conn } => self.conns.add(conn),
             Event::Frame { conn, text } => self.on_frame(conn, &text),
+            Event::ReadonlyFrame { conn, text } => self.on_readonly_frame(conn, &text),
             Event::FrameTooLarge { conn, bytes, head } => {
                 self.refuse_large_frame(conn, bytes, &head)
             }
@@ -431,7 +432,7 @@ impl Core {
         self.reject(conn, limits::leading_request_id(head), &error);
     }
 
-    fn on_frame(&mut self, conn: ConnId, text: &str) {
+    pub(in crate::core) fn on_frame(&mut self, conn: ConnId, text: &str) {
         let limits = self.config.settings.limits;
         if text.len() > limits.max_frame_bytes {
             return self.refuse_large_frame(conn, text.len(), text);

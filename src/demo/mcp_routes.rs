@@ -29,21 +29,20 @@ struct AddMcpServer {
     token: Option<String>,
 }
 
-/// The answer of an MCP route, or `None` for any other path.
-pub async fn serve(
-    req: &mut Request,
-    path: &str,
-    agent: &AgentHandle,
+/// The refusal of a request that does not carry the operator's token
+/// (`MCP_ADMIN_TOKEN` as `Authorization: Bearer`), or `None` if it does;
+/// unset, every request is refused. `what` names what is off.
+pub fn refuse_non_admin(
+    req: &Request,
     admin_token: Option<&str>,
+    what: &str,
 ) -> worker::Result<Option<Response>> {
-    let listing = path.ends_with("/mcp-servers");
-    if !listing && !path.contains("/mcp-servers/") {
-        return Ok(None);
-    }
     let Some(admin_token) = admin_token.filter(|t| !t.is_empty()) else {
         return Response::error(
-            "MCP server management is off: set the MCP_ADMIN_TOKEN secret and send it as \
-             Authorization: Bearer",
+            format!(
+                "{what} is off: set the MCP_ADMIN_TOKEN secret and send it as \
+                 Authorization: Bearer"
+            ),
             403,
         )
         .map(Some);
@@ -55,8 +54,25 @@ pub async fn serve(
         )],
         ..RequestInfo::default()
     };
-    if let Err(refused) = require_token(&request, Some(admin_token)) {
-        return Response::error(refused.reason, refused.status).map(Some);
+    match require_token(&request, Some(admin_token)) {
+        Ok(()) => Ok(None),
+        Err(refused) => Response::error(refused.reason, refused.status).map(Some),
+    }
+}
+
+/// The answer of an MCP route, or `None` for any other path.
+pub async fn serve(
+    req: &mut Request,
+    path: &str,
+    agent: &AgentHandle,
+    admin_token: Option<&str>,
+) -> worker::Result<Option<Response>> {
+    let listing = path.ends_with("/mcp-servers");
+    if !listing && !path.contains("/mcp-servers/") {
+        return Ok(None);
+    }
+    if let Some(refused) = refuse_non_admin(req, admin_token, "MCP server management")? {
+        return Ok(Some(refused));
     }
     let post = req.method() == Method::Post;
     if listing {

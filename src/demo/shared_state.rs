@@ -1,5 +1,6 @@
 //! The demo agent's synced state and callable methods: the state starts as
-//! `{}`; `echo(value)` answers its argument unchanged; `setStateField(key,
+//! `{}`; `echo(value)` answers its argument unchanged (a readonly tab may
+//! call it too); `setStateField(key,
 //! value)` sets one top-level field of the state (every tab sees it) and
 //! answers the new state. A state that is not a JSON object is refused.
 
@@ -21,9 +22,11 @@ pub fn validate(next: &Value) -> Result<(), String> {
 
 pub fn callables() -> Vec<Callable> {
     vec![
+        // Changes nothing: a readonly viewer may call it too.
         Callable::new("echo", |(value,): (Value,)| async move {
             Ok::<_, String>(value)
-        }),
+        })
+        .readonly_safe(),
         Callable::new("setStateField", set_state_field),
     ]
 }

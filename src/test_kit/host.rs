@@ -19,9 +19,10 @@ use serde_json::Value;
 use crate::agent::author_hooks::AuthorHooks;
 use crate::agent::author_storage::AuthorStorage;
 use crate::agent::call_runs::CallRuns;
-use crate::agent::connection::{Connection, ConnectionSocket};
+use crate::agent::connection::{checked_tags, Connection, ConnectionSocket};
 use crate::agent::engine_config::{core_config, AsyncHooks};
 use crate::agent::handle::CoreHost;
+use crate::agent::handle_connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
 use crate::agent::schedule_callback::ScheduleCallback;
 use crate::agent::settled_waiters::SettledWaiters;
 use crate::agent::tool_context::{AgentEnv, ToolContext, ToolRuns};
@@ -64,6 +65,8 @@ pub(crate) struct KitHost {
     tool_runs: ToolRuns,
     call_runs: CallRuns,
     settled_waiters: SettledWaiters,
+    /// `destroy` ran: no effect is carried out any more.
+    destroyed: Cell<bool>,
 }
 
 impl KitHost {
@@ -116,6 +119,7 @@ impl KitHost {
             tool_runs: ToolRuns::default(),
             call_runs: CallRuns::default(),
             settled_waiters: SettledWaiters::default(),
+            destroyed: Cell::new(false),
         });
         host.carry_out();
         let open: Vec<ConnId> = (durable.tabs.borrow().iter())
@@ -155,8 +159,18 @@ impl KitHost {
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 
-    /// A tab connected: the core is told, then `on_connect` runs.
+    /// A tab connected: it is given its tags and readonly flag, the core is
+    /// told, then `on_connect` runs.
     pub fn connect(self: &Rc<Self>, conn: &ConnId, request: RequestInfo) {
+        let (tags, dropped) = checked_tags((self.author.connection_tags)(conn, &request));
+        for reason in dropped {
+            self.log_line(format!("tag dropped: {reason}"));
+        }
+        let readonly = (self.author.should_connection_be_readonly)(conn, &request);
+        if let Some(tab) = self.durable.tabs.borrow_mut().get_mut(conn) {
+            tab.tags = tags;
+            tab.readonly = readonly;
+        }
         self.dispatch(Event::Connected { conn: conn.clone() });
         let run = (self.author.on_connect)((self.connection(conn), request), self.handle());
         self.spawn(run);
@@ -188,6 +202,9 @@ impl KitHost {
     }
 
     fn carry_out(self: &Rc<Self>) {
+        if self.destroyed.get() {
+            return;
+        }
         let effects = {
             let mut core = self.core.borrow_mut();
             let lines = core.take_log().into_iter().map(|e| e.to_string());
@@ -509,6 +526,24 @@ impl CoreHost for KitHost {
         self.settled_waiters.wait(id)
     }
 
+    fn connections(&self, tag: Option<&str>) -> Vec<Connection> {
+        let open: Vec<ConnId> = (self.durable.tabs.borrow().iter())
+            .filter(|(_, tab)| tab.open && tag.is_none_or(|t| tab.tags.iter().any(|x| x == t)))
+            .map(|(conn, _)| conn.clone())
+            .collect();
+        let me = self.me.upgrade();
+        (open.iter())
+            .filter_map(|conn| me.as_ref().map(|host| host.connection(conn)))
+            .collect()
+    }
+
+    fn destroy(self: Rc<Self>) -> LocalBoxFuture<'static, Result<(), String>> {
+        self.destroyed.set(true);
+        self.durable
+            .erase(DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON);
+        Box::pin(async { Ok(()) })
+    }
+
     fn generate_text(
         self: Rc<Self>,
         request: ModelRequest,
@@ -526,6 +561,24 @@ struct TabSocket {
 }
 
 impl ConnectionSocket for TabSocket {
+    fn tags(&self) -> Vec<String> {
+        (self.durable.tabs.borrow().get(&self.conn)).map_or_else(Vec::new, |t| t.tags.clone())
+    }
+
+    fn readonly(&self) -> bool {
+        (self.durable.tabs.borrow().get(&self.conn)).is_some_and(|t| t.readonly)
+    }
+
+    fn set_readonly(&self, readonly: bool) -> Result<(), String> {
+        match self.durable.tabs.borrow_mut().get_mut(&self.conn) {
+            Some(tab) => {
+                tab.readonly = readonly;
+                Ok(())
+            }
+            None => Err("no such connection".to_string()),
+        }
+    }
+
     fn state_text(&self) -> Option<String> {
         self.durable.tabs.borrow().get(&self.conn)?.state.clone()
     }
@@ -548,10 +601,14 @@ impl ConnectionSocket for TabSocket {
         }
     }
 
-    fn close(&self, _code: u16, _reason: &str) {
+    fn close(&self, code: u16, reason: &str) {
         let was_open = match self.durable.tabs.borrow_mut().get_mut(&self.conn) {
-            Some(tab) => std::mem::replace(&mut tab.open, false),
-            None => false,
+            Some(tab) if tab.open => {
+                tab.open = false;
+                tab.closed_with = Some((code, reason.to_string()));
+                true
+            }
+            _ => false,
         };
         if let (true, Some(host)) = (was_open, self.host.upgrade()) {
             let conn = self.conn.clone();

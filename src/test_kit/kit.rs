@@ -35,6 +35,20 @@ impl Kit {
     /// Runs the agent's code (hooks, tools, callables) until it all waits.
     pub(crate) fn run_tasks(&self) {
         self.pool.borrow_mut().run_until_stalled();
+        if self.durable.reset_pending.replace(false) {
+            self.restart();
+        }
+    }
+
+    /// A new instance on what outlives instances (the running one's work
+    /// is dropped with its executor).
+    pub(crate) fn restart(&self) {
+        let pool = LocalPool::new();
+        let spawner = pool.spawner();
+        drop(std::mem::replace(&mut *self.pool.borrow_mut(), pool));
+        let host = (self.start)(&self.durable, spawner);
+        *self.host.borrow_mut() = host;
+        self.pool.borrow_mut().run_until_stalled();
     }
 
     /// Delivers the next model event or fires the next timer (the clock

@@ -22,12 +22,16 @@ use super::sql::AuthorSql;
 pub const START_MS: u64 = 1_767_225_600_000;
 
 /// One tab: what it received, whether its socket is open, its connection's
-/// own state (kept with the socket, as an attachment is).
+/// own state, tags and readonly flag (kept with the socket, as an
+/// attachment is), and the close code and reason the agent closed it with.
 #[derive(Debug, Default)]
 pub(crate) struct TabRecord {
     pub frames: Vec<Value>,
     pub open: bool,
     pub state: Option<String>,
+    pub tags: Vec<String>,
+    pub readonly: bool,
+    pub closed_with: Option<(u16, String)>,
 }
 
 /// The scripted model's queue and what it was asked.
@@ -51,6 +55,9 @@ pub(crate) struct Durable {
     pub log: RefCell<Vec<String>>,
     /// Model events delivered to the core so far (for `Point`).
     pub model_events: Cell<usize>,
+    /// `destroy` erased everything: a new instance starts once the code
+    /// running now has returned.
+    pub reset_pending: Cell<bool>,
 }
 
 impl Durable {
@@ -81,12 +88,35 @@ impl Durable {
     }
 }
 
+impl Durable {
+    /// Erases what outlives an instance (the engine's rows, the author's
+    /// storage, the alarm) and closes every open tab with `code`/`reason`.
+    pub fn erase(&self, code: u16, reason: &str) {
+        *self.store.borrow_mut() = MemStore::new();
+        self.author.clear();
+        self.alarm.set(None);
+        for tab in self.tabs.borrow_mut().values_mut() {
+            if std::mem::replace(&mut tab.open, false) {
+                tab.closed_with = Some((code, reason.to_string()));
+            }
+        }
+        self.reset_pending.set(true);
+    }
+}
+
 /// The author's storage in memory: the key-value store, and the author's
 /// SQL tables on SQLite in memory (`sql.rs`).
 #[derive(Default)]
 pub(crate) struct MemoryAuthorStore {
     kv: RefCell<BTreeMap<String, String>>,
     sql: AuthorSql,
+}
+
+impl MemoryAuthorStore {
+    fn clear(&self) {
+        self.kv.borrow_mut().clear();
+        self.sql.clear();
+    }
 }
 
 impl AuthorStore for MemoryAuthorStore {

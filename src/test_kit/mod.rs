@@ -210,11 +210,7 @@ impl TestAgent {
     /// open tabs stay. A new instance starts from the store at once (as a
     /// Durable Object does on its next event) and recovers what was cut.
     pub fn evict(&self) {
-        let pool = LocalPool::new();
-        let spawner = pool.spawner();
-        drop(std::mem::replace(&mut *self.kit.pool.borrow_mut(), pool));
-        let host = (self.kit.start)(&self.kit.durable, spawner);
-        *self.kit.host.borrow_mut() = host;
+        self.kit.restart();
         self.kit.run_tasks();
     }
 

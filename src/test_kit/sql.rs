@@ -15,6 +15,13 @@ use crate::agent::author_storage::SqlValue;
 #[derive(Default)]
 pub(crate) struct AuthorSql(RefCell<Option<Connection>>);
 
+impl AuthorSql {
+    /// Drops the database (every table), as erasing the agent does.
+    pub(crate) fn clear(&self) {
+        self.0.borrow_mut().take();
+    }
+}
+
 fn text(e: rusqlite::Error) -> String {
     e.to_string()
 }

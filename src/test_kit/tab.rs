@@ -39,9 +39,11 @@ impl Tab {
     /// code it starts runs) before this returns. Virtual time does not move.
     pub fn send_frame(&self, text: &str) {
         let host = self.kit.host();
-        host.dispatch(crate::core::Event::Frame {
-            conn: self.conn.clone(),
-            text: text.to_string(),
+        let (conn, text) = (self.conn.clone(), text.to_string());
+        let readonly = (self.kit.durable.tabs.borrow().get(&conn)).is_some_and(|t| t.readonly);
+        host.dispatch(match readonly {
+            true => crate::core::Event::ReadonlyFrame { conn, text },
+            false => crate::core::Event::Frame { conn, text },
         });
         self.kit.run_tasks();
     }
@@ -190,5 +192,29 @@ impl Tab {
         let tabs = self.kit.durable.tabs.borrow();
         let text = tabs.get(&self.conn)?.state.clone()?;
         serde_json::from_str(&text).ok()
+    }
+
+    /// Whether the tab's socket is open.
+    pub fn is_open(&self) -> bool {
+        (self.kit.durable.tabs.borrow().get(&self.conn)).is_some_and(|t| t.open)
+    }
+
+    /// The close code and reason the agent closed the tab with, if it did.
+    pub fn closed_with(&self) -> Option<(u16, String)> {
+        self.kit
+            .durable
+            .tabs
+            .borrow()
+            .get(&self.conn)?
+            .closed_with
+            .clone()
+    }
+
+    /// The tags the tab was given when it connected.
+    pub fn tags(&self) -> Vec<String> {
+        let tabs = self.kit.durable.tabs.borrow();
+        tabs.get(&self.conn)
+            .map(|t| t.tags.clone())
+            .unwrap_or_default()
     }
 }

@@ -3,4 +3,5 @@
 //! synced state and its callables, a schedule on the virtual clock and an
 //! eviction mid-turn recovered — the agent's real definition, in memory.
 
+mod connections;
 mod demo;

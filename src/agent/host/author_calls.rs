@@ -12,7 +12,6 @@ use wasm_bindgen_futures::spawn_local;
 use crate::core::{AuthorCall, Event};
 
 use super::super::callable::CallContext;
-use super::super::connection::Connection;
 use super::AgentHost;
 
 impl AgentHost {
@@ -26,7 +25,7 @@ impl AgentHost {
             } => {
                 let socket = self.sockets.borrow().get(&conn).cloned();
                 let ctx = socket.map(|ws| CallContext {
-                    connection: Connection::new(&conn, ws),
+                    connection: self.connection_on(&conn, ws),
                     agent: self.handle(),
                 });
                 let callables = &self.author.callables;
@@ -50,7 +49,7 @@ impl AgentHost {
                 let Some(ws) = self.sockets.borrow().get(&conn).cloned() else {
                     return;
                 };
-                let connection = Connection::new(&conn, ws);
+                let connection = self.connection_on(&conn, ws);
                 spawn_local((self.author.on_message)((connection, text), self.handle()));
             }
         }

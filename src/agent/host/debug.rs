@@ -6,7 +6,8 @@
 //! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
 //! `POST …/__debug/evict` (the Durable Object is reset as by an eviction)
 //! and `GET …/__debug/queue-rows` (the size of the stored queue row and the
-//! body rows of queued turns).
+//! body rows of queued turns) and `GET …/__debug/storage-rows` (the rows of
+//! every table and the alarm, answered before the request is looked at).
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,6 +27,10 @@ const EVICT_ROUTE: &str = "/__debug/evict";
 
 /// The route that reports the stored queue's rows.
 const QUEUE_ROWS_ROUTE: &str = "/__debug/queue-rows";
+
+/// The route that reports how many rows each table of the object's SQLite
+/// holds and whether an alarm is set (to prove an erasure).
+pub(super) const STORAGE_ROWS_ROUTE: &str = "/__debug/storage-rows";
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -98,19 +103,51 @@ impl AgentHost {
         Some(answer(self))
     }
 
-    /// Resets the Durable Object right after this request is answered:
-    /// `ctx.abort()` runs from a timer of its own, with no Rust code on the
-    /// stack (as a platform eviction, it ends the object's work mid-way).
+    /// Resets the Durable Object as an eviction would (see `reset_soon`).
     fn evict_soon(&self) {
-        let state: &wasm_bindgen::JsValue = self.state.as_raw().as_ref();
-        let abort = js_sys::Reflect::get(state, &"abort".into())
-            .and_then(|f| f.dyn_into::<js_sys::Function>())
-            .map(|f| f.bind1(state, &"evicted by the test route".into()));
-        let set_timeout = js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())
-            .and_then(|f| f.dyn_into::<js_sys::Function>());
-        if let (Ok(abort), Ok(set_timeout)) = (abort, set_timeout) {
-            let _ = set_timeout.call2(&wasm_bindgen::JsValue::UNDEFINED, &abort, &20.into());
+        self.reset_soon("evicted by the test route");
+    }
+
+    /// Whether `path` is the storage report and it is on.
+    pub(super) fn is_storage_report(&self, path: &str) -> bool {
+        self.debug.tools && path.ends_with(STORAGE_ROWS_ROUTE)
+    }
+
+    /// `{"tables": {name: rows}, "kvKeys", "alarm": ms or null}`: the rows of
+    /// every table of the object's SQLite but SQLite's and the runtime's own
+    /// (which the key-value API's count stands for).
+    pub(super) async fn storage_report(&self) -> worker::Result<Response> {
+        #[derive(serde::Deserialize)]
+        struct Name {
+            name: String,
         }
+        #[derive(serde::Deserialize)]
+        struct Count {
+            n: i64,
+        }
+        let sql = self.state.storage().sql();
+        let names: Vec<Name> = sql
+            .exec(
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'",
+                None,
+            )?
+            .to_array()?;
+        let mut tables = serde_json::Map::new();
+        for Name { name } in names {
+            let quoted = name.replace('"', "\"\"");
+            let rows: Vec<Count> = sql
+                .exec(&format!("SELECT COUNT(*) AS n FROM \"{quoted}\""), None)?
+                .to_array()?;
+            tables.insert(name, rows.first().map_or(0, |c| c.n).into());
+        }
+        let alarm = self.state.storage().get_alarm().await?;
+        let kv_keys = self.state.storage().list().await?.size();
+        Response::from_json(&serde_json::json!({
+            "tables": tables,
+            "kvKeys": kv_keys,
+            "alarm": alarm,
+        }))
     }
 
     /// Figures for memory investigations: the size of this wasm instance's

@@ -39,6 +39,7 @@ use super::tool_context::{ToolContext, ToolRuns};
 
 mod all_messages;
 mod author_calls;
+mod connections;
 #[cfg(feature = "debug-routes")]
 mod debug;
 #[cfg(feature = "debug-routes")]
@@ -137,6 +138,8 @@ pub struct AgentHost {
     max_connections_per_client: Option<usize>,
     /// Calls to child agents in flight, per turn and in all (see `child_calls.rs`).
     child_calls: Rc<ChildCalls>,
+    /// `destroy` ran: no effect is carried out any more (see `connections.rs`).
+    destroyed: std::cell::Cell<bool>,
 }
 
 /// The address of the client a request comes from (`CF-Connecting-IP`,
@@ -270,6 +273,7 @@ impl AgentHost {
             internal_fetch,
             max_connections_per_client,
             child_calls,
+            destroyed: std::cell::Cell::new(false),
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
@@ -294,8 +298,17 @@ impl AgentHost {
     }
 
     pub async fn fetch(self: &Rc<Self>, req: Request) -> worker::Result<Response> {
+        if self.destroyed.get() {
+            // The object resets in a moment; the next request finds it new.
+            return Response::error("this agent was destroyed; try again", 503);
+        }
         let url = req.url()?;
         let path = url.path();
+        #[cfg(feature = "debug-routes")]
+        if self.is_storage_report(path) {
+            // Before the name is written down: a report of what is stored.
+            return self.storage_report().await;
+        }
         let internal = crate::routing::is_channel_path(path);
         if !internal {
             self.note_agent_url(&url);
@@ -381,16 +394,19 @@ impl AgentHost {
             false => self.unique_conn_id(pk),
         };
         let request = request_info(&req)?;
+        let (tags, readonly) = match channel {
+            true => (Vec::new(), false),
+            false => self.connect_decisions(&conn, &request),
+        };
         let pair = WebSocketPair::new()?;
-        self.state.accept_web_socket(&pair.server);
+        let tag_refs: Vec<&str> = tags.iter().map(String::as_str).collect();
+        self.state
+            .accept_websocket_with_tags(&pair.server, &tag_refs);
         pair.server.serialize_attachment(Attachment {
-            conn: conn.to_string(),
-            channel,
-            state: None,
-            closed: false,
             client,
+            ..Attachment::new(&conn, channel, readonly)
         })?;
-        let connection = Connection::new(&conn, pair.server.clone());
+        let connection = Connection::new(&conn, pair.server.clone(), tags);
         self.closed.borrow_mut().retain(|c| *c != conn);
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
         self.dispatch(if channel {
@@ -486,12 +502,15 @@ impl AgentHost {
     }
 
     pub fn on_message(self: &Rc<Self>, ws: WebSocket, message: WebSocketIncomingMessage) {
-        let Some((conn, channel)) = self.conn_of(&ws) else {
+        let Some((conn, channel, readonly)) = self.conn_of(&ws) else {
             return;
         };
         match message {
             WebSocketIncomingMessage::String(text) if channel => {
                 self.dispatch(Event::ChannelFrame { conn, text })
+            }
+            WebSocketIncomingMessage::String(text) if readonly => {
+                self.dispatch(Event::ReadonlyFrame { conn, text })
             }
             WebSocketIncomingMessage::String(text) => self.dispatch(Event::Frame { conn, text }),
             WebSocketIncomingMessage::Binary(_) => {
@@ -513,7 +532,7 @@ impl AgentHost {
     /// its size, `head` its first characters. Refused as the core refuses
     /// any frame over the limit (an error frame, the socket left open).
     pub fn on_large_message(self: &Rc<Self>, ws: WebSocket, bytes: usize, head: String) {
-        if let Some((conn, _)) = self.conn_of(&ws) {
+        if let Some((conn, _, _)) = self.conn_of(&ws) {
             self.dispatch(Event::FrameTooLarge { conn, bytes, head });
         }
     }
@@ -526,6 +545,10 @@ impl AgentHost {
         // hibernatable socket's close frame by itself); fails harmlessly on a
         // socket that is already gone.
         let _ = ws.close(Some(1000), None::<&str>);
+        if self.destroyed.get() {
+            // Erased: no hook runs (it could write again).
+            return;
+        }
         let Ok(Some(mut attachment)) = ws.deserialize_attachment::<Attachment>() else {
             return;
         };
@@ -551,18 +574,20 @@ impl AgentHost {
             debug_author::record_close(&self.handle(), &conn);
         }
         if !attachment.channel {
-            let connection = Connection::new(&conn, ws);
+            let connection = self.connection_on(&conn, ws);
             spawn_local((self.author.on_close)(connection, self.handle()));
         }
     }
 
-    fn conn_of(&self, ws: &WebSocket) -> Option<(ConnId, bool)> {
+    /// A socket's connection id, whether it is a parent's channel, and
+    /// whether it is readonly.
+    fn conn_of(&self, ws: &WebSocket) -> Option<(ConnId, bool, bool)> {
         let attachment = ws.deserialize_attachment::<Attachment>().ok()??;
         let conn: ConnId = Rc::from(attachment.conn);
         if !self.sockets.borrow().contains_key(&conn) {
             self.sockets.borrow_mut().insert(conn.clone(), ws.clone());
         }
-        Some((conn, attachment.channel))
+        Some((conn, attachment.channel, attachment.readonly))
     }
 
     pub fn dispatch(self: &Rc<Self>, event: Event) {
@@ -612,6 +637,9 @@ impl AgentHost {
 
     /// Keeps the wake-up and the durable alarm in step with the core's timers.
     fn schedule_timers(self: &Rc<Self>) {
+        if self.destroyed.get() {
+            return;
+        }
         let (next, durable) = {
             let core = self.core.borrow();
             (core.poll_timeout(), core.durable_deadline())
@@ -637,6 +665,10 @@ impl AgentHost {
     }
 
     fn execute(self: &Rc<Self>, effects: Vec<Effect>) {
+        if self.destroyed.get() {
+            // Erased: nothing is written, sent or started again.
+            return;
+        }
         let refused = carry_out(effects, |step| match step {
             Step::Write(ops) => self.store.apply_all(ops).map_err(|(ops, e)| {
                 self.log_line(
@@ -981,6 +1013,14 @@ impl CoreHost for AgentHost {
 
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
         self.settled_waiters.wait(id)
+    }
+
+    fn connections(&self, tag: Option<&str>) -> Vec<Connection> {
+        self.open_connections(tag)
+    }
+
+    fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>> {
+        Box::pin(AgentHost::destroy(self))
     }
 }
 

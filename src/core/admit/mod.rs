@@ -9,15 +9,16 @@
 //! of this folder is private to it, checked by `scripts/check-layers.py`):
 //! `accepted_not_streaming`, `after_person_answered`, `after_turn`, `cancel_submission`,
 //! `drop_continuation`, `fire_author_alarm`, `fire_schedules`, `on_cancel`, `on_channel_frame`,
-//! `on_chat_request`, `on_clear`, `on_programmatic_chat`, `on_schedule_ran`, `pump`,
-//! `remember_client_tools`, `restart_cut_schedule_runs`, `save_messages`, `schedule_author_alarm`,
-//! `settle_orphaned_submissions`, `try_start_continuation`.
+//! `on_chat_request`, `on_clear`, `on_programmatic_chat`, `on_readonly_frame`, `on_schedule_ran`,
+//! `pump`, `remember_client_tools`, `restart_cut_schedule_runs`, `save_messages`,
+//! `schedule_author_alarm`, `settle_orphaned_submissions`, `try_start_continuation`.
 
 mod author_alarm;
 mod channel;
 mod chat;
 mod continuation;
 mod inputs;
+mod readonly;
 mod request_rate;
 mod saved_tool_parts;
 mod schedules;

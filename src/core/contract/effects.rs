@@ -53,6 +53,15 @@ pub enum Event {
         conn: ConnId,
         text: String,
     },
+    /// A text frame from a readonly connection (`Connection::set_readonly`):
+    /// it watches every stream and state change, and whatever would change
+    /// the agent (a chat request, a tool result or approval, a clear, a
+    /// cancel, a state set, a callable not marked readonly-safe) is refused
+    /// with the protocol's error frame; nothing changes.
+    ReadonlyFrame {
+        conn: ConnId,
+        text: String,
+    },
     /// A frame over the frame limit, refused before its text was copied in:
     /// its size and its first bytes (for the request id to answer on).
     FrameTooLarge {

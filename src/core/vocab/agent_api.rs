@@ -33,6 +33,9 @@ pub struct AgentApi {
     /// Those of `callables` that stream: replies `done: false` before the
     /// last, and are cancelled when their caller's socket closes.
     pub streaming: BTreeSet<String>,
+    /// Those of `callables` a readonly connection may call too
+    /// (`Callable::readonly_safe`); any other is refused to it.
+    pub readonly_safe: BTreeSet<String>,
 }
 
 impl fmt::Debug for AgentApi {
@@ -42,6 +45,7 @@ impl fmt::Debug for AgentApi {
             .field("validate_state", &self.validate_state.is_some())
             .field("callables", &self.callables)
             .field("streaming", &self.streaming)
+            .field("readonly_safe", &self.readonly_safe)
             .finish()
     }
 }

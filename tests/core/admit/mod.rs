@@ -7,6 +7,7 @@ mod clear;
 mod concurrency;
 mod continuation;
 mod programmatic;
+mod readonly;
 mod request_rate;
 mod schedules;
 mod submissions;

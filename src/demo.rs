@@ -63,6 +63,31 @@ impl AgentDefinition for DemoAgent {
         }
     }
 
+    /// A turn whose custom body names a `provider` (`anthropic`, `openai`,
+    /// `workers-ai`) runs on it, with the body's `gatewayMetadata` object
+    /// as the AI Gateway metadata of its calls: a tab picks the model
+    /// service per message.
+    async fn before_turn(
+        &self,
+        ctx: crate::core::TurnContext,
+        _agent: crate::agent::AgentHandle,
+    ) -> crate::core::TurnConfig {
+        crate::core::TurnConfig {
+            provider: ctx
+                .body
+                .get("provider")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            gateway_metadata: ctx
+                .body
+                .get("gatewayMetadata")
+                .and_then(serde_json::Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
     fn tools(&self) -> Vec<ServerTool> {
         vec![
             ServerTool::new(

@@ -17,6 +17,8 @@ use crate::core::StateSource;
 use crate::mcp::McpServer;
 
 use super::access::{Refusal, RequestInfo};
+use std::rc::Rc;
+
 use super::anonymous::default_authorize;
 use super::callable::Callable;
 use super::connection::Connection;
@@ -33,6 +35,16 @@ pub trait AgentDefinition: 'static {
     /// Settings from the worker's vars and secrets.
     fn settings(&self, vars: &Vars) -> AgentSettings {
         AgentSettings::from_vars(vars)
+    }
+
+    /// Model providers of the agent's own (types implementing
+    /// [`ModelProvider`](crate::model::ModelProvider)), each under the name
+    /// a turn picks it by (`TurnConfig::provider`); built from the worker's
+    /// vars and secrets. A name of a built-in one (`openai`, `anthropic`,
+    /// `workers-ai`) replaces it, and the one `MODEL_PROVIDER` names is the
+    /// default.
+    fn model_providers(&self, _vars: &Vars) -> Vec<(String, Rc<dyn crate::model::ModelProvider>)> {
+        Vec::new()
     }
 
     fn system_prompt(&self) -> String {

@@ -16,7 +16,7 @@ use worker::{
 
 use crate::core::{carry_out, Step};
 use crate::core::{CallId, ConnId, Core, Effect, Event, ScheduleOutcome, Timer};
-use crate::model::{ModelFailure, Provider};
+use crate::model::providers::{Provider, ProviderSet};
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
@@ -84,8 +84,9 @@ pub struct AgentHost {
     schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
-    /// The provider the settings chose, or the failure every model call meets.
-    model_provider: Result<Provider, ModelFailure>,
+    /// The providers model calls go to: the default one the settings
+    /// chose (or the failure every call meets), the ones a turn picks by name.
+    providers: ProviderSet,
     /// The Worker's environment (a model binding such as `AI` is called through it).
     env: Env,
     tools: HashMap<String, ServerTool>,
@@ -175,6 +176,14 @@ impl AgentHost {
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
+        let mut providers = settings.providers();
+        for (name, provider) in definition.model_providers(&Vars(&lookup)) {
+            providers = providers.with(&name, Provider::custom(provider));
+        }
+        if let Some(name) = lookup("MODEL_PROVIDER") {
+            providers = providers.default_to(&name);
+        }
+        let providers = providers.with_workers_ai_ids(&random_token(10));
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
@@ -214,10 +223,7 @@ impl AgentHost {
                 .collect(),
             store,
             core: RefCell::new(core),
-            model_provider: settings.model_provider().map(|p| match p {
-                Provider::WorkersAi(p) => Provider::WorkersAi(p.with_id_prefix(&random_token(10))),
-                other => other,
-            }),
+            providers,
             env: env.clone(),
             tools: tools
                 .into_iter()

@@ -184,6 +184,14 @@ impl AgentSettings {
                         "RATE_LIMIT_PER_AGENT",
                         defaults.limits.max_agent_requests_per_minute,
                     ),
+                    max_agent_tokens_per_hour: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_HOUR",
+                        defaults.limits.max_agent_tokens_per_hour,
+                    ),
+                    max_agent_tokens_per_day: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_DAY",
+                        defaults.limits.max_agent_tokens_per_day,
+                    ),
                     max_connections: vars
                         .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
                     max_stored_messages: vars

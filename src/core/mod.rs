@@ -124,6 +124,8 @@ pub struct Core {
     /// Callable methods running, per connection.
     calls: callables::in_flight::CallsInFlight,
     request_rate: admit::request_rate::RequestRate,
+    /// The tokens the agent's model calls spent this hour and day.
+    token_ledger: admit::token_budget::TokenLedger,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -191,6 +193,7 @@ impl Core {
             synced,
             calls: Default::default(),
             request_rate: Default::default(),
+            token_ledger: stored.token_ledger.unwrap_or_default(),
             schedules,
             effects: Vec::new(),
             log: Vec::new(),

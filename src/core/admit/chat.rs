@@ -62,6 +62,14 @@ impl Core {
             return;
         }
         let limits = self.config.settings.limits;
+        if let Err(error) = self.token_ledger.allows(
+            self.now,
+            limits.max_agent_tokens_per_hour,
+            limits.max_agent_tokens_per_day,
+        ) {
+            self.reject(conn, Some(id), &error);
+            return;
+        }
         if let Err(error) = self.request_rate.admit(
             &conn,
             self.now,

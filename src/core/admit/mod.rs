@@ -8,3 +8,4 @@ pub mod saved_tool_parts;
 pub mod schedules;
 pub mod submission_list;
 pub mod submissions;
+pub mod token_budget;

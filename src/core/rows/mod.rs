@@ -2,3 +2,4 @@ pub mod persisted;
 pub mod row_limits;
 pub mod schedule_row;
 pub mod shape;
+pub mod token_ledger_row;

@@ -47,11 +47,13 @@ pub enum ConfigKey {
     /// Tool results from tabs waiting on `after_tool_call`
     /// (`turn/tool_results.rs`), so an eviction meanwhile loses none.
     PendingToolResults,
+    /// The tokens spent in the current hour and day (`admit/token_budget.rs`).
+    TokenLedger,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 14] = [
+    pub const ALL: [ConfigKey; 15] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -66,18 +68,21 @@ impl ConfigKey {
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
         ConfigKey::PendingToolResults,
+        ConfigKey::TokenLedger,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
-    /// the schedules and the reports owed to `on_chat_response`. A clear
+    /// the schedules, the reports owed to `on_chat_response` and the tokens
+    /// spent (a clear gives no budget back). A clear
     /// deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 5] = [
+    pub const SURVIVES_CLEAR: [ConfigKey; 6] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
+        ConfigKey::TokenLedger,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -111,6 +116,7 @@ impl ConfigKey {
             ConfigKey::Schedules => "schedules",
             ConfigKey::OwedResponses => "owed_chat_responses",
             ConfigKey::PendingToolResults => "pending_tool_results",
+            ConfigKey::TokenLedger => "token_ledger",
         }
     }
 }
@@ -301,6 +307,8 @@ pub struct StoredState {
     pub owed_responses: Vec<ChatResponse>,
     /// Tabs' tool results that were waiting on `after_tool_call`.
     pub pending_tool_results: Vec<PendingToolResult>,
+    /// The tokens spent in the current hour and day.
+    pub token_ledger: Option<crate::core::rows::token_ledger_row::TokenLedger>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -405,6 +413,7 @@ impl StoredState {
                 let row: PendingToolResultsRow = decode(text)?;
                 self.pending_tool_results = row.results;
             }
+            ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
         }
         Ok(())
     }

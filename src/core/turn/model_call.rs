@@ -28,6 +28,17 @@ pub const CONTEXT_TOO_LONG: &str =
 
 impl Core {
     pub(in crate::core) fn begin_step(&mut self) {
+        // Every turn's every step, however it was asked for (a tab, a
+        // parent, a submission, the agent's own code, a continuation).
+        let limits = self.config.settings.limits;
+        if let Err(text) = self.token_ledger.allows(
+            self.now,
+            limits.max_agent_tokens_per_hour,
+            limits.max_agent_tokens_per_day,
+        ) {
+            self.end_turn(Outcome::Error, Some(text));
+            return;
+        }
         let Some(active) = self.active.as_mut() else {
             return;
         };

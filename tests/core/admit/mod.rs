@@ -10,4 +10,5 @@ mod programmatic;
 mod request_rate;
 mod schedules;
 mod submissions;
+mod token_budget;
 mod trust;

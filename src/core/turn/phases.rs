@@ -498,6 +498,7 @@ impl Core {
             steps: active.steps,
             duration_ms: self.now.saturating_sub(active.started_at),
             model_bytes: active.model_bytes,
+            usage: active.usage,
             reason,
         });
     }

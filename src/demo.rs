@@ -27,6 +27,10 @@ pub struct DemoAgent {
     /// `MCP_ADMIN_TOKEN`: who may add, list and remove MCP servers at run
     /// time (`mcp_routes.rs`); unset, nobody may.
     pub mcp_admin_token: Option<String>,
+    /// `DEMO_MEMORY=1`: the agent keeps a `memory` context block the model
+    /// writes with `set_context` (`DEMO_MEMORY=approve`: each write waits
+    /// for a person's approval).
+    pub memory: Option<ApprovalRule>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -86,6 +90,21 @@ impl AgentDefinition for DemoAgent {
                 .unwrap_or_default(),
             ..Default::default()
         }
+    }
+
+    fn context_blocks(&self) -> Vec<crate::core::ContextBlock> {
+        match self.memory {
+            Some(_) => vec![crate::core::ContextBlock::new(
+                "memory",
+                "What the user asked you to remember, and facts about them worth keeping",
+                2000,
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    fn set_context_approval(&self) -> ApprovalRule {
+        self.memory.clone().unwrap_or_default()
     }
 
     fn tools(&self) -> Vec<ServerTool> {
@@ -278,6 +297,11 @@ mod routes {
 crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
     summarize: crate::agent::settings::env_value(env, "DEMO_SUMMARIZE").as_deref() == Some("1"),
     mcp_admin_token: crate::agent::settings::env_value(env, "MCP_ADMIN_TOKEN"),
+    memory: match crate::agent::settings::env_value(env, "DEMO_MEMORY").as_deref() {
+        Some("1") => Some(ApprovalRule::Never),
+        Some("approve") => Some(ApprovalRule::Always),
+        _ => None,
+    },
 });
 
 #[cfg(target_arch = "wasm32")]

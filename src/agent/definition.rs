@@ -47,6 +47,20 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// Context blocks the agent keeps with it and shows the model at the
+    /// start of every request, after the system prompt: named, bounded in
+    /// bytes, stored with the agent (a restart keeps them, a clear of the
+    /// history empties them). The model rewrites the ones it may through the
+    /// built-in `set_context` tool; code through `AgentHandle::set_context`.
+    fn context_blocks(&self) -> Vec<crate::core::ContextBlock> {
+        Vec::new()
+    }
+
+    /// Whether a `set_context` call waits for a person's approval (default: never).
+    fn set_context_approval(&self) -> crate::core::ApprovalRule {
+        crate::core::ApprovalRule::Never
+    }
+
     fn system_prompt(&self) -> String {
         "You are a helpful assistant.".to_string()
     }

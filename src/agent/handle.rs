@@ -105,6 +105,22 @@ impl AgentHandle {
         result
     }
 
+    /// Rewrites context block `name` (any block the definition declares,
+    /// read-only ones too); the agent's next model request shows it. Refused
+    /// for a name not declared or a text over the block's size.
+    pub fn set_context(
+        &self,
+        name: &str,
+        text: &str,
+    ) -> Result<(), crate::core::ContextBlockError> {
+        self.with_core(|core, now| core.set_context_block(name, text, now))
+    }
+
+    /// Each context block the definition declares, with its text now.
+    pub fn context_blocks(&self) -> Vec<(crate::core::ContextBlock, String)> {
+        self.with_core(|core, _| core.context_blocks())
+    }
+
     /// The agent's limits (`CoreSettings::limits`).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn limits(&self) -> crate::core::Limits {

@@ -51,6 +51,7 @@ pub mod child_events;
 pub mod connection;
 #[cfg(target_arch = "wasm32")]
 mod connection_socket;
+pub mod context_tool;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;

@@ -78,7 +78,10 @@ impl KitHost {
     ) -> Rc<KitHost> {
         let lookup = |name: &str| vars.get(name).cloned();
         let settings = definition.settings(&Vars(&lookup));
-        let tools = definition.tools();
+        let mut tools = definition.tools();
+        tools.extend(crate::agent::context_tool::set_context_tool(
+            definition.as_ref(),
+        ));
         let (stored, name) = {
             let mut store = durable.store.borrow_mut();
             let name = store.config(ConfigKey::InstanceName).map(str::to_string);

@@ -168,6 +168,7 @@ impl AgentHost {
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
+        tools.extend(super::context_tool::set_context_tool(definition.as_ref()));
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(super::debug_tools::tools());

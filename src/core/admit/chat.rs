@@ -220,6 +220,7 @@ impl Core {
         // Results waiting on `after_tool_call` settle calls that are gone.
         self.tab_results_rewriting.clear();
         self.compaction.reset();
+        self.context_texts.clear();
         self.inputs.reset();
         self.recovery.reset();
         self.ended.reset();

@@ -1,3 +1,4 @@
+pub mod context_blocks_row;
 pub mod persisted;
 pub mod row_limits;
 pub mod schedule_row;

@@ -49,11 +49,13 @@ pub enum ConfigKey {
     PendingToolResults,
     /// The tokens spent in the current hour and day (`admit/token_budget.rs`).
     TokenLedger,
+    /// The text of the context blocks written so far (`turn/context_blocks.rs`).
+    ContextBlocks,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 15] = [
+    pub const ALL: [ConfigKey; 16] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -69,6 +71,7 @@ impl ConfigKey {
         ConfigKey::OwedResponses,
         ConfigKey::PendingToolResults,
         ConfigKey::TokenLedger,
+        ConfigKey::ContextBlocks,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
@@ -117,6 +120,7 @@ impl ConfigKey {
             ConfigKey::OwedResponses => "owed_chat_responses",
             ConfigKey::PendingToolResults => "pending_tool_results",
             ConfigKey::TokenLedger => "token_ledger",
+            ConfigKey::ContextBlocks => "context_blocks",
         }
     }
 }
@@ -309,6 +313,8 @@ pub struct StoredState {
     pub pending_tool_results: Vec<PendingToolResult>,
     /// The tokens spent in the current hour and day.
     pub token_ledger: Option<crate::core::rows::token_ledger_row::TokenLedger>,
+    /// The text of the context blocks written so far.
+    pub context_blocks: Option<crate::core::rows::context_blocks_row::ContextBlocksRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -414,6 +420,7 @@ impl StoredState {
                 self.pending_tool_results = row.results;
             }
             ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
+            ConfigKey::ContextBlocks => self.context_blocks = Some(decode(text)?),
         }
         Ok(())
     }

@@ -2,6 +2,7 @@ pub mod active;
 pub mod chunk_log;
 pub mod compaction;
 pub mod compaction_state;
+pub mod context_blocks;
 pub mod context_cut;
 pub mod ended;
 pub mod error_decisions;

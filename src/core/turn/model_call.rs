@@ -97,6 +97,7 @@ impl Core {
             context.push(&active.message);
         }
         let turn = active.step_settings();
+        let system = self.system_with_blocks(&turn.system);
         let (messages, earlier) = match compacted {
             Some(messages) => (messages, 0),
             None => {
@@ -104,8 +105,8 @@ impl Core {
                     bytes: context_budget,
                     messages: self.config.settings.context.max_messages,
                 };
-                let cut = self.cut_context(&turn.system, &context, bounds);
-                let mut messages = model_messages(&turn.system, &[]);
+                let cut = self.cut_context(&system, &context, bounds);
+                let mut messages = model_messages(&system, &[]);
                 messages.extend(cut.messages);
                 finish_model_messages(&mut messages);
                 (messages, cut.omitted)
@@ -185,7 +186,10 @@ impl Core {
         if has_content(&active.message) {
             recent.push((active.seq, active.message.clone()));
         }
-        Some((active.step_settings().system.clone(), recent))
+        Some((
+            self.system_with_blocks(&active.step_settings().system),
+            recent,
+        ))
     }
 
     /// The provider refused the request as too long for the model: the step

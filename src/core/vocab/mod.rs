@@ -1,5 +1,6 @@
 pub mod agent_api;
 pub mod config;
+pub mod context_block;
 pub mod context_policy;
 pub mod file_urls;
 pub mod hooks;

@@ -29,7 +29,8 @@ pub struct DemoAgent {
     pub mcp_admin_token: Option<String>,
     /// `DEMO_MEMORY=1`: the agent keeps a `memory` context block the model
     /// writes with `set_context` (`DEMO_MEMORY=approve`: each write waits
-    /// for a person's approval).
+    /// for a person's approval), and the model searches the whole history
+    /// with `search_context`.
     pub memory: Option<ApprovalRule>,
 }
 
@@ -101,6 +102,10 @@ impl AgentDefinition for DemoAgent {
             )],
             None => Vec::new(),
         }
+    }
+
+    fn searches_history(&self) -> bool {
+        self.memory.is_some()
     }
 
     fn set_context_approval(&self) -> ApprovalRule {

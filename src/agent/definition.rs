@@ -56,6 +56,14 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// Whether the model gets the built-in `search_context` tool, which
+    /// searches the whole stored history (SQLite full-text search in the
+    /// Durable Object), not only the window it sees. The agent's code can
+    /// always search with `AgentHandle::search_history`.
+    fn searches_history(&self) -> bool {
+        false
+    }
+
     /// Whether a `set_context` call waits for a person's approval (default: never).
     fn set_context_approval(&self) -> crate::core::ApprovalRule {
         crate::core::ApprovalRule::Never

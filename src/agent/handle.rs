@@ -50,6 +50,12 @@ pub(crate) trait CoreHost {
     /// Resolves the next time submission `id` may have become final (the
     /// host checks after carrying out each event's effects).
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
+    /// The best `limit` matches of `query` over the whole stored history.
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String>;
     /// One model call outside a turn, its text collected.
     fn generate_text(
         self: Rc<Self>,
@@ -114,6 +120,19 @@ impl AgentHandle {
         text: &str,
     ) -> Result<(), crate::core::ContextBlockError> {
         self.with_core(|core, now| core.set_context_block(name, text, now))
+    }
+
+    /// Searches the whole stored history (not only what the model sees):
+    /// the best matches of any of `query`'s words, newest place and an
+    /// excerpt each, at most `limit` (default 5, at most 20) and 8 KiB of
+    /// excerpts.
+    pub fn search_history(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        let limit = crate::core::vocab::history_search::hits_for(limit);
+        self.host.search_history(query, limit)
     }
 
     /// Each context block the definition declares, with its text now.

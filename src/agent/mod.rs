@@ -80,6 +80,7 @@ mod rpc_stub;
 #[doc(hidden)]
 pub mod rpc_target;
 pub mod schedule_callback;
+pub mod search_tool;
 pub mod settings;
 #[cfg_attr(
     not(any(target_arch = "wasm32", feature = "test-kit")),

@@ -59,6 +59,7 @@ pub use vocab::config::{
 };
 pub use vocab::context_block::{ContextBlock, ContextBlockError, SET_CONTEXT_TOOL};
 pub use vocab::context_policy::ContextPolicy;
+pub use vocab::history_search::{HistoryHit, SEARCH_CONTEXT_TOOL};
 pub use vocab::hooks::{
     ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
     ToolCall, ToolCallDecision, ToolOutcome,

@@ -14,6 +14,7 @@ mod quarantine;
 mod queued_bodies;
 mod reads;
 pub mod schema;
+pub mod search;
 mod snapshot;
 
 use serde::Deserialize;
@@ -257,6 +258,7 @@ impl SqlStore {
                 }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                search::index_message(sql, *seq, message)?;
                 let (first, count) = pieces::put(sql, Kind::Message, &message.id, 0, &body)?;
                 write(
                     sql,
@@ -276,6 +278,7 @@ impl SqlStore {
                 }
             }
             StoreOp::DeleteMessage { id } => {
+                search::unindex_message(sql, id)?;
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
                 sql.exec(
                     "DELETE FROM chat_tool_calls WHERE message_id = ?",
@@ -293,6 +296,10 @@ impl SqlStore {
                     "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
                     vec![before.clone()],
                 )?;
+                sql.exec(
+                    "DELETE FROM chat_search WHERE rowid < ?",
+                    vec![before.clone()],
+                )?;
                 sql.exec("DELETE FROM chat_messages WHERE seq < ?", vec![before])?;
             }
             StoreOp::ClearAll => {
@@ -303,6 +310,7 @@ impl SqlStore {
                     "chat_tool_calls",
                     "chat_quarantine",
                     "chat_queued_bodies",
+                    "chat_search",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }

@@ -263,3 +263,30 @@ fn the_model_writes_its_memory_block_with_set_context_and_the_next_step_reads_it
         .expect("the tool's error");
     assert!(error.contains("holds at most 2000 bytes"), "{error}");
 }
+
+#[test]
+fn the_model_searches_the_history_with_search_context() {
+    let agent = TestAgent::new(DemoAgent {
+        summarize: false,
+        mcp_admin_token: None,
+        memory: Some(durable_chat::core::ApprovalRule::Never),
+    });
+    agent.model().reply_text("Noted.");
+    let tab = agent.connect();
+    tab.send_message("my locker code is 4817");
+    agent.run_until_idle();
+    let call = agent
+        .model()
+        .reply_tool_call("search_context", json!({"query": "locker"}));
+    agent.model().reply_text("It is 4817.");
+    tab.send_message("what was my locker code?");
+    agent.run_until_idle();
+    let result = agent.model().tool_result(&call).expect("the tool's result");
+    let result: Value = serde_json::from_str(&result).unwrap();
+    let hits = result["hits"].as_array().expect("hits");
+    assert!(
+        hits.iter()
+            .any(|h| h["excerpt"].as_str().is_some_and(|e| e.contains("4817"))),
+        "{result}"
+    );
+}

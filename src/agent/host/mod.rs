@@ -169,6 +169,7 @@ impl AgentHost {
         #[allow(unused_mut)]
         let mut tools = definition.tools();
         tools.extend(super::context_tool::set_context_tool(definition.as_ref()));
+        tools.extend(super::search_tool::search_context_tool(definition.as_ref()));
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(super::debug_tools::tools());
@@ -921,6 +922,14 @@ impl CoreHost for AgentHost {
 
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()> {
         self.settled_waiters.wait(id)
+    }
+
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        self.store.search(query, limit).map_err(|e| e.to_string())
     }
 }
 

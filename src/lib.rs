@@ -69,6 +69,7 @@
 //! - [Sub-agents](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/sub-agents.md) — one agent asking another;
 //! - [Submissions](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
 //! - [Testing your agent](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/testing-your-agent.md) — the test kit: the agent natively under `cargo test`;
+//! - [Models and providers](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/models.md) — OpenAI-compatible, Anthropic, Workers AI, a provider of your own, per turn;
 //! - [Configuration](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/configuration.md) — vars, secrets and settings;
 //! - [Long conversations](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/long-conversations.md) — the context policy and compaction;
 //! - [Coming from Think](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/coming-from-think.md) — the TypeScript agent's names here;

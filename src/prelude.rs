@@ -14,13 +14,14 @@ pub use crate::agent::{
 pub use crate::chat_agent;
 pub use crate::core::StateSource;
 pub use crate::core::{
-    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
-    CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
-    StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
-    ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
+    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextBlock,
+    ContextBlockError, ContextPolicy, CoreSettings, ErrorDisposition, Limits, LogLevel,
+    MetadataMoment, RecoveryConfig, RetryPolicy, StepConfig, StepContext, StepReport, StopWhen,
+    SubmissionStatus, SubmitError, ToolCall, ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig,
+    TurnContext, TurnTrigger,
 };
 pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
-pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
+pub use crate::model::{FinishReason, ModelProvider, ModelSettings, StructuredOutput, Usage};
 pub use crate::outbound::OutboundHosts;
 pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;

@@ -17,6 +17,8 @@ use crate::core::StateSource;
 use crate::mcp::McpServer;
 
 use super::access::{Refusal, RequestInfo};
+use std::rc::Rc;
+
 use super::anonymous::default_authorize;
 use super::callable::Callable;
 use super::connection::Connection;
@@ -33,6 +35,38 @@ pub trait AgentDefinition: 'static {
     /// Settings from the worker's vars and secrets.
     fn settings(&self, vars: &Vars) -> AgentSettings {
         AgentSettings::from_vars(vars)
+    }
+
+    /// Model providers of the agent's own (types implementing
+    /// [`ModelProvider`](crate::model::ModelProvider)), each under the name
+    /// a turn picks it by (`TurnConfig::provider`); built from the worker's
+    /// vars and secrets. A name of a built-in one (`openai`, `anthropic`,
+    /// `workers-ai`) replaces it, and the one `MODEL_PROVIDER` names is the
+    /// default.
+    fn model_providers(&self, _vars: &Vars) -> Vec<(String, Rc<dyn crate::model::ModelProvider>)> {
+        Vec::new()
+    }
+
+    /// Context blocks the agent keeps with it and shows the model at the
+    /// start of every request, after the system prompt: named, bounded in
+    /// bytes, stored with the agent (a restart keeps them, a clear of the
+    /// history empties them). The model rewrites the ones it may through the
+    /// built-in `set_context` tool; code through `AgentHandle::set_context`.
+    fn context_blocks(&self) -> Vec<crate::core::ContextBlock> {
+        Vec::new()
+    }
+
+    /// Whether the model gets the built-in `search_context` tool, which
+    /// searches the whole stored history (SQLite full-text search in the
+    /// Durable Object), not only the window it sees. The agent's code can
+    /// always search with `AgentHandle::search_history`.
+    fn searches_history(&self) -> bool {
+        false
+    }
+
+    /// Whether a `set_context` call waits for a person's approval (default: never).
+    fn set_context_approval(&self) -> crate::core::ApprovalRule {
+        crate::core::ApprovalRule::Never
     }
 
     fn system_prompt(&self) -> String {

@@ -51,6 +51,7 @@ pub mod child_events;
 pub mod connection;
 #[cfg(target_arch = "wasm32")]
 mod connection_socket;
+pub mod context_tool;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;
@@ -80,6 +81,7 @@ mod rpc_stub;
 #[doc(hidden)]
 pub mod rpc_target;
 pub mod schedule_callback;
+pub mod search_tool;
 pub mod settings;
 #[cfg_attr(
     not(any(target_arch = "wasm32", feature = "test-kit")),

@@ -74,7 +74,9 @@ pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
 };
+pub use vocab::context_block::{ContextBlock, ContextBlockError, SET_CONTEXT_TOOL};
 pub use vocab::context_policy::ContextPolicy;
+pub use vocab::history_search::{HistoryHit, SEARCH_CONTEXT_TOOL};
 pub use vocab::hooks::{
     ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
     ToolCall, ToolCallDecision, ToolOutcome,
@@ -140,6 +142,10 @@ pub struct Core {
     /// Callable methods running, per connection.
     calls: callables::CallsInFlight,
     request_rate: admit::RequestRate,
+    /// The tokens the agent's model calls spent this hour and day.
+    token_ledger: data::token_budget::TokenLedger,
+    /// The text of each context block written so far, by name.
+    context_texts: std::collections::BTreeMap<String, String>,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -210,6 +216,8 @@ impl Core {
             synced,
             calls: Default::default(),
             request_rate: Default::default(),
+            token_ledger: stored.token_ledger.unwrap_or_default(),
+            context_texts: stored.context_blocks.unwrap_or_default().blocks,
             schedules,
             effects: Vec::new(),
             log: Vec::new(),

@@ -15,6 +15,7 @@ mod quarantine;
 mod queued_bodies;
 mod reads;
 pub mod schema;
+pub mod search;
 mod snapshot;
 
 use serde::Deserialize;
@@ -298,6 +299,7 @@ impl SqlStore {
                 }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                search::index_message(sql, *seq, message)?;
                 let drop_old = known.may_have_pieces(Kind::Message);
                 let (first, count) =
                     pieces::put(sql, Kind::Message, &message.id, 0, &body, drop_old)?;
@@ -320,6 +322,7 @@ impl SqlStore {
                 }
             }
             StoreOp::DeleteMessage { id } => {
+                search::unindex_message(sql, id)?;
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
                 sql.exec(
                     "DELETE FROM chat_tool_calls WHERE message_id = ?",
@@ -337,6 +340,10 @@ impl SqlStore {
                     "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
                     vec![before.clone()],
                 )?;
+                sql.exec(
+                    "DELETE FROM chat_search WHERE rowid < ?",
+                    vec![before.clone()],
+                )?;
                 sql.exec("DELETE FROM chat_messages WHERE seq < ?", vec![before])?;
             }
             StoreOp::ClearAll => {
@@ -347,6 +354,7 @@ impl SqlStore {
                     "chat_tool_calls",
                     "chat_quarantine",
                     "chat_queued_bodies",
+                    "chat_search",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
                 }

@@ -81,7 +81,13 @@ impl KitHost {
     ) -> Rc<KitHost> {
         let lookup = |name: &str| vars.get(name).cloned();
         let settings = definition.settings(&Vars(&lookup));
-        let tools = definition.tools();
+        let mut tools = definition.tools();
+        tools.extend(crate::agent::context_tool::set_context_tool(
+            definition.as_ref(),
+        ));
+        tools.extend(crate::agent::search_tool::search_context_tool(
+            definition.as_ref(),
+        ));
         let (stored, name) = {
             let mut store = durable.store.borrow_mut();
             let name = store.config(ConfigKey::InstanceName).map(str::to_string);
@@ -550,6 +556,41 @@ impl CoreHost for KitHost {
     ) -> LocalBoxFuture<'static, Result<String, ModelFailure>> {
         let answer = self.scripted_text(request);
         Box::pin(async move { answer })
+    }
+
+    /// In memory: the stored messages holding any of the query's words
+    /// (case aside), newest first, each's text as its excerpt.
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let messages = self.durable.store.borrow().messages();
+        let hits = messages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter_map(|(seq, message)| {
+                let text = crate::core::vocab::history_search::searchable_text(message);
+                let lower = text.to_lowercase();
+                words
+                    .iter()
+                    .any(|w| lower.contains(w))
+                    .then(|| crate::core::HistoryHit {
+                        message_id: message.id.clone(),
+                        role: format!("{:?}", message.role).to_lowercase(),
+                        seq: seq as u64,
+                        excerpt: text,
+                    })
+            })
+            .take(limit)
+            .collect();
+        Ok(crate::core::vocab::history_search::within_bytes(hits))
     }
 }
 

@@ -16,7 +16,7 @@ use worker::{
 
 use crate::core::{carry_out, Step};
 use crate::core::{CallId, ConnId, Core, Effect, Event, ScheduleOutcome, Timer};
-use crate::model::{ModelFailure, Provider};
+use crate::model::providers::{Provider, ProviderSet};
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
@@ -86,8 +86,9 @@ pub struct AgentHost {
     schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
-    /// The provider the settings chose, or the failure every model call meets.
-    model_provider: Result<Provider, ModelFailure>,
+    /// The providers model calls go to: the default one the settings
+    /// chose (or the failure every call meets), the ones a turn picks by name.
+    providers: ProviderSet,
     /// The Worker's environment (a model binding such as `AI` is called through it).
     env: Env,
     tools: HashMap<String, ServerTool>,
@@ -193,6 +194,8 @@ impl AgentHost {
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
+        tools.extend(super::context_tool::set_context_tool(definition.as_ref()));
+        tools.extend(super::search_tool::search_context_tool(definition.as_ref()));
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(super::debug_tools::tools());
@@ -201,6 +204,14 @@ impl AgentHost {
         let store = SqlStore::open(state.storage())?;
         let stored = store.load()?;
         let name = stored_name(&store);
+        let mut providers = settings.providers();
+        for (name, provider) in definition.model_providers(&Vars(&lookup)) {
+            providers = providers.with(&name, Provider::custom(provider));
+        }
+        if let Some(name) = lookup("MODEL_PROVIDER") {
+            providers = providers.default_to(&name);
+        }
+        let providers = providers.with_workers_ai_ids(&random_token(10));
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
         config.agent_api = author.agent_api(&definition);
@@ -244,10 +255,7 @@ impl AgentHost {
                 .collect(),
             store,
             core: RefCell::new(core),
-            model_provider: settings.model_provider().map(|p| match p {
-                Provider::WorkersAi(p) => Provider::WorkersAi(p.with_id_prefix(&random_token(10))),
-                other => other,
-            }),
+            providers,
             env: env.clone(),
             tools: tools
                 .into_iter()
@@ -1021,6 +1029,14 @@ impl CoreHost for AgentHost {
 
     fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>> {
         Box::pin(AgentHost::destroy(self))
+    }
+
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        self.store.search(query, limit).map_err(|e| e.to_string())
     }
 }
 

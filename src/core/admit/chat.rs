@@ -25,6 +25,14 @@ impl Core {
             return;
         }
         let limits = self.config.settings.limits;
+        if let Err(error) = self.token_ledger.allows(
+            self.now,
+            limits.max_agent_tokens_per_hour,
+            limits.max_agent_tokens_per_day,
+        ) {
+            self.reject(conn, Some(id), &error);
+            return;
+        }
         if let Err(error) = self.request_rate.admit(
             &conn,
             self.now,
@@ -174,6 +182,7 @@ impl Core {
         // Results waiting on `after_tool_call` settle calls that are gone.
         self.tab_results_rewriting.clear();
         self.compaction.reset();
+        self.context_texts.clear();
         self.inputs.reset();
         self.recovery.reset();
         self.ended.reset();

@@ -7,4 +7,5 @@ pub mod queue;
 pub mod schedule_table;
 pub mod submission_list;
 pub mod timers;
+pub mod token_budget;
 pub mod transcript;

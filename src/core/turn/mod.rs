@@ -20,6 +20,7 @@ mod active;
 mod chunk_log;
 mod compaction;
 mod compaction_state;
+mod context_blocks;
 mod context_cut;
 mod ended;
 mod error_decisions;

@@ -210,6 +210,8 @@ pub struct CoreConfig {
     pub settings: CoreSettings,
     /// The synced state and the callable methods (`agent_api.rs`).
     pub agent_api: crate::core::vocab::agent_api::AgentApi,
+    /// The context blocks the agent keeps and shows the model (`context_block.rs`).
+    pub context_blocks: Vec<crate::core::vocab::context_block::ContextBlock>,
 }
 
 impl CoreConfig {
@@ -224,6 +226,7 @@ impl CoreConfig {
             compact: None,
             settings: CoreSettings::default(),
             agent_api: Default::default(),
+            context_blocks: Vec::new(),
         }
     }
 

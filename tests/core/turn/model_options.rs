@@ -190,3 +190,54 @@ fn the_agents_step_count_condition_ends_every_turn_of_a_looping_model() {
         "completed"
     );
 }
+
+#[test]
+fn a_turn_picks_its_provider_and_gateway_metadata_and_the_next_turn_has_the_agents() {
+    let mut sim = prepared_sim(|c| {
+        c.settings.model.gateway_metadata = object(json!({"app": "support"}));
+    });
+    sim.preparer.hook = Rc::new(|ctx| match ctx.body.get("provider") {
+        Some(Value::String(name)) => TurnConfig {
+            provider: Some(name.clone()),
+            gateway_metadata: object(json!({"user": "u-7"})),
+            ..TurnConfig::default()
+        },
+        _ => TurnConfig::default(),
+    });
+    sim.script(Reply::tool_call(
+        "c1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script(Reply::text("rain"))
+    .script_tool("get_weather", ToolReply::ok(json!("rain")));
+    sim.send(
+        "a",
+        chat_request_with(
+            "r1",
+            &[user("u1", "weather?")],
+            json!({"provider": "anthropic"}),
+        ),
+    );
+    sim.run_until_idle();
+    assert_eq!(sim.requests().len(), 2);
+    for call in sim.requests() {
+        let settings = &call.request.settings;
+        assert_eq!(
+            settings.provider.as_deref(),
+            Some("anthropic"),
+            "every step"
+        );
+        assert_eq!(
+            settings.gateway_metadata,
+            object(json!({"app": "support", "user": "u-7"}))
+        );
+    }
+
+    sim.script(Reply::text("plain"));
+    sim.send("a", chat_request("r2", &[user("u2", "again")]));
+    sim.run_until_idle();
+    let settings = &sim.last_request().request.settings;
+    assert_eq!(settings.provider, None);
+    assert_eq!(settings.gateway_metadata, object(json!({"app": "support"})));
+}

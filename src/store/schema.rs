@@ -59,15 +59,10 @@ const MIGRATIONS: &[&[&str]] = &[
     // A queue row of an older release keeps its bodies inline: they move
     // here at the next write of the queue.
     &["CREATE TABLE IF NOT EXISTS chat_queued_bodies (request_id TEXT PRIMARY KEY, body TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)"],
-    // 9: the full-text index of the history (see store::search), its rowid
-    // the message's seq, built afresh from the stored messages (those split
-    // over pieces put back together as in 6).
-    &[
-        "DROP TABLE IF EXISTS chat_search",
-        "CREATE VIRTUAL TABLE chat_search USING fts5(text, message_id UNINDEXED, role UNINDEXED, tokenize = 'unicode61')",
-        "INSERT INTO chat_search (rowid, text, message_id, role) SELECT seq, t, id, r FROM (SELECT m.seq AS seq, m.id AS id, json_extract(m.body, '$.role') AS r, (SELECT group_concat(json_extract(p.value, '$.text'), char(10)) FROM json_each(m.body, '$.parts') AS p WHERE json_extract(p.value, '$.type') = 'text') AS t FROM chat_messages AS m WHERE m.pieces = 1 AND json_valid(m.body) AND json_type(m.body, '$.parts') = 'array') WHERE t IS NOT NULL AND trim(t) != ''",
-        "INSERT INTO chat_search (rowid, text, message_id, role) WITH RECURSIVE joined(id, seq, pieces, n, body) AS (SELECT id, seq, pieces, 0, body FROM chat_messages WHERE pieces > 1 UNION ALL SELECT j.id, j.seq, j.pieces, c.n, j.body || c.piece FROM joined AS j JOIN chat_pieces AS c ON c.kind = 'message' AND c.key = j.id AND c.sub = 0 AND c.n = j.n + 1), m AS (SELECT id, seq, body FROM joined WHERE n = pieces - 1 AND json_valid(body) AND json_type(body, '$.parts') = 'array') SELECT seq, t, id, r FROM (SELECT m.seq AS seq, m.id AS id, json_extract(m.body, '$.role') AS r, (SELECT group_concat(json_extract(p.value, '$.text'), char(10)) FROM json_each(m.body, '$.parts') AS p WHERE json_extract(p.value, '$.type') = 'text') AS t FROM m) WHERE t IS NOT NULL AND trim(t) != ''",
-    ],
+    // 9: the full-text index of the history is kept only by an agent that
+    // searches it (store::search::keep_index builds it when the agent opens
+    // and drops it when the agent no longer searches).
+    &["DROP TABLE IF EXISTS chat_search"],
 ];
 
 /// The version this build writes.

@@ -4,8 +4,10 @@
 // its window. The demo agent with DEMO_MEMORY=1 offers the built-in `search_context` tool: the
 // scripted model calls it, and the tool's result, which the next step's request carries, holds the
 // old message's excerpt with the matched words marked. The index follows a clear: only what was
-// stored after it is found. A history stored before the index (schema 8, a message split over
-// pieces among it) is indexed by the migration that adds it.
+// stored after it is found. The index is kept only by an agent that searches: one that does not
+// writes no index rows (no FTS table at all), and the history it stored is indexed when the agent
+// opens searching; so is a history stored before the index existed (schema 8, a message split over
+// pieces among it).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,7 +68,7 @@ test('search_context finds a message outside the model\'s window of a 5,000-mess
   assert.deepEqual(found, [again.id], 'after a clear only the new question is found');
 });
 
-test('a history stored before the index is indexed by the migration, split messages too', { timeout: 120000 }, async (t) => {
+test('a history stored before the index is indexed when the agent opens, split messages too', { timeout: 120000 }, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'durable-chat-search-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const room = 'search-migrated';
@@ -93,4 +95,26 @@ test('a history stored before the index is indexed by the migration, split messa
   const found = JSON.parse(result.content).hits.map((hit) => hit.messageId);
   // The scripted model's answers echo what it was told, so they match as well.
   for (const id of ['old-1', 'old-2']) assert.ok(found.includes(id), `${id} is found: ${found}`);
+});
+
+test('an agent that does not search keeps no index; turned on later, it finds what was stored before', { timeout: 120000 }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'durable-chat-search-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const room = 'search-later';
+  const plain = await workerFor(t, { persistDir: dir });
+  const c = await tab(plain, room);
+  const said = userMessage(rid('u'), 'The boat is moored at pier nineteen beside the lighthouse.');
+  assert.equal((await sendAndWait(c, rid(), [said], {}, 20000)).done.outcome, 'completed');
+  await plain.close();
+  const files = (await sqliteFiles(dir)).filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_messages'").length);
+  assert.equal(files.length, 1);
+  assert.deepEqual(querySqlite(files[0], "SELECT name FROM sqlite_master WHERE name LIKE 'chat_search%'"), [], 'no index tables without search');
+
+  const searching = await workerFor(t, { persistDir: dir, bindings: { DEMO_MEMORY: '1' } });
+  const d = await tab(searching, room);
+  const ask = userMessage(rid('u'), 'where? [tool:search_context:{"query":"lighthouse pier"}]');
+  assert.equal((await sendAndWait(d, rid(), [ask], {}, 20000)).done.outcome, 'completed');
+  const result = searching.model.requests.at(-1).messages.at(-1);
+  const found = JSON.parse(result.content).hits.map((hit) => hit.messageId);
+  assert.ok(found.includes(said.id), `the earlier message is found: ${found}`);
 });

@@ -201,7 +201,7 @@ impl AgentHost {
             tools.extend(super::debug_tools::tools());
             tools.extend(debug_author::tools());
         }
-        let store = SqlStore::open(state.storage())?;
+        let store = SqlStore::open(state.storage(), definition.searches_history())?;
         let stored = store.load()?;
         let name = stored_name(&store);
         let mut providers = settings.providers();

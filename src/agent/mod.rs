@@ -92,6 +92,7 @@ pub mod tool;
 pub mod tool_context;
 pub mod typed_handler;
 
+pub use crate::core::SubmissionFilter;
 pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};

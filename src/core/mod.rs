@@ -33,6 +33,7 @@ use crate::protocol::client::{frame_id, parse_client_frame_within, FrameBounds};
 use crate::protocol::{ClientFrame, FrameError, UIMessage};
 
 pub use crate::model::ToolChoice;
+pub use admit::submission_list::SubmissionFilter;
 pub use callables::in_flight::{
     MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES, MAX_CHUNK_BYTES,
 };

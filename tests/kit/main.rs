@@ -4,3 +4,4 @@
 //! eviction mid-turn recovered — the agent's real definition, in memory.
 
 mod demo;
+mod submissions;

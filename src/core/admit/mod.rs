@@ -6,5 +6,6 @@ pub mod inputs;
 pub mod request_rate;
 pub mod saved_tool_parts;
 pub mod schedules;
+pub mod submission_admin;
 pub mod submission_list;
 pub mod submissions;

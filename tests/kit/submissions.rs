@@ -1,0 +1,83 @@
+//! The handle's submission housekeeping under the test kit: listing the
+//! remembered submissions by status, forgetting finished ones (one, or many
+//! by a filter) and cancelling every turn in flight at once.
+
+use durable_chat::agent::{AgentDefinition, SubmissionFilter, SubmitOptions};
+use durable_chat::core::SubmissionStatus;
+use durable_chat::protocol::UIMessage;
+use durable_chat::test_kit::TestAgent;
+
+struct Plain;
+impl AgentDefinition for Plain {}
+
+fn submit(agent: &TestAgent, text: &str) -> String {
+    let message = UIMessage::user_text(format!("m-{text}"), text);
+    agent
+        .handle()
+        .submit_messages(vec![message], SubmitOptions::default())
+        .expect("accepted")
+        .id
+}
+
+#[test]
+fn finished_submissions_are_listed_newest_first_and_forgotten_on_request() {
+    let agent = TestAgent::new(Plain);
+    agent.model().reply_text("one");
+    agent.model().reply_text("two");
+    let first = submit(&agent, "a");
+    agent.run_until_idle();
+    let second = submit(&agent, "b");
+    agent.run_until_idle();
+    let handle = agent.handle();
+    let all = handle.list_submissions(&SubmissionFilter::default());
+    let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, [second.as_str(), first.as_str()]);
+    let failed = SubmissionFilter {
+        statuses: vec![SubmissionStatus::Failed],
+        ..SubmissionFilter::default()
+    };
+    assert!(handle.list_submissions(&failed).is_empty());
+
+    assert!(handle.delete_submission(&first));
+    assert!(!handle.delete_submission(&first), "already gone");
+    assert!(handle.submission_status(&first).is_none());
+    let gone = agent.block_on({
+        let handle = handle.clone();
+        let first = first.clone();
+        async move { handle.wait_for_submission(&first).await }
+    });
+    assert!(
+        gone.is_none(),
+        "a forgotten submission is waited on as unknown"
+    );
+    assert_eq!(handle.delete_submissions(&SubmissionFilter::default()), 1);
+    assert!(handle
+        .list_submissions(&SubmissionFilter::default())
+        .is_empty());
+}
+
+#[test]
+fn a_queued_submission_is_not_forgotten_and_cancel_all_ends_every_turn() {
+    let agent = TestAgent::new(Plain);
+    let running = submit(&agent, "a");
+    let queued = submit(&agent, "b");
+    let handle = agent.handle();
+    assert!(!handle.delete_submission(&queued), "still queued");
+    assert_eq!(handle.delete_submissions(&SubmissionFilter::default()), 0);
+    assert_eq!(handle.cancel_all_chats(), 2);
+    agent.run_until_idle();
+    for id in [&running, &queued] {
+        let status = handle.submission_status(id).expect("kept").status;
+        assert_eq!(status, SubmissionStatus::Cancelled, "{id}");
+    }
+    let older_than_now = SubmissionFilter {
+        finished_before: Some(agent.now_ms() + 1),
+        limit: Some(1),
+        ..SubmissionFilter::default()
+    };
+    assert_eq!(handle.delete_submissions(&older_than_now), 1);
+    assert_eq!(
+        handle.list_submissions(&SubmissionFilter::default()).len(),
+        1
+    );
+}

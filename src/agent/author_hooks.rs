@@ -1,7 +1,8 @@
 //! The definition's hooks for the agent as a whole, type-erased for the
 //! host: the synced state's initial value and validator (handed to the
-//! core), `on_state_changed`, the callables by name, and the connection
-//! hooks (`on_connect`, `on_close`, `on_message`).
+//! core), `on_state_changed`, the callables by name, the author's RPC
+//! methods by name (`rpc_methods.rs`), and the connection hooks
+//! (`on_connect`, `on_close`, `on_message`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -21,6 +22,11 @@ type Hook<A> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, ()>>;
 
 pub struct AuthorHooks {
     pub callables: HashMap<String, Callable>,
+    /// Reached over Durable Object RPC (`rpc_methods` and the callables
+    /// marked `.over_rpc()`).
+    pub rpc_methods: HashMap<String, Callable>,
+    /// Why a declared RPC method was skipped (logged when the agent starts).
+    pub refused_rpc_methods: Vec<String>,
     pub on_state_changed: Hook<(Rc<Value>, StateSource)>,
     pub on_connect: Hook<(Connection, RequestInfo)>,
     pub on_close: Hook<Connection>,
@@ -34,6 +40,12 @@ impl AuthorHooks {
             .into_iter()
             .map(|c| (c.name().to_string(), c))
             .collect();
+        let mut refused_rpc_methods = Vec::new();
+        let rpc_methods = super::rpc_methods::author_rpc_methods(
+            definition.rpc_methods(),
+            &callables,
+            &mut refused_rpc_methods,
+        );
         let d = definition.clone();
         let on_state_changed: Hook<(Rc<Value>, StateSource)> =
             Rc::new(move |(state, source), agent| {
@@ -57,6 +69,8 @@ impl AuthorHooks {
         });
         AuthorHooks {
             callables,
+            rpc_methods,
+            refused_rpc_methods,
             on_state_changed,
             on_connect,
             on_close,

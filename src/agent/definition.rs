@@ -217,7 +217,20 @@ pub trait AgentDefinition: 'static {
     }
 
     /// The methods a connected client may call (`agent.call`, `agent.stub`).
+    /// One marked `.over_rpc()` is also an RPC method (see `rpc_methods`).
     fn callables(&self) -> Vec<Callable> {
+        Vec::new()
+    }
+
+    /// Methods other Workers and agents call on the agent's Durable Object
+    /// stub (`env.MY_AGENT.get(id).myMethod(a, b)`), typed like callables
+    /// (`Callable::new`), not offered to tabs. Arguments are read under the
+    /// agent's message limits; the call's connection is the RPC caller's
+    /// (no socket, no state). A name must be a JavaScript identifier and not
+    /// one of the agent's built-in RPC methods (`chat`, `runTurn`, …) nor a
+    /// Durable Object handler (`fetch`, `alarm`, …): such a method is
+    /// skipped with an error in the log.
+    fn rpc_methods(&self) -> Vec<Callable> {
         Vec::new()
     }
 

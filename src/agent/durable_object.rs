@@ -124,6 +124,13 @@ macro_rules! chat_agent {
                     $crate::__private::rpc_call(&self.host, &method, args)
                 }
 
+                /// The names of the author's own RPC methods, which the
+                /// bridge class exposes beside the built-in ones.
+                #[wasm_bindgen(js_name = durableChatRpcMethods)]
+                pub fn durable_chat_rpc_methods(&self) -> ::worker::js_sys::Array {
+                    $crate::__private::rpc_method_names(&self.host)
+                }
+
                 /// The largest WebSocket message the agent takes, for the
                 /// bridge to refuse a larger one before copying it in.
                 #[wasm_bindgen(js_name = durableChatFrameLimit)]

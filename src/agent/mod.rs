@@ -75,6 +75,7 @@ pub mod remote;
 mod rpc_chat;
 #[cfg(target_arch = "wasm32")]
 mod rpc_stub;
+pub mod rpc_methods;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;

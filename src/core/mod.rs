@@ -254,7 +254,7 @@ impl Core {
                 message,
                 tools,
                 executor,
-            } => self.on_programmatic_chat(conn, message, tools, executor),
+            } => self.on_programmatic_chat(conn, vec![message], tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),

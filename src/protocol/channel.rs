@@ -22,12 +22,14 @@ use super::types;
 use super::{ClientToolSchema, FrameError};
 
 /// What a parent asks its child to answer: plain text (the child mints the
-/// message id) or a whole message.
+/// message id), a whole message, or several messages stored in order before
+/// the one turn that answers them (sent as an array).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ChatMessage {
     Text(String),
     Message(UIMessage),
+    Messages(Vec<UIMessage>),
 }
 
 impl From<&str> for ChatMessage {
@@ -242,10 +244,14 @@ fn parse_chat(obj: &mut Map<String, Value>) -> Result<RpcChat, FrameError> {
         Some(value @ Value::Object(_)) => ChatMessage::Message(
             serde_json::from_value(value).map_err(|e| invalid(FRAME, format!("`message`: {e}")))?,
         ),
+        Some(Value::Array(list)) if !list.is_empty() => ChatMessage::Messages(
+            serde_json::from_value(Value::Array(list))
+                .map_err(|e| invalid(FRAME, format!("`message`: {e}")))?,
+        ),
         Some(_) => {
             return Err(invalid(
                 FRAME,
-                "`message` must be a string or a message object",
+                "`message` must be a string, a message object or a non-empty array of them",
             ))
         }
         None => return Err(invalid(FRAME, "`message` is missing")),

@@ -86,6 +86,9 @@ impl KitHost {
         };
         let mut config = core_config(definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(definition);
         let history: Rc<dyn crate::core::History> = durable.store.clone();
         let ids = Box::new(durable.ids.clone());
@@ -131,6 +134,15 @@ impl KitHost {
 
     pub fn handle(self: &Rc<Self>) -> AgentHandle {
         AgentHandle::new(self.clone())
+    }
+
+    /// Starts the author's RPC method `name` (`None`: no such method).
+    pub fn call_rpc(
+        self: &Rc<Self>,
+        name: &str,
+        args: Value,
+    ) -> Option<crate::agent::callable::CallFuture> {
+        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
     }
 
     pub fn core(&self) -> std::cell::Ref<'_, Core> {

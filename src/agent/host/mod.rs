@@ -177,6 +177,9 @@ impl AgentHost {
         let name = stored_name(&store);
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(&definition);
         let mcp = mcp::McpClients::new(tools.iter().map(|t| t.spec.name.clone()));
         let child_calls = ChildCalls::new(ChildCallLimits {

@@ -14,6 +14,17 @@ impl Core {
         self.submissions.list(filter)
     }
 
+    /// The submission `caller` made under idempotency key `key`, if it is
+    /// remembered (a submit with that key answers it).
+    pub fn submission_by_key(&self, caller: Option<&str>, key: &str) -> Option<&SubmissionRecord> {
+        self.submissions.by_key(caller, key)
+    }
+
+    /// The id of the last stored message, if any.
+    pub fn last_message_id(&self) -> Option<&str> {
+        self.transcript.last().map(|m| m.id.as_str())
+    }
+
     /// Forgets submission `id` and deletes its row when it is final (a
     /// queued or running one stays). Returns whether it went.
     pub fn delete_submission(&mut self, id: &str) -> bool {

@@ -73,9 +73,9 @@ mod ids;
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
 mod rpc_chat;
+pub mod rpc_methods;
 #[cfg(target_arch = "wasm32")]
 mod rpc_stub;
-pub mod rpc_methods;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;

@@ -95,10 +95,10 @@ pub fn author_rpc_methods(
             refused.push(format!(
                 "RPC method `{name}`: a streaming callable cannot cross RPC"
             ));
-        } else if out.contains_key(&name) {
-            refused.push(format!("RPC method `{name}`: declared twice"));
+        } else if let std::collections::hash_map::Entry::Vacant(slot) = out.entry(name.clone()) {
+            slot.insert(method);
         } else {
-            out.insert(name, method);
+            refused.push(format!("RPC method `{name}`: declared twice"));
         }
     }
     refused.sort();
@@ -150,7 +150,14 @@ mod tests {
     fn names_that_shadow_the_agent_or_are_no_identifier_are_refused() {
         assert_eq!(name_refusal("greet"), None);
         assert_eq!(name_refusal("_count$2"), None);
-        for taken in ["chat", "runTurn", "fetch", "alarm", "then", "durableChatRpc"] {
+        for taken in [
+            "chat",
+            "runTurn",
+            "fetch",
+            "alarm",
+            "then",
+            "durableChatRpc",
+        ] {
             assert!(name_refusal(taken).is_some(), "{taken}");
         }
         for odd in ["", "2fast", "with space", "a-b", &"x".repeat(65)] {

@@ -241,17 +241,16 @@ fn parse_chat(obj: &mut Map<String, Value>) -> Result<RpcChat, FrameError> {
     const FRAME: &str = "channel chat";
     let message = match obj.remove("message") {
         Some(Value::String(text)) => ChatMessage::Text(text),
-        Some(value @ Value::Object(_)) => ChatMessage::Message(
-            serde_json::from_value(value).map_err(|e| invalid(FRAME, format!("`message`: {e}")))?,
-        ),
+        Some(value @ Value::Object(_)) => ChatMessage::Message(chat_message(value)?),
         Some(Value::Array(list)) if !list.is_empty() => ChatMessage::Messages(
-            serde_json::from_value(Value::Array(list))
-                .map_err(|e| invalid(FRAME, format!("`message`: {e}")))?,
+            list.into_iter()
+                .map(chat_message)
+                .collect::<Result<_, _>>()?,
         ),
         Some(_) => {
             return Err(invalid(
                 FRAME,
-                "`message` must be a string, a message object or a non-empty array of them",
+                "`message` must be a string or a message object (or a non-empty list of them)",
             ))
         }
         None => return Err(invalid(FRAME, "`message` is missing")),
@@ -261,6 +260,11 @@ fn parse_chat(obj: &mut Map<String, Value>) -> Result<RpcChat, FrameError> {
         client_tools: client_tools(obj.get("clientTools"), FRAME)?.unwrap_or_default(),
         executor: optional_bool(obj, "executor", FRAME)?.unwrap_or(false),
     })
+}
+
+/// One message of a channel chat.
+fn chat_message(value: Value) -> Result<UIMessage, FrameError> {
+    serde_json::from_value(value).map_err(|e| invalid("channel chat", format!("`message`: {e}")))
 }
 
 fn parse_tool_result(obj: &mut Map<String, Value>) -> Result<RpcToolResult, FrameError> {

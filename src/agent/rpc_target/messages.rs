@@ -13,7 +13,6 @@
 
 use std::rc::Rc;
 
-use serde_json::{json, Map, Value};
 use wasm_bindgen::JsValue;
 
 use crate::protocol::gate;
@@ -21,7 +20,7 @@ use crate::protocol::UIMessage;
 
 use super::super::host::AgentHost;
 use super::js;
-use super::turns::{run_messages, signal_of};
+use super::turns::{continue_turn, run_messages, signal_of};
 
 /// The conversation as `get-messages` answers it (bounded the same way),
 /// parsed in JS: the older part never enters wasm memory.
@@ -121,26 +120,6 @@ pub(super) async fn save(
     let signal = signal_of(&options);
     let (result, _) = run_messages(&host, messages, None, signal.as_ref(), "saveMessages").await?;
     js::from_json(&result)
-}
-
-/// Runs a continuation of the last assistant message and waits for its end:
-/// `{requestId, status, error?}`.
-pub(super) async fn continue_turn(host: &Rc<AgentHost>) -> Result<Map<String, Value>, JsValue> {
-    let request_id = host
-        .handle()
-        .continue_last_turn_from_outside()
-        .map_err(|e| js::error(&e.0))?;
-    let ended = host
-        .wait_for_turn(&request_id)
-        .await
-        .map_err(|_| js::error("continueLastTurn: the agent stopped before the turn ended"))?;
-    let mut result = Map::new();
-    result.insert("requestId".into(), json!(request_id));
-    result.insert("status".into(), json!(ended.outcome));
-    if let Some(error) = ended.error {
-        result.insert("error".into(), Value::String(error));
-    }
-    Ok(result)
 }
 
 pub(super) async fn continue_last(host: Rc<AgentHost>) -> Result<JsValue, JsValue> {

@@ -124,13 +124,16 @@ fn statuses(options: &JsValue, method: &str) -> Result<Vec<SubmissionStatus>, Js
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| js::error(&format!("{method}: status must be a string or a list")))?,
-        Some(_) => return Err(js::error(&format!("{method}: status must be a string or a list"))),
+        Some(_) => {
+            return Err(js::error(&format!(
+                "{method}: status must be a string or a list"
+            )))
+        }
     };
     names
         .iter()
         .map(|name| {
-            status_of(name)
-                .ok_or_else(|| js::error(&format!("{method}: unknown status `{name}`")))
+            status_of(name).ok_or_else(|| js::error(&format!("{method}: unknown status `{name}`")))
         })
         .collect()
 }

@@ -51,20 +51,23 @@ pub(super) fn input_messages(
         )));
     }
     let budget = host.handle().limits().budget();
-    let value = js::to_json(input, &budget, what)?.unwrap_or(Value::Null);
-    let read = |value: Value| {
-        serde_json::from_value::<UIMessage>(value)
-            .map_err(|e| js::error(&format!("{what}: {e}")))
-    };
-    match value {
-        Value::String(text) if text.is_empty() => Ok(Vec::new()),
-        Value::String(text) => Ok(vec![UIMessage::user_text("", text)]),
-        Value::Array(list) => list.into_iter().map(read).collect(),
-        message @ Value::Object(_) => Ok(vec![read(message)?]),
-        _ => Err(js::error(&format!(
-            "{what}: the input must be text, a UIMessage or a list of them"
-        ))),
+    if input.is_string() {
+        return match js::to_json(input, &budget, what)? {
+            Some(Value::String(text)) if !text.is_empty() => {
+                Ok(vec![UIMessage::user_text("", text)])
+            }
+            _ => Ok(Vec::new()),
+        };
     }
+    if js_sys::Array::is_array(input) {
+        return js::read(input, &budget, what);
+    }
+    if input.is_object() {
+        return Ok(vec![js::read(input, &budget, what)?]);
+    }
+    Err(js::error(&format!(
+        "{what}: the input must be text, a UIMessage or a list of them"
+    )))
 }
 
 /// The caller's `signal`, when it is one.
@@ -144,7 +147,7 @@ pub(super) async fn run_turn(host: Rc<AgentHost>, options: JsValue) -> Result<Js
             "runTurn: supply either input or continuation: true, not both",
         )),
         Mode::Wait if continuation => {
-            let mut result = super::messages::continue_turn(&host).await?;
+            let mut result = continue_turn(&host).await?;
             result.insert("continuation".into(), json!(true));
             js::from_json(&result)
         }
@@ -188,7 +191,8 @@ pub(super) async fn run_turn(host: Rc<AgentHost>, options: JsValue) -> Result<Js
             }
             let messages = input_messages(&input, &host, "runTurn: input")?;
             if messages.is_empty() {
-                let start = js::from_json(&json!({ "requestId": super::super::ids::random_token(16) }))?;
+                let start =
+                    js::from_json(&json!({ "requestId": super::super::ids::random_token(16) }))?;
                 js::call_method(&callback, "onStart", &[start]).await?;
                 js::call_method(&callback, "onDone", &[]).await?;
                 return Ok(JsValue::UNDEFINED);
@@ -196,6 +200,26 @@ pub(super) async fn run_turn(host: Rc<AgentHost>, options: JsValue) -> Result<Js
             chat::chat(host, input, callback, options).await
         }
     }
+}
+
+/// Runs a continuation of the last assistant message and waits for its end:
+/// `{requestId, status, error?}`.
+pub(super) async fn continue_turn(host: &Rc<AgentHost>) -> Result<Map<String, Value>, JsValue> {
+    let request_id = host
+        .handle()
+        .continue_last_turn_from_outside()
+        .map_err(|e| js::error(&e.0))?;
+    let ended = host
+        .wait_for_turn(&request_id)
+        .await
+        .map_err(|_| js::error("continueLastTurn: the agent stopped before the turn ended"))?;
+    let mut result = Map::new();
+    result.insert("requestId".into(), json!(request_id));
+    result.insert("status".into(), json!(ended.outcome));
+    if let Some(error) = ended.error {
+        result.insert("error".into(), Value::String(error));
+    }
+    Ok(result)
 }
 
 /// `waitForSubmission(id, {timeoutMs})`: the inspection once the submission
@@ -212,7 +236,11 @@ pub(super) async fn wait(
     let ended = match timeout {
         None => agent.wait_for_submission(&id).await,
         Some(ms) => {
-            let ms = if ms.is_finite() && ms > 0.0 { ms as u64 } else { 0 };
+            let ms = if ms.is_finite() && ms > 0.0 {
+                ms as u64
+            } else {
+                0
+            };
             let delay = worker::Delay::from(Duration::from_millis(ms)).fuse();
             let wait = agent.wait_for_submission(&id).fuse();
             futures::pin_mut!(delay, wait);

@@ -27,7 +27,8 @@ impl Core {
         now_ms: u64,
     ) -> Result<ScheduleRow, ScheduleError> {
         self.now = self.now.max(now_ms);
-        let row = self.schedules.add(request, self.now)?;
+        let zone = self.config.settings.schedule_time_zone.clone();
+        let row = self.schedules.add(request, self.now, zone.as_deref())?;
         self.write_down_schedules();
         Ok(row)
     }

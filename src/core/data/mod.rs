@@ -7,3 +7,4 @@ pub mod queue;
 pub mod schedule_table;
 pub mod timers;
 pub mod transcript;
+pub mod zoned_cron;

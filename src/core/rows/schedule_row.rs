@@ -11,8 +11,11 @@ use serde_json::Value;
 pub enum Repeat {
     /// Fires once, then is gone.
     Once,
-    /// Due again on the next minute its cron expression allows.
+    /// Due again on the next minute its cron expression allows (UTC).
     Cron(String),
+    /// The same, the expression read in `time_zone` (an IANA name).
+    #[serde(rename_all = "camelCase")]
+    ZonedCron { cron: String, time_zone: String },
     /// Due again this many seconds after it fired.
     Every(u64),
 }

@@ -79,6 +79,25 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// Schedules the agent always has (cron or interval; Think's
+    /// `getScheduledTasks`), kept in step with this list each time the
+    /// agent starts: added when missing, replaced when their callback,
+    /// payload or timing changed, removed when no longer listed; unchanged
+    /// ones keep their next due time. A one-off, or one that does not
+    /// schedule (a bad cron, an unknown time zone), is skipped with an
+    /// error in the log.
+    fn scheduled_tasks(&self) -> Vec<crate::core::ScheduleRequest> {
+        Vec::new()
+    }
+
+    /// Runs once each time the agent's object starts (after an eviction
+    /// or hibernation too), before it serves its first request, socket
+    /// message, alarm or RPC call; they wait for it. Do not wait here for
+    /// a turn or a submission: they run only after it.
+    fn on_start(&self, _agent: AgentHandle) -> impl Future<Output = ()> {
+        async {}
+    }
+
     /// Decides whether a request from outside may open a socket, read the
     /// transcript (`get-messages`) or reach `on_request`. The default is
     /// [`default_authorize`]: `?token=` (or `Authorization: Bearer`) must

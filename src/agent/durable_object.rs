@@ -53,7 +53,10 @@ macro_rules! chat_agent {
 
             async fn fetch(&self, req: ::worker::Request) -> ::worker::Result<::worker::Response> {
                 match &self.host {
-                    Ok(host) => host.fetch(req).await,
+                    Ok(host) => {
+                        host.ready().await;
+                        host.fetch(req).await
+                    }
                     Err(e) => ::worker::Response::error(format!("agent failed to start: {e}"), 500),
                 }
             }
@@ -64,6 +67,7 @@ macro_rules! chat_agent {
                 message: ::worker::WebSocketIncomingMessage,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = &self.host {
+                    host.ready().await;
                     host.on_message(ws, message);
                 }
                 Ok(())
@@ -77,6 +81,7 @@ macro_rules! chat_agent {
                 _was_clean: bool,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = &self.host {
+                    host.ready().await;
                     host.on_close(ws);
                 }
                 Ok(())
@@ -88,6 +93,7 @@ macro_rules! chat_agent {
                 _error: ::worker::Error,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = &self.host {
+                    host.ready().await;
                     host.on_close(ws);
                 }
                 Ok(())
@@ -95,6 +101,7 @@ macro_rules! chat_agent {
 
             async fn alarm(&self) -> ::worker::Result<::worker::Response> {
                 if let Ok(host) = &self.host {
+                    host.ready().await;
                     host.on_alarm();
                 }
                 ::worker::Response::ok("")

@@ -92,7 +92,11 @@ impl KitHost {
         config.agent_api = author.agent_api(definition);
         let history: Rc<dyn crate::core::History> = durable.store.clone();
         let ids = Box::new(durable.ids.clone());
-        let core = Core::new(config, stored, history, ids, durable.now());
+        let mut core = Core::new(config, stored, history, ids, durable.now());
+        let declared = definition.scheduled_tasks();
+        for refused in core.reconcile_declared_schedules(declared, durable.now()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let alarms = definition.clone();
         let host = Rc::new_cyclic(|me| KitHost {
             durable: durable.clone(),
@@ -129,6 +133,11 @@ impl KitHost {
             host.dispatch(Event::Adopted { conn });
         }
         host.dispatch(Event::Woke);
+        // The definition's `on_start`, queued first: it runs before anything
+        // a test does next.
+        let starting = definition.clone();
+        let agent = host.handle();
+        host.spawn(async move { starting.on_start(agent).await });
         host
     }
 

@@ -81,3 +81,96 @@ fn a_queued_submission_is_not_forgotten_and_cancel_all_ends_every_turn() {
         1
     );
 }
+
+/// An agent with a declared schedule (its interval from `every`) and an
+/// `on_start` that counts its starts in the key-value store.
+struct Declaring {
+    every: Option<u64>,
+}
+
+impl AgentDefinition for Declaring {
+    fn scheduled_tasks(&self) -> Vec<durable_chat::core::ScheduleRequest> {
+        let mut tasks = vec![durable_chat::core::ScheduleRequest {
+            name: "digest".into(),
+            callback: "noop".into(),
+            payload: serde_json::json!({"kind": "digest"}),
+            when: durable_chat::core::ScheduleWhen::Cron("0 6 * * *".into()),
+        }];
+        if let Some(secs) = self.every {
+            tasks.push(durable_chat::core::ScheduleRequest {
+                name: "tick".into(),
+                callback: "noop".into(),
+                payload: serde_json::Value::Null,
+                when: durable_chat::core::ScheduleWhen::Every(secs),
+            });
+        }
+        tasks.push(durable_chat::core::ScheduleRequest {
+            name: "once".into(),
+            callback: "noop".into(),
+            payload: serde_json::Value::Null,
+            when: durable_chat::core::ScheduleWhen::Delay(10),
+        });
+        tasks
+    }
+
+    async fn on_start(&self, agent: durable_chat::agent::AgentHandle) {
+        let starts: u64 = agent.storage().get("starts").ok().flatten().unwrap_or(0);
+        let _ = agent.storage().put("starts", &(starts + 1));
+    }
+}
+
+#[test]
+fn declared_schedules_are_added_kept_changed_and_removed_on_start_and_on_start_runs_each_start() {
+    let agent = TestAgent::new(Declaring { every: Some(60) });
+    let names = |agent: &TestAgent| -> Vec<String> {
+        let mut names: Vec<String> = agent
+            .handle()
+            .schedules()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&agent),
+        ["digest", "tick"],
+        "a declared one-off is refused"
+    );
+    let starts = |agent: &TestAgent| -> u64 {
+        agent
+            .handle()
+            .storage()
+            .get("starts")
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    };
+    assert_eq!(starts(&agent), 1);
+    let digest_at = (agent.handle().schedules().into_iter())
+        .find(|s| s.name == "digest")
+        .map(|s| s.next_at);
+    // An added schedule of the agent's own is left alone.
+    agent
+        .handle()
+        .schedule(
+            "own",
+            "noop",
+            durable_chat::core::ScheduleWhen::Every(5),
+            (),
+        )
+        .expect("scheduled");
+    agent.evict();
+    assert_eq!(starts(&agent), 2, "on_start ran again after the restart");
+    let digest = agent
+        .handle()
+        .schedules()
+        .into_iter()
+        .find(|s| s.name == "digest");
+    assert_eq!(
+        digest.map(|s| s.next_at),
+        digest_at,
+        "unchanged: kept as it was"
+    );
+    assert_eq!(names(&agent), ["digest", "own", "tick"]);
+}

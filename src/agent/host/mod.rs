@@ -91,6 +91,8 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
     hooks: AsyncHooks,
+    /// The definition's `on_start`, shared by every entry point that waits for it.
+    started: RefCell<Option<futures::future::Shared<futures::future::LocalBoxFuture<'static, ()>>>>,
     /// The definition's callables, state and connection hooks.
     author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
@@ -187,7 +189,10 @@ impl AgentHost {
             per_agent: settings.turns.limits.max_child_calls_per_agent,
         });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
-        let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        let mut core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        for refused in core.reconcile_declared_schedules(definition.scheduled_tasks(), now_ms()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let routes = definition.clone();
@@ -245,13 +250,35 @@ impl AgentHost {
             rpc: rpc_calls::RpcCalls::default(),
             internal_fetch,
             child_calls,
+            started: RefCell::new(None),
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
         host.start_mcp(declared_mcp);
+        host.run_on_start(definition);
         Ok(host)
+    }
+
+    /// Starts the definition's `on_start`; every entry point waits for it
+    /// (`ready`).
+    fn run_on_start<D: AgentDefinition>(self: &Rc<Self>, definition: Rc<D>) {
+        use futures::FutureExt;
+        let agent = self.handle();
+        let run = async move { definition.on_start(agent).await }
+            .boxed_local()
+            .shared();
+        wasm_bindgen_futures::spawn_local(run.clone());
+        *self.started.borrow_mut() = Some(run);
+    }
+
+    /// Resolves once the definition's `on_start` has run.
+    pub async fn ready(&self) {
+        let started = self.started.borrow().clone();
+        if let Some(started) = started {
+            started.await;
+        }
     }
 
     /// Sockets accepted by an earlier instance (before hibernation or eviction).

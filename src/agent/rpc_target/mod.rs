@@ -35,6 +35,15 @@ pub fn call(host: &Result<Rc<AgentHost>, String>, method: &str, args: Array) -> 
         Ok(host) => host.clone(),
         Err(e) => return js::rejected(&format!("agent failed to start: {e}")),
     };
+    let method = method.to_string();
+    // After the definition's `on_start`, as every entry point.
+    future_to_promise(async move {
+        host.ready().await;
+        wasm_bindgen_futures::JsFuture::from(dispatch(host, &method, args)).await
+    })
+}
+
+fn dispatch(host: Rc<AgentHost>, method: &str, args: Array) -> Promise {
     host.learn_name_from_id();
     let arg = |i: u32| args.get(i);
     match method {

@@ -2,6 +2,7 @@ pub mod author_alarm;
 pub mod channel;
 pub mod chat;
 pub mod continuation;
+pub mod declared_schedules;
 pub mod inputs;
 pub mod request_rate;
 pub mod saved_tool_parts;

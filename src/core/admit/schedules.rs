@@ -127,7 +127,7 @@ impl Core {
     }
 
     /// Stores the table and keeps the durable timer on its earliest entry.
-    fn write_down_schedules(&mut self) {
+    pub(in crate::core) fn write_down_schedules(&mut self) {
         match self.schedules.next_due() {
             Some(at) => self.set_timer(Timer::Schedules, at),
             None => self.clear_timer(Timer::Schedules),

@@ -104,9 +104,22 @@ impl ScheduleTable {
             payload: request.payload,
             repeat,
             next_at,
+            declared: false,
         };
         self.by_name.insert(row.name.clone(), row.clone());
         Ok(row)
+    }
+
+    /// Schedule `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&ScheduleRow> {
+        self.by_name.get(name)
+    }
+
+    /// Marks schedule `name` as declared by the definition.
+    pub fn mark_declared(&mut self, name: &str) {
+        if let Some(row) = self.by_name.get_mut(name) {
+            row.declared = true;
+        }
     }
 
     /// Removes schedule `name`; `false` if there was none.

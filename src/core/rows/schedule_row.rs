@@ -30,6 +30,10 @@ pub struct ScheduleRow {
     pub repeat: Repeat,
     /// When it is next due (ms since the epoch).
     pub next_at: u64,
+    /// Declared by the definition (`AgentDefinition::scheduled_tasks`): kept
+    /// in step with it on every start, removed when no longer declared.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub declared: bool,
 }
 
 /// A run of a schedule's callback the host has not yet reported ended:

@@ -28,6 +28,20 @@ pub struct TurnResult {
     pub message: Option<UIMessage>,
 }
 
+impl TurnResult {
+    /// The answer's structured output read as `T`: for a turn that asked
+    /// for one (`TurnConfig::structured_output`), whose answer the agent
+    /// already checked against the schema. `Err`: the turn did not complete
+    /// with an answer, or the answer does not read as `T`.
+    pub fn output<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        let message = self.message.as_ref().ok_or_else(|| match &self.error {
+            Some(error) => format!("the turn has no answer: {error}"),
+            None => "the turn has no answer".to_string(),
+        })?;
+        crate::core::read_structured_output(message)
+    }
+}
+
 impl AgentHandle {
     /// Resolves once submission `id` is final (completed, failed, cancelled
     /// or skipped), with where it stands; at once for a final one, and with

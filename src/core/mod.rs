@@ -46,6 +46,7 @@ pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
 pub use data::cron::Cron;
+pub use data::schema_check::read_output as read_structured_output;
 pub use rows::persisted::{
     AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,

@@ -174,3 +174,48 @@ fn declared_schedules_are_added_kept_changed_and_removed_on_start_and_on_start_r
     );
     assert_eq!(names(&agent), ["digest", "own", "tick"]);
 }
+
+/// Every turn asks for an `{"id": string}` answer.
+struct Ordering;
+
+impl AgentDefinition for Ordering {
+    async fn before_turn(
+        &self,
+        _ctx: durable_chat::core::TurnContext,
+        _agent: durable_chat::agent::AgentHandle,
+    ) -> durable_chat::core::TurnConfig {
+        durable_chat::core::TurnConfig {
+            structured_output: Some(durable_chat::model::StructuredOutput::new(
+                "order",
+                serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}},
+                                   "required": ["id"], "additionalProperties": false}),
+            )),
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(serde::Deserialize, Debug, PartialEq)]
+struct Order {
+    id: String,
+}
+
+#[test]
+fn run_turn_hands_back_the_checked_structured_output_as_a_typed_value() {
+    let agent = TestAgent::new(Ordering);
+    agent.model().reply_text("{\"id\": \"A-1\"}");
+    agent.model().reply_text("{\"id\": 1}");
+    let run = |text: &str| {
+        let handle = agent.handle();
+        let message = UIMessage::user_text("", text);
+        agent.block_on(async move { handle.run_turn(vec![message], SubmitOptions::default()).await })
+    };
+    let good = run("order?").expect("ran");
+    assert_eq!(good.status, SubmissionStatus::Completed);
+    assert_eq!(good.output::<Order>(), Ok(Order { id: "A-1".into() }));
+    let bad = run("again").expect("ran");
+    assert_eq!(bad.status, SubmissionStatus::Failed);
+    let error = bad.error.clone().unwrap_or_default();
+    assert!(error.contains("$.id: expected string, found integer"), "{error}");
+    assert!(bad.output::<Order>().is_err());
+}

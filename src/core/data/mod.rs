@@ -5,6 +5,7 @@ pub mod context_window;
 pub mod cron;
 pub mod queue;
 pub mod schedule_table;
+pub mod schema_check;
 pub mod timers;
 pub mod transcript;
 pub mod zoned_cron;

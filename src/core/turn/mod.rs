@@ -10,6 +10,7 @@ pub mod phases;
 pub mod prepare;
 pub mod response_outbox;
 pub mod step_reports;
+pub mod structured_output;
 pub mod terminal;
 pub mod tool_hooks;
 pub mod tool_results;

@@ -208,7 +208,11 @@ fn run_turn_hands_back_the_checked_structured_output_as_a_typed_value() {
     let run = |text: &str| {
         let handle = agent.handle();
         let message = UIMessage::user_text("", text);
-        agent.block_on(async move { handle.run_turn(vec![message], SubmitOptions::default()).await })
+        agent.block_on(async move {
+            handle
+                .run_turn(vec![message], SubmitOptions::default())
+                .await
+        })
     };
     let good = run("order?").expect("ran");
     assert_eq!(good.status, SubmissionStatus::Completed);
@@ -216,6 +220,9 @@ fn run_turn_hands_back_the_checked_structured_output_as_a_typed_value() {
     let bad = run("again").expect("ran");
     assert_eq!(bad.status, SubmissionStatus::Failed);
     let error = bad.error.clone().unwrap_or_default();
-    assert!(error.contains("$.id: expected string, found integer"), "{error}");
+    assert!(
+        error.contains("$.id: expected string, found integer"),
+        "{error}"
+    );
     assert!(bad.output::<Order>().is_err());
 }

@@ -197,6 +197,10 @@ function planFreshReply(body) {
 
   const echo = `You said: ${text}`;
 
+  // Exactly the text after `[json:` (up to the last `]`): a structured answer, right or wrong.
+  const jsonMatch = /\[json:(.*)\]\s*$/s.exec(text);
+  if (jsonMatch) return say(jsonMatch[1]);
+
   // An error answer whose body is 20 MB (its message first, then padding).
   const hugeMatch = /\[http-huge:(\d{3})\]/.exec(text);
   if (hugeMatch) {

@@ -700,8 +700,10 @@ impl AgentHost {
                 let before_turn = self.hooks.before_turn.clone();
                 let agent = self.handle();
                 #[cfg(feature = "debug-routes")]
-                let echoed = (self.debug.tools && context.body.contains_key("echoBody"))
-                    .then(|| context.body.clone());
+                let echoed = (self.debug.tools
+                    && (context.body.contains_key("echoBody")
+                        || context.body.contains_key("structuredOutput")))
+                .then(|| context.body.clone());
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
                     #[allow(unused_mut)]

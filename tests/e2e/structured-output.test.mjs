@@ -1,7 +1,8 @@
 // A turn that asks for structured output has its answer checked against the schema on the real
 // runtime: a tab's chat request whose custom body carries a schema (the test build's
 // `before_turn` turns `structuredOutput` into the turn's `structured_output`), the scripted
-// model answering JSON that follows it (the turn completes, the stored answer is the JSON) or
+// model answering JSON that follows it (as a model in strict mode does: the scripted model answers
+// the simplest value that follows the schema it was sent, or the exact text of `[json:…]`) (the turn completes, the stored answer is the JSON) or
 // does not (the turn ends `error` with the path and reason, the socket stays open).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,8 +37,13 @@ test('a structured answer that follows the schema completes; one that does not f
   assert.match(error.body, /does not follow the schema `test_output`: \$\.id: expected string, found integer/);
 
   const prose = rid();
-  a.send(chatRequest(prose, [userMessage(rid('u'), 'just words')], { structuredOutput: schema }));
+  a.send(chatRequest(prose, [userMessage(rid('u'), '[json:just words]')], { structuredOutput: schema }));
   assert.equal((await a.waitFor(isDone(prose), TURN_MS)).outcome, 'error', 'an answer that is not JSON fails too');
+
+  // A model honouring the schema (the scripted one answers the simplest value that follows it).
+  const honoured = rid();
+  a.send(chatRequest(honoured, [userMessage(rid('u'), 'order A-2?')], { structuredOutput: schema }));
+  assert.equal((await a.waitFor(isDone(honoured), TURN_MS)).outcome, 'completed');
 
   const plain = rid();
   a.send(chatRequest(plain, [userMessage(rid('u'), 'no schema this time')]));

@@ -22,6 +22,7 @@ impl Core {
         self.now = self.now.max(now_ms);
         let mut refused = Vec::new();
         let mut names = Vec::new();
+        let mut changed = false;
         let zone = self.config.settings.schedule_time_zone.clone();
         for request in declared {
             let name = request.name.clone();
@@ -43,6 +44,7 @@ impl Core {
                     continue;
                 }
                 self.schedules.mark_declared(&name);
+                changed = true;
             }
             names.push(name);
         }
@@ -51,9 +53,11 @@ impl Core {
             .map(|row| row.name)
             .collect();
         for name in gone {
-            self.schedules.cancel(&name);
+            changed |= self.schedules.cancel(&name);
         }
-        self.write_down_schedules();
+        if changed {
+            self.write_down_schedules();
+        }
         refused
     }
 }

@@ -179,3 +179,12 @@ test('a cron schedule in a time zone is read there and fires each due minute, ac
   assert.equal(unknown.status, 400);
   assert.match(unknown.text, /unknown time zone `Mars\/Olympus`/);
 });
+
+test("the object's first request, and the first after a restart, wait for the start (on_start and the test build's own)", { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const started = async (room) => (await (await w.fetch(`/agents/chat-agent/${room}/__debug/started`)).json()).started;
+  assert.equal(await started('as-start'), true, 'the first request reached the object after its start');
+  await w.restart();
+  assert.equal(await started('as-start'), true, 'and again after a restart');
+  assert.equal(await started('as-start-2'), true, 'another object too');
+});

@@ -6,7 +6,9 @@
 //! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
 //! `POST …/__debug/evict` (the Durable Object is reset as by an eviction)
 //! and `GET …/__debug/queue-rows` (the size of the stored queue row and the
-//! body rows of queued turns).
+//! body rows of queued turns), and adds a slow start of its own after the
+//! definition's `on_start` (50 ms), which `GET …/__debug/started` reports
+//! as finished: a request is served only after the start.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,6 +29,9 @@ const EVICT_ROUTE: &str = "/__debug/evict";
 /// The route that reports the stored queue's rows.
 const QUEUE_ROWS_ROUTE: &str = "/__debug/queue-rows";
 
+/// The route that reports whether the test-only start finished.
+pub(super) const STARTED_ROUTE: &str = "/__debug/started";
+
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
 
@@ -37,6 +42,8 @@ type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
 pub(super) struct DebugSwitches {
     memory: bool,
     pub(super) tools: bool,
+    /// The test-only start after `on_start` finished.
+    pub(super) started: std::cell::Cell<bool>,
 }
 
 impl DebugSwitches {
@@ -44,6 +51,7 @@ impl DebugSwitches {
         DebugSwitches {
             memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
+            started: std::cell::Cell::new(false),
         }
     }
 }

@@ -266,9 +266,22 @@ impl AgentHost {
     fn run_on_start<D: AgentDefinition>(self: &Rc<Self>, definition: Rc<D>) {
         use futures::FutureExt;
         let agent = self.handle();
-        let run = async move { definition.on_start(agent).await }
-            .boxed_local()
-            .shared();
+        #[cfg(feature = "debug-routes")]
+        let debug_start = self.debug.tools.then(|| Rc::downgrade(self));
+        let run = async move {
+            definition.on_start(agent).await;
+            // Test-only: a slow start of its own, then noted, for a test to
+            // see that the first request waited for it.
+            #[cfg(feature = "debug-routes")]
+            if let Some(host) = debug_start {
+                worker::Delay::from(std::time::Duration::from_millis(50)).await;
+                if let Some(host) = host.upgrade() {
+                    host.debug.started.set(true);
+                }
+            }
+        }
+        .boxed_local()
+        .shared();
         wasm_bindgen_futures::spawn_local(run.clone());
         *self.started.borrow_mut() = Some(run);
     }
@@ -340,6 +353,12 @@ impl AgentHost {
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
+        }
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools && path.ends_with(debug::STARTED_ROUTE) {
+            return Response::from_json(
+                &serde_json::json!({ "started": self.debug.started.get() }),
+            );
         }
         #[cfg(feature = "debug-routes")]
         if self.debug.tools && path.contains(debug_author::ROUTES) {

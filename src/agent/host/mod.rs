@@ -21,21 +21,21 @@ use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
 
-use super::access::{request_info, Refusal, RequestInfo};
-use super::author_hooks::AuthorHooks;
-use super::call_runs::CallRuns;
-use super::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
-use super::child_calls::{ChildCallLimits, ChildCallScope, ChildCalls};
-use super::connection::Connection;
-use super::connection_socket::Attachment;
-use super::definition::AgentDefinition;
-use super::engine_config::{core_config, AsyncHooks};
-use super::handle::{AgentHandle, CoreHost};
-use super::ids::{random_token, RandomIds};
-use super::settings::{env_value, Vars};
-use super::settled_waiters::SettledWaiters;
-use super::tool::ServerTool;
-use super::tool_context::{ToolContext, ToolRuns};
+use crate::agent::access::channel_auth::{ChannelPolicy, CHANNEL_AUTH_HEADER};
+use crate::agent::access::{request_info, Refusal, RequestInfo};
+use crate::agent::author_hooks::AuthorHooks;
+use crate::agent::callables::call_runs::CallRuns;
+use crate::agent::connections::socket::Attachment;
+use crate::agent::connections::Connection;
+use crate::agent::definition::AgentDefinition;
+use crate::agent::engine_config::{core_config, AsyncHooks};
+use crate::agent::handle::settled_waiters::SettledWaiters;
+use crate::agent::handle::{AgentHandle, CoreHost};
+use crate::agent::ids::{random_token, RandomIds};
+use crate::agent::settings::{env_value, Vars};
+use crate::agent::subagents::child_calls::{ChildCallLimits, ChildCallScope, ChildCalls};
+use crate::agent::tools::context::{ToolContext, ToolRuns};
+use crate::agent::tools::ServerTool;
 
 mod all_messages;
 mod author_calls;
@@ -83,7 +83,7 @@ pub struct AgentHost {
     on_request: RequestHook,
     on_author_alarm: AlarmHook,
     /// The definition's schedule callbacks, by name.
-    schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
+    schedule_callbacks: HashMap<String, crate::agent::handle::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
     /// The providers model calls go to: the default one the settings
@@ -126,7 +126,7 @@ pub struct AgentHost {
     /// provider is given (any other link becomes a text note).
     link_hosts: Vec<String>,
     /// The credential a parent's channel and the submission API carry
-    /// (see `channel_auth.rs`).
+    /// (see `access/channel_auth.rs`).
     channel_policy: ChannelPolicy,
     /// The MCP servers the agent is connected to (see `mcp.rs`).
     mcp: mcp::McpClients,
@@ -139,7 +139,7 @@ pub struct AgentHost {
     /// `MAX_CONNECTIONS_PER_CLIENT`: the sockets one client address may
     /// hold (`None`: three quarters of `max_connections`; 0: no share).
     max_connections_per_client: Option<usize>,
-    /// Calls to child agents in flight, per turn and in all (see `child_calls.rs`).
+    /// Calls to child agents in flight, per turn and in all (see `subagents/child_calls.rs`).
     child_calls: Rc<ChildCalls>,
     /// `destroy` ran: no effect is carried out any more (see `connections.rs`).
     destroyed: std::cell::Cell<bool>,
@@ -196,11 +196,15 @@ impl AgentHost {
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
-        tools.extend(super::context_tool::set_context_tool(definition.as_ref()));
-        tools.extend(super::search_tool::search_context_tool(definition.as_ref()));
+        tools.extend(crate::agent::tools::set_context::set_context_tool(
+            definition.as_ref(),
+        ));
+        tools.extend(crate::agent::tools::search_context::search_context_tool(
+            definition.as_ref(),
+        ));
         #[cfg(feature = "debug-routes")]
         if debug.tools {
-            tools.extend(super::debug_tools::tools());
+            tools.extend(crate::agent::debug_tools::tools());
             tools.extend(debug_author::tools());
         }
         let store = SqlStore::open(state.storage(), definition.searches_history())?;
@@ -405,7 +409,7 @@ impl AgentHost {
             return response;
         }
         if internal && !channel {
-            return super::remote::serve(self.handle(), req).await;
+            return crate::agent::subagents::remote::serve(self.handle(), req).await;
         }
         #[cfg(feature = "debug-routes")]
         if self.debug.tools && path.ends_with(debug::STARTED_ROUTE) {
@@ -1058,9 +1062,9 @@ impl CoreHost for AgentHost {
         self.mcp_server_list()
     }
 
-    fn author_storage(&self) -> super::author_storage::AuthorStorage {
-        let sql = super::author_storage_sql::SqlAuthorStore::new(self.state.storage().sql());
-        super::author_storage::AuthorStorage::new(Rc::new(sql))
+    fn author_storage(&self) -> crate::agent::storage::AuthorStorage {
+        let sql = crate::agent::storage::sql::SqlAuthorStore::new(self.state.storage().sql());
+        crate::agent::storage::AuthorStorage::new(Rc::new(sql))
     }
 
     fn generate_text(

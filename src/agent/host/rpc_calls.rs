@@ -13,8 +13,8 @@ use futures::channel::{mpsc, oneshot};
 
 use crate::core::{ChatResponse, ConnId, Event};
 
-use super::super::ids::random_token;
 use super::AgentHost;
+use crate::agent::ids::random_token;
 
 /// The RPC calls in flight on one agent.
 #[derive(Default)]
@@ -129,7 +129,12 @@ impl AgentHost {
         self: &Rc<Self>,
         name: &str,
         args: serde_json::Value,
-    ) -> Option<crate::agent::callable::CallFuture> {
-        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
+    ) -> Option<crate::agent::callables::CallFuture> {
+        crate::agent::callables::rpc_methods::call(
+            &self.author.rpc_methods,
+            name,
+            args,
+            self.handle(),
+        )
     }
 }

@@ -26,8 +26,8 @@ use crate::protocol::channel::{
 use crate::protocol::gate::Budget;
 use crate::protocol::{types, Outcome};
 
-use super::super::host::AgentHost;
 use super::js;
+use crate::agent::host::AgentHost;
 
 /// Runs one turn for an RPC caller and resolves when it ended.
 pub(super) async fn chat(

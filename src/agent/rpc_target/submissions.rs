@@ -20,10 +20,10 @@ use crate::core::{SubmissionFilter, SubmissionStatus};
 use crate::protocol::gate;
 use crate::protocol::UIMessage;
 
-use super::super::handle::{Submission, SubmitOptions};
-use super::super::host::AgentHost;
-use super::super::think_submissions::status_of;
 use super::js;
+use crate::agent::handle::{Submission, SubmitOptions};
+use crate::agent::host::AgentHost;
+use crate::agent::subagents::think_submissions::status_of;
 
 /// The caller RPC submissions' idempotency keys belong to.
 pub(super) const RPC_CALLER: &str = "rpc";

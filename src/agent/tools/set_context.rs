@@ -11,9 +11,9 @@ use serde_json::json;
 
 use crate::core::{ContextBlock, SET_CONTEXT_TOOL};
 
-use super::tool::ServerTool;
-use super::tool_context::ToolContext;
-use super::AgentDefinition;
+use crate::agent::tools::context::ToolContext;
+use crate::agent::tools::ServerTool;
+use crate::agent::AgentDefinition;
 
 /// The tool's input.
 #[derive(Deserialize, JsonSchema)]

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use worker::WebSocket;
 
-use super::connection::{Connection, ConnectionSocket};
+use crate::agent::connections::{Connection, ConnectionSocket};
 
 /// Per-socket metadata kept in the WebSocket attachment (survives hibernation).
 #[derive(Debug, Serialize, Deserialize)]

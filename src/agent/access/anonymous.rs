@@ -11,8 +11,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::access::{require_token, Refusal, RequestInfo};
-use super::settings::AgentSettings;
+use crate::agent::access::{require_token, Refusal, RequestInfo};
+use crate::agent::settings::AgentSettings;
 
 /// The start of the refusal's text (status 403).
 pub const ANONYMOUS_REFUSAL_PREFIX: &str = "anonymous access is off";

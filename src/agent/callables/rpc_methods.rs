@@ -9,9 +9,9 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::callable::{CallContext, CallFuture, Callable};
-use super::connection::{Connection, ConnectionSocket};
-use super::handle::AgentHandle;
+use crate::agent::callables::{CallContext, CallFuture, Callable};
+use crate::agent::connections::{Connection, ConnectionSocket};
+use crate::agent::handle::AgentHandle;
 
 /// The built-in RPC methods, named and shaped as `@cloudflare/think`'s
 /// (the generated bridge class forwards each by name).
@@ -180,7 +180,7 @@ mod tests {
         let shared = Callable::new("shared", |(): ()| async { Ok::<_, String>(2) }).over_rpc();
         let streams = Callable::streaming(
             "streams",
-            |(): (), _s: crate::agent::callable::CallStream| async { Ok::<_, String>(3) },
+            |(): (), _s: crate::agent::callables::CallStream| async { Ok::<_, String>(3) },
         )
         .over_rpc();
         let callables: HashMap<String, Callable> = [plain, shared, streams]

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::author_storage::{AuthorStore, SqlValue};
+use crate::agent::storage::{AuthorStore, SqlValue};
 
 const KV_TABLE: &str = "chat_author_kv";
 

@@ -97,7 +97,7 @@ pub fn channel_target(
     name: &str,
 ) -> worker::Result<(worker::Stub, String)> {
     crate::routing::check_agent_name(name).map_err(worker::Error::RustError)?;
-    let policy = ChannelPolicy::from_vars(|var| super::settings::env_value(env, var));
+    let policy = ChannelPolicy::from_vars(|var| crate::agent::settings::env_value(env, var));
     if let Some(warning) = policy.warning() {
         crate::log::write(crate::log::LogLevel::Warn, warning);
     }

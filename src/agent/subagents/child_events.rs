@@ -10,7 +10,7 @@ use std::rc::Rc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tool::ToolFuture;
+use crate::agent::tools::ToolFuture;
 
 /// Runs a child's calls to the parent's client tools.
 pub type ClientToolExecutor = Rc<dyn Fn(ClientToolCall) -> ToolFuture>;

@@ -4,13 +4,23 @@
 //! idempotency key; `submission_status`, `cancel_submission`), stores
 //! messages without a turn (`save_messages`) and continues the last answer
 //! (`continue_last_turn`); each reaches every tab like a tab's own turn
-//! (`handle_turns.rs` adds `run_turn`, waiting and cancelling). It
+//! (`turns.rs` adds `run_turn`, waiting and cancelling). It
 //! also schedules the agent's own alarm (`schedule_alarm`), which runs the
 //! definition's `on_alarm` with a handle of its own. A handle reaches the
 //! host through the narrow `CoreHost` trait (the core, and carrying out
 //! what the core asked for), so it sits below the host and knows nothing else
 //! of it: the Durable Object's host in a worker, the test kit's in memory
 //! natively (the same handle and methods on every target).
+
+pub(crate) mod connections;
+pub mod schedule_callback;
+pub mod schedules;
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod settled_waiters;
+pub mod turns;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -45,13 +55,13 @@ pub(crate) trait CoreHost {
     fn remove_mcp_server(self: Rc<Self>, name: &str) -> Result<bool, String>;
     /// The MCP servers and where each stands.
     fn mcp_servers(&self) -> Vec<ServerInfo>;
-    /// The author's own storage (`author_storage.rs`).
-    fn author_storage(&self) -> super::author_storage::AuthorStorage;
+    /// The author's own storage (`storage/`).
+    fn author_storage(&self) -> crate::agent::storage::AuthorStorage;
     /// Resolves the next time submission `id` may have become final (the
     /// host checks after carrying out each event's effects).
     fn settled(&self, id: &str) -> futures::future::LocalBoxFuture<'static, ()>;
     /// The open tabs, or those holding `tag`.
-    fn connections(&self, tag: Option<&str>) -> Vec<super::connection::Connection>;
+    fn connections(&self, tag: Option<&str>) -> Vec<crate::agent::connections::Connection>;
     /// Erases everything the agent holds and closes every socket (see
     /// `AgentHandle::destroy`).
     fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>>;
@@ -274,7 +284,7 @@ impl AgentHandle {
         }
     }
 
-    pub(crate) fn author_storage(&self) -> super::author_storage::AuthorStorage {
+    pub(crate) fn author_storage(&self) -> crate::agent::storage::AuthorStorage {
         self.host.author_storage()
     }
 

@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::protocol::UIMessage;
 
-pub use super::handle::AgentEnv;
+pub use crate::agent::handle::AgentEnv;
 
 /// The context of one server tool run.
 #[derive(Clone, Default)]
@@ -28,7 +28,7 @@ pub struct ToolContext {
     pub env: Option<AgentEnv>,
     /// The agent running the tool (its synced state, storage, schedules,
     /// turns; `None` when the tool is called outside an agent).
-    pub agent: Option<super::handle::AgentHandle>,
+    pub agent: Option<crate::agent::handle::AgentHandle>,
 }
 
 impl std::fmt::Debug for ToolContext {

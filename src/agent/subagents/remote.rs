@@ -22,11 +22,13 @@ use worker::{Env, Method, Request, Response};
 use crate::protocol::gate::{self, GateError};
 use crate::protocol::UIMessage;
 
-use super::body::{read_text, BodyError, DEFAULT_BODY_LIMIT};
-use super::child_calls::acquire_child_call;
-use super::handle::{AgentHandle, Submission, SubmitOptions};
-use super::rpc_stub::{from_js, to_js, RpcStub};
-use super::think_submissions::{ThinkCancelResult, ThinkInspection, ThinkSubmitOptions};
+use crate::agent::body::{read_text, BodyError, DEFAULT_BODY_LIMIT};
+use crate::agent::handle::{AgentHandle, Submission, SubmitOptions};
+use crate::agent::subagents::child_calls::acquire_child_call;
+use crate::agent::subagents::stub::{from_js, to_js, RpcStub};
+use crate::agent::subagents::think_submissions::{
+    ThinkCancelResult, ThinkInspection, ThinkSubmitOptions,
+};
 
 fn rust_error(text: String) -> worker::Error {
     worker::Error::RustError(text)
@@ -221,7 +223,7 @@ impl AgentStub {
     /// without an id gets one here; returns the ids.
     pub async fn save_messages(&self, mut messages: Vec<UIMessage>) -> worker::Result<Vec<String>> {
         for message in messages.iter_mut().filter(|m| m.id.is_empty()) {
-            message.id = super::ids::random_token(16);
+            message.id = crate::agent::ids::random_token(16);
         }
         let ids = messages.iter().map(|m| m.id.clone()).collect();
         self.stub.call("addMessages", &[to_js(&messages)?]).await?;

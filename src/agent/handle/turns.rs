@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::core::{Event, SubmissionFilter, SubmissionStatus, SubmitError};
 use crate::protocol::UIMessage;
 
-use super::handle::{AgentHandle, Submission, SubmitOptions};
+use crate::agent::handle::{AgentHandle, Submission, SubmitOptions};
 
 /// How a turn run with [`AgentHandle::run_turn`] ended
 /// (`{"requestId", "status", "error"?, "message"?}`).

@@ -4,6 +4,10 @@
 //! tool's error may be any type that displays: its text is the tool error
 //! the model reads.
 
+pub mod context;
+pub mod search_context;
+pub mod set_context;
+
 use std::rc::Rc;
 
 use schemars::JsonSchema;
@@ -12,8 +16,8 @@ use serde_json::Value;
 
 use crate::core::{ApprovalRule, ToolSpec};
 
-use super::tool_context::ToolContext;
-use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::callables::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::tools::context::ToolContext;
 
 /// A type-erased tool run: the output as JSON, or the error text the model reads.
 pub type ToolFuture = JsonFuture;

@@ -4,8 +4,8 @@
 //! code that holds a handle (hooks, schedules, tools, routes, calls over
 //! RPC); and `destroy`, which erases everything the agent holds.
 
-use super::connection::Connection;
-use super::handle::AgentHandle;
+use crate::agent::connections::Connection;
+use crate::agent::handle::AgentHandle;
 
 /// The close code every open socket gets when its agent is destroyed.
 pub const DESTROYED_CLOSE_CODE: u16 = 4410;

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::core::ConnId;
 
-use super::callable::{CallContext, CallStream, Callable};
-use super::handle::AgentHandle;
+use crate::agent::callables::{CallContext, CallStream, Callable};
+use crate::agent::handle::AgentHandle;
 
 type Runs = Rc<RefCell<HashMap<(ConnId, String), AbortHandle>>>;
 

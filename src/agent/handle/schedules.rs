@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::core::{ScheduleError, ScheduleRequest, ScheduleRow, ScheduleWhen};
 
-use super::author_storage::AuthorStorage;
-use super::handle::AgentHandle;
+use crate::agent::handle::AgentHandle;
+use crate::agent::storage::AuthorStorage;
 
 /// A schedule as listed (`{name, callback, payload, repeat, nextAt}`).
 pub type Schedule = ScheduleRow;

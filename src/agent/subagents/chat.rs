@@ -12,10 +12,10 @@ use worker::Env;
 pub use crate::protocol::channel::ChatMessage;
 use crate::protocol::ClientToolSchema;
 
-use super::child_calls::{acquire_child_call, current_scope};
-pub use super::child_events::{ChatCallback, ClientToolCall, ClientToolExecutor};
-use super::rpc_chat::{chat_over_rpc, RpcCall};
-use super::rpc_stub::RpcStub;
+use crate::agent::subagents::child_calls::{acquire_child_call, current_scope};
+pub use crate::agent::subagents::child_events::{ChatCallback, ClientToolCall, ClientToolExecutor};
+use crate::agent::subagents::rpc_chat::{chat_over_rpc, RpcCall};
+use crate::agent::subagents::stub::RpcStub;
 
 /// Aborts a running `chat()` (the child's turn ends `aborted`).
 pub struct AbortHandle(oneshot::Sender<()>);

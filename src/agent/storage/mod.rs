@@ -4,8 +4,12 @@
 //! `get`, `delete`, `keys`). Both hold to production's limits: a value or
 //! row over 2 MB is refused with an error saying so, on every backend.
 //! What holds the data is a backend behind the narrow `AuthorStore` trait:
-//! the Durable Object's SQLite in a worker (`author_storage_sql.rs`), memory
+//! the Durable Object's SQLite in a worker (`sql.rs`), memory
 //! and SQLite in memory in the test kit.
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod sql;
+pub mod sql_guard;
 
 use std::rc::Rc;
 
@@ -15,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::core::MAX_ROW_BYTES;
 
-use super::author_sql_guard::check_author_sql;
+use crate::agent::storage::sql_guard::check_author_sql;
 
 /// A value the author's SQL binds to a `?`.
 #[derive(Debug, Clone, PartialEq)]

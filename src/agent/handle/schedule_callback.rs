@@ -12,7 +12,7 @@ use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::handle::AgentHandle;
+use crate::agent::handle::AgentHandle;
 
 type CallbackFuture = Pin<Box<dyn Future<Output = Result<(), String>>>>;
 

@@ -23,11 +23,11 @@ use futures::channel::oneshot;
 use crate::protocol::channel::ChatMessage;
 use crate::protocol::ClientToolSchema;
 
-use super::child_calls::ChildCallScope;
-use super::child_events::{
+use crate::agent::subagents::child_calls::ChildCallScope;
+use crate::agent::subagents::child_events::{
     CallEnd, ChatCallback, ChildEvent, ClientToolCall, ClientToolExecutor, EventRelay,
 };
-use super::rpc_stub::{error_text, from_js, to_js, RpcStub};
+use crate::agent::subagents::stub::{error_text, from_js, to_js, RpcStub};
 
 /// One call's options, as `subagent::chat` resolved them.
 pub(crate) struct RpcCall {
@@ -106,7 +106,7 @@ fn callback_functions(
         ("onInterrupted", interrupted.as_ref()),
     ] {
         Reflect::set(&object, &JsValue::from_str(name), function)
-            .map_err(super::rpc_stub::js_error)?;
+            .map_err(crate::agent::subagents::stub::js_error)?;
     }
     Ok(CallbackFunctions {
         object,
@@ -164,11 +164,11 @@ pub(crate) async fn chat_over_rpc(
             &"clientTools".into(),
             &to_js(&options.client_tools)?,
         )
-        .map_err(super::rpc_stub::js_error)?;
+        .map_err(crate::agent::subagents::stub::js_error)?;
     }
     if let Some(executor) = &executor {
         Reflect::set(&call_options, &"onClientToolCall".into(), executor.as_ref())
-            .map_err(super::rpc_stub::js_error)?;
+            .map_err(crate::agent::subagents::stub::js_error)?;
     }
     let promise = stub.start(
         "chat",

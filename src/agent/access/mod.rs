@@ -2,6 +2,9 @@
 //! with a status and a short reason, and the shared-token check the demo uses
 //! (`AUTH_TOKEN` secret ⇒ a matching `token` query parameter).
 
+pub mod anonymous;
+pub mod channel_auth;
+
 /// What an authorisation hook sees of a request, before a WebSocket is
 /// accepted or `get-messages` answers.
 #[derive(Debug, Clone, Default)]

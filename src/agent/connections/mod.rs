@@ -4,7 +4,10 @@
 //! and its readonly flag (in a worker, kept on the socket so they survive
 //! hibernation), and sending a frame of the author's own. The socket itself
 //! is behind the narrow `ConnectionSocket` trait: the runtime's WebSocket
-//! (`connection_socket.rs`) or the test kit's tab.
+//! (`socket.rs`) or the test kit's tab.
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod socket;
 
 use std::rc::Rc;
 

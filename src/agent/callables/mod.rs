@@ -17,6 +17,14 @@
 //! `AgentDefinition::rpc_methods` declares methods reached only that way;
 //! over RPC the call's connection is the RPC caller's (no socket, no state).
 
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) mod call_runs;
+pub mod rpc_methods;
+pub mod typed_handler;
+
 use std::fmt::Display;
 use std::future::Future;
 use std::rc::Rc;
@@ -25,10 +33,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::callables::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
-use super::connection::Connection;
-use super::handle::AgentHandle;
+use crate::agent::connections::Connection;
+use crate::agent::handle::AgentHandle;
 
 /// A type-erased call: the result as JSON, or the error text the caller reads.
 pub type CallFuture = JsonFuture;

@@ -1,26 +1,29 @@
-//! The agent as an author writes it, in folders by concern (each uses only
-//! what sits above it in this list):
+//! The agent as an author writes it, in folders by concern, lowest first (a
+//! file names only its own rank and those below it; `scripts/check-layers.py`
+//! checks it):
 //!
-//! 1. vocabulary: `tools` (the server tool builder, what a tool run gets, the
-//!    built-in `set_context` and `search_context` tools),
-//!    `settings` (settings and worker vars), `access` (who may connect: the
-//!    default `authorize`, the deployment's internal credential), `body`
-//!    (request bodies read under a limit), `subagents` (other agents: their
-//!    stubs, a child's events and calls in flight, Think's submission
-//!    shapes, a parent's `chat()` to a child);
-//! 2. `handle` (the agent's own code reaching its agent, over a narrow trait
+//! 1. vocabulary: `settings` (settings and worker vars), `body` (request
+//!    bodies read under a limit), `ids`, `typed_handler` (a closure of typed
+//!    arguments, for tools and callables alike), `binding_model`;
+//! 2. `access` (who may connect: the default `authorize`, the deployment's
+//!    internal credential);
+//! 3. `storage` (the author's own KV and SQL), `connections` (a socket as the
+//!    author sees it);
+//! 4. `handle` (the agent's own code reaching its agent, over a narrow trait
 //!    the host implements: turns, submissions, schedules and their
-//!    callbacks, the other tabs), `storage` (the author's own KV and SQL),
-//!    `connections` (a socket as the author sees it), `callables` (methods
-//!    a client calls, and those other Workers call over RPC);
-//! 3. `definition` (the `AgentDefinition` trait an author implements);
-//! 4. `engine_config` (a definition turned into the core's configuration),
+//!    callbacks, the other tabs);
+//! 5. `callables` (methods a client calls, and those other Workers call over
+//!    RPC), `tools` (the server tool builder, what a tool run gets);
+//! 6. `subagents` (other agents: their stubs, a child's events and calls in
+//!    flight, Think's submission shapes, a parent's `chat()` to a child);
+//! 7. `definition` (the `AgentDefinition` trait an author implements);
+//! 8. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
-//!    `debug_tools`;
-//! 5. `host` (runs the core in a Durable Object), with the `chat_agent!`
-//!    macro that declares the Durable Object class;
-//! 6. `rpc_target` (the agent's methods over Durable Object RPC, which the
-//!    build's generated bridge class forwards to), on top.
+//!    `builtin_tools` (`set_context`, `search_context`, added from it),
+//!    `debug_tools`, `durable_object` (the `chat_agent!` macro);
+//! 9. `host` (runs the core in a Durable Object);
+//! 10. `rpc_target` (the agent's methods over Durable Object RPC, which the
+//!     build's generated bridge class forwards to), on top.
 
 pub mod access;
 // Only a host uses these two: the worker's, or the test kit's.
@@ -32,6 +35,7 @@ pub(crate) mod author_hooks;
 #[cfg(target_arch = "wasm32")]
 mod binding_model;
 pub mod body;
+pub mod builtin_tools;
 pub mod callables;
 pub mod connections;
 #[doc(hidden)]
@@ -57,11 +61,11 @@ pub mod settings;
 pub mod storage;
 pub mod subagents;
 pub mod tools;
+pub mod typed_handler;
 
 pub use crate::core::SubmissionFilter;
 pub use access::anonymous::default_authorize;
 pub use access::{check_origin, Refusal, RequestInfo};
-pub use callables::typed_handler::{JsonFuture, TypedHandler};
 pub use callables::{CallContext, CallStream, Callable};
 pub use connections::{Connection, MAX_CONNECTION_TAGS, MAX_TAG_BYTES};
 pub use definition::AgentDefinition;
@@ -76,3 +80,4 @@ pub use storage::{AuthorStorage, SqlValue, StorageError};
 pub use subagents::remote::AgentStub;
 pub use tools::context::{AbortSignal, AgentEnv, ToolContext};
 pub use tools::{ServerTool, ToolFuture};
+pub use typed_handler::{JsonFuture, TypedHandler};

@@ -82,12 +82,12 @@ impl KitHost {
         let lookup = |name: &str| vars.get(name).cloned();
         let settings = definition.settings(&Vars(&lookup));
         let mut tools = definition.tools();
-        tools.extend(crate::agent::tools::set_context::set_context_tool(
+        tools.extend(crate::agent::builtin_tools::set_context::set_context_tool(
             definition.as_ref(),
         ));
-        tools.extend(crate::agent::tools::search_context::search_context_tool(
-            definition.as_ref(),
-        ));
+        tools.extend(
+            crate::agent::builtin_tools::search_context::search_context_tool(definition.as_ref()),
+        );
         let (stored, name) = {
             let mut store = durable.store.borrow_mut();
             let name = store.config(ConfigKey::InstanceName).map(str::to_string);

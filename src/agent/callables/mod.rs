@@ -23,7 +23,6 @@
 )]
 pub(crate) mod call_runs;
 pub mod rpc_methods;
-pub mod typed_handler;
 
 use std::fmt::Display;
 use std::future::Future;
@@ -33,7 +32,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::callables::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
 use crate::agent::connections::Connection;
 use crate::agent::handle::AgentHandle;

@@ -26,7 +26,11 @@ pub const MAX_TAG_BYTES: usize = 256;
 
 /// `tags` as a socket may hold them: the first `MAX_CONNECTION_TAGS`
 /// distinct non-empty tags of at most `MAX_TAG_BYTES`; the reason for each
-/// one dropped.
+/// one dropped. (Only a host sets tags: the worker's, or the test kit's.)
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
 pub(crate) fn checked_tags(tags: Vec<String>) -> (Vec<String>, Vec<String>) {
     let mut kept: Vec<String> = Vec::new();
     let mut dropped = Vec::new();

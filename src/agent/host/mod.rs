@@ -196,12 +196,12 @@ impl AgentHost {
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
-        tools.extend(crate::agent::tools::set_context::set_context_tool(
+        tools.extend(crate::agent::builtin_tools::set_context::set_context_tool(
             definition.as_ref(),
         ));
-        tools.extend(crate::agent::tools::search_context::search_context_tool(
-            definition.as_ref(),
-        ));
+        tools.extend(
+            crate::agent::builtin_tools::search_context::search_context_tool(definition.as_ref()),
+        );
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(crate::agent::debug_tools::tools());

@@ -5,8 +5,6 @@
 //! the model reads.
 
 pub mod context;
-pub mod search_context;
-pub mod set_context;
 
 use std::rc::Rc;
 
@@ -16,8 +14,8 @@ use serde_json::Value;
 
 use crate::core::{ApprovalRule, ToolSpec};
 
-use crate::agent::callables::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 use crate::agent::tools::context::ToolContext;
+use crate::agent::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
 
 /// A type-erased tool run: the output as JSON, or the error text the model reads.
 pub type ToolFuture = JsonFuture;

@@ -171,7 +171,10 @@ impl KitHost {
             tab.tags = tags;
             tab.readonly = readonly;
         }
-        self.dispatch(Event::Connected { conn: conn.clone() });
+        self.dispatch(Event::Connected {
+            conn: conn.clone(),
+            client: None,
+        });
         let run = (self.author.on_connect)((self.connection(conn), request), self.handle());
         self.spawn(run);
     }

@@ -266,6 +266,33 @@ test('the coordinator reaches only the children COORDINATOR_CHILDREN lists, by c
   await c.close();
 });
 
+test('a coordinator class listed as its own child delegates down a chain that stops at MAX_DELEGATION_DEPTH: the call past it is a tool error and reaches no agent', async (t) => {
+  const own = await startWorker({
+    bindings: { COORDINATOR_CHILDREN: 'Coordinator/chain-*', MAX_DELEGATION_DEPTH: '2' },
+  });
+  t.after(() => own.close());
+  const prefix = rid('chain');
+  const name = (i) => `chain-${prefix}-${i}`;
+  // Each agent's task is the directive that has it delegate to the next: 0 → 1 → 2 → 3.
+  let task = 'say hi';
+  for (let i = 3; i >= 1; i--) {
+    task = `[tool:delegate:${JSON.stringify({ agent: name(i), task, class: 'Coordinator' })}]`;
+  }
+  const c = await tab(own, name(0), undefined, 'Coordinator');
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), task)]));
+  assert.equal((await c.waitFor(isDone(id), TURN_MS * 2)).outcome, 'completed');
+  const delegated = async (i) => partsOf(await getMessages(own.url, 'Coordinator', name(i)), 'tool-delegate').at(-1);
+  // Depth 0 and 1 delegate; the turn at depth 2 (the limit) may not.
+  assert.equal((await delegated(0)).state, 'output-available');
+  assert.equal((await delegated(1)).state, 'output-available');
+  const refused = await delegated(2);
+  assert.equal(refused.state, 'output-error');
+  assert.match(refused.errorText, /delegation too deep.*MAX_DELEGATION_DEPTH/);
+  assert.deepEqual(await getMessages(own.url, 'Coordinator', name(3)), [], 'no turn ran past the limit');
+  await c.close();
+});
+
 // ---- the sub-agent channel ------------------------------------------------------------------
 
 async function channelStatus(name, headers) {

@@ -212,6 +212,7 @@ impl AgentHost {
         let child_calls = ChildCalls::new(ChildCallLimits {
             per_turn: settings.turns.limits.max_child_calls_per_turn,
             per_agent: settings.turns.limits.max_child_calls_per_agent,
+            max_depth: settings.turns.limits.max_delegation_depth,
         });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
@@ -403,7 +404,7 @@ impl AgentHost {
         self.state
             .accept_websocket_with_tags(&pair.server, &tag_refs);
         pair.server.serialize_attachment(Attachment {
-            client,
+            client: client.clone(),
             ..Attachment::new(&conn, channel, readonly)
         })?;
         let connection = Connection::new(&conn, pair.server.clone(), tags);
@@ -412,7 +413,7 @@ impl AgentHost {
         self.dispatch(if channel {
             Event::Adopted { conn }
         } else {
-            Event::Connected { conn }
+            Event::Connected { conn, client }
         });
         if !channel {
             spawn_local((self.author.on_connect)(
@@ -488,7 +489,9 @@ impl AgentHost {
     /// Where a child call made now by this agent's code counts: turn
     /// `turn`'s tools, or (`None`) the agent's code outside a turn.
     fn child_call_scope(&self, turn: Option<&str>) -> ChildCallScope {
-        ChildCallScope::new(self.child_calls.clone(), turn)
+        // A turn a parent's `chat()` started is as deep as the parent said.
+        let depth = turn.map_or(0, |t| self.delegation_depth_of(t));
+        ChildCallScope::new(self.child_calls.clone(), turn).at_depth(depth)
     }
 
     /// The agent as its own code reaches it.

@@ -8,7 +8,8 @@
 //! offered for this turn; `options.onClientToolCall({toolName, input,
 //! toolCallId})` runs their calls, its value (or thrown error) continuing
 //! the turn within the call; `options.signal` aborting cancels the turn, as
-//! `cancelChat(requestId)` does.
+//! `cancelChat(requestId)` does. `options.delegationDepth` (sent by a
+//! parent of this crate) is how many delegated calls deep the turn is.
 
 use std::rc::Rc;
 
@@ -63,7 +64,7 @@ pub(super) async fn chat(
         "clientTools": client_tools,
         "executor": executor.is_some(),
     });
-    let (conn, mut frames) = host.open_rpc_call();
+    let (conn, mut frames) = host.open_rpc_call(delegation_depth(&options));
     host.rpc_frame(&conn, open.to_string());
     let call = Call {
         host: &host,
@@ -74,6 +75,16 @@ pub(super) async fn chat(
     let result = call.follow(&mut frames, signal.as_ref()).await;
     host.close_rpc_call(&conn);
     result.map(|()| JsValue::UNDEFINED)
+}
+
+/// The depth a parent of this crate gives its call (`delegationDepth`): a
+/// whole number, capped; anything else (a Think parent sends none) is 0.
+fn delegation_depth(options: &JsValue) -> u32 {
+    let depth = js::field(options, crate::agent::rpc_chat::DELEGATION_DEPTH).as_f64();
+    match depth {
+        Some(d) if d.is_finite() && d >= 0.0 => d.min(f64::from(u16::MAX)) as u32,
+        _ => 0,
+    }
 }
 
 /// `cancelChat(requestId)`: ends the running `chat()` turn with that id

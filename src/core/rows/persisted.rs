@@ -47,11 +47,14 @@ pub enum ConfigKey {
     /// Tool results from tabs waiting on `after_tool_call`
     /// (`turn/tool_results.rs`), so an eviction meanwhile loses none.
     PendingToolResults,
+    /// The request-rate windows (`request_rate_row.rs`), so an eviction or
+    /// a clear resets no rate.
+    RequestRates,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 14] = [
+    pub const ALL: [ConfigKey; 15] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -66,18 +69,21 @@ impl ConfigKey {
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
         ConfigKey::PendingToolResults,
+        ConfigKey::RequestRates,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
-    /// the schedules and the reports owed to `on_chat_response`. A clear
-    /// deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 5] = [
+    /// the schedules, the reports owed to `on_chat_response` and the
+    /// request rates (a clear resets no rate). A clear deletes every other
+    /// row (`StoreOp::ClearAll`).
+    pub const SURVIVES_CLEAR: [ConfigKey; 6] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
+        ConfigKey::RequestRates,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -111,6 +117,7 @@ impl ConfigKey {
             ConfigKey::Schedules => "schedules",
             ConfigKey::OwedResponses => "owed_chat_responses",
             ConfigKey::PendingToolResults => "pending_tool_results",
+            ConfigKey::RequestRates => "request_rates",
         }
     }
 }
@@ -301,6 +308,8 @@ pub struct StoredState {
     pub owed_responses: Vec<ChatResponse>,
     /// Tabs' tool results that were waiting on `after_tool_call`.
     pub pending_tool_results: Vec<PendingToolResult>,
+    /// The request-rate windows, when any were stored.
+    pub request_rates: Option<crate::core::rows::request_rate_row::RequestRatesRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -405,6 +414,7 @@ impl StoredState {
                 let row: PendingToolResultsRow = decode(text)?;
                 self.pending_tool_results = row.results;
             }
+            ConfigKey::RequestRates => self.request_rates = Some(decode(text)?),
         }
         Ok(())
     }

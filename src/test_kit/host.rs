@@ -415,6 +415,7 @@ impl KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
+            delegation_depth: 0,
         };
         let host = self.clone();
         self.spawn(async move {

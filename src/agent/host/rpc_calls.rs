@@ -15,6 +15,10 @@ use crate::core::{ChatResponse, ConnId, Event};
 use super::super::ids::random_token;
 use super::AgentHost;
 
+/// How many submissions' depths are kept at once (past it, a new
+/// submission's turn counts as depth 0; the queue holds far fewer turns).
+const KEPT_SUBMISSION_DEPTHS: usize = 256;
+
 /// The RPC calls in flight on one agent.
 #[derive(Default)]
 pub(super) struct RpcCalls {
@@ -24,6 +28,9 @@ pub(super) struct RpcCalls {
     by_request: RefCell<HashMap<String, ConnId>>,
     /// The delegation depth each call's parent gave (none: 0).
     depths: RefCell<HashMap<ConnId, u32>>,
+    /// The depth a parent gave each submission over RPC whose turn has not
+    /// ended, by the submission's id (its turn's request id).
+    submitted_depths: RefCell<HashMap<String, u32>>,
     /// Callers waiting for the end of a turn, by its request id.
     turn_waiters: RefCell<HashMap<String, Vec<oneshot::Sender<ChatResponse>>>>,
 }
@@ -46,6 +53,9 @@ impl RpcCalls {
 
     /// A turn ended: its waiters are told.
     pub(super) fn turn_ended(&self, response: &ChatResponse) {
+        self.submitted_depths
+            .borrow_mut()
+            .remove(&response.request_id);
         let waiters = self.turn_waiters.borrow_mut().remove(&response.request_id);
         for waiter in waiters.into_iter().flatten() {
             let _ = waiter.send(response.clone());
@@ -115,7 +125,19 @@ impl AgentHost {
     pub(crate) fn delegation_depth_of(&self, request_id: &str) -> u32 {
         let conn = self.rpc.by_request.borrow().get(request_id).cloned();
         conn.and_then(|c| self.rpc.depths.borrow().get(&c).copied())
+            .or_else(|| self.rpc.submitted_depths.borrow().get(request_id).copied())
             .unwrap_or(0)
+    }
+
+    /// A parent's submission over RPC was accepted: its turn is `depth`
+    /// delegated calls deep (kept until it ends, for at most
+    /// `KEPT_SUBMISSION_DEPTHS` submissions; 0 is not kept).
+    pub(crate) fn submitted_at_depth(&self, submission: &str, depth: u32) {
+        let mut depths = self.rpc.submitted_depths.borrow_mut();
+        if depth == 0 || depths.len() >= KEPT_SUBMISSION_DEPTHS {
+            return;
+        }
+        depths.insert(submission.to_string(), depth);
     }
 
     /// Resolves when turn `request_id` ends (dropped with the agent).

@@ -64,7 +64,7 @@ pub(super) async fn chat(
         "clientTools": client_tools,
         "executor": executor.is_some(),
     });
-    let (conn, mut frames) = host.open_rpc_call(delegation_depth(&options));
+    let (conn, mut frames) = host.open_rpc_call(js::delegation_depth(&options));
     host.rpc_frame(&conn, open.to_string());
     let call = Call {
         host: &host,
@@ -75,16 +75,6 @@ pub(super) async fn chat(
     let result = call.follow(&mut frames, signal.as_ref()).await;
     host.close_rpc_call(&conn);
     result.map(|()| JsValue::UNDEFINED)
-}
-
-/// The depth a parent of this crate gives its call (`delegationDepth`): a
-/// whole number, capped; anything else (a Think parent sends none) is 0.
-fn delegation_depth(options: &JsValue) -> u32 {
-    let depth = js::field(options, crate::agent::rpc_chat::DELEGATION_DEPTH).as_f64();
-    match depth {
-        Some(d) if d.is_finite() && d >= 0.0 => d.min(f64::from(u16::MAX)) as u32,
-        _ => 0,
-    }
 }
 
 /// `cancelChat(requestId)`: ends the running `chat()` turn with that id

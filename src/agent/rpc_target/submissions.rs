@@ -81,6 +81,7 @@ pub(super) fn submit(
     )?;
     let body: Option<Map<String, Value>> =
         js::read(&js::field(options, "metadata"), &budget, "metadata")?;
+    let depth = js::delegation_depth(options);
     let agent = host.handle();
     let asked_at = agent.now_ms();
     let options = SubmitOptions {
@@ -94,6 +95,9 @@ pub(super) fn submit(
     let mut result = inspection(&submission);
     // A repeat of a key answers the first submission, made before this call.
     let accepted = submission.submitted_at >= asked_at;
+    if accepted {
+        host.submitted_at_depth(&submission.id, depth);
+    }
     result.insert("accepted".into(), json!(accepted));
     js::from_json(&result)
 }

@@ -203,7 +203,10 @@ impl KitHost {
             tab.tags = tags;
             tab.readonly = readonly;
         }
-        self.dispatch(Event::Connected { conn: conn.clone() });
+        self.dispatch(Event::Connected {
+            conn: conn.clone(),
+            client: None,
+        });
         let run = (self.author.on_connect)((self.connection(conn), request), self.handle());
         self.spawn(run);
     }
@@ -444,6 +447,7 @@ impl KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
+            delegation_depth: 0,
         };
         let host = self.clone();
         self.spawn(async move {

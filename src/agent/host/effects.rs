@@ -78,15 +78,16 @@ impl AgentHost {
                 let tool = self.tools.get(&tool_name).cloned();
                 let mcp_tool = self.mcp_tool(&tool_name).filter(|_| tool.is_none());
                 let signal = self.tool_runs.start(call);
+                let turn = self.core.borrow().running_request_id();
+                let scope = self.child_call_scope(turn.as_deref());
                 let ctx = ToolContext {
                     tool_call_id: tool_call_id.clone(),
                     abort: signal.clone(),
                     messages: self.core.borrow().turn_messages(),
                     env: Some(self.env.clone()),
                     agent: Some(self.handle()),
+                    delegation_depth: scope.depth(),
                 };
-                let turn = self.core.borrow().running_request_id();
-                let scope = self.child_call_scope(turn.as_deref());
                 spawn_local(scope.run(async move {
                     let result = match (tool, mcp_tool) {
                         (Some(tool), _) => tool.call_with(input, ctx).await,

@@ -219,6 +219,7 @@ impl AgentHost {
         let child_calls = ChildCalls::new(ChildCallLimits {
             per_turn: settings.turns.limits.max_child_calls_per_turn,
             per_agent: settings.turns.limits.max_child_calls_per_agent,
+            max_depth: settings.turns.limits.max_delegation_depth,
         });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
         let mut core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
@@ -338,7 +339,9 @@ impl AgentHost {
     /// Where a child call made now by this agent's code counts: turn
     /// `turn`'s tools, or (`None`) the agent's code outside a turn.
     fn child_call_scope(&self, turn: Option<&str>) -> ChildCallScope {
-        ChildCallScope::new(self.child_calls.clone(), turn)
+        // A turn a parent's `chat()` started is as deep as the parent said.
+        let depth = turn.map_or(0, |t| self.delegation_depth_of(t));
+        ChildCallScope::new(self.child_calls.clone(), turn).at_depth(depth)
     }
 
     /// The agent as its own code reaches it.

@@ -141,7 +141,7 @@ impl AgentHost {
         self.state
             .accept_websocket_with_tags(&pair.server, &tag_refs);
         pair.server.serialize_attachment(Attachment {
-            client,
+            client: client.clone(),
             ..Attachment::new(&conn, channel, readonly)
         })?;
         let connection = Connection::new(&conn, pair.server.clone(), tags);
@@ -150,7 +150,7 @@ impl AgentHost {
         self.dispatch(if channel {
             Event::Adopted { conn }
         } else {
-            Event::Connected { conn }
+            Event::Connected { conn, client }
         });
         if !channel {
             spawn_local((self.author.on_connect)(

@@ -58,6 +58,9 @@ pub const DEFAULT_CHAT_TIMEOUT_MS: u64 = crate::core::DEFAULT_TOOL_TIMEOUT_MS;
 /// (`MAX_CHILD_CALLS_PER_TURN`, `MAX_CHILD_CALLS_PER_AGENT`) from the
 /// moment `chat` is called until its future ends or is dropped; over a cap
 /// it fails at once, before anything is sent, with an error that says so.
+/// The call carries its delegation depth to the child (this turn's plus
+/// one, `delegationDepth` in the options); made from a turn already at
+/// `MAX_DELEGATION_DEPTH` it fails the same way.
 pub fn chat<'a>(
     env: &'a Env,
     binding: &'a str,
@@ -70,7 +73,9 @@ pub fn chat<'a>(
     let slot = acquire_child_call();
     let scope = current_scope();
     async move {
-        let _slot = slot.map_err(worker::Error::RustError)?;
+        let slot = slot.map_err(worker::Error::RustError)?;
+        // Outside any turn (the worker's own code) the child is the first hop.
+        let depth = slot.as_ref().map_or(1, |s| s.child_depth());
         let stub = RpcStub::new(env, binding, name)?;
         let call = RpcCall {
             client_tools: options.client_tools,
@@ -78,7 +83,9 @@ pub fn chat<'a>(
             abort: options.signal.map(|AbortSignal(rx)| rx),
             timeout_ms: options.timeout_ms.unwrap_or(DEFAULT_CHAT_TIMEOUT_MS),
             scope,
+            depth,
         };
+        let _slot = slot;
         chat_over_rpc(&stub, message.into(), callback, call).await
     }
 }

@@ -13,6 +13,13 @@
 //! (the call returned, failed, was cancelled or its future was dropped)
 //! gives it back. A call made outside any scope (the worker's own fetch
 //! handler, a task spawned away from its tool) is not counted.
+//!
+//! A scope also knows how many delegated calls deep its turn is (a turn a
+//! parent's `chat()` started is at the parent's depth plus one); a turn at
+//! `Limits::max_delegation_depth` makes no further child call, so agents
+//! that list each other (or a class that lists itself) cannot fan out
+//! without end. The depth a call carries to its child is the scope's plus
+//! one ([`ChildCallSlot::child_depth`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,6 +35,8 @@ pub struct ChildCallLimits {
     pub per_turn: usize,
     /// Child calls the whole agent may have in flight together.
     pub per_agent: usize,
+    /// The delegation depth past which a turn calls no child.
+    pub max_depth: usize,
 }
 
 #[derive(Default)]
@@ -65,6 +74,8 @@ impl ChildCalls {
 pub struct ChildCallScope {
     calls: Rc<ChildCalls>,
     turn: Option<Rc<str>>,
+    /// Delegated calls between a person (or the agent's own code) and this turn.
+    depth: u32,
 }
 
 impl ChildCallScope {
@@ -72,12 +83,31 @@ impl ChildCallScope {
         ChildCallScope {
             calls,
             turn: turn.map(Rc::from),
+            depth: 0,
         }
+    }
+
+    /// The scope of a turn `depth` delegated calls deep.
+    pub fn at_depth(self, depth: u32) -> ChildCallScope {
+        ChildCallScope { depth, ..self }
+    }
+
+    /// How many delegated calls deep this scope's turn is.
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// Takes a slot for one child call, or says why none is left.
     pub fn acquire(&self) -> Result<ChildCallSlot, String> {
         let limits = self.calls.limits;
+        if limits.max_depth > 0 && self.depth as usize >= limits.max_depth {
+            return Err(format!(
+                "delegation too deep: this turn was asked for through {} delegated calls \
+                 (limit {}, MAX_DELEGATION_DEPTH); it may not hand work to another agent, \
+                 answer without delegating",
+                self.depth, limits.max_depth
+            ));
+        }
         let mut in_flight = self.calls.in_flight.borrow_mut();
         if let Some(turn) = &self.turn {
             let of_turn = in_flight.by_turn.get(turn).copied().unwrap_or(0);
@@ -119,6 +149,13 @@ impl ChildCallScope {
 /// One child call in flight; dropping it ends the call's count.
 pub struct ChildCallSlot {
     scope: ChildCallScope,
+}
+
+impl ChildCallSlot {
+    /// The depth the child's turn is at: this one's plus one.
+    pub fn child_depth(&self) -> u32 {
+        self.scope.depth.saturating_add(1)
+    }
 }
 
 impl Drop for ChildCallSlot {
@@ -190,7 +227,31 @@ mod tests {
         ChildCalls::new(ChildCallLimits {
             per_turn,
             per_agent,
+            max_depth: 0,
         })
+    }
+
+    #[test]
+    fn a_turn_at_the_delegation_depth_limit_calls_no_child_and_a_call_carries_its_depth_on() {
+        let calls = ChildCalls::new(ChildCallLimits {
+            per_turn: 0,
+            per_agent: 0,
+            max_depth: 3,
+        });
+        let top = ChildCallScope::new(calls.clone(), Some("t1"));
+        let slot = top.acquire().ok();
+        assert_eq!(slot.as_ref().map(ChildCallSlot::child_depth), Some(1));
+        let deep = ChildCallScope::new(calls.clone(), Some("t2")).at_depth(2);
+        assert_eq!(deep.acquire().ok().map(|s| s.child_depth()), Some(3));
+        let Err(refused) = ChildCallScope::new(calls.clone(), Some("t3"))
+            .at_depth(3)
+            .acquire()
+        else {
+            panic!("a turn at the limit delegated");
+        };
+        assert!(refused.contains("MAX_DELEGATION_DEPTH"), "{refused}");
+        assert_eq!(calls.in_flight(Some("t3")), (1, 0), "nothing was counted");
+        drop(slot);
     }
 
     #[test]

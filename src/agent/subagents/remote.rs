@@ -188,11 +188,14 @@ impl AgentStub {
         // A submission starts a turn there: it counts as a child call.
         let slot = acquire_child_call();
         async move {
-            let _slot = slot.map_err(rust_error)?;
+            let slot = slot.map_err(rust_error)?;
             let think = ThinkSubmitOptions {
                 idempotency_key: options.idempotency_key,
                 metadata: options.body,
+                // Outside any turn the submitted turn is the first hop.
+                delegation_depth: Some(slot.as_ref().map_or(1, |s| s.child_depth())),
             };
+            let _slot = slot;
             let answer = self
                 .stub
                 .call("submitMessages", &[to_js(&messages)?, to_js(&think)?])

@@ -40,7 +40,13 @@ pub(crate) struct RpcCall {
     /// Where the call was made: the executor's runs count their own child
     /// calls there too.
     pub scope: Option<ChildCallScope>,
+    /// The child's turn's delegation depth (`delegationDepth`).
+    pub depth: u32,
 }
+
+/// The option that carries a call's delegation depth to the child (Think
+/// ignores options it does not know).
+pub(crate) const DELEGATION_DEPTH: &str = "delegationDepth";
 
 /// How long a call is still awaited after its deadline cancelled it, so
 /// that the child's last calls find the callback alive.
@@ -170,6 +176,12 @@ pub(crate) async fn chat_over_rpc(
         Reflect::set(&call_options, &"onClientToolCall".into(), executor.as_ref())
             .map_err(crate::agent::subagents::stub::js_error)?;
     }
+    Reflect::set(
+        &call_options,
+        &DELEGATION_DEPTH.into(),
+        &JsValue::from(options.depth),
+    )
+    .map_err(super::stub::js_error)?;
     let promise = stub.start(
         "chat",
         &[

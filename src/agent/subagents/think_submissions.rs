@@ -18,6 +18,10 @@ pub struct ThinkSubmitOptions {
     /// Kept with the submission and returned by every inspection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// How many delegated calls deep the submitted turn is (a parent of this
+    /// crate sends it; Think ignores it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u32>,
 }
 
 /// `ThinkSubmissionInspection` (also the body of `SubmitMessagesResult`,
@@ -180,10 +184,11 @@ mod tests {
         let o = ThinkSubmitOptions {
             idempotency_key: Some("k1".into()),
             metadata: None,
+            delegation_depth: Some(2),
         };
         assert_eq!(
             serde_json::to_value(&o).unwrap(),
-            serde_json::json!({"idempotencyKey": "k1"})
+            serde_json::json!({"idempotencyKey": "k1", "delegationDepth": 2})
         );
     }
 }

@@ -1,7 +1,8 @@
 //! What a server tool's run receives besides its input: its tool call id, an
 //! abort signal that fires when the run is given up (its turn cancelled or
 //! cleared, its deadline passed), the turn's recent messages, the agent's
-//! environment and the agent itself. The signal is a single-threaded flag
+//! environment, the agent itself and how many delegated calls deep its turn
+//! is. The signal is a single-threaded flag
 //! with wakers: a tool polls `is_aborted()` or awaits `aborted()` (e.g. in a
 //! `select`).
 
@@ -29,6 +30,11 @@ pub struct ToolContext {
     /// The agent running the tool (its synced state, storage, schedules,
     /// turns; `None` when the tool is called outside an agent).
     pub agent: Option<crate::agent::handle::AgentHandle>,
+    /// How many delegated calls deep the turn is: 0 for a tab's turn or the
+    /// agent's own, a parent's depth plus one for a turn its `chat()`
+    /// started. A child call the tool makes carries this plus one; at
+    /// `MAX_DELEGATION_DEPTH` it is refused.
+    pub delegation_depth: u32,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -37,6 +43,7 @@ impl std::fmt::Debug for ToolContext {
             .field("tool_call_id", &self.tool_call_id)
             .field("aborted", &self.abort.is_aborted())
             .field("messages", &self.messages.len())
+            .field("delegation_depth", &self.delegation_depth)
             .finish()
     }
 }

@@ -51,8 +51,9 @@
 //! }
 //! ```
 //!
-//! Depend on the crate with `default-features = false` (the default `demo`
-//! feature builds this repository's demo classes and page). Everything above
+//! The crate has no default feature: an agent's crate gets the library and
+//! no demo code (this repository's demo classes and page are the `demo`
+//! feature, which its own worker build turns on). Everything above
 //! comes from [`prelude`]. The package holds a starter and its generator:
 //! `bash scripts/new-agent.sh NAME DIR` in the package's folder (the one
 //! `cargo metadata` names for `durable-chat`) makes a new agent crate, with

@@ -1,5 +1,5 @@
-// The crate used as a library: examples/support-agent (depends on durable-chat with
-// `default-features = false`, its own agent, tools, fetch entry and wrangler.toml), built to wasm
+// The crate used as a library: examples/support-agent (depends on durable-chat with no
+// feature, its own agent, tools, fetch entry and wrangler.toml), built to wasm
 // (scripts/test.sh runs `bash examples/support-agent/build.sh --dev`), run on workerd with its own
 // Durable Object class. One turn calls the typed tool; a second asks for the refund, which waits
 // for the user's approval, and runs once approved.

@@ -6,7 +6,10 @@
 // monotonic clock), and the samples inside the windows are summed by function, inclusive (a
 // function and everything it called) and by self time.
 //
-//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--out DIR]
+// With `--window end` the window is the turn's end instead: from the model server's last byte to
+// the client's receipt of the terminal frame (storing the answer, the transcript, the done frame).
+//
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end] [--out DIR]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,12 +22,13 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null };
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start' };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
-    o[k] = ['workers', 'out'].includes(k) ? a[i + 1] : Number(a[i + 1]);
+    o[k] = ['workers', 'out', 'window'].includes(k) ? a[i + 1] : Number(a[i + 1]);
   }
+  if (!['start', 'end'].includes(o.window)) throw new Error('--window is start or end');
   return o;
 }
 
@@ -115,7 +119,7 @@ async function main() {
   const model = await startModelServer({
     onTiming(rec) {
       const m = /pre-model-turn (\S+)/.exec(rec.lastUserText);
-      if (m) received.set(m[1], rec.receivedAt);
+      if (m) received.set(m[1], rec);
     },
   });
   try {
@@ -134,18 +138,22 @@ async function main() {
         for (let i = 0; i < o.turns; i++) {
           const tag = `${key}-${i}`;
           const t = await turn(c, `[tokens:3] pre-model-turn ${tag}`);
-          sent.push([tag, t.tSend]);
+          sent.push([tag, t]);
           await settle(inst, 300);
         }
         const { profile } = await cdp.call('Profiler.stop');
         cdp.close();
         drop(c);
         writeFileSync(join(out, `${key}-pre-model.cpuprofile`), JSON.stringify(profile));
-        const windows = sent.filter(([tag]) => received.has(tag)).map(([tag, at]) => [monoUs(at), monoUs(received.get(tag))]);
+        const span = ([tag, t]) => (o.window === 'start'
+          ? [monoUs(t.tSend), monoUs(received.get(tag).receivedAt)]
+          : [monoUs(received.get(tag).lastByteAt), monoUs(t.doneAt)]);
+        const windows = sent.filter(([tag]) => received.has(tag)).map(span);
         const wall = windows.reduce((s, [a, z]) => s + (z - a), 0) / 1000 / Math.max(1, windows.length);
         const b = windowProfile(profile, windows);
-        console.log(`\n=== ${inst.label}: ${windows.length} turns; send → model receives the request: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate`);
-        if (key === 'ours') {
+        const what = o.window === 'start' ? 'send → model receives the request' : "model's last byte → terminal frame";
+        console.log(`\n=== ${inst.label}: ${windows.length} turns; ${what}: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate`);
+        if (key === 'ours' && o.window === 'start') {
           console.log('by stage (inclusive, ms per request; nested rows overlap their parent):');
           for (const l of stageLines(b.inclusive, windows.length)) console.log(l);
         }

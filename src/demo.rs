@@ -33,6 +33,11 @@ pub struct DemoAgent {
     /// own `authorize` also refuses (403) a request without this header, as
     /// an author's access check of its own would.
     pub debug_authorize_header: Option<String>,
+    /// `DEMO_MEMORY=1`: the agent keeps a `memory` context block the model
+    /// writes with `set_context` (`DEMO_MEMORY=approve`: each write waits
+    /// for a person's approval), and the model searches the whole history
+    /// with `search_context`.
+    pub memory: Option<ApprovalRule>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -83,6 +88,50 @@ impl AgentDefinition for DemoAgent {
             Some(url) if !url.trim().is_empty() => vec![McpServer::new("demo", url.trim())],
             _ => Vec::new(),
         }
+    }
+
+    /// A turn whose custom body names a `provider` (`anthropic`, `openai`,
+    /// `workers-ai`) runs on it, with the body's `gatewayMetadata` object
+    /// as the AI Gateway metadata of its calls: a tab picks the model
+    /// service per message.
+    async fn before_turn(
+        &self,
+        ctx: crate::core::TurnContext,
+        _agent: crate::agent::AgentHandle,
+    ) -> crate::core::TurnConfig {
+        crate::core::TurnConfig {
+            provider: ctx
+                .body
+                .get("provider")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            gateway_metadata: ctx
+                .body
+                .get("gatewayMetadata")
+                .and_then(serde_json::Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    fn context_blocks(&self) -> Vec<crate::core::ContextBlock> {
+        match self.memory {
+            Some(_) => vec![crate::core::ContextBlock::new(
+                "memory",
+                "What the user asked you to remember, and facts about them worth keeping",
+                2000,
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    fn searches_history(&self) -> bool {
+        self.memory.is_some()
+    }
+
+    fn set_context_approval(&self) -> ApprovalRule {
+        self.memory.clone().unwrap_or_default()
     }
 
     fn tools(&self) -> Vec<ServerTool> {
@@ -137,6 +186,10 @@ impl AgentDefinition for DemoAgent {
         callables.extend([ticks::callable(), reminders::callable()]);
         callables.extend(connections::callables());
         callables
+    }
+
+    fn rpc_methods(&self) -> Vec<crate::agent::Callable> {
+        shared_state::rpc_methods()
     }
 
     fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
@@ -343,6 +396,11 @@ crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
     mcp_admin_token: crate::agent::settings::env_value(env, "MCP_ADMIN_TOKEN"),
     debug_authorize_header: crate::agent::settings::env_value(env, "DEBUG_AUTHORIZE_HEADER")
         .filter(|h| cfg!(feature = "debug-routes") && !h.trim().is_empty()),
+    memory: match crate::agent::settings::env_value(env, "DEMO_MEMORY").as_deref() {
+        Some("1") => Some(ApprovalRule::Never),
+        Some("approve") => Some(ApprovalRule::Always),
+        _ => None,
+    },
 });
 
 #[cfg(target_arch = "wasm32")]

@@ -34,6 +34,9 @@ pub mod mcp {}
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/testing-your-agent.md"))]
 pub mod testing_your_agent {}
 
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/models.md"))]
+pub mod models {}
+
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/configuration.md"))]
 pub mod configuration {}
 

@@ -75,6 +75,7 @@
 //! - [Long conversations](guides::long_conversations) — the context policy and compaction;
 //! - [MCP servers](guides::mcp) — the agent's MCP client: servers, their tools, OAuth;
 //! - [Testing your agent](guides::testing_your_agent) — the test kit: the agent natively under `cargo test`;
+//! - [Models and providers](guides::models) — OpenAI-compatible, Anthropic, Workers AI, a provider of your own, per turn;
 //! - [Configuration](guides::configuration) — vars, secrets and settings;
 //! - [Coming from Think](guides::coming_from_think) — the TypeScript agent's names here;
 //! - [Wire reference](guides::wire_protocol) — the frames, for a client that is not `useAgentChat`;
@@ -138,6 +139,8 @@ pub mod __private {
     pub use crate::agent::host::lazy::LazyHost;
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::host::AgentHost;
+    #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::rpc_target::author_method_names as rpc_method_names;
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::rpc_target::call as rpc_call;
     pub use crate::log::{write as log_write, LogLevel};

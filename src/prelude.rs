@@ -14,13 +14,14 @@ pub use crate::agent::{
 pub use crate::chat_agent;
 pub use crate::core::StateSource;
 pub use crate::core::{
-    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextPolicy,
-    CoreSettings, ErrorDisposition, Limits, LogLevel, MetadataMoment, RecoveryConfig, RetryPolicy,
-    StepConfig, StepContext, StepReport, StopWhen, SubmissionStatus, SubmitError, ToolCall,
-    ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig, TurnContext, TurnTrigger,
+    standard_message_metadata, ApprovalRule, ChatError, ChatResponse, Concurrency, ContextBlock,
+    ContextBlockError, ContextPolicy, CoreSettings, ErrorDisposition, Limits, LogLevel,
+    MetadataMoment, RecoveryConfig, RetryPolicy, StepConfig, StepContext, StepReport, StopWhen,
+    SubmissionStatus, SubmitError, ToolCall, ToolCallDecision, ToolChoice, ToolOutcome, TurnConfig,
+    TurnContext, TurnTrigger,
 };
 pub use crate::mcp::{McpServer, ServerInfo as McpServerInfo, ServerState as McpServerState};
-pub use crate::model::{FinishReason, ModelSettings, StructuredOutput, Usage};
+pub use crate::model::{FinishReason, ModelProvider, ModelSettings, StructuredOutput, Usage};
 pub use crate::outbound::OutboundHosts;
 pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;
@@ -36,7 +37,9 @@ pub use crate::agent::body::{read_bytes, read_json, read_json_typed, read_text};
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::AgentStub;
-pub use crate::agent::{Connection, Submission, SubmitOptions, TurnResult, DESTROYED_CLOSE_CODE};
+pub use crate::agent::{
+    Connection, Submission, SubmissionFilter, SubmitOptions, TurnResult, DESTROYED_CLOSE_CODE,
+};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, route_request_with, AgentTarget, Before, Routed};
 pub use crate::router::{Cors, RouteOptions};
@@ -44,4 +47,4 @@ pub use crate::router::{Cors, RouteOptions};
 pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).
-pub use crate::core::{Repeat, ScheduleError, ScheduleWhen};
+pub use crate::core::{Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};

@@ -52,6 +52,17 @@ pub fn real_model(settings: &AgentSettings) -> Option<String> {
     if let Some(binding) = &settings.workers_ai_binding {
         return Some(format!("the Workers AI binding `{binding}`"));
     }
+    if let Some(base_url) = settings.anthropic_base_url.as_deref().map(str::trim) {
+        if !base_url.is_empty() && !is_loopback_url(base_url) {
+            let host = url::Url::parse(base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string));
+            return Some(format!(
+                "ANTHROPIC_BASE_URL at {}",
+                host.unwrap_or_else(|| "an address that does not parse".into())
+            ));
+        }
+    }
     let base_url = settings.base_url.as_deref().map(str::trim)?;
     if base_url.is_empty() || is_loopback_url(base_url) {
         return None;

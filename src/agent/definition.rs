@@ -17,6 +17,8 @@ use crate::core::StateSource;
 use crate::mcp::McpServer;
 
 use super::access::{Refusal, RequestInfo};
+use std::rc::Rc;
+
 use super::anonymous::default_authorize;
 use super::callable::Callable;
 use super::connection::Connection;
@@ -33,6 +35,38 @@ pub trait AgentDefinition: 'static {
     /// Settings from the worker's vars and secrets.
     fn settings(&self, vars: &Vars) -> AgentSettings {
         AgentSettings::from_vars(vars)
+    }
+
+    /// Model providers of the agent's own (types implementing
+    /// [`ModelProvider`](crate::model::ModelProvider)), each under the name
+    /// a turn picks it by (`TurnConfig::provider`); built from the worker's
+    /// vars and secrets. A name of a built-in one (`openai`, `anthropic`,
+    /// `workers-ai`) replaces it, and the one `MODEL_PROVIDER` names is the
+    /// default.
+    fn model_providers(&self, _vars: &Vars) -> Vec<(String, Rc<dyn crate::model::ModelProvider>)> {
+        Vec::new()
+    }
+
+    /// Context blocks the agent keeps with it and shows the model at the
+    /// start of every request, after the system prompt: named, bounded in
+    /// bytes, stored with the agent (a restart keeps them, a clear of the
+    /// history empties them). The model rewrites the ones it may through the
+    /// built-in `set_context` tool; code through `AgentHandle::set_context`.
+    fn context_blocks(&self) -> Vec<crate::core::ContextBlock> {
+        Vec::new()
+    }
+
+    /// Whether the model gets the built-in `search_context` tool, which
+    /// searches the whole stored history (SQLite full-text search in the
+    /// Durable Object), not only the window it sees. The agent's code can
+    /// always search with `AgentHandle::search_history`.
+    fn searches_history(&self) -> bool {
+        false
+    }
+
+    /// Whether a `set_context` call waits for a person's approval (default: never).
+    fn set_context_approval(&self) -> crate::core::ApprovalRule {
+        crate::core::ApprovalRule::Never
     }
 
     fn system_prompt(&self) -> String {
@@ -77,6 +111,25 @@ pub trait AgentDefinition: 'static {
     /// `AgentHandle::schedule`).
     fn schedule_callbacks(&self) -> Vec<ScheduleCallback> {
         Vec::new()
+    }
+
+    /// Schedules the agent always has (cron or interval; Think's
+    /// `getScheduledTasks`), kept in step with this list each time the
+    /// agent starts: added when missing, replaced when their callback,
+    /// payload or timing changed, removed when no longer listed; unchanged
+    /// ones keep their next due time. A one-off, or one that does not
+    /// schedule (a bad cron, an unknown time zone), is skipped with an
+    /// error in the log.
+    fn scheduled_tasks(&self) -> Vec<crate::core::ScheduleRequest> {
+        Vec::new()
+    }
+
+    /// Runs once each time the agent's object starts (after an eviction
+    /// or hibernation too), before it serves its first request, socket
+    /// message, alarm or RPC call; they wait for it. Do not wait here for
+    /// a turn or a submission: they run only after it.
+    fn on_start(&self, _agent: AgentHandle) -> impl Future<Output = ()> {
+        async {}
     }
 
     /// Decides whether a request from outside may open a socket, read the
@@ -217,6 +270,7 @@ pub trait AgentDefinition: 'static {
     }
 
     /// The methods a connected client may call (`agent.call`, `agent.stub`).
+    /// One marked `.over_rpc()` is also an RPC method (see `rpc_methods`).
     fn callables(&self) -> Vec<Callable> {
         Vec::new()
     }
@@ -236,6 +290,18 @@ pub trait AgentDefinition: 'static {
     /// and what would change the agent is refused. `false` by default.
     fn should_connection_be_readonly(&self, _id: &str, _request: &RequestInfo) -> bool {
         false
+    }
+
+    /// Methods other Workers and agents call on the agent's Durable Object
+    /// stub (`env.MY_AGENT.get(id).myMethod(a, b)`), typed like callables
+    /// (`Callable::new`), not offered to tabs. Arguments are read under the
+    /// agent's message limits; the call's connection is the RPC caller's
+    /// (no socket, no state). A name must be a JavaScript identifier and not
+    /// one of the agent's built-in RPC methods (`chat`, `runTurn`, …) nor a
+    /// Durable Object handler (`fetch`, `alarm`, …): such a method is
+    /// skipped with an error in the log.
+    fn rpc_methods(&self) -> Vec<Callable> {
+        Vec::new()
     }
 
     /// A tab connected (after its connect frames): its request's path,

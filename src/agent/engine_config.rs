@@ -86,6 +86,7 @@ pub fn core_config<D: AgentDefinition>(
 ) -> CoreConfig {
     let mut config = CoreConfig::new(name, agent);
     config.system_prompt = definition.system_prompt();
+    config.context_blocks = definition.context_blocks();
     config.tools = tools.iter().map(|t| t.spec.clone()).collect();
     config.settings = settings.turns.clone();
     let (metadata, step) = (definition.clone(), definition.clone());

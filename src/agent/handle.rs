@@ -55,6 +55,12 @@ pub(crate) trait CoreHost {
     /// Erases everything the agent holds and closes every socket (see
     /// `AgentHandle::destroy`).
     fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>>;
+    /// The best `limit` matches of `query` over the whole stored history.
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String>;
     /// One model call outside a turn, its text collected.
     fn generate_text(
         self: Rc<Self>,
@@ -113,6 +119,35 @@ impl AgentHandle {
         let result = f(&mut self.host.core().borrow_mut(), self.now_ms());
         self.host.clone().carry_out_effects();
         result
+    }
+
+    /// Rewrites context block `name` (any block the definition declares,
+    /// read-only ones too); the agent's next model request shows it. Refused
+    /// for a name not declared or a text over the block's size.
+    pub fn set_context(
+        &self,
+        name: &str,
+        text: &str,
+    ) -> Result<(), crate::core::ContextBlockError> {
+        self.with_core(|core, now| core.set_context_block(name, text, now))
+    }
+
+    /// Searches the whole stored history (not only what the model sees):
+    /// the best matches of any of `query`'s words, newest place and an
+    /// excerpt each, at most `limit` (default 5, at most 20) and 8 KiB of
+    /// excerpts.
+    pub fn search_history(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        let limit = crate::core::vocab::history_search::hits_for(limit);
+        self.host.search_history(query, limit)
+    }
+
+    /// Each context block the definition declares, with its text now.
+    pub fn context_blocks(&self) -> Vec<(crate::core::ContextBlock, String)> {
+        self.with_core(|core, _| core.context_blocks())
     }
 
     /// The agent's limits (`CoreSettings::limits`).

@@ -51,6 +51,7 @@ pub mod child_events;
 pub mod connection;
 #[cfg(target_arch = "wasm32")]
 mod connection_socket;
+pub mod context_tool;
 #[doc(hidden)]
 #[cfg(feature = "debug-routes")]
 pub mod debug_tools;
@@ -74,12 +75,14 @@ mod ids;
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
 mod rpc_chat;
+pub mod rpc_methods;
 #[cfg(target_arch = "wasm32")]
 mod rpc_stub;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;
 pub mod schedule_callback;
+pub mod search_tool;
 pub mod settings;
 #[cfg_attr(
     not(any(target_arch = "wasm32", feature = "test-kit")),
@@ -93,6 +96,7 @@ pub mod tool;
 pub mod tool_context;
 pub mod typed_handler;
 
+pub use crate::core::SubmissionFilter;
 pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};

@@ -4,10 +4,12 @@
 
 use crate::core::{Concurrency, ContextPolicy, CoreSettings, Limits, LogLevel, RetryPolicy};
 use crate::model::ai_gateway::AiGateway;
+use crate::model::anthropic::AnthropicMessages;
 use crate::model::openai::OpenAiCompatible;
+use crate::model::providers::{Provider, ProviderSet};
 use crate::model::scripted::ScriptedModel;
 use crate::model::workers_ai::WorkersAi;
-use crate::model::{ModelFailure, ModelSettings, Provider};
+use crate::model::{ModelFailure, ModelSettings};
 use crate::outbound::{OutboundHosts, OUTBOUND_ALLOW_HOSTS_VAR};
 
 /// Reads worker vars and secrets by name.
@@ -34,6 +36,14 @@ pub struct AgentSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
+    /// `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com/v1` once
+    /// `ANTHROPIC_API_KEY` is set): Anthropic's Messages API, the default
+    /// provider with `MODEL_PROVIDER=anthropic` and a turn's pick
+    /// (`anthropic`) otherwise.
+    pub anthropic_base_url: Option<String>,
+    pub anthropic_api_key: Option<String>,
+    /// `MODEL_PROVIDER=anthropic`.
+    pub anthropic_default: bool,
     /// `MODEL_PROVIDER=workers-ai`: the model runs on Workers AI through this
     /// binding (`AI_BINDING`, default `AI`) instead of an HTTP API.
     pub workers_ai_binding: Option<String>,
@@ -112,6 +122,14 @@ impl AgentSettings {
         AgentSettings {
             base_url: vars.get("OPENAI_BASE_URL"),
             api_key: vars.get("OPENAI_API_KEY"),
+            anthropic_api_key: vars.get("ANTHROPIC_API_KEY"),
+            anthropic_base_url: vars.get("ANTHROPIC_BASE_URL").or_else(|| {
+                vars.get("ANTHROPIC_API_KEY")
+                    .map(|_| crate::model::anthropic::DEFAULT_BASE_URL.to_string())
+            }),
+            anthropic_default: vars
+                .get("MODEL_PROVIDER")
+                .is_some_and(|p| p.trim().eq_ignore_ascii_case("anthropic")),
             scripted_model: vars
                 .get("MODEL_PROVIDER")
                 .is_some_and(|p| p.trim().eq_ignore_ascii_case("scripted")),
@@ -176,6 +194,14 @@ impl AgentSettings {
                         "RATE_LIMIT_PER_AGENT",
                         defaults.limits.max_agent_requests_per_minute,
                     ),
+                    max_agent_tokens_per_hour: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_HOUR",
+                        defaults.limits.max_agent_tokens_per_hour,
+                    ),
+                    max_agent_tokens_per_day: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_DAY",
+                        defaults.limits.max_agent_tokens_per_day,
+                    ),
                     max_connections: vars
                         .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
                     max_stored_messages: vars
@@ -206,6 +232,10 @@ impl AgentSettings {
                 },
                 tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
                 log_level: log_level.unwrap_or(defaults.log_level),
+                schedule_time_zone: vars
+                    .get("SCHEDULE_TIME_ZONE")
+                    .map(|z| z.trim().to_string())
+                    .filter(|z| !z.is_empty()),
                 ..defaults
             },
         }
@@ -218,20 +248,64 @@ impl AgentSettings {
             return Ok(Provider::Scripted(ScriptedModel::new()));
         }
         if let Some(binding) = &self.workers_ai_binding {
-            let provider = WorkersAi::new(binding, "call")
-                .with_gateway(self.ai_gateway.clone())
-                .with_images(self.workers_ai_images);
-            return Ok(Provider::WorkersAi(provider));
+            return Ok(Provider::WorkersAi(self.workers_ai(binding)));
         }
-        match &self.base_url {
-            Some(base_url) => Ok(Provider::OpenAiCompatible(OpenAiCompatible::new(
-                base_url,
-                self.api_key.clone(),
-            ))),
+        if self.anthropic_default {
+            return self.anthropic().ok_or_else(|| {
+                ModelFailure::permanent(
+                    "MODEL_PROVIDER=anthropic, but no key is set: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL).",
+                )
+            });
+        }
+        match self.openai() {
+            Some(provider) => Ok(provider),
             None => Err(ModelFailure::permanent(
                 "No model is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY).",
             )),
         }
+    }
+
+    /// The default provider and each configured built-in one by the name a
+    /// turn picks it with: `openai` (with `OPENAI_BASE_URL`), `anthropic`
+    /// (with `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL`), `workers-ai`
+    /// (the `AI_BINDING` binding, default `AI`) and, in scripted mode,
+    /// `scripted`.
+    pub fn providers(&self) -> ProviderSet {
+        let mut set = ProviderSet::new(self.model_provider());
+        if let Some(openai) = self.openai() {
+            set = set.with("openai", openai);
+        }
+        if let Some(anthropic) = self.anthropic() {
+            set = set.with("anthropic", anthropic);
+        }
+        let binding = self.workers_ai_binding.as_deref().unwrap_or("AI");
+        set = set.with("workers-ai", Provider::WorkersAi(self.workers_ai(binding)));
+        if self.scripted_model {
+            set = set.with("scripted", Provider::Scripted(ScriptedModel::new()));
+        }
+        set
+    }
+
+    fn openai(&self) -> Option<Provider> {
+        let base_url = self.base_url.as_ref()?;
+        Some(Provider::OpenAiCompatible(OpenAiCompatible::new(
+            base_url,
+            self.api_key.clone(),
+        )))
+    }
+
+    fn anthropic(&self) -> Option<Provider> {
+        let base_url = self.anthropic_base_url.as_ref()?;
+        Some(Provider::Anthropic(AnthropicMessages::new(
+            base_url,
+            self.anthropic_api_key.clone(),
+        )))
+    }
+
+    fn workers_ai(&self, binding: &str) -> WorkersAi {
+        WorkersAi::new(binding, "call")
+            .with_gateway(self.ai_gateway.clone())
+            .with_images(self.workers_ai_images)
     }
 }
 
@@ -316,6 +390,35 @@ mod tests {
             Ok(Provider::WorkersAi(WorkersAi::new("AI", "call")))
         );
         assert_eq!(settings.turns.model.model, "@cf/meta/llama-3.1-8b-instruct");
+    }
+
+    #[test]
+    fn model_provider_anthropic_chooses_the_messages_api_and_a_turn_may_pick_it_by_name() {
+        let lookup = |name: &str| match name {
+            "MODEL_PROVIDER" => Some("anthropic".to_string()),
+            "ANTHROPIC_API_KEY" => Some("sk-ant".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            _ => None,
+        };
+        let settings = AgentSettings::from_vars(&Vars(&lookup));
+        assert_eq!(
+            settings.model_provider(),
+            Ok(Provider::Anthropic(AnthropicMessages::new(
+                crate::model::anthropic::DEFAULT_BASE_URL,
+                Some("sk-ant".into())
+            )))
+        );
+        let set = settings.providers();
+        assert_eq!(set.names(), vec!["openai", "anthropic", "workers-ai"]);
+        let unset = |_: &str| None;
+        let without = AgentSettings::from_vars(&Vars(&|name: &str| {
+            (name == "MODEL_PROVIDER")
+                .then(|| "anthropic".to_string())
+                .or_else(|| unset(name))
+        }));
+        assert!(without
+            .model_provider()
+            .is_err_and(|f| f.text.contains("ANTHROPIC_API_KEY")));
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
 pub use data::cron::Cron;
+pub use data::schema_check::read_output as read_structured_output;
+pub use data::submission_list::SubmissionFilter;
 pub use rows::persisted::{
     AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
@@ -74,7 +76,9 @@ pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
 };
+pub use vocab::context_block::{ContextBlock, ContextBlockError, SET_CONTEXT_TOOL};
 pub use vocab::context_policy::ContextPolicy;
+pub use vocab::history_search::{HistoryHit, SEARCH_CONTEXT_TOOL};
 pub use vocab::hooks::{
     ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
     ToolCall, ToolCallDecision, ToolOutcome,
@@ -140,6 +144,10 @@ pub struct Core {
     /// Callable methods running, per connection.
     calls: callables::CallsInFlight,
     request_rate: admit::RequestRate,
+    /// The tokens the agent's model calls spent this hour and day.
+    token_ledger: data::token_budget::TokenLedger,
+    /// The text of each context block written so far, by name.
+    context_texts: std::collections::BTreeMap<String, String>,
     /// The author's schedules (`admit/schedules.rs`).
     schedules: data::schedule_table::ScheduleTable,
     effects: Vec<Effect>,
@@ -210,6 +218,8 @@ impl Core {
             synced,
             calls: Default::default(),
             request_rate: Default::default(),
+            token_ledger: stored.token_ledger.unwrap_or_default(),
+            context_texts: stored.context_blocks.unwrap_or_default().blocks,
             schedules,
             effects: Vec::new(),
             log: Vec::new(),
@@ -274,7 +284,7 @@ impl Core {
                 message,
                 tools,
                 executor,
-            } => self.on_programmatic_chat(conn, message, tools, executor),
+            } => self.on_programmatic_chat(conn, vec![message], tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),

@@ -48,6 +48,10 @@ pub struct Usage {
     /// Input tokens the provider read from its prompt cache, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// Input tokens the provider wrote to its prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -57,16 +61,18 @@ impl Usage {
 
     /// The sum of two reports (cached tokens: known if either knows them).
     pub fn plus(self, other: Usage) -> Usage {
-        let cached = match (self.cached_tokens, other.cached_tokens) {
+        let either = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
         };
+        let cached = either(self.cached_tokens, other.cached_tokens);
         Usage {
             prompt_tokens: self.prompt_tokens.saturating_add(other.prompt_tokens),
             completion_tokens: self
                 .completion_tokens
                 .saturating_add(other.completion_tokens),
             cached_tokens: cached,
+            cache_write_tokens: either(self.cache_write_tokens, other.cache_write_tokens),
         }
     }
 }
@@ -95,11 +101,13 @@ mod tests {
             prompt_tokens: 10,
             completion_tokens: 2,
             cached_tokens: None,
+            cache_write_tokens: None,
         };
         let b = Usage {
             prompt_tokens: 7,
             completion_tokens: 3,
             cached_tokens: Some(4),
+            cache_write_tokens: None,
         };
         assert_eq!(a.plus(a).cached_tokens, None);
         let sum = a.plus(b);

@@ -6,18 +6,24 @@
 //! body bytes in and gets [`ModelEvent`]s out.
 //!
 //! * [`sse`] turns a `text/event-stream` byte stream into [`sse::SseEvent`]s.
+//! * [`anthropic`] speaks Anthropic's Messages API (tool use blocks,
+//!   images, prompt-cache breakpoints, cache usage).
 //! * [`openai`] speaks the OpenAI-compatible Chat Completions dialect: it builds
 //!   the request body and decodes the streamed chunks.
 //! * [`scripted`] is a model with no I/O, answering from the conversation
 //!   (`MODEL_PROVIDER=scripted`).
+//! * [`providers`] holds the agent's providers by name (built-in and the
+//!   author's own) and picks the one a request names.
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
 
 pub mod ai_gateway;
+pub mod anthropic;
 mod event;
 mod failure;
 pub mod files;
 pub mod openai;
 mod provider;
+pub mod providers;
 mod request;
 pub mod scripted;
 pub mod sse;
@@ -28,16 +34,6 @@ pub use failure::{ModelFailure, MAX_RETRY_AFTER_MS};
 pub use provider::{
     BindingCall, CallPlan, HttpRequest, LocalReply, ModelProvider, ResponseDecoder,
 };
-/// The provider an agent's settings choose (`MODEL_PROVIDER`).
-#[derive(Debug, PartialEq)]
-pub enum Provider {
-    /// Any OpenAI-compatible Chat Completions API over HTTP (also an AI Gateway URL).
-    OpenAiCompatible(openai::OpenAiCompatible),
-    /// Workers AI through the Worker's `AI` binding.
-    WorkersAi(workers_ai::WorkersAi),
-    /// The scripted model: replies read from the conversation, no I/O.
-    Scripted(scripted::ScriptedModel),
-}
 
 pub use request::{
     ModelFile, ModelMessage, ModelRequest, ModelSettings, ModelToolCall, StructuredOutput,

@@ -6,16 +6,18 @@
 
 use super::{ModelEvent, ModelFailure, ModelRequest};
 
-/// A model service the agent can stream a reply from.
+/// A model service the agent can stream a reply from. The built-in ones
+/// (OpenAI-compatible, Anthropic Messages, Workers AI, scripted) implement
+/// it, and so may an author's own: register it by name with
+/// `AgentDefinition::model_providers` and pick it for a turn with
+/// `TurnConfig::provider`. The trait is object-safe (`Rc<dyn ModelProvider>`).
 pub trait ModelProvider {
-    /// Decodes one call's response body.
-    type Decoder: ResponseDecoder;
-
     /// How the host carries out `request`.
     fn plan(&self, request: &ModelRequest) -> CallPlan;
 
-    /// A fresh decoder for one call's response body.
-    fn decoder(&self) -> Self::Decoder;
+    /// A fresh decoder for one call's response body: it turns the bytes
+    /// into the crate's [`ModelEvent`]s.
+    fn decoder(&self) -> Box<dyn ResponseDecoder>;
 
     /// The failure a non-2xx answer means. `body` is the response text and
     /// `header` looks up a response header by lower-case name.

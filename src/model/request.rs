@@ -54,6 +54,14 @@ impl ModelRequest {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelSettings {
     pub model: String,
+    /// The provider, by the name the agent knows it under (`openai`,
+    /// `anthropic`, `workers-ai`, or one the author registered); `None`:
+    /// the agent's default (`MODEL_PROVIDER`).
+    pub provider: Option<String>,
+    /// Per-call metadata for an AI Gateway the call goes through (string,
+    /// number or boolean values): the binding's `gateway.metadata`, or the
+    /// `cf-aig-metadata` header of an HTTP call.
+    pub gateway_metadata: serde_json::Map<String, serde_json::Value>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Nucleus sampling: only tokens within this probability mass.

@@ -15,7 +15,7 @@ mod rules;
 use super::openai::StreamDecoder;
 use super::{
     CallPlan, FinishReason, LocalReply, ModelEvent, ModelFailure, ModelMessage, ModelProvider,
-    ModelRequest, Usage,
+    ModelRequest, ResponseDecoder, Usage,
 };
 pub use rules::{plan_reply, ScriptedReply};
 
@@ -73,6 +73,7 @@ impl ScriptedModel {
                 prompt_tokens,
                 completion_tokens,
                 cached_tokens: None,
+                cache_write_tokens: None,
             }),
         });
         LocalReply { events, end }
@@ -80,15 +81,13 @@ impl ScriptedModel {
 }
 
 impl ModelProvider for ScriptedModel {
-    /// Unused: a local reply is events already, not a body to decode.
-    type Decoder = StreamDecoder;
-
     fn plan(&self, request: &ModelRequest) -> CallPlan {
         CallPlan::Local(self.reply(request))
     }
 
-    fn decoder(&self) -> StreamDecoder {
-        StreamDecoder::new()
+    /// Unused: a local reply is events already, not a body to decode.
+    fn decoder(&self) -> Box<dyn ResponseDecoder> {
+        Box::new(StreamDecoder::new())
     }
 
     fn http_failure(

@@ -129,24 +129,33 @@ impl WorkersAi {
 }
 
 impl ModelProvider for WorkersAi {
-    type Decoder = WorkersAiDecoder;
-
+    /// A gateway model slug (`openai/gpt-4o-mini`, `anthropic/claude-…`)
+    /// goes through the AI Gateway (`AI_GATEWAY_ID`, else the account's
+    /// `default` gateway) with images as `image_url` parts; the call's
+    /// gateway metadata rides in the gateway options.
     fn plan(&self, request: &ModelRequest) -> CallPlan {
+        let model = request.settings.model.trim();
+        let slug = is_gateway_slug(model);
+        let gateway = match (&self.gateway, slug) {
+            (Some(gateway), _) => Some(gateway.clone()),
+            (None, true) => Some(AiGateway::new(DEFAULT_GATEWAY)),
+            (None, false) => None,
+        };
         CallPlan::Binding(BindingCall {
             binding: self.binding.clone(),
-            model: request.settings.model.clone(),
-            input: self.input_for(request),
-            options: self.gateway.as_ref().map(AiGateway::run_options),
+            model: model.to_string(),
+            input: Self::input_with(request, self.images || slug),
+            options: gateway.map(|g| g.run_options_with(&request.settings.gateway_metadata)),
         })
     }
 
-    fn decoder(&self) -> WorkersAiDecoder {
+    fn decoder(&self) -> Box<dyn ResponseDecoder> {
         let call = self.next_call.get();
         self.next_call.set(call + 1);
-        WorkersAiDecoder {
+        Box::new(WorkersAiDecoder {
             id_prefix: format!("{}-{call}", self.id_prefix),
             ..WorkersAiDecoder::default()
-        }
+        })
     }
 
     fn http_failure(
@@ -162,6 +171,18 @@ impl ModelProvider for WorkersAi {
             None,
         )
     }
+}
+
+/// The gateway a model slug goes through when no `AI_GATEWAY_ID` is set.
+pub const DEFAULT_GATEWAY: &str = "default";
+
+/// A model named `provider/model` (no leading `@`, as Workers AI's own
+/// `@cf/…` models are): one the AI Gateway runs at that provider.
+pub fn is_gateway_slug(model: &str) -> bool {
+    !model.starts_with('@')
+        && model
+            .split_once('/')
+            .is_some_and(|(provider, name)| !provider.is_empty() && !name.is_empty())
 }
 
 /// Reads a failed `run` (the binding threw): capacity and rate limits may

@@ -15,6 +15,7 @@ mod quarantine;
 mod queued_bodies;
 mod reads;
 pub mod schema;
+pub mod search;
 mod snapshot;
 
 use serde::Deserialize;
@@ -37,6 +38,9 @@ pub struct SqlStore {
     snapshot_cut: snapshot::CutMemo,
     /// What is known not to exist, so writes skip deletes that find nothing.
     known: std::rc::Rc<std::cell::RefCell<KnownRows>>,
+    /// The agent searches its history: the full-text index is kept
+    /// (`search.rs`).
+    search_index: bool,
 }
 
 #[derive(Deserialize)]
@@ -90,10 +94,13 @@ fn delete_chunk_log(
 }
 
 impl SqlStore {
-    /// Opens the store, first migrating the schema to this release's version.
-    pub fn open(storage: worker::Storage) -> worker::Result<SqlStore> {
+    /// Opens the store, first migrating the schema to this release's version
+    /// and building (or dropping) the history's search index as the agent
+    /// searches it or not.
+    pub fn open(storage: worker::Storage, search_index: bool) -> worker::Result<SqlStore> {
         let sql = storage.sql();
         schema::migrate(&sql, &storage)?;
+        search::keep_index(&sql, &storage, search_index)?;
         Ok(SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
@@ -101,6 +108,7 @@ impl SqlStore {
             fail_next_state: Default::default(),
             snapshot_cut: Default::default(),
             known: Default::default(),
+            search_index,
         })
     }
 
@@ -298,6 +306,9 @@ impl SqlStore {
                 }
                 let body = serde_json::to_string(message)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                if self.search_index {
+                    search::index_message(sql, *seq, message)?;
+                }
                 let drop_old = known.may_have_pieces(Kind::Message);
                 let (first, count) =
                     pieces::put(sql, Kind::Message, &message.id, 0, &body, drop_old)?;
@@ -320,6 +331,9 @@ impl SqlStore {
                 }
             }
             StoreOp::DeleteMessage { id } => {
+                if self.search_index {
+                    search::unindex_message(sql, id)?;
+                }
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
                 sql.exec(
                     "DELETE FROM chat_tool_calls WHERE message_id = ?",
@@ -337,6 +351,12 @@ impl SqlStore {
                     "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
                     vec![before.clone()],
                 )?;
+                if self.search_index {
+                    sql.exec(
+                        "DELETE FROM chat_search WHERE rowid < ?",
+                        vec![before.clone()],
+                    )?;
+                }
                 sql.exec("DELETE FROM chat_messages WHERE seq < ?", vec![before])?;
             }
             StoreOp::ClearAll => {
@@ -349,6 +369,9 @@ impl SqlStore {
                     "chat_queued_bodies",
                 ] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
+                }
+                if self.search_index {
+                    sql.exec("DELETE FROM chat_search", None)?;
                 }
                 // The rows that are not chat state stay, with their pieces.
                 let kept = ConfigKey::SURVIVES_CLEAR

@@ -59,6 +59,10 @@ const MIGRATIONS: &[&[&str]] = &[
     // A queue row of an older release keeps its bodies inline: they move
     // here at the next write of the queue.
     &["CREATE TABLE IF NOT EXISTS chat_queued_bodies (request_id TEXT PRIMARY KEY, body TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)"],
+    // 9: the full-text index of the history is kept only by an agent that
+    // searches it (store::search::keep_index builds it when the agent opens
+    // and drops it when the agent no longer searches).
+    &["DROP TABLE IF EXISTS chat_search"],
 ];
 
 /// The version this build writes.

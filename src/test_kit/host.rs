@@ -81,7 +81,13 @@ impl KitHost {
     ) -> Rc<KitHost> {
         let lookup = |name: &str| vars.get(name).cloned();
         let settings = definition.settings(&Vars(&lookup));
-        let tools = definition.tools();
+        let mut tools = definition.tools();
+        tools.extend(crate::agent::context_tool::set_context_tool(
+            definition.as_ref(),
+        ));
+        tools.extend(crate::agent::search_tool::search_context_tool(
+            definition.as_ref(),
+        ));
         let (stored, name) = {
             let mut store = durable.store.borrow_mut();
             let name = store.config(ConfigKey::InstanceName).map(str::to_string);
@@ -89,10 +95,17 @@ impl KitHost {
         };
         let mut config = core_config(definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(definition);
         let history: Rc<dyn crate::core::History> = durable.store.clone();
         let ids = Box::new(durable.ids.clone());
-        let core = Core::new(config, stored, history, ids, durable.now());
+        let mut core = Core::new(config, stored, history, ids, durable.now());
+        let declared = definition.scheduled_tasks();
+        for refused in core.reconcile_declared_schedules(declared, durable.now()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let alarms = definition.clone();
         let host = Rc::new_cyclic(|me| KitHost {
             durable: durable.clone(),
@@ -130,11 +143,25 @@ impl KitHost {
             host.dispatch(Event::Adopted { conn });
         }
         host.dispatch(Event::Woke);
+        // The definition's `on_start`, queued first: it runs before anything
+        // a test does next.
+        let starting = definition.clone();
+        let agent = host.handle();
+        host.spawn(async move { starting.on_start(agent).await });
         host
     }
 
     pub fn handle(self: &Rc<Self>) -> AgentHandle {
         AgentHandle::new(self.clone())
+    }
+
+    /// Starts the author's RPC method `name` (`None`: no such method).
+    pub fn call_rpc(
+        self: &Rc<Self>,
+        name: &str,
+        args: Value,
+    ) -> Option<crate::agent::callable::CallFuture> {
+        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
     }
 
     pub fn core(&self) -> std::cell::Ref<'_, Core> {
@@ -550,6 +577,41 @@ impl CoreHost for KitHost {
     ) -> LocalBoxFuture<'static, Result<String, ModelFailure>> {
         let answer = self.scripted_text(request);
         Box::pin(async move { answer })
+    }
+
+    /// In memory: the stored messages holding any of the query's words
+    /// (case aside), newest first, each's text as its excerpt.
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let messages = self.durable.store.borrow().messages();
+        let hits = messages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter_map(|(seq, message)| {
+                let text = crate::core::vocab::history_search::searchable_text(message);
+                let lower = text.to_lowercase();
+                words
+                    .iter()
+                    .any(|w| lower.contains(w))
+                    .then(|| crate::core::HistoryHit {
+                        message_id: message.id.clone(),
+                        role: format!("{:?}", message.role).to_lowercase(),
+                        seq: seq as u64,
+                        excerpt: text,
+                    })
+            })
+            .take(limit)
+            .collect();
+        Ok(crate::core::vocab::history_search::within_bytes(hits))
     }
 }
 

@@ -123,6 +123,7 @@ impl Reply {
             prompt_tokens: prompt,
             completion_tokens: completion,
             cached_tokens: cached,
+            cache_write_tokens: None,
         });
         self
     }

@@ -66,7 +66,7 @@ test('a transcript stored by release 312ec6c reads back unchanged and the conver
   };
   // Only the objects that woke were migrated: this one, and the cut stream's (its durable alarm
   // was due); the two others wait for their own wake.
-  assert.deepEqual(await versionOf(), [0, 0, 8, 8]);
+  assert.deepEqual(await versionOf(), [0, 0, 9, 9]);
   // Versions 5 and 6 indexed the tool calls already stored (the transcript's weather call among them).
   const indexed = (await sqliteFiles(w.persistDir))
     .filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_tool_calls'").length > 0)

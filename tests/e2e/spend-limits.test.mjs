@@ -227,3 +227,19 @@ test("a cancelled turn's child calls give their slots back: the agent's next tur
     assert.ok(words.length < 100, `${agent}'s turn was cancelled with its parent's (${words.length} words)`);
   }
 });
+
+test('past TOKEN_LIMIT_PER_HOUR the next turn is refused on its request id, and a restart does not give the tokens back', async (t) => {
+  const w = await workerFor(t, { bindings: { TOKEN_LIMIT_PER_HOUR: '20' } });
+  const a = await tab(w, 'tokens');
+  assert.equal((await ask(a)).outcome, 'completed', 'the first turn spends the budget');
+  const usage = w.model.requests.length;
+  await w.restart();
+  const b = await tab(w, 'tokens');
+  const refused = await ask(b);
+  assert.equal(refused.error, true);
+  assert.match(refused.body, /^token budget of this agent is spent \(limit 20 tokens an hour\); try again in \d+ s$/);
+  assert.equal(b.ws.readyState, 1, 'the socket stays open');
+  assert.equal(w.model.requests.length, usage, 'the model was not called');
+  const other = await tab(w, 'tokens-elsewhere');
+  assert.equal((await ask(other)).outcome, 'completed', 'the budget is per agent');
+});

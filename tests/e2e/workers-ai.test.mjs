@@ -140,3 +140,12 @@ test('without ALLOW_ANONYMOUS or AUTH_TOKEN the binding is a real model: a tab\'
   assert.equal(read.status, 403);
   assert.match(await read.text(), /^anonymous access is off: /);
 });
+
+test('a gateway model slug goes through the AI binding with the default gateway and the turn\'s metadata', async (t) => {
+  const model = 'openai/gpt-4o-mini';
+  const url = await workersAiAgent(t, model);
+  const c = await tab(url, 'wai-slug');
+  const { done, text } = await sendAndWait(c, rid(), [userMessage(rid('u'), 'hello there')], { gatewayMetadata: { user: 'u-7' } });
+  assert.equal(done.outcome, 'completed');
+  assert.equal(text, `model ${model}, stream true, 2 messages, city schema string, options {"gateway":{"id":"default","metadata":{"user":"u-7"}}}`);
+});

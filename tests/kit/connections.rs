@@ -17,6 +17,7 @@ fn demo() -> TestAgent {
         summarize: false,
         mcp_admin_token: None,
         debug_authorize_header: None,
+        memory: None,
     })
 }
 

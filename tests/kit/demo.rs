@@ -14,6 +14,7 @@ fn demo() -> TestAgent {
         summarize: false,
         mcp_admin_token: None,
         debug_authorize_header: None,
+        memory: None,
     })
 }
 
@@ -213,4 +214,109 @@ fn the_authors_sql_tables_work_and_survive_an_eviction() {
         matches!(refused, Err(StorageError::Refused(_))),
         "{refused:?}"
     );
+}
+
+fn system_of(request: &durable_chat::model::ModelRequest) -> String {
+    match &request.messages[0] {
+        ModelMessage::System { content } => content.clone(),
+        other => panic!("the system prompt comes first: {other:?}"),
+    }
+}
+
+#[test]
+fn the_model_writes_its_memory_block_with_set_context_and_the_next_step_reads_it() {
+    let agent = TestAgent::new(DemoAgent {
+        summarize: false,
+        mcp_admin_token: None,
+        debug_authorize_header: None,
+        memory: Some(durable_chat::core::ApprovalRule::Never),
+    });
+    let call = agent.model().reply_tool_call(
+        "set_context",
+        json!({"name": "memory", "text": "The user's cat is called Miso."}),
+    );
+    agent.model().reply_text("Noted.");
+    let tab = agent.connect();
+    tab.send_message("remember: my cat is Miso");
+    agent.run_until_idle();
+    let requests = agent.model().requests();
+    assert_eq!(requests.len(), 2);
+    let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(tools.contains(&"set_context"), "{tools:?}");
+    assert!(system_of(&requests[0]).contains("<context_block name=\"memory\""));
+    assert!(!system_of(&requests[0]).contains("Miso"));
+    let result = agent.model().tool_result(&call).expect("the tool's result");
+    assert!(result.contains("\"written\":\"memory\""), "{result}");
+    assert!(
+        system_of(&requests[1]).contains("The user's cat is called Miso."),
+        "the next step shows the block"
+    );
+
+    let refused = agent.model().reply_tool_call(
+        "set_context",
+        json!({"name": "memory", "text": "x".repeat(2001)}),
+    );
+    agent.model().reply_text("Too long.");
+    tab.send_message("remember a lot");
+    agent.run_until_idle();
+    let error = agent
+        .model()
+        .tool_result(&refused)
+        .expect("the tool's error");
+    assert!(error.contains("holds at most 2000 bytes"), "{error}");
+}
+
+#[test]
+fn the_model_searches_the_history_with_search_context() {
+    let agent = TestAgent::new(DemoAgent {
+        summarize: false,
+        mcp_admin_token: None,
+        debug_authorize_header: None,
+        memory: Some(durable_chat::core::ApprovalRule::Never),
+    });
+    agent.model().reply_text("Noted.");
+    let tab = agent.connect();
+    tab.send_message("my locker code is 4817");
+    agent.run_until_idle();
+    let call = agent
+        .model()
+        .reply_tool_call("search_context", json!({"query": "locker"}));
+    agent.model().reply_text("It is 4817.");
+    tab.send_message("what was my locker code?");
+    agent.run_until_idle();
+    let result = agent.model().tool_result(&call).expect("the tool's result");
+    let result: Value = serde_json::from_str(&result).unwrap();
+    let hits = result["hits"].as_array().expect("hits");
+    assert!(
+        hits.iter()
+            .any(|h| h["excerpt"].as_str().is_some_and(|e| e.contains("4817"))),
+        "{result}"
+    );
+}
+
+#[test]
+fn another_worker_sets_and_reads_the_state_through_the_demos_rpc_methods() {
+    let agent = demo();
+    let tab = agent.connect();
+    let state = agent.call_rpc("setStateField", json!(["topic", "rust"]));
+    assert_eq!(state, Ok(json!({"topic": "rust"})));
+    assert_eq!(agent.state(), Some(json!({"topic": "rust"})), "tabs see it");
+    assert!(!tab.frames_of("cf_agent_state").is_empty());
+    assert_eq!(
+        agent.call_rpc("stateField", json!(["topic"])),
+        Ok(json!("rust"))
+    );
+    assert_eq!(
+        agent.call_rpc("stateField", json!(["other"])),
+        Ok(Value::Null)
+    );
+    let bad = agent.call_rpc("stateField", json!([5])).unwrap_err();
+    assert!(
+        bad.starts_with("Invalid arguments for method stateField"),
+        "{bad}"
+    );
+    let streaming = agent.call_rpc("ticks", json!([1, 0])).unwrap_err();
+    assert_eq!(streaming, "this agent has no RPC method `ticks`");
+    let tab_only = agent.call_rpc("echo", json!([1])).unwrap_err();
+    assert_eq!(tab_only, "this agent has no RPC method `echo`");
 }

@@ -5,3 +5,4 @@
 
 mod connections;
 mod demo;
+mod submissions;

@@ -16,7 +16,7 @@ use worker::{
 
 use crate::core::{carry_out, Step};
 use crate::core::{CallId, ConnId, Core, Effect, Event, ScheduleOutcome, Timer};
-use crate::model::{ModelFailure, Provider};
+use crate::model::providers::{Provider, ProviderSet};
 use crate::protocol::channel::rpc_tool_call;
 use crate::protocol::server;
 use crate::store::SqlStore;
@@ -86,13 +86,16 @@ pub struct AgentHost {
     schedule_callbacks: HashMap<String, super::schedule_callback::ScheduleCallback>,
     store: SqlStore,
     core: RefCell<Core>,
-    /// The provider the settings chose, or the failure every model call meets.
-    model_provider: Result<Provider, ModelFailure>,
+    /// The providers model calls go to: the default one the settings
+    /// chose (or the failure every call meets), the ones a turn picks by name.
+    providers: ProviderSet,
     /// The Worker's environment (a model binding such as `AI` is called through it).
     env: Env,
     tools: HashMap<String, ServerTool>,
     /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
     hooks: AsyncHooks,
+    /// The definition's `on_start`, shared by every entry point that waits for it.
+    started: RefCell<Option<futures::future::Shared<futures::future::LocalBoxFuture<'static, ()>>>>,
     /// The definition's callables, state and connection hooks.
     author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
@@ -193,16 +196,29 @@ impl AgentHost {
         crate::log::set_threshold(settings.turns.log_level);
         #[allow(unused_mut)]
         let mut tools = definition.tools();
+        tools.extend(super::context_tool::set_context_tool(definition.as_ref()));
+        tools.extend(super::search_tool::search_context_tool(definition.as_ref()));
         #[cfg(feature = "debug-routes")]
         if debug.tools {
             tools.extend(super::debug_tools::tools());
             tools.extend(debug_author::tools());
         }
-        let store = SqlStore::open(state.storage())?;
+        let store = SqlStore::open(state.storage(), definition.searches_history())?;
         let stored = store.load()?;
         let name = stored_name(&store);
+        let mut providers = settings.providers();
+        for (name, provider) in definition.model_providers(&Vars(&lookup)) {
+            providers = providers.with(&name, Provider::custom(provider));
+        }
+        if let Some(name) = lookup("MODEL_PROVIDER") {
+            providers = providers.default_to(&name);
+        }
+        let providers = providers.with_workers_ai_ids(&random_token(10));
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(&definition);
         let mcp = mcp::McpClients::new(
             tools.iter().map(|t| t.spec.name.clone()),
@@ -214,7 +230,10 @@ impl AgentHost {
             per_agent: settings.turns.limits.max_child_calls_per_agent,
         });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
-        let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        let mut core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        for refused in core.reconcile_declared_schedules(definition.scheduled_tasks(), now_ms()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let routes = definition.clone();
@@ -244,10 +263,7 @@ impl AgentHost {
                 .collect(),
             store,
             core: RefCell::new(core),
-            model_provider: settings.model_provider().map(|p| match p {
-                Provider::WorkersAi(p) => Provider::WorkersAi(p.with_id_prefix(&random_token(10))),
-                other => other,
-            }),
+            providers,
             env: env.clone(),
             tools: tools
                 .into_iter()
@@ -274,12 +290,47 @@ impl AgentHost {
             max_connections_per_client,
             child_calls,
             destroyed: std::cell::Cell::new(false),
+            started: RefCell::new(None),
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
+        host.run_on_start(definition);
         Ok(host)
+    }
+
+    /// Starts the definition's `on_start`; every entry point waits for it
+    /// (`ready`).
+    fn run_on_start<D: AgentDefinition>(self: &Rc<Self>, definition: Rc<D>) {
+        use futures::FutureExt;
+        let agent = self.handle();
+        #[cfg(feature = "debug-routes")]
+        let debug_start = self.debug.tools.then(|| Rc::downgrade(self));
+        let run = async move {
+            definition.on_start(agent).await;
+            // Test-only: a slow start of its own, then noted, for a test to
+            // see that the first request waited for it.
+            #[cfg(feature = "debug-routes")]
+            if let Some(host) = debug_start {
+                worker::Delay::from(std::time::Duration::from_millis(50)).await;
+                if let Some(host) = host.upgrade() {
+                    host.debug.started.set(true);
+                }
+            }
+        }
+        .boxed_local()
+        .shared();
+        wasm_bindgen_futures::spawn_local(run.clone());
+        *self.started.borrow_mut() = Some(run);
+    }
+
+    /// Resolves once the definition's `on_start` has run.
+    pub async fn ready(&self) {
+        let started = self.started.borrow().clone();
+        if let Some(started) = started {
+            started.await;
+        }
     }
 
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
@@ -355,6 +406,12 @@ impl AgentHost {
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
+        }
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools && path.ends_with(debug::STARTED_ROUTE) {
+            return Response::from_json(
+                &serde_json::json!({ "started": self.debug.started.get() }),
+            );
         }
         #[cfg(feature = "debug-routes")]
         if self.debug.tools && path.contains(debug_author::ROUTES) {
@@ -769,8 +826,10 @@ impl AgentHost {
                 let before_turn = self.hooks.before_turn.clone();
                 let agent = self.handle();
                 #[cfg(feature = "debug-routes")]
-                let echoed = (self.debug.tools && context.body.contains_key("echoBody"))
-                    .then(|| context.body.clone());
+                let echoed = (self.debug.tools
+                    && (context.body.contains_key("echoBody")
+                        || context.body.contains_key("structuredOutput")))
+                .then(|| context.body.clone());
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
                     #[allow(unused_mut)]
@@ -1021,6 +1080,14 @@ impl CoreHost for AgentHost {
 
     fn destroy(self: Rc<Self>) -> futures::future::LocalBoxFuture<'static, Result<(), String>> {
         Box::pin(AgentHost::destroy(self))
+    }
+
+    fn search_history(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::core::HistoryHit>, String> {
+        self.store.search(query, limit).map_err(|e| e.to_string())
     }
 }
 

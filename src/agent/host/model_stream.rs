@@ -12,9 +12,7 @@ use worker::{
 };
 
 use crate::core::{CallId, Event};
-use crate::model::{
-    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, Provider, ResponseDecoder,
-};
+use crate::model::{CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest};
 
 use super::AgentHost;
 
@@ -22,10 +20,9 @@ impl AgentHost {
     /// Runs model call `call` to its end; a failure reaches the core as
     /// `Event::ModelFailed`.
     pub(super) async fn run_model(self: Rc<Self>, call: CallId, request: ModelRequest) {
-        let provider = match &self.model_provider {
+        let provider = match self.providers.for_request(&request) {
             Ok(provider) => provider,
             Err(failure) => {
-                let failure = failure.clone();
                 self.dispatch(Event::ModelFailed { call, failure });
                 return;
             }
@@ -35,13 +32,9 @@ impl AgentHost {
         self.model_calls.borrow_mut().insert(call, controller);
         let host = self.clone();
         let mut to_core = move |event| host.dispatch(Event::Model { call, event });
-        let result = match provider {
-            Provider::OpenAiCompatible(p) => {
-                self.stream_model(p, request, &signal, &mut to_core).await
-            }
-            Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut to_core).await,
-            Provider::Scripted(p) => self.stream_model(p, request, &signal, &mut to_core).await,
-        };
+        let result = self
+            .stream_model(provider, request, &signal, &mut to_core)
+            .await;
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
             let failure = self.for_tabs(failure);
@@ -74,10 +67,7 @@ impl AgentHost {
         self: Rc<Self>,
         request: ModelRequest,
     ) -> Result<String, ModelFailure> {
-        let provider = match &self.model_provider {
-            Ok(provider) => provider,
-            Err(failure) => return Err(failure.clone()),
-        };
+        let provider = self.providers.for_request(&request)?;
         let signal = AbortController::default().signal();
         let mut text = String::new();
         let mut collect = |event| {
@@ -85,13 +75,8 @@ impl AgentHost {
                 text.push_str(&delta);
             }
         };
-        match provider {
-            Provider::OpenAiCompatible(p) => {
-                self.stream_model(p, request, &signal, &mut collect).await?
-            }
-            Provider::WorkersAi(p) => self.stream_model(p, request, &signal, &mut collect).await?,
-            Provider::Scripted(p) => self.stream_model(p, request, &signal, &mut collect).await?,
-        }
+        self.stream_model(provider, request, &signal, &mut collect)
+            .await?;
         Ok(text)
     }
 
@@ -99,9 +84,9 @@ impl AgentHost {
     /// events to `sink` as they arrive. The request is turned into its
     /// plan (the HTTP body) and dropped before anything is awaited, so a long
     /// context is not held in memory for the length of the call.
-    async fn stream_model<P: ModelProvider>(
+    async fn stream_model(
         self: &Rc<Self>,
-        provider: &P,
+        provider: &dyn ModelProvider,
         mut request: ModelRequest,
         signal: &AbortSignal,
         sink: &mut dyn FnMut(crate::model::ModelEvent),
@@ -172,8 +157,8 @@ async fn drain(mut body: ByteStream) {
 
 /// POSTs `http`: the body stream of a 2xx answer, or the provider's reading
 /// of any other.
-async fn fetch_body<P: ModelProvider>(
-    provider: &P,
+async fn fetch_body(
+    provider: &dyn ModelProvider,
     http: HttpRequest,
     signal: &AbortSignal,
 ) -> Result<ByteStream, ModelFailure> {

@@ -110,6 +110,9 @@ pub enum LogEvent {
         duration_ms: u64,
         /// Bytes of text, reasoning and tool input the model streamed.
         model_bytes: usize,
+        /// The tokens the turn's calls used, as the provider reported them;
+        /// with cached input tokens reported, the line shows the cached share.
+        usage: Option<crate::model::Usage>,
         reason: Option<String>,
     },
     StepStarted {
@@ -298,6 +301,7 @@ impl fmt::Display for LogEvent {
                 steps,
                 duration_ms,
                 model_bytes,
+                usage,
                 reason,
             } => {
                 write!(
@@ -307,6 +311,19 @@ impl fmt::Display for LogEvent {
                     end.as_str(),
                     model_bytes.div_ceil(4)
                 )?;
+                if let Some((usage, cached)) =
+                    usage.and_then(|u| u.cached_tokens.map(|cached| (u, cached)))
+                {
+                    let share = match usage.prompt_tokens {
+                        0 => 0,
+                        input => cached.saturating_mul(100) / input,
+                    };
+                    write!(
+                        f,
+                        " input_tokens={} cached_tokens={cached} cached_share={share}%",
+                        usage.prompt_tokens
+                    )?;
+                }
                 match reason {
                     Some(reason) => write!(f, " reason={}", Quoted(reason)),
                     None => Ok(()),

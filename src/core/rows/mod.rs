@@ -1,4 +1,6 @@
+pub mod context_blocks_row;
 pub mod persisted;
 pub mod row_limits;
 pub mod schedule_row;
 pub mod shape;
+pub mod token_ledger_row;

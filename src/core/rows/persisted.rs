@@ -47,11 +47,15 @@ pub enum ConfigKey {
     /// Tool results from tabs waiting on `after_tool_call`
     /// (`turn/tool_results.rs`), so an eviction meanwhile loses none.
     PendingToolResults,
+    /// The tokens spent in the current hour and day (`data/token_budget.rs`).
+    TokenLedger,
+    /// The text of the context blocks written so far (`turn/context_blocks.rs`).
+    ContextBlocks,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 14] = [
+    pub const ALL: [ConfigKey; 16] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -66,18 +70,22 @@ impl ConfigKey {
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
         ConfigKey::PendingToolResults,
+        ConfigKey::TokenLedger,
+        ConfigKey::ContextBlocks,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
-    /// the schedules and the reports owed to `on_chat_response`. A clear
+    /// the schedules, the reports owed to `on_chat_response` and the tokens
+    /// spent (a clear gives no budget back). A clear
     /// deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 5] = [
+    pub const SURVIVES_CLEAR: [ConfigKey; 6] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
+        ConfigKey::TokenLedger,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -111,6 +119,8 @@ impl ConfigKey {
             ConfigKey::Schedules => "schedules",
             ConfigKey::OwedResponses => "owed_chat_responses",
             ConfigKey::PendingToolResults => "pending_tool_results",
+            ConfigKey::TokenLedger => "token_ledger",
+            ConfigKey::ContextBlocks => "context_blocks",
         }
     }
 }
@@ -301,6 +311,10 @@ pub struct StoredState {
     pub owed_responses: Vec<ChatResponse>,
     /// Tabs' tool results that were waiting on `after_tool_call`.
     pub pending_tool_results: Vec<PendingToolResult>,
+    /// The tokens spent in the current hour and day.
+    pub token_ledger: Option<crate::core::rows::token_ledger_row::TokenLedger>,
+    /// The text of the context blocks written so far.
+    pub context_blocks: Option<crate::core::rows::context_blocks_row::ContextBlocksRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -405,6 +419,8 @@ impl StoredState {
                 let row: PendingToolResultsRow = decode(text)?;
                 self.pending_tool_results = row.results;
             }
+            ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
+            ConfigKey::ContextBlocks => self.context_blocks = Some(decode(text)?),
         }
         Ok(())
     }

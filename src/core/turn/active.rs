@@ -55,6 +55,9 @@ pub(in crate::core) struct ModelCall {
     pub(in crate::core::turn) streamed: bool,
     /// Tool calls streamed so far, by the provider's index.
     pub(in crate::core::turn) calls: BTreeMap<u32, StepCall>,
+    /// The turn's streamed bytes when the call started (what it streamed
+    /// estimates its output when the provider reports no usage).
+    pub(in crate::core::turn) streamed_from: usize,
 }
 
 /// A step's model call that failed for good, while `on_chat_error` decides:

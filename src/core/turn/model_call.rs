@@ -28,6 +28,17 @@ pub const CONTEXT_TOO_LONG: &str =
 
 impl Core {
     pub(in crate::core::turn) fn begin_step(&mut self) {
+        // Every turn's every step, however it was asked for (a tab, a
+        // parent, a submission, the agent's own code, a continuation).
+        let limits = self.config.settings.limits;
+        if let Err(text) = self.token_ledger.allows(
+            self.now,
+            limits.max_agent_tokens_per_hour,
+            limits.max_agent_tokens_per_day,
+        ) {
+            self.end_turn(Outcome::Error, Some(text));
+            return;
+        }
         let Some(active) = self.active.as_mut() else {
             return;
         };
@@ -86,6 +97,7 @@ impl Core {
             context.push(&active.message);
         }
         let turn = active.step_settings();
+        let system = self.system_with_blocks(&turn.system);
         let (messages, earlier) = match compacted {
             Some(messages) => (messages, 0),
             None => {
@@ -93,8 +105,8 @@ impl Core {
                     bytes: context_budget,
                     messages: self.config.settings.context.max_messages,
                 };
-                let cut = self.cut_context(&turn.system, &context, bounds);
-                let mut messages = model_messages(&turn.system, &[]);
+                let cut = self.cut_context(&system, &context, bounds);
+                let mut messages = model_messages(&system, &[]);
                 messages.extend(cut.messages);
                 finish_model_messages(&mut messages);
                 (messages, cut.omitted)
@@ -176,7 +188,10 @@ impl Core {
         if has_content(&active.message) {
             recent.push((active.seq, active.message.clone()));
         }
-        Some((active.step_settings().system.clone(), recent))
+        Some((
+            self.system_with_blocks(&active.step_settings().system),
+            recent,
+        ))
     }
 
     /// The provider refused the request as too long for the model: the step

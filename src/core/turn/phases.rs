@@ -17,8 +17,9 @@ use crate::core::contract::log_event::{LogEvent, TurnEnd};
 use crate::core::data::accumulator::{close_dangling_text, has_content};
 use crate::core::data::context_window;
 use crate::core::data::queue::QueuedTurn;
+use crate::core::data::token_budget::estimated_tokens;
 use crate::core::logging::trigger_label;
-use crate::core::rows::persisted::StreamRecord;
+use crate::core::rows::persisted::{ConfigKey, StreamRecord};
 use crate::core::turn::active::ChunkLog;
 use crate::core::turn::active::{
     ActiveTurn, ModelCall, OpenParts, StepCall, StepEnd, StepRequest, TurnPhase,
@@ -192,11 +193,13 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return;
         };
+        let streamed_from = active.model_bytes;
         active.phase = TurnPhase::CallingModel(ModelCall {
             id,
             request,
             streamed: false,
             calls: BTreeMap::new(),
+            streamed_from,
         });
         self.clear_timer(Timer::ModelRetry);
         self.arm_stall_check();
@@ -231,11 +234,19 @@ impl Core {
         let Some(active) = self.active.as_mut() else {
             return Vec::new();
         };
-        let calls = match &mut active.phase {
-            TurnPhase::CallingModel(call) => std::mem::take(&mut call.calls),
-            _ => BTreeMap::new(),
+        let streamed = active.model_bytes;
+        let (calls, estimate) = match &mut active.phase {
+            TurnPhase::CallingModel(call) => (
+                std::mem::take(&mut call.calls),
+                estimated_tokens(
+                    call.request.sent_bytes,
+                    streamed.saturating_sub(call.streamed_from),
+                ),
+            ),
+            _ => (BTreeMap::new(), 0),
         };
         self.count_step_usage(usage);
+        self.spend_tokens(usage.map_or(estimate, |u| u.total_tokens()));
         self.leave_model_call(TurnPhase::RunningTools(StepEnd {
             finish_reason,
             called_tools: !calls.is_empty(),
@@ -244,6 +255,19 @@ impl Core {
             waits_on_person: false,
         }));
         calls.into_values().collect()
+    }
+
+    /// Counts tokens a model call spent into the stored ledger (kept only
+    /// while a token limit is set: an agent with none writes nothing).
+    fn spend_tokens(&mut self, tokens: u64) {
+        let limits = self.config.settings.limits;
+        let limited = limits.max_agent_tokens_per_hour > 0 || limits.max_agent_tokens_per_day > 0;
+        if tokens == 0 || !limited {
+            return;
+        }
+        self.token_ledger.spend(self.now, tokens);
+        let ledger = self.token_ledger;
+        self.put_config(ConfigKey::TokenLedger, &ledger);
     }
 
     /// Phase transition out of calling the model: the call's stall check and
@@ -296,6 +320,10 @@ impl Core {
         }
         if more {
             self.begin_step();
+            return;
+        }
+        if let Err(text) = self.check_structured_output() {
+            self.end_turn(Outcome::Error, Some(text));
             return;
         }
         let message_metadata = self.finish_metadata();
@@ -492,6 +520,7 @@ impl Core {
             steps: active.steps,
             duration_ms: self.now.saturating_sub(active.started_at),
             model_bytes: active.model_bytes,
+            usage: active.usage,
             reason,
         });
     }

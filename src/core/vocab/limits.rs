@@ -68,6 +68,13 @@ pub struct Limits {
     /// callers' submissions and continuations asked for over RPC. The
     /// agent's own code is not counted.
     pub max_agent_requests_per_minute: usize,
+    /// Tokens the agent's model calls may spend in one clock hour (0: no
+    /// limit), as the provider reports them (estimated from the bytes sent
+    /// and streamed when it does not); past it a turn is refused on its
+    /// request id, and a running turn ends before its next model call.
+    pub max_agent_tokens_per_hour: u64,
+    /// Tokens the agent's model calls may spend in one UTC day (0: no limit).
+    pub max_agent_tokens_per_day: u64,
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).
     pub max_connections: usize,
@@ -111,6 +118,8 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             max_requests_per_minute: 60,
             max_agent_requests_per_minute: 600,
+            max_agent_tokens_per_hour: 0,
+            max_agent_tokens_per_day: 0,
             max_connections: 100,
             max_stored_messages: 0,
             max_child_calls_per_turn: 4,

@@ -128,6 +128,7 @@ mod tests {
             prompt_tokens: 30,
             completion_tokens: 5,
             cached_tokens: Some(16),
+            cache_write_tokens: None,
         };
         let finish = MetadataMoment::Finish {
             request_id: "r1",

@@ -1,7 +1,9 @@
 pub mod agent_api;
 pub mod config;
+pub mod context_block;
 pub mod context_policy;
 pub mod file_urls;
+pub mod history_search;
 pub mod hooks;
 pub mod ids;
 pub mod limits;

@@ -49,6 +49,13 @@ pub struct TurnConfig {
     pub max_steps: Option<u32>,
     /// The model asked for this turn.
     pub model: Option<String>,
+    /// The provider this turn's model calls go to, by name (`anthropic`,
+    /// `openai`, `workers-ai`, or one registered by
+    /// `AgentDefinition::model_providers`); `None`: the agent's default.
+    pub provider: Option<String>,
+    /// Metadata for the AI Gateway this turn's calls go through, over the
+    /// agent's (see [`ModelSettings::gateway_metadata`]).
+    pub gateway_metadata: Map<String, Value>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Extra headers on this turn's model requests (an HTTP provider's).
@@ -126,6 +133,10 @@ impl TurnSettings {
         if let Some(model) = config.model.filter(|m| !m.trim().is_empty()) {
             self.model.model = model;
         }
+        if let Some(provider) = config.provider.filter(|p| !p.trim().is_empty()) {
+            self.model.provider = Some(provider);
+        }
+        self.model.gateway_metadata.extend(config.gateway_metadata);
         self.model.temperature = config.temperature.or(self.model.temperature);
         self.model.max_tokens = config.max_tokens.or(self.model.max_tokens);
         self.headers.extend(config.headers);

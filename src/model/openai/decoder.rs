@@ -321,6 +321,7 @@ mod tests {
             prompt_tokens: 12,
             completion_tokens: 3,
             cached_tokens: None,
+            cache_write_tokens: None,
         };
         assert_eq!(
             events.last(),
@@ -339,6 +340,7 @@ mod tests {
             prompt_tokens: 120,
             completion_tokens: 3,
             cached_tokens: Some(96),
+            cache_write_tokens: None,
         };
         assert_eq!(
             events.last(),

@@ -42,7 +42,7 @@ pub(super) fn error_message_in_json(body: &str) -> Option<String> {
 }
 
 /// Text for the value of an `error` field, whatever its shape.
-pub(super) fn describe_error_value(error: &serde_json::Value) -> String {
+pub(crate) fn describe_error_value(error: &serde_json::Value) -> String {
     if let Some(text) = error.as_str() {
         return text.to_string();
     }

@@ -5,7 +5,9 @@
 use std::fmt;
 
 use super::{chat_completions_url, http_error_text, request_body, StreamDecoder};
-use crate::model::{CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest};
+use crate::model::{
+    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
+};
 
 /// A service at `base_url` (e.g. `https://api.openai.com/v1`), with an
 /// optional API key.
@@ -35,8 +37,6 @@ impl OpenAiCompatible {
 }
 
 impl ModelProvider for OpenAiCompatible {
-    type Decoder = StreamDecoder;
-
     fn plan(&self, request: &ModelRequest) -> CallPlan {
         let mut headers = vec![
             ("content-type".to_string(), "application/json".to_string()),
@@ -44,6 +44,9 @@ impl ModelProvider for OpenAiCompatible {
         ];
         if let Some(key) = &self.api_key {
             headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        }
+        if let Some(metadata) = crate::model::ai_gateway::metadata_header(request) {
+            headers.push(metadata);
         }
         headers.extend(request.headers.iter().cloned());
         CallPlan::Http(HttpRequest {
@@ -53,8 +56,8 @@ impl ModelProvider for OpenAiCompatible {
         })
     }
 
-    fn decoder(&self) -> StreamDecoder {
-        StreamDecoder::new()
+    fn decoder(&self) -> Box<dyn ResponseDecoder> {
+        Box::new(StreamDecoder::new())
     }
 
     /// Transient for 408, 409, 429 and 5xx, with the `retry-after-ms` or
@@ -99,7 +102,7 @@ fn is_context_overflow(status: u16, body: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{FinishReason, ModelEvent, ResponseDecoder};
+    use crate::model::{FinishReason, ModelEvent};
 
     fn request() -> ModelRequest {
         ModelRequest::user_text("m", "hi")
@@ -208,7 +211,7 @@ mod tests {
         let mut events = Vec::new();
         let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
         decoder.decode(body, &mut events).expect("decodes");
-        assert!(ResponseDecoder::is_finished(&decoder));
+        assert!(decoder.is_finished());
         assert_eq!(
             events,
             vec![

@@ -132,6 +132,7 @@ mod tests {
                         prompt_tokens: 7,
                         completion_tokens: 9,
                         cached_tokens: None,
+                        cache_write_tokens: None,
                     }),
                 })
             );

@@ -81,6 +81,7 @@ impl UsageWire {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .or(self.cached_tokens),
+            cache_write_tokens: None,
         }
     }
 }

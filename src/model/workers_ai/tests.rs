@@ -207,7 +207,43 @@ fn usage_on_a_native_line_is_reported_with_the_finish() {
                 prompt_tokens: 11,
                 completion_tokens: 2,
                 cached_tokens: None,
+                cache_write_tokens: None,
             }),
         })
     );
+}
+
+#[test]
+fn a_gateway_slug_goes_through_the_default_gateway_with_images_and_metadata() {
+    let provider = WorkersAi::new("AI", "p");
+    let mut request = ModelRequest::user_text("openai/gpt-4o-mini", "hi");
+    request.messages = vec![ModelMessage::User {
+        content: "what is this?".into(),
+        files: vec![crate::model::ModelFile {
+            media_type: "image/png".into(),
+            url: "data:image/png;base64,iVBOR".into(),
+            filename: None,
+        }],
+    }];
+    request
+        .settings
+        .gateway_metadata
+        .insert("user".into(), json!("u-7"));
+    let CallPlan::Binding(call) = provider.plan(&request) else {
+        panic!("a binding call");
+    };
+    assert_eq!(call.model, "openai/gpt-4o-mini");
+    assert_eq!(
+        call.options.as_deref(),
+        Some(r#"{"gateway":{"id":"default","metadata":{"user":"u-7"}}}"#)
+    );
+    assert!(call.input.contains("image_url"), "{}", call.input);
+
+    let own = ModelRequest::user_text("@cf/meta/llama-3.1-8b-instruct", "hi");
+    let CallPlan::Binding(call) = provider.plan(&own) else {
+        panic!("a binding call");
+    };
+    assert_eq!(call.options, None, "a Workers AI model needs no gateway");
+    assert!(is_gateway_slug("anthropic/claude-sonnet-4"));
+    assert!(!is_gateway_slug("@cf/x/y") && !is_gateway_slug("gpt-4o") && !is_gateway_slug("/x"));
 }

@@ -1,7 +1,8 @@
 //! A clear of the history deletes the chat's rows and nothing else: the
 //! name the agent is addressed by, its synced state, the author's alarm,
-//! its schedules and the reports owed to `on_chat_response` survive it and
-//! a restart after it (`ConfigKey::SURVIVES_CLEAR`).
+//! its schedules, the reports owed to `on_chat_response` and the tokens
+//! spent under a token limit survive it and a restart after it
+//! (`ConfigKey::SURVIVES_CLEAR`).
 
 use durable_chat::core::{ConfigKey, Event, ScheduleRequest, ScheduleWhen};
 use serde_json::{json, Value};
@@ -12,7 +13,10 @@ const DAY: u64 = 86_400_000;
 
 #[test]
 fn what_is_not_chat_state_survives_a_clear_and_a_restart() {
-    let mut sim = Sim::with(|config| config.agent_api.initial_state = Some(json!({"n": 0})));
+    let mut sim = Sim::with(|config| {
+        config.agent_api.initial_state = Some(json!({"n": 0}));
+        config.settings.limits.max_agent_tokens_per_day = 1_000_000;
+    });
     sim.response_delay_ms = 60_000; // the hook is still running at the clear
     sim.handle(Event::Named {
         name: "room-7".into(),

@@ -11,4 +11,5 @@ mod readonly;
 mod request_rate;
 mod schedules;
 mod submissions;
+mod token_budget;
 mod trust;

@@ -257,3 +257,38 @@ fn placing_the_cut_counts_the_history_once_per_window_position_and_logs_when_the
         "logged a trimmed context {trims} times in 40 turns"
     );
 }
+
+/// The share of request bytes a provider that caches by prefix reads from
+/// its cache over `requests`: each request's longest common start with the
+/// one before it (as the Messages API body it is sent as), over all bytes.
+fn cached_share(requests: &[ModelCall]) -> f64 {
+    let bodies: Vec<String> = requests
+        .iter()
+        .map(|call| durable_chat::model::anthropic::request_body(&call.request))
+        .collect();
+    let total: usize = bodies.iter().skip(1).map(String::len).sum();
+    let cached: usize = bodies
+        .windows(2)
+        .map(|w| {
+            w[0].bytes()
+                .zip(w[1].bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .sum();
+    cached as f64 / total as f64
+}
+
+#[test]
+fn over_a_long_chat_most_of_each_request_is_the_start_of_the_one_before() {
+    let mut sim = Sim::with(|c| c.settings.context.max_messages = 120);
+    sim.connect("a");
+    grow(&mut sim, 200, 200);
+    let before = sim.requests().len();
+    for i in 200..300 {
+        grow_one(&mut sim, i, 200);
+    }
+    let share = cached_share(&sim.requests()[before - 1..]);
+    println!("cached share over turns 200-300: {:.1}%", share * 100.0);
+    assert!(share >= 0.8, "cached share {share:.3}");
+}

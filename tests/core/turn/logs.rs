@@ -336,3 +336,39 @@ fn a_turn_started_line_names_who_started_it() {
         .collect();
     assert_eq!(started, ["tab:a", "caller:\"http\\nforged\"", "agent"]);
 }
+
+#[test]
+fn a_turn_whose_provider_reports_cached_input_logs_the_cached_share() {
+    let mut sim = two_tabs();
+    sim.script(
+        Reply::tool_call("c1", "get_weather", json!({"city": "Oslo"})).with_usage(
+            1000,
+            20,
+            Some(600),
+        ),
+    )
+    .script(Reply::text("rain").with_usage(1100, 5, Some(1000)))
+    .script_tool("get_weather", ToolReply::ok(json!("rain")));
+    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
+    sim.run_until_idle();
+    let end = lines(&sim)
+        .into_iter()
+        .find(|l| l.contains("turn ended request=r1"))
+        .expect("the end line");
+    assert!(
+        end.ends_with(" input_tokens=2100 cached_tokens=1600 cached_share=76%"),
+        "the turn's calls together: {end}"
+    );
+
+    sim.script(Reply::text("plain").with_usage(50, 1, None));
+    sim.send("a", chat_request("r2", &[user("u2", "hi")]));
+    sim.run_until_idle();
+    let end = lines(&sim)
+        .into_iter()
+        .find(|l| l.contains("turn ended request=r2"))
+        .expect("the end line");
+    assert!(
+        !end.contains("cached"),
+        "no share without a cached count: {end}"
+    );
+}

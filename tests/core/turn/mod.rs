@@ -4,6 +4,7 @@ mod approvals;
 mod client_tools;
 mod compaction;
 mod context;
+mod context_blocks;
 mod deadlines;
 mod error_decisions;
 mod files;

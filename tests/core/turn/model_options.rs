@@ -190,3 +190,114 @@ fn the_agents_step_count_condition_ends_every_turn_of_a_looping_model() {
         "completed"
     );
 }
+
+#[test]
+fn a_turn_picks_its_provider_and_gateway_metadata_and_the_next_turn_has_the_agents() {
+    let mut sim = prepared_sim(|c| {
+        c.settings.model.gateway_metadata = object(json!({"app": "support"}));
+    });
+    sim.preparer.hook = Rc::new(|ctx| match ctx.body.get("provider") {
+        Some(Value::String(name)) => TurnConfig {
+            provider: Some(name.clone()),
+            gateway_metadata: object(json!({"user": "u-7"})),
+            ..TurnConfig::default()
+        },
+        _ => TurnConfig::default(),
+    });
+    sim.script(Reply::tool_call(
+        "c1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script(Reply::text("rain"))
+    .script_tool("get_weather", ToolReply::ok(json!("rain")));
+    sim.send(
+        "a",
+        chat_request_with(
+            "r1",
+            &[user("u1", "weather?")],
+            json!({"provider": "anthropic"}),
+        ),
+    );
+    sim.run_until_idle();
+    assert_eq!(sim.requests().len(), 2);
+    for call in sim.requests() {
+        let settings = &call.request.settings;
+        assert_eq!(
+            settings.provider.as_deref(),
+            Some("anthropic"),
+            "every step"
+        );
+        assert_eq!(
+            settings.gateway_metadata,
+            object(json!({"app": "support", "user": "u-7"}))
+        );
+    }
+
+    sim.script(Reply::text("plain"));
+    sim.send("a", chat_request("r2", &[user("u2", "again")]));
+    sim.run_until_idle();
+    let settings = &sim.last_request().request.settings;
+    assert_eq!(settings.provider, None);
+    assert_eq!(settings.gateway_metadata, object(json!({"app": "support"})));
+}
+
+#[test]
+fn a_structured_answer_is_checked_against_its_schema_and_a_mismatch_fails_the_turn() {
+    let mut sim = json_turns_sim();
+    sim.script(Reply::text("```json\n{\"id\":\"A-1\"}\n```"));
+    let body = json!({"json": true});
+    sim.send(
+        "a",
+        chat_request_with("r1", &[user("u1", "order?")], body.clone()),
+    );
+    sim.run_until_idle();
+    let done = |sim: &Sim, id: &str| {
+        sim.frames("a")
+            .iter()
+            .find(|f| f["id"] == id && f["done"] == true)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        done(&sim, "r1")["outcome"],
+        "completed",
+        "a fenced answer that fits"
+    );
+
+    sim.script(Reply::text("{\"id\": 7, \"extra\": true}"));
+    sim.send(
+        "a",
+        chat_request_with("r2", &[user("u2", "another")], body.clone()),
+    );
+    sim.run_until_idle();
+    assert_eq!(done(&sim, "r2")["outcome"], "error");
+    let errors: Vec<String> = sim
+        .frames("a")
+        .iter()
+        .filter(|f| f["id"] == "r2" && f["error"] == true)
+        .filter_map(|f| f["body"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        errors.iter().any(|e| e
+            .contains("does not follow the schema `order`: $.id: expected string, found integer")),
+        "{errors:?}"
+    );
+
+    sim.script(Reply::text("not json at all"));
+    sim.send(
+        "a",
+        chat_request_with("r3", &[user("u3", "once more")], body),
+    );
+    sim.run_until_idle();
+    assert_eq!(done(&sim, "r3")["outcome"], "error");
+
+    sim.script(Reply::text("plain words"));
+    sim.send("a", chat_request("r4", &[user("u4", "no schema")]));
+    sim.run_until_idle();
+    assert_eq!(
+        done(&sim, "r4")["outcome"],
+        "completed",
+        "a turn without a schema is not checked"
+    );
+}

@@ -18,6 +18,7 @@ fn usage(prompt: u64, completion: u64, cached: Option<u64>) -> Option<Usage> {
         prompt_tokens: prompt,
         completion_tokens: completion,
         cached_tokens: cached,
+        cache_write_tokens: None,
     })
 }
 

@@ -47,4 +47,4 @@ pub use crate::router::{Cors, RouteOptions};
 pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).
-pub use crate::core::{Repeat, ScheduleError, ScheduleWhen};
+pub use crate::core::{Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};

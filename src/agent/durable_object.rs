@@ -122,7 +122,7 @@ macro_rules! chat_agent {
                 /// bridge class exposes beside the built-in ones.
                 #[wasm_bindgen(js_name = durableChatRpcMethods)]
                 pub fn durable_chat_rpc_methods(&self) -> ::worker::js_sys::Array {
-                    $crate::__private::rpc_method_names(self.host.get())
+                    $crate::__private::rpc_method_names(self.host.rpc_names())
                 }
 
                 /// The largest WebSocket message the agent takes, for the

@@ -29,6 +29,9 @@ pub struct LazyHost {
     start: RefCell<Option<Start>>,
     host: OnceCell<Result<Rc<AgentHost>, String>>,
     authorize: Authorizer,
+    /// The author's own RPC methods, by name (from the definition: the
+    /// bridge class asks for them in every instance's constructor).
+    rpc_names: Vec<String>,
 }
 
 impl LazyHost {
@@ -40,13 +43,20 @@ impl LazyHost {
         let owner = definition.clone();
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &settings));
         let agent = agent.to_string();
+        let rpc_names = rpc_names_of(&*definition);
         LazyHost {
             start: RefCell::new(Some(Box::new(move || {
                 AgentHost::new_shared(state, env, definition, &agent)
             }))),
             host: OnceCell::new(),
             authorize,
+            rpc_names,
         }
+    }
+
+    /// The author's own RPC methods, by name, without starting the host.
+    pub fn rpc_names(&self) -> &[String] {
+        &self.rpc_names
     }
 
     /// The host, started now if it has not been.
@@ -80,6 +90,23 @@ impl LazyHost {
             Err(e) => Response::error(format!("agent failed to start: {e}"), 500),
         }
     }
+}
+
+/// The names of the definition's RPC methods (and callables marked for RPC)
+/// that pass the name rules, sorted.
+fn rpc_names_of<D: AgentDefinition>(definition: &D) -> Vec<String> {
+    let callables = (definition.callables().into_iter())
+        .map(|c| (c.name().to_string(), c))
+        .collect();
+    let mut refused = Vec::new();
+    let methods = crate::agent::callables::rpc_methods::author_rpc_methods(
+        definition.rpc_methods(),
+        &callables,
+        &mut refused,
+    );
+    let mut names: Vec<String> = methods.into_keys().collect();
+    names.sort();
+    names
 }
 
 /// Whether the host answers `path` only after `authorize` (the internal

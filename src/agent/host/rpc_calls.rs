@@ -153,14 +153,6 @@ impl AgentHost {
         rx
     }
 
-    /// The names of the author's RPC methods, for the bridge class to
-    /// expose on its prototype.
-    pub(crate) fn author_rpc_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.author.rpc_methods.keys().cloned().collect();
-        names.sort();
-        names
-    }
-
     /// Starts the author's RPC method `name` with `args` (`None`: no such
     /// method).
     pub(crate) fn call_author_rpc(

@@ -70,7 +70,7 @@ mod handle_turns;
 #[doc(hidden)]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
-mod ids;
+pub(crate) mod ids;
 #[cfg(target_arch = "wasm32")]
 pub mod remote;
 #[cfg(target_arch = "wasm32")]

@@ -1,8 +1,8 @@
 //! Another agent's (or the worker's) typed stub for an agent's submissions:
 //! `AgentStub::new(&env, "SupportAgentDO", "customer-1")` reaches that
 //! agent over Durable Object RPC and calls `submit_messages`,
-//! `submission_status`, `cancel_submission`, `save_messages` and
-//! `continue_last_turn` there, by Think's method names (`submitMessages`,
+//! `submission_status`, `cancel_submission`, `save_messages`,
+//! `continue_last_turn` and `destroy` there, by Think's method names (`submitMessages`,
 //! `inspectSubmission`, `cancelSubmission`, `addMessages`,
 //! `continueLastTurn`): the agent is one of this crate's (its generated RPC
 //! class) or a `@cloudflare/think` agent, whose answers
@@ -238,5 +238,13 @@ impl AgentStub {
             let continued: Continued = from_js(&answer).map_err(rust_error)?;
             Ok(continued.request_id)
         }
+    }
+
+    /// `destroy()`: the agent erases everything it holds and closes its
+    /// sockets (see `AgentHandle::destroy`); the next call reaches a new,
+    /// empty agent of the same name.
+    pub async fn destroy(&self) -> worker::Result<()> {
+        self.stub.call("destroy", &[]).await?;
+        Ok(())
     }
 }

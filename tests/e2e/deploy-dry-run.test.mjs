@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { ROOT } from '../support/harness.mjs';
 
 const run = promisify(execFile);
-const CLASSES = ['ChatAgent', 'Coordinator'];
+const CLASSES = ['ChatAgent', 'Coordinator', 'ChatDirectory'];
 
 test('wrangler deploy --dry-run bundles the release worker with both Durable Object classes, their SQLite migration and the demo page', { timeout: 600000 }, async (t) => {
   const out = mkdtempSync(join(tmpdir(), 'durable-chat-deploy-'));

@@ -53,7 +53,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The agent worker's own options in Miniflare's single-worker (v4) form: the build's modules, the
- * two Durable Object classes, `bindings`, and `options` (`unsafePreventEviction` applies to both
+ * three Durable Object classes, `bindings`, and `options` (`unsafePreventEviction` applies to both
  * classes; anything else is a worker option such as `wrappedBindings`).
  */
 export function agentWorkerOptions({ buildDir, bindings, options = {} }) {
@@ -66,7 +66,7 @@ export function agentWorkerOptions({ buildDir, bindings, options = {} }) {
     ],
     modulesRoot: buildDir,
     compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: { ChatAgent: object('ChatAgent'), Coordinator: object('Coordinator') },
+    durableObjects: { ChatAgent: object('ChatAgent'), Coordinator: object('Coordinator'), ChatDirectory: object('ChatDirectory') },
     bindings,
     ...rest,
   };

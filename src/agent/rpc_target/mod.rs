@@ -6,7 +6,7 @@
 //! args)`, which `chat_agent!` defines and which lands in [`call`]. Every
 //! method feeds the core's existing paths: `chat` is a parent's channel turn
 //! (`chat.rs`), the rest are the `AgentHandle`'s submissions and messages
-//! (`submissions.rs`, `messages.rs`).
+//! (`submissions.rs`, `messages.rs`); `destroy` erases the agent.
 
 use std::rc::Rc;
 
@@ -42,8 +42,17 @@ pub fn call(host: &Result<Rc<AgentHost>, String>, method: &str, args: Array) -> 
         "addMessages" => settled(messages::add(&host, &arg(0))),
         "saveMessages" => future_to_promise(messages::save(host, arg(0), arg(1))),
         "continueLastTurn" => future_to_promise(messages::continue_last(host)),
+        "destroy" => future_to_promise(destroy(host)),
         other => js::rejected(&format!("this agent has no RPC method `{other}`")),
     }
+}
+
+/// `destroy()` (as an `agents` Agent's): everything the agent holds is
+/// erased and its sockets closed (`AgentHandle::destroy`); resolves once
+/// the rows are gone, and the object is reset right after.
+async fn destroy(host: Rc<AgentHost>) -> Result<JsValue, JsValue> {
+    host.handle().destroy().await.map_err(|e| js::error(&e))?;
+    Ok(JsValue::UNDEFINED)
 }
 
 /// The promise of a call answered at once.

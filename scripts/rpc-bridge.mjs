@@ -7,7 +7,9 @@
 // webSocketError / alarm to the Rust class (a WebSocket message over the agent's frame limit is
 // refused by its length before it is copied into wasm: `durableChatFrameLimit`,
 // `durableChatFrameTooLarge`), and exposes the agent's RPC methods (Think's names) by
-// forwarding them to `durableChatRpc(method, args)`. Everything else worker-build exports (the
+// forwarding them to `durableChatRpc(method, args)`, and so the author's own methods, whose names
+// the first instance reads from `durableChatRpcMethods()` and adds to the class's prototype (the
+// runtime looks a called method up on the prototype). Everything else worker-build exports (the
 // worker's default entry) is re-exported unchanged; index_bg.wasm stays beside it.
 //
 //   node scripts/rpc-bridge.mjs [buildDir]      (default: build; scripts/build.sh runs it)
@@ -39,9 +41,15 @@ async function loadEsbuild() {
 export const RPC_METHODS = [
   'chat',
   'cancelChat',
+  'cancelAllChats',
+  'runTurn',
   'submitMessages',
   'inspectSubmission',
+  'waitForSubmission',
+  'listSubmissions',
   'cancelSubmission',
+  'deleteSubmission',
+  'deleteSubmissions',
   'getMessages',
   'clearMessages',
   'addMessages',
@@ -86,6 +94,15 @@ function agentClass(Rust, name) {
     constructor(ctx, env) {
       super(ctx, env);
       this.#agent = new Rust(ctx, env);
+      // The author's own methods (the agent skips a name that shadows anything here).
+      for (const method of this.#agent.durableChatRpcMethods?.() ?? []) {
+        if (Object.hasOwn(Agent.prototype, method)) continue;
+        Object.defineProperty(Agent.prototype, method, {
+          value: function (...args) { return this.#agent.durableChatRpc(method, args); },
+          writable: true,
+          configurable: true,
+        });
+      }
     }
     fetch(request) { return this.#agent.fetch(request); }
     webSocketMessage(ws, message) {

@@ -190,6 +190,10 @@ impl AgentDefinition for DemoAgent {
         callables
     }
 
+    fn rpc_methods(&self) -> Vec<crate::agent::Callable> {
+        shared_state::rpc_methods()
+    }
+
     fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
         vec![
             reminders::schedule_callback(),

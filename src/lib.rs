@@ -134,6 +134,8 @@ pub mod __private {
     #[cfg(target_arch = "wasm32")]
     pub use crate::agent::host::AgentHost;
     #[cfg(target_arch = "wasm32")]
+    pub use crate::agent::rpc_target::author_method_names as rpc_method_names;
+    #[cfg(target_arch = "wasm32")]
     pub use crate::agent::rpc_target::call as rpc_call;
     pub use crate::log::{write as log_write, LogLevel};
     pub use crate::routing::kebab;

@@ -37,7 +37,9 @@ pub use crate::agent::body::{read_bytes, read_json, read_json_typed, read_text};
 pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::AgentStub;
-pub use crate::agent::{Connection, Submission, SubmitOptions, TurnResult, DESTROYED_CLOSE_CODE};
+pub use crate::agent::{
+    Connection, Submission, SubmissionFilter, SubmitOptions, TurnResult, DESTROYED_CLOSE_CODE,
+};
 #[cfg(target_arch = "wasm32")]
 pub use crate::router::{route_request, route_request_with, AgentTarget, Before, Routed};
 pub use crate::router::{Cors, RouteOptions};

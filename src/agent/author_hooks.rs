@@ -1,7 +1,8 @@
 //! The definition's hooks for the agent as a whole, type-erased for the
 //! host: the synced state's initial value and validator (handed to the
-//! core), `on_state_changed`, the callables by name, and the connection
-//! hooks (`connection_tags`, `should_connection_be_readonly`, `on_connect`,
+//! core), `on_state_changed`, the callables by name, the author's RPC
+//! methods by name (`rpc_methods.rs`), and the connection hooks
+//! (`connection_tags`, `should_connection_be_readonly`, `on_connect`,
 //! `on_close`, `on_message`).
 
 use std::collections::HashMap;
@@ -25,6 +26,11 @@ type ConnectDecision<T> = Rc<dyn Fn(&str, &RequestInfo) -> T>;
 
 pub struct AuthorHooks {
     pub callables: HashMap<String, Callable>,
+    /// Reached over Durable Object RPC (`rpc_methods` and the callables
+    /// marked `.over_rpc()`).
+    pub rpc_methods: HashMap<String, Callable>,
+    /// Why a declared RPC method was skipped (logged when the agent starts).
+    pub refused_rpc_methods: Vec<String>,
     pub on_state_changed: Hook<(Rc<Value>, StateSource)>,
     pub on_connect: Hook<(Connection, RequestInfo)>,
     pub on_close: Hook<Connection>,
@@ -41,6 +47,12 @@ impl AuthorHooks {
             .into_iter()
             .map(|c| (c.name().to_string(), c))
             .collect();
+        let mut refused_rpc_methods = Vec::new();
+        let rpc_methods = super::rpc_methods::author_rpc_methods(
+            definition.rpc_methods(),
+            &callables,
+            &mut refused_rpc_methods,
+        );
         let d = definition.clone();
         let on_state_changed: Hook<(Rc<Value>, StateSource)> =
             Rc::new(move |(state, source), agent| {
@@ -72,6 +84,8 @@ impl AuthorHooks {
             connection_tags,
             should_connection_be_readonly,
             callables,
+            rpc_methods,
+            refused_rpc_methods,
             on_state_changed,
             on_connect,
             on_close,

@@ -11,6 +11,11 @@
 //! client's `onChunk`); its `Ok` value is the last reply (`onDone`), its
 //! `Err` the caller's error. A streaming method is cancelled (its future
 //! dropped at its next await) when the caller's socket closes.
+//!
+//! `.over_rpc()` also exposes a (non-streaming) callable to other Workers and
+//! agents over Durable Object RPC (`stub.method(...args)`), and
+//! `AgentDefinition::rpc_methods` declares methods reached only that way;
+//! over RPC the call's connection is the RPC caller's (no socket, no state).
 
 use std::fmt::Display;
 use std::future::Future;
@@ -86,6 +91,7 @@ pub struct Callable {
     allow: Option<AccessCheck>,
     streaming: bool,
     readonly_safe: bool,
+    rpc: bool,
 }
 
 /// A streaming method's body as `Callable::streaming` takes it: a closure
@@ -170,6 +176,7 @@ impl Callable {
             allow: None,
             streaming,
             readonly_safe: false,
+            rpc: false,
         }
     }
 
@@ -190,6 +197,18 @@ impl Callable {
     /// Whether a readonly connection may call it (`Callable::readonly_safe`).
     pub fn is_readonly_safe(&self) -> bool {
         self.readonly_safe
+    }
+
+    /// Also callable over Durable Object RPC as `stub.<name>(...args)`
+    /// (a streaming method is not: RPC has no chunk channel).
+    pub fn over_rpc(mut self) -> Self {
+        self.rpc = true;
+        self
+    }
+
+    /// Whether `.over_rpc()` exposed it.
+    pub fn crosses_rpc(&self) -> bool {
+        self.rpc
     }
 
     /// The method's name, as clients call it.

@@ -113,6 +113,25 @@ pub trait AgentDefinition: 'static {
         Vec::new()
     }
 
+    /// Schedules the agent always has (cron or interval; Think's
+    /// `getScheduledTasks`), kept in step with this list each time the
+    /// agent starts: added when missing, replaced when their callback,
+    /// payload or timing changed, removed when no longer listed; unchanged
+    /// ones keep their next due time. A one-off, or one that does not
+    /// schedule (a bad cron, an unknown time zone), is skipped with an
+    /// error in the log.
+    fn scheduled_tasks(&self) -> Vec<crate::core::ScheduleRequest> {
+        Vec::new()
+    }
+
+    /// Runs once each time the agent's object starts (after an eviction
+    /// or hibernation too), before it serves its first request, socket
+    /// message, alarm or RPC call; they wait for it. Do not wait here for
+    /// a turn or a submission: they run only after it.
+    fn on_start(&self, _agent: AgentHandle) -> impl Future<Output = ()> {
+        async {}
+    }
+
     /// Decides whether a request from outside may open a socket, read the
     /// transcript (`get-messages`) or reach `on_request`. The default is
     /// [`default_authorize`]: `?token=` (or `Authorization: Bearer`) must
@@ -251,6 +270,7 @@ pub trait AgentDefinition: 'static {
     }
 
     /// The methods a connected client may call (`agent.call`, `agent.stub`).
+    /// One marked `.over_rpc()` is also an RPC method (see `rpc_methods`).
     fn callables(&self) -> Vec<Callable> {
         Vec::new()
     }
@@ -270,6 +290,18 @@ pub trait AgentDefinition: 'static {
     /// and what would change the agent is refused. `false` by default.
     fn should_connection_be_readonly(&self, _id: &str, _request: &RequestInfo) -> bool {
         false
+    }
+
+    /// Methods other Workers and agents call on the agent's Durable Object
+    /// stub (`env.MY_AGENT.get(id).myMethod(a, b)`), typed like callables
+    /// (`Callable::new`), not offered to tabs. Arguments are read under the
+    /// agent's message limits; the call's connection is the RPC caller's
+    /// (no socket, no state). A name must be a JavaScript identifier and not
+    /// one of the agent's built-in RPC methods (`chat`, `runTurn`, …) nor a
+    /// Durable Object handler (`fetch`, `alarm`, …): such a method is
+    /// skipped with an error in the log.
+    fn rpc_methods(&self) -> Vec<Callable> {
+        Vec::new()
     }
 
     /// A tab connected (after its connect frames): its request's path,

@@ -54,6 +54,7 @@ macro_rules! chat_agent {
                 message: ::worker::WebSocketIncomingMessage,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = self.host.get() {
+                    host.ready().await;
                     host.on_message(ws, message);
                 }
                 Ok(())
@@ -67,6 +68,7 @@ macro_rules! chat_agent {
                 _was_clean: bool,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = self.host.get() {
+                    host.ready().await;
                     host.on_close(ws);
                 }
                 Ok(())
@@ -78,6 +80,7 @@ macro_rules! chat_agent {
                 _error: ::worker::Error,
             ) -> ::worker::Result<()> {
                 if let Ok(host) = self.host.get() {
+                    host.ready().await;
                     host.on_close(ws);
                 }
                 Ok(())
@@ -85,6 +88,7 @@ macro_rules! chat_agent {
 
             async fn alarm(&self) -> ::worker::Result<::worker::Response> {
                 if let Ok(host) = self.host.get() {
+                    host.ready().await;
                     host.on_alarm();
                 }
                 ::worker::Response::ok("")
@@ -112,6 +116,13 @@ macro_rules! chat_agent {
                     args: ::worker::js_sys::Array,
                 ) -> ::worker::js_sys::Promise {
                     $crate::__private::rpc_call(self.host.get(), &method, args)
+                }
+
+                /// The names of the author's own RPC methods, which the
+                /// bridge class exposes beside the built-in ones.
+                #[wasm_bindgen(js_name = durableChatRpcMethods)]
+                pub fn durable_chat_rpc_methods(&self) -> ::worker::js_sys::Array {
+                    $crate::__private::rpc_method_names(self.host.get())
                 }
 
                 /// The largest WebSocket message the agent takes, for the

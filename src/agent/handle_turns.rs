@@ -1,12 +1,13 @@
 //! What the agent's handle offers to run turns from code and follow them:
 //! `run_turn` (submit and await the outcome with the stored answer),
-//! `wait_for_submission`, `cancel_request` (any turn, by request id) and
+//! `wait_for_submission`, `list_submissions` / `delete_submission(s)`,
+//! `cancel_request` (any turn, by request id), `cancel_all_chats` and
 //! `clear_messages`. A wait lives in the isolate's memory: an eviction ends
 //! it, while the submission itself is durable (wait again after a restart).
 
 use serde::Serialize;
 
-use crate::core::{Event, SubmissionStatus, SubmitError};
+use crate::core::{Event, SubmissionFilter, SubmissionStatus, SubmitError};
 use crate::protocol::UIMessage;
 
 use super::handle::{AgentHandle, Submission, SubmitOptions};
@@ -25,6 +26,20 @@ pub struct TurnResult {
     /// The stored answer, when the turn kept one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<UIMessage>,
+}
+
+impl TurnResult {
+    /// The answer's structured output read as `T`: for a turn that asked
+    /// for one (`TurnConfig::structured_output`), whose answer the agent
+    /// already checked against the schema. `Err`: the turn did not complete
+    /// with an answer, or the answer does not read as `T`.
+    pub fn output<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        let message = self.message.as_ref().ok_or_else(|| match &self.error {
+            Some(error) => format!("the turn has no answer: {error}"),
+            None => "the turn has no answer".to_string(),
+        })?;
+        crate::core::read_structured_output(message)
+    }
 }
 
 impl AgentHandle {
@@ -77,6 +92,32 @@ impl AgentHandle {
     /// tab's stop. Returns whether such a turn was queued or running.
     pub fn cancel_request(&self, request_id: &str) -> bool {
         self.with_core(|core, now| core.cancel_request(request_id, now))
+    }
+
+    /// Cancels every turn running, queued or owed (whoever asked for it),
+    /// each as `cancel_request` would; the conversation is kept. Returns
+    /// how many there were.
+    pub fn cancel_all_chats(&self) -> usize {
+        self.with_core(|core, now| core.cancel_all_turns(now))
+    }
+
+    /// The remembered submissions (the last 256) `filter` takes, newest
+    /// first.
+    pub fn list_submissions(&self, filter: &SubmissionFilter) -> Vec<Submission> {
+        self.with_core(|core, _| core.list_submissions(filter))
+    }
+
+    /// Forgets finished submission `id` (its row is deleted; a wait on it
+    /// resolves with `None`). A queued or running one is kept: `false`.
+    pub fn delete_submission(&self, id: &str) -> bool {
+        self.with_core(|core, _| core.delete_submission(id))
+    }
+
+    /// Forgets the finished submissions `filter` takes (by status, finished
+    /// before a time, at most `limit`, those that finished first going
+    /// first); queued and running ones are never taken. Returns how many.
+    pub fn delete_submissions(&self, filter: &SubmissionFilter) -> usize {
+        self.with_core(|core, _| core.delete_submissions(filter))
     }
 
     /// Forgets the conversation, as a tab's clear does: a running turn ends

@@ -75,6 +75,7 @@ pub(crate) mod ids;
 pub mod remote;
 #[cfg(target_arch = "wasm32")]
 mod rpc_chat;
+pub mod rpc_methods;
 #[cfg(target_arch = "wasm32")]
 mod rpc_stub;
 #[cfg(target_arch = "wasm32")]
@@ -95,6 +96,7 @@ pub mod tool;
 pub mod tool_context;
 pub mod typed_handler;
 
+pub use crate::core::SubmissionFilter;
 pub use access::{check_origin, Refusal, RequestInfo};
 pub use anonymous::default_authorize;
 pub use author_storage::{AuthorStorage, SqlValue, StorageError};

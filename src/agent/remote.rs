@@ -240,6 +240,19 @@ impl AgentStub {
         }
     }
 
+    /// Any other method of the agent's stub by name, such as the author's
+    /// own (`AgentDefinition::rpc_methods`): each argument crosses as JSON,
+    /// and the answer is read through the gate (`gate::AGENT_REPLY`) as `R`.
+    pub async fn call<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        args: &[Value],
+    ) -> worker::Result<R> {
+        let args = args.iter().map(to_js).collect::<worker::Result<Vec<_>>>()?;
+        let answer = self.stub.call(method, &args).await?;
+        from_js(&answer).map_err(rust_error)
+    }
+
     /// `destroy()`: the agent erases everything it holds and closes its
     /// sockets (see `AgentHandle::destroy`); the next call reaches a new,
     /// empty agent of the same name.

@@ -232,6 +232,10 @@ impl AgentSettings {
                 },
                 tool_timeout_ms: vars.parsed_or("TOOL_TIMEOUT_MS", defaults.tool_timeout_ms),
                 log_level: log_level.unwrap_or(defaults.log_level),
+                schedule_time_zone: vars
+                    .get("SCHEDULE_TIME_ZONE")
+                    .map(|z| z.trim().to_string())
+                    .filter(|z| !z.is_empty()),
                 ..defaults
             },
         }

@@ -62,6 +62,8 @@ pub use contract::transcript_frame::TranscriptFrame;
 pub use data::context::CONTINUE_INSTRUCTION;
 pub use data::context_window::estimated_bytes;
 pub use data::cron::Cron;
+pub use data::schema_check::read_output as read_structured_output;
+pub use data::submission_list::SubmissionFilter;
 pub use rows::persisted::{
     AgentStateRow, ConfigKey, Entry, OpenStream, RecoveryBudget, StoredState, StreamApprovals,
     StreamRecord, SubmissionRecord, SubmissionStatus, TerminalError,
@@ -282,7 +284,7 @@ impl Core {
                 message,
                 tools,
                 executor,
-            } => self.on_programmatic_chat(conn, message, tools, executor),
+            } => self.on_programmatic_chat(conn, vec![message], tools, executor),
             Event::ClearHistory => self.on_clear(None),
             Event::Named { name } => self.on_named(name),
             Event::TurnPrepared { turn, config } => self.on_turn_prepared(turn, *config),

@@ -6,10 +6,10 @@
 //! `destroy()` over Durable Object RPC) before it leaves the list. The list
 //! is also the directory's synced state (`{chats: [...]}`), so every tab of
 //! the user sees a change at once. A chat tells its directory when one of
-//! its turns ended (`report_activity`, a `POST …/chat-activity` to the
-//! directory object): the directory stamps the chat's last activity with
-//! its own clock and, while the chat has no title of the user's, names it
-//! after its first message.
+//! its turns ended (`report_activity`: the directory's own RPC method
+//! `recordChatActivity`, which no tab can call): the directory stamps the
+//! chat's last activity with its own clock and, while the chat has no
+//! title of the user's, names it after its first message.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -122,14 +122,16 @@ impl AgentDefinition for ChatDirectoryAgent {
         ]
     }
 
-    /// `POST …/chat-activity` `{"chat", "title"?}`: a chat's turn ended.
-    #[cfg(target_arch = "wasm32")]
-    async fn on_request(
-        &self,
-        req: worker::Request,
-        agent: AgentHandle,
-    ) -> worker::Result<Option<worker::Response>> {
-        activity_route::serve(req, agent).await
+    /// `recordChatActivity(chatId, title)` over Durable Object RPC: a
+    /// chat's turn ended (`title`: its first message, or `null`); answers
+    /// whether the directory lists that chat.
+    fn rpc_methods(&self) -> Vec<Callable> {
+        vec![Callable::new(
+            "recordChatActivity",
+            |(chat, title): (String, Option<String>), ctx: CallContext| async move {
+                record_activity(&ctx.agent, &chat, title.as_deref())
+            },
+        )]
     }
 }
 
@@ -334,71 +336,22 @@ pub async fn report_activity(agent: &AgentHandle) {
     let Some((user, chat)) = split_chat_name(&name) else {
         return;
     };
-    let body = json!({ "chat": chat, "title": first_user_text(&agent.messages()) });
+    let title = first_user_text(&agent.messages());
     let sent = async {
-        let stub = agent
-            .env()
-            .durable_object(DIRECTORY_BINDING)?
-            .get_by_name(user)?;
-        let headers = worker::Headers::new();
-        headers.set("content-type", "application/json")?;
-        // The directory's access check is the one every request passes.
-        if let Some(token) = crate::agent::settings::env_value(agent.env(), "AUTH_TOKEN") {
-            headers.set("authorization", &format!("Bearer {token}"))?;
-        }
-        let mut init = worker::RequestInit::new();
-        init.with_method(worker::Method::Post)
-            .with_headers(headers)
-            .with_body(Some(body.to_string().into()));
-        let url = format!("https://directory/agents/chat-directory/{user}/chat-activity");
-        let response = stub
-            .fetch_with_request(worker::Request::new_with_init(&url, &init)?)
-            .await?;
-        Ok::<u16, worker::Error>(response.status_code())
+        let directory = crate::agent::AgentStub::new(agent.env(), DIRECTORY_BINDING, user)?;
+        directory
+            .call::<bool>("recordChatActivity", &[json!(chat), json!(title)])
+            .await
     };
     match sent.await {
-        Ok(200..=299) => {}
-        Ok(status) => crate::log::write(
+        Ok(true) => {}
+        Ok(false) => crate::log::write(
             crate::log::LogLevel::Warn,
-            &format!("the chat directory refused the activity report: {status}"),
+            "the chat directory does not list this chat",
         ),
         Err(e) => crate::log::write(
             crate::log::LogLevel::Warn,
             &format!("the chat directory could not be told of the turn: {e}"),
         ),
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-mod activity_route {
-    use serde::Deserialize;
-    use worker::{Method, Request, Response};
-
-    use crate::agent::body::{read_json_typed, refusal};
-    use crate::agent::AgentHandle;
-
-    /// An activity report is an id and a short title.
-    const ACTIVITY_BODY_LIMIT: usize = 4 * 1024;
-
-    #[derive(Deserialize)]
-    struct Activity {
-        chat: String,
-        #[serde(default)]
-        title: Option<String>,
-    }
-
-    pub async fn serve(mut req: Request, agent: AgentHandle) -> worker::Result<Option<Response>> {
-        if req.method() != Method::Post || !req.path().ends_with("/chat-activity") {
-            return Ok(None);
-        }
-        let activity: Activity = match read_json_typed(&mut req, ACTIVITY_BODY_LIMIT).await {
-            Ok(activity) => activity,
-            Err(e) => return refusal(&e).map(Some),
-        };
-        match super::record_activity(&agent, &activity.chat, activity.title.as_deref()) {
-            Ok(true) => Response::empty().map(|r| Some(r.with_status(204))),
-            Ok(false) => Response::error("this directory has no such chat", 404).map(Some),
-            Err(e) => Response::error(e, 500).map(Some),
-        }
     }
 }

@@ -3,6 +3,9 @@
 //! call it too); `setStateField(key,
 //! value)` sets one top-level field of the state (every tab sees it) and
 //! answers the new state. A state that is not a JSON object is refused.
+//! Over Durable Object RPC, another Worker or agent may call
+//! `setStateField` too (it is marked `.over_rpc()`) and `stateField(key)`,
+//! an RPC-only method answering one field (`null` when unset).
 
 use serde_json::{Map, Value};
 
@@ -27,8 +30,19 @@ pub fn callables() -> Vec<Callable> {
             Ok::<_, String>(value)
         })
         .readonly_safe(),
-        Callable::new("setStateField", set_state_field),
+        Callable::new("setStateField", set_state_field).over_rpc(),
     ]
+}
+
+/// The methods only other Workers and agents call.
+pub fn rpc_methods() -> Vec<Callable> {
+    vec![Callable::new(
+        "stateField",
+        |(key,): (String,), ctx: CallContext| async move {
+            let field = ctx.agent.state().and_then(|s| s.get(&key).cloned());
+            Ok::<_, String>(field.unwrap_or(Value::Null))
+        },
+    )]
 }
 
 async fn set_state_field((key, value): (String, Value), ctx: CallContext) -> Result<Value, String> {

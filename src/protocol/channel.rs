@@ -22,12 +22,14 @@ use super::types;
 use super::{ClientToolSchema, FrameError};
 
 /// What a parent asks its child to answer: plain text (the child mints the
-/// message id) or a whole message.
+/// message id), a whole message, or several messages stored in order before
+/// the one turn that answers them (sent as an array).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ChatMessage {
     Text(String),
     Message(UIMessage),
+    Messages(Vec<UIMessage>),
 }
 
 impl From<&str> for ChatMessage {
@@ -239,13 +241,16 @@ fn parse_chat(obj: &mut Map<String, Value>) -> Result<RpcChat, FrameError> {
     const FRAME: &str = "channel chat";
     let message = match obj.remove("message") {
         Some(Value::String(text)) => ChatMessage::Text(text),
-        Some(value @ Value::Object(_)) => ChatMessage::Message(
-            serde_json::from_value(value).map_err(|e| invalid(FRAME, format!("`message`: {e}")))?,
+        Some(value @ Value::Object(_)) => ChatMessage::Message(chat_message(value)?),
+        Some(Value::Array(list)) if !list.is_empty() => ChatMessage::Messages(
+            list.into_iter()
+                .map(chat_message)
+                .collect::<Result<_, _>>()?,
         ),
         Some(_) => {
             return Err(invalid(
                 FRAME,
-                "`message` must be a string or a message object",
+                "`message` must be a string or a message object (or a non-empty list of them)",
             ))
         }
         None => return Err(invalid(FRAME, "`message` is missing")),
@@ -255,6 +260,11 @@ fn parse_chat(obj: &mut Map<String, Value>) -> Result<RpcChat, FrameError> {
         client_tools: client_tools(obj.get("clientTools"), FRAME)?.unwrap_or_default(),
         executor: optional_bool(obj, "executor", FRAME)?.unwrap_or(false),
     })
+}
+
+/// One message of a channel chat.
+fn chat_message(value: Value) -> Result<UIMessage, FrameError> {
+    serde_json::from_value(value).map_err(|e| invalid("channel chat", format!("`message`: {e}")))
 }
 
 fn parse_tool_result(obj: &mut Map<String, Value>) -> Result<RpcToolResult, FrameError> {

@@ -95,10 +95,17 @@ impl KitHost {
         };
         let mut config = core_config(definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(definition);
         let history: Rc<dyn crate::core::History> = durable.store.clone();
         let ids = Box::new(durable.ids.clone());
-        let core = Core::new(config, stored, history, ids, durable.now());
+        let mut core = Core::new(config, stored, history, ids, durable.now());
+        let declared = definition.scheduled_tasks();
+        for refused in core.reconcile_declared_schedules(declared, durable.now()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let alarms = definition.clone();
         let host = Rc::new_cyclic(|me| KitHost {
             durable: durable.clone(),
@@ -136,11 +143,25 @@ impl KitHost {
             host.dispatch(Event::Adopted { conn });
         }
         host.dispatch(Event::Woke);
+        // The definition's `on_start`, queued first: it runs before anything
+        // a test does next.
+        let starting = definition.clone();
+        let agent = host.handle();
+        host.spawn(async move { starting.on_start(agent).await });
         host
     }
 
     pub fn handle(self: &Rc<Self>) -> AgentHandle {
         AgentHandle::new(self.clone())
+    }
+
+    /// Starts the author's RPC method `name` (`None`: no such method).
+    pub fn call_rpc(
+        self: &Rc<Self>,
+        name: &str,
+        args: Value,
+    ) -> Option<crate::agent::callable::CallFuture> {
+        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
     }
 
     pub fn core(&self) -> std::cell::Ref<'_, Core> {

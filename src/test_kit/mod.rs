@@ -230,6 +230,19 @@ impl TestAgent {
         output.unwrap_or_else(|| panic!("the future still waits once the agent is idle"))
     }
 
+    /// Calls the author's RPC method `method` (`AgentDefinition::rpc_methods`
+    /// or a callable marked `.over_rpc()`) with `args` (the JSON array of
+    /// arguments), as another Worker's `stub.method(...args)` does, and
+    /// runs the agent until the call ended: its result, or the error its
+    /// caller's promise rejects with.
+    pub fn call_rpc(&self, method: &str, args: Value) -> Result<Value, String> {
+        let call = self.kit.host().call_rpc(method, args);
+        let Some(call) = call else {
+            return Err(format!("this agent has no RPC method `{method}`"));
+        };
+        self.block_on(call)
+    }
+
     /// The virtual clock, in ms since the epoch (it starts at [`START_MS`]).
     pub fn now_ms(&self) -> u64 {
         self.kit.durable.now()

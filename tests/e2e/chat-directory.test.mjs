@@ -1,7 +1,7 @@
 // End-to-end: the demo's chat directory (`ChatDirectory`, one per user) through the stock `agents`
 // client (`AgentClient`, the class under `useAgent`) on the real runtime. Its callables create,
 // list, rename and delete the user's chats, each a `ChatAgent` named `<user>~<chat id>`; a chat's
-// turn tells its directory (last activity, and its first message as the title of a chat nobody
+// turn tells its directory over Durable Object RPC (last activity, and its first message as the title of a chat nobody
 // named); deleting a chat erases it (its `destroy()` over Durable Object RPC) and every tab of the
 // directory sees the list without it.
 
@@ -28,6 +28,7 @@ async function directory(t, w, user) {
 }
 
 const titles = (chats) => chats.map((c) => c.title).sort();
+const textOf = (message) => message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
 
 test('a directory creates, lists, renames and deletes its chats; a turn updates the list', { timeout: 60000 }, async (t) => {
   const w = await workerFor(t);
@@ -63,8 +64,8 @@ test('a directory creates, lists, renames and deletes its chats; a turn updates 
   assert.equal(listed.find((c) => c.id === first.id).title, 'pack the tent', "an unnamed chat takes its first message's text");
   assert.equal(listed.find((c) => c.id === second.id).title, 'Trip planning', "the user's title stays");
   assert.equal(listed[0].id, second.id, 'the latest activity first');
-  assert.deepEqual((await getMessages(w.url, 'ChatAgent', first.agent)).map((m) => m.parts[0].text), ['pack   the\ntent', 'You said: pack   the\ntent']);
-  assert.equal((await getMessages(w.url, 'ChatAgent', second.agent))[0].parts[0].text, 'book a train');
+  assert.deepEqual((await getMessages(w.url, 'ChatAgent', first.agent)).map(textOf), ['pack   the\ntent', 'You said: pack   the\ntent']);
+  assert.equal(textOf((await getMessages(w.url, 'ChatAgent', second.agent))[0]), 'book a train');
 
   const renamed = await dir.call('renameChat', [first.id, '  Camping  ']);
   assert.equal(renamed.title, 'Camping');
@@ -75,8 +76,9 @@ test('a directory creates, lists, renames and deletes its chats; a turn updates 
   await waitUntil(async () => (await dir.call('listChats', []))[0].id === first.id, { what: 'the new activity', timeoutMs: 15000, intervalMs: 100 });
   assert.equal((await dir.call('listChats', [])).find((c) => c.id === first.id).title, 'Camping', 'a renamed chat keeps its name');
 
-  // A tab may not write the list as state.
+  // A tab may not write the list as state, nor report activity (an RPC method only).
   dir.setState({ chats: [] });
+  await assert.rejects(dir.call('recordChatActivity', [second.id, 'forged']), /does not exist/);
   assert.equal((await dir.call('listChats', [])).length, 2);
 
   const left = await dir.call('deleteChat', [first.id]);

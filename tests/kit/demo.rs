@@ -293,3 +293,30 @@ fn the_model_searches_the_history_with_search_context() {
         "{result}"
     );
 }
+
+#[test]
+fn another_worker_sets_and_reads_the_state_through_the_demos_rpc_methods() {
+    let agent = demo();
+    let tab = agent.connect();
+    let state = agent.call_rpc("setStateField", json!(["topic", "rust"]));
+    assert_eq!(state, Ok(json!({"topic": "rust"})));
+    assert_eq!(agent.state(), Some(json!({"topic": "rust"})), "tabs see it");
+    assert!(!tab.frames_of("cf_agent_state").is_empty());
+    assert_eq!(
+        agent.call_rpc("stateField", json!(["topic"])),
+        Ok(json!("rust"))
+    );
+    assert_eq!(
+        agent.call_rpc("stateField", json!(["other"])),
+        Ok(Value::Null)
+    );
+    let bad = agent.call_rpc("stateField", json!([5])).unwrap_err();
+    assert!(
+        bad.starts_with("Invalid arguments for method stateField"),
+        "{bad}"
+    );
+    let streaming = agent.call_rpc("ticks", json!([1, 0])).unwrap_err();
+    assert_eq!(streaming, "this agent has no RPC method `ticks`");
+    let tab_only = agent.call_rpc("echo", json!([1])).unwrap_err();
+    assert_eq!(tab_only, "this agent has no RPC method `echo`");
+}

@@ -5,3 +5,5 @@
 
 mod connections;
 mod demo;
+mod directory;
+mod submissions;

@@ -149,6 +149,26 @@ function truncateOnce(body, seen) {
  *   { kind: 'tools', calls: [{ name, args }], delayMs }
  * Tool-call ids are assigned when the reply is produced.
  */
+/** The simplest value that follows a JSON schema (the subset structured output uses); strings are `text`. */
+export function sampleOf(schema, text) {
+  if (!schema || typeof schema !== 'object') return null;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  if ('const' in schema) return schema.const;
+  const options = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(options) && options.length) return sampleOf(options[0], text);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === 'object' || schema.properties) {
+    const out = {};
+    for (const name of schema.required ?? Object.keys(schema.properties ?? {})) out[name] = sampleOf(schema.properties?.[name], text);
+    return out;
+  }
+  if (type === 'array') return [];
+  if (type === 'number' || type === 'integer') return 0;
+  if (type === 'boolean') return false;
+  if (type === 'null') return null;
+  return text;
+}
+
 export function planReply(body) {
   const reply = planFreshReply(body);
   const messages = Array.isArray(body?.messages) ? body.messages : [];
@@ -196,6 +216,14 @@ function planFreshReply(body) {
   }
 
   const echo = `You said: ${text}`;
+
+  // Exactly the text after `[json:` (up to the last `]`): a structured answer, right or wrong.
+  const jsonMatch = /\[json:(.*)\]\s*$/s.exec(text);
+  if (jsonMatch) return say(jsonMatch[1]);
+  // Asked for a structured answer (`response_format` with a JSON schema), a model in strict mode
+  // answers JSON that follows it: here the simplest such value, its strings saying the echo.
+  const schema = body?.response_format?.json_schema?.schema;
+  if (body?.response_format?.type === 'json_schema' && schema) return say(JSON.stringify(sampleOf(schema, echo)));
 
   // An error answer whose body is 20 MB (its message first, then padding).
   const hugeMatch = /\[http-huge:(\d{3})\]/.exec(text);

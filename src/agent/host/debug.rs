@@ -6,8 +6,11 @@
 //! `debug_tools.rs` and serves `POST …/__debug/fail-next-message-write` and
 //! `POST …/__debug/evict` (the Durable Object is reset as by an eviction)
 //! and `GET …/__debug/queue-rows` (the size of the stored queue row and the
-//! body rows of queued turns) and `GET …/__debug/storage-rows` (the rows of
-//! every table and the alarm, answered before the request is looked at).
+//! body rows of queued turns), `GET …/__debug/storage-rows` (the rows of
+//! every table and the alarm, answered before the request is looked at),
+//! and adds a slow start of its own after the definition's `on_start`
+//! (50 ms), which `GET …/__debug/started` reports as finished: a request is
+//! served only after the start.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -31,6 +34,8 @@ const QUEUE_ROWS_ROUTE: &str = "/__debug/queue-rows";
 /// The route that reports how many rows each table of the object's SQLite
 /// holds and whether an alarm is set (to prove an erasure).
 pub(super) const STORAGE_ROWS_ROUTE: &str = "/__debug/storage-rows";
+/// The route that reports whether the test-only start finished.
+pub(super) const STARTED_ROUTE: &str = "/__debug/started";
 
 /// Agents constructed by this wasm instance (for `…/__debug/memory`).
 static HOSTS_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -42,6 +47,8 @@ type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
 pub(super) struct DebugSwitches {
     memory: bool,
     pub(super) tools: bool,
+    /// The test-only start after `on_start` finished.
+    pub(super) started: std::cell::Cell<bool>,
 }
 
 impl DebugSwitches {
@@ -49,6 +56,7 @@ impl DebugSwitches {
         DebugSwitches {
             memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
+            started: std::cell::Cell::new(false),
         }
     }
 }

@@ -19,6 +19,8 @@
 //! whose custom body holds `echoBody` (and for which `before_turn` chose no
 //! system prompt) gets a system prompt naming the body's `tag` and its size,
 //! so a test reads from the model's request which body its turn ran with.
+//! A turn whose custom body holds a `structuredOutput` schema asks for
+//! structured output under it (unless `before_turn` chose a schema).
 //! Bodies are read through `agent::body` (at most `DEFAULT_BODY_LIMIT`).
 
 use serde::Deserialize;
@@ -102,6 +104,10 @@ struct CancelRequestBody {
 /// The system prompt of a turn whose body asks for it (`echoBody`): the
 /// body's `tag` and how many bytes of JSON it holds.
 pub fn echo_body(body: &serde_json::Map<String, Value>, config: &mut crate::core::TurnConfig) {
+    if let Some(schema) = body.get("structuredOutput").filter(|s| s.is_object()) {
+        let output = crate::model::StructuredOutput::new("test_output", schema.clone());
+        config.structured_output.get_or_insert(output);
+    }
     if config.system.is_some() || !body.contains_key("echoBody") {
         return;
     }

@@ -73,7 +73,10 @@ impl LazyHost {
             }
         }
         match self.get() {
-            Ok(host) => host.fetch(req).await,
+            Ok(host) => {
+                host.ready().await;
+                host.fetch(req).await
+            }
             Err(e) => Response::error(format!("agent failed to start: {e}"), 500),
         }
     }

@@ -94,6 +94,8 @@ pub struct AgentHost {
     tools: HashMap<String, ServerTool>,
     /// The definition's awaited hooks (`before_turn`, `on_chat_response`).
     hooks: AsyncHooks,
+    /// The definition's `on_start`, shared by every entry point that waits for it.
+    started: RefCell<Option<futures::future::Shared<futures::future::LocalBoxFuture<'static, ()>>>>,
     /// The definition's callables, state and connection hooks.
     author: AuthorHooks,
     /// Abort signals of the server tool runs in flight.
@@ -214,6 +216,9 @@ impl AgentHost {
         let providers = providers.with_workers_ai_ids(&random_token(10));
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
         let author = AuthorHooks::of(&definition);
+        for refused in &author.refused_rpc_methods {
+            crate::log::write(crate::log::LogLevel::Error, refused);
+        }
         config.agent_api = author.agent_api(&definition);
         let mcp = mcp::McpClients::new(
             tools.iter().map(|t| t.spec.name.clone()),
@@ -225,7 +230,10 @@ impl AgentHost {
             per_agent: settings.turns.limits.max_child_calls_per_agent,
         });
         let history: Rc<dyn crate::core::History> = Rc::new(store.clone());
-        let core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        let mut core = Core::new(config, stored, history, Box::new(RandomIds), now_ms());
+        for refused in core.reconcile_declared_schedules(definition.scheduled_tasks(), now_ms()) {
+            crate::log::write(crate::log::LogLevel::Error, &refused);
+        }
         let (owner, allowed) = (definition.clone(), settings.clone());
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &allowed));
         let routes = definition.clone();
@@ -282,12 +290,47 @@ impl AgentHost {
             max_connections_per_client,
             child_calls,
             destroyed: std::cell::Cell::new(false),
+            started: RefCell::new(None),
         });
         #[cfg(feature = "debug-routes")]
         debug::host_created();
         host.adopt_open_sockets();
         host.dispatch(Event::Woke);
+        host.run_on_start(definition);
         Ok(host)
+    }
+
+    /// Starts the definition's `on_start`; every entry point waits for it
+    /// (`ready`).
+    fn run_on_start<D: AgentDefinition>(self: &Rc<Self>, definition: Rc<D>) {
+        use futures::FutureExt;
+        let agent = self.handle();
+        #[cfg(feature = "debug-routes")]
+        let debug_start = self.debug.tools.then(|| Rc::downgrade(self));
+        let run = async move {
+            definition.on_start(agent).await;
+            // Test-only: a slow start of its own, then noted, for a test to
+            // see that the first request waited for it.
+            #[cfg(feature = "debug-routes")]
+            if let Some(host) = debug_start {
+                worker::Delay::from(std::time::Duration::from_millis(50)).await;
+                if let Some(host) = host.upgrade() {
+                    host.debug.started.set(true);
+                }
+            }
+        }
+        .boxed_local()
+        .shared();
+        wasm_bindgen_futures::spawn_local(run.clone());
+        *self.started.borrow_mut() = Some(run);
+    }
+
+    /// Resolves once the definition's `on_start` has run.
+    pub async fn ready(&self) {
+        let started = self.started.borrow().clone();
+        if let Some(started) = started {
+            started.await;
+        }
     }
 
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
@@ -363,6 +406,12 @@ impl AgentHost {
         }
         if internal && !channel {
             return super::remote::serve(self.handle(), req).await;
+        }
+        #[cfg(feature = "debug-routes")]
+        if self.debug.tools && path.ends_with(debug::STARTED_ROUTE) {
+            return Response::from_json(
+                &serde_json::json!({ "started": self.debug.started.get() }),
+            );
         }
         #[cfg(feature = "debug-routes")]
         if self.debug.tools && path.contains(debug_author::ROUTES) {
@@ -777,8 +826,10 @@ impl AgentHost {
                 let before_turn = self.hooks.before_turn.clone();
                 let agent = self.handle();
                 #[cfg(feature = "debug-routes")]
-                let echoed = (self.debug.tools && context.body.contains_key("echoBody"))
-                    .then(|| context.body.clone());
+                let echoed = (self.debug.tools
+                    && (context.body.contains_key("echoBody")
+                        || context.body.contains_key("structuredOutput")))
+                .then(|| context.body.clone());
                 spawn_local(async move {
                     host.mcp_ready_for_turn().await;
                     #[allow(unused_mut)]

@@ -2,7 +2,8 @@
 //! socket: each `chat()` call is an in-isolate connection of the core (the
 //! same connection a parent's WebSocket channel is), whose frames go to the
 //! call's queue instead of a socket; and callers waiting for a turn's end
-//! (`continueLastTurn`) are told when the core reports it.
+//! (`continueLastTurn`) are told when the core reports it; the author's own
+//! RPC methods, by name.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -112,5 +113,23 @@ impl AgentHost {
             .or_default()
             .push(tx);
         rx
+    }
+
+    /// The names of the author's RPC methods, for the bridge class to
+    /// expose on its prototype.
+    pub(crate) fn author_rpc_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.author.rpc_methods.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Starts the author's RPC method `name` with `args` (`None`: no such
+    /// method).
+    pub(crate) fn call_author_rpc(
+        self: &Rc<Self>,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Option<crate::agent::callable::CallFuture> {
+        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
     }
 }

@@ -88,8 +88,9 @@ pub(super) fn cancel_chat(host: &Rc<AgentHost>, request_id: &JsValue) -> Result<
     Ok(JsValue::UNDEFINED)
 }
 
-/// The message as the channel carries it: text, or one `UIMessage` (alone
-/// or as a one-element array), read through the gate under `budget`.
+/// The message as the channel carries it: text, one `UIMessage`, or several
+/// (an array: stored in order, one turn answers them), read through the
+/// gate under `budget`.
 fn chat_message(message: &JsValue, budget: &Budget) -> Result<Value, JsValue> {
     if message.is_string() {
         let text = js::to_json(message, budget, "chat: message")?;
@@ -97,9 +98,8 @@ fn chat_message(message: &JsValue, budget: &Budget) -> Result<Value, JsValue> {
     }
     match js::to_json(message, budget, "chat: message")? {
         Some(Value::Array(mut list)) if list.len() == 1 => Ok(list.remove(0)),
-        Some(Value::Array(_)) => Err(js::error(
-            "chat: send one message (text or a UIMessage) per call",
-        )),
+        Some(Value::Array(list)) if !list.is_empty() => Ok(Value::Array(list)),
+        Some(Value::Array(_)) => Err(js::error("chat: send at least one message")),
         Some(message @ Value::Object(_)) => Ok(message),
         _ => Err(js::error("chat: the message must be text or a UIMessage")),
     }

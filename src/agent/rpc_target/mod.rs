@@ -5,8 +5,11 @@
 //! and forwards each method to the Rust class's `durableChatRpc(method,
 //! args)`, which `chat_agent!` defines and which lands in [`call`]. Every
 //! method feeds the core's existing paths: `chat` is a parent's channel turn
-//! (`chat.rs`), the rest are the `AgentHandle`'s submissions and messages
-//! (`submissions.rs`, `messages.rs`); `destroy` erases the agent.
+//! (`chat.rs`), the rest are the `AgentHandle`'s turns, submissions and
+//! messages (`turns.rs`, `submissions.rs`, `messages.rs`). A name that is
+//! none of them is the author's own method (`author.rs`), whose names the
+//! bridge class reads from `durableChatRpcMethods()`. `destroy` erases the
+//! agent.
 
 use std::rc::Rc;
 
@@ -16,10 +19,14 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::host::AgentHost;
 
+mod author;
 mod chat;
 mod js;
 mod messages;
 mod submissions;
+mod turns;
+
+pub use author::names as author_method_names;
 
 /// Runs RPC method `method` with `args` on the agent (`Err`: it failed to
 /// start); the promise rejects with an `Error` for an unknown method or a
@@ -29,21 +36,36 @@ pub fn call(host: &Result<Rc<AgentHost>, String>, method: &str, args: Array) -> 
         Ok(host) => host.clone(),
         Err(e) => return js::rejected(&format!("agent failed to start: {e}")),
     };
+    let method = method.to_string();
+    // After the definition's `on_start`, as every entry point.
+    future_to_promise(async move {
+        host.ready().await;
+        wasm_bindgen_futures::JsFuture::from(dispatch(host, &method, args)).await
+    })
+}
+
+fn dispatch(host: Rc<AgentHost>, method: &str, args: Array) -> Promise {
     host.learn_name_from_id();
     let arg = |i: u32| args.get(i);
     match method {
         "chat" => future_to_promise(chat::chat(host, arg(0), arg(1), arg(2))),
         "cancelChat" => settled(chat::cancel_chat(&host, &arg(0))),
+        "cancelAllChats" => settled(turns::cancel_all(&host)),
+        "runTurn" => future_to_promise(turns::run_turn(host, arg(0))),
         "submitMessages" => settled(submissions::submit(&host, &arg(0), &arg(1))),
         "inspectSubmission" => settled(submissions::inspect(&host, &arg(0))),
+        "waitForSubmission" => future_to_promise(turns::wait(host, arg(0), arg(1))),
+        "listSubmissions" => settled(submissions::list(&host, &arg(0))),
         "cancelSubmission" => settled(submissions::cancel(&host, &arg(0))),
+        "deleteSubmission" => settled(submissions::delete(&host, &arg(0))),
+        "deleteSubmissions" => settled(submissions::delete_many(&host, &arg(0))),
         "getMessages" => settled(messages::get(&host)),
         "clearMessages" => settled(messages::clear(&host)),
-        "addMessages" => settled(messages::add(&host, &arg(0))),
+        "addMessages" => settled(messages::add(&host, &arg(0), &arg(1))),
         "saveMessages" => future_to_promise(messages::save(host, arg(0), arg(1))),
         "continueLastTurn" => future_to_promise(messages::continue_last(host)),
         "destroy" => future_to_promise(destroy(host)),
-        other => js::rejected(&format!("this agent has no RPC method `{other}`")),
+        other => future_to_promise(author::call(host, other.to_string(), args)),
     }
 }
 

@@ -20,13 +20,14 @@ impl Core {
                 client_tools,
                 executor,
             })) => {
-                let message = match message {
+                let messages = match message {
                     ChatMessage::Text(text) => {
-                        UIMessage::user_text(self.new_id(IdKind::Message), text)
+                        vec![UIMessage::user_text(self.new_id(IdKind::Message), text)]
                     }
-                    ChatMessage::Message(message) => message,
+                    ChatMessage::Message(message) => vec![message],
+                    ChatMessage::Messages(messages) => messages,
                 };
-                self.on_programmatic_chat(Some(conn), message, client_tools, executor);
+                self.on_programmatic_chat(Some(conn), messages, client_tools, executor);
             }
             Ok(ParentFrame::ToolResult(result)) => {
                 self.on_remote_tool_done(&conn, result.call_id, &result.tool_call_id, result.result)
@@ -45,8 +46,12 @@ pub fn parse_channel_frame(text: &str, limits: &Limits) -> Result<ParentFrame, S
     let frame = parse_parent_frame(text).map_err(|e| e.to_string())?;
     match &frame {
         ParentFrame::Chat(chat) => {
-            if let ChatMessage::Message(message) = &chat.message {
-                limits.check_messages(std::slice::from_ref(message))?;
+            match &chat.message {
+                ChatMessage::Message(message) => {
+                    limits.check_messages(std::slice::from_ref(message))?
+                }
+                ChatMessage::Messages(messages) => limits.check_messages(messages)?,
+                ChatMessage::Text(_) => {}
             }
             limits.check_client_tools(&chat.client_tools)?;
         }

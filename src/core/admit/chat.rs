@@ -226,7 +226,7 @@ impl Core {
     pub(in crate::core) fn on_programmatic_chat(
         &mut self,
         conn: Option<ConnId>,
-        message: crate::protocol::UIMessage,
+        messages: Vec<crate::protocol::UIMessage>,
         tools: Vec<crate::protocol::ClientToolSchema>,
         executor: bool,
     ) {
@@ -254,24 +254,28 @@ impl Core {
                 crate::protocol::channel::rpc_started(&request_id),
             );
         }
-        let mut message = message;
-        message.role = crate::protocol::Role::User;
-        // A user message may be edited by reusing its id; any other stored
+        // Every message is the caller's, stored as a user message in order;
+        // a user message may be edited by reusing its id, any other stored
         // message is never overwritten: the new one gets an id of its own.
-        let taken = self
-            .transcript
-            .get(&message.id)
-            .is_some_and(|m| m.role != crate::protocol::Role::User);
-        if taken {
-            message.id = self.new_id(crate::core::vocab::ids::IdKind::Message);
+        let mut message_ids = Vec::with_capacity(messages.len());
+        for mut message in messages {
+            message.role = crate::protocol::Role::User;
+            let taken = self
+                .transcript
+                .get(&message.id)
+                .is_some_and(|m| m.role != crate::protocol::Role::User);
+            if taken || message.id.is_empty() {
+                message.id = self.new_id(crate::core::vocab::ids::IdKind::Message);
+            }
+            let entry = self.transcript.upsert(message);
+            self.put_entry(&entry);
+            message_ids.push(entry.message.id);
         }
-        let entry = self.transcript.upsert(message);
-        self.put_entry(&entry);
         self.broadcast_transcript(None);
         // Never refused (only a submit is): it waits its place in the queue.
         let overlapped = self.arrival(TurnTrigger::Programmatic).overlapped();
         self.queue.push(QueuedTurn {
-            message_ids: vec![entry.message.id.clone()],
+            message_ids,
             overlapped,
             turn_tools: Some(tools),
             executor: conn.clone().filter(|_| executor),

@@ -17,11 +17,13 @@ mod author_alarm;
 mod channel;
 mod chat;
 mod continuation;
+mod declared_schedules;
 mod inputs;
 mod readonly;
 mod request_rate;
 mod saved_tool_parts;
 mod schedules;
+mod submission_admin;
 mod submissions;
 
 pub(in crate::core) use inputs::TabInputs;

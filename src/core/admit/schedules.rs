@@ -27,7 +27,8 @@ impl Core {
         now_ms: u64,
     ) -> Result<ScheduleRow, ScheduleError> {
         self.command(now_ms, |core| {
-            let row = core.schedules.add(request, core.now)?;
+            let zone = core.config.settings.schedule_time_zone.clone();
+            let row = core.schedules.add(request, core.now, zone.as_deref())?;
             core.write_down_schedules();
             Ok(row)
         })
@@ -128,7 +129,7 @@ impl Core {
     }
 
     /// Stores the table and keeps the durable timer on its earliest entry.
-    fn write_down_schedules(&mut self) {
+    pub(in crate::core::admit) fn write_down_schedules(&mut self) {
         match self.schedules.next_due() {
             Some(at) => self.set_timer(Timer::Schedules, at),
             None => self.clear_timer(Timer::Schedules),

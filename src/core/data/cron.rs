@@ -91,6 +91,11 @@ impl Cron {
         None
     }
 
+    /// Whether every hour of the day is allowed (the hour field is `*`).
+    pub fn every_hour(&self) -> bool {
+        self.hours == (1 << 24) - 1
+    }
+
     fn day_is_due(&self, day: i64) -> bool {
         let (_, month, day_of_month) = civil_from_days(day);
         if self.months & (1 << month) == 0 {

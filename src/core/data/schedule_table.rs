@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::core::data::cron::Cron;
+use crate::core::data::zoned_cron::{self, ZonedCron};
 use crate::core::rows::schedule_row::{Repeat, ScheduleRow, ScheduleRun};
 use crate::core::vocab::schedule::{
     ScheduleError, ScheduleRequest, ScheduleWhen, MAX_SCHEDULES, MAX_SCHEDULE_NAME_BYTES,
@@ -57,10 +58,13 @@ impl ScheduleTable {
 
     /// Adds (or replaces) the schedule `request` names, checked against the
     /// bounds, at `now`.
+    /// A cron expression without a zone is read in `default_zone` (UTC
+    /// when `None`).
     pub fn add(
         &mut self,
         request: ScheduleRequest,
         now: u64,
+        default_zone: Option<&str>,
     ) -> Result<ScheduleRow, ScheduleError> {
         let name_ok = |s: &str| !s.is_empty() && s.len() <= MAX_SCHEDULE_NAME_BYTES;
         if !name_ok(&request.name) || !name_ok(&request.callback) {
@@ -81,11 +85,17 @@ impl ScheduleTable {
             ScheduleWhen::Every(0) => return Err(ScheduleError::ZeroInterval),
             ScheduleWhen::Every(secs) => (Repeat::Every(secs), now.saturating_add(secs * 1000)),
             ScheduleWhen::Cron(expr) => {
-                let cron = Cron::parse(&expr).map_err(ScheduleError::BadCron)?;
-                let next = cron
-                    .next_after(now)
-                    .ok_or_else(|| ScheduleError::NeverDue(expr.clone()))?;
-                (Repeat::Cron(expr), next)
+                let repeat = match default_zone.filter(|z| *z != "UTC") {
+                    Some(zone) => Repeat::ZonedCron {
+                        cron: expr,
+                        time_zone: zone.to_string(),
+                    },
+                    None => Repeat::Cron(expr),
+                };
+                first_due(repeat, now)?
+            }
+            ScheduleWhen::ZonedCron { cron, time_zone } => {
+                first_due(Repeat::ZonedCron { cron, time_zone }, now)?
             }
         };
         let row = ScheduleRow {
@@ -94,9 +104,22 @@ impl ScheduleTable {
             payload: request.payload,
             repeat,
             next_at,
+            declared: false,
         };
         self.by_name.insert(row.name.clone(), row.clone());
         Ok(row)
+    }
+
+    /// Schedule `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&ScheduleRow> {
+        self.by_name.get(name)
+    }
+
+    /// Marks schedule `name` as declared by the definition.
+    pub fn mark_declared(&mut self, name: &str) {
+        if let Some(row) = self.by_name.get_mut(name) {
+            row.declared = true;
+        }
     }
 
     /// Removes schedule `name`; `false` if there was none.
@@ -218,7 +241,7 @@ impl ScheduleTable {
             let next = match &fired.repeat {
                 Repeat::Once => None,
                 Repeat::Every(secs) => Some(now.saturating_add(secs * 1000)),
-                Repeat::Cron(expr) => Cron::parse(expr).ok().and_then(|c| c.next_after(now)),
+                cron => next_due_of(cron, now).ok().flatten(),
             };
             match next {
                 Some(at) => {
@@ -232,5 +255,34 @@ impl ScheduleTable {
             }
         }
         due
+    }
+}
+
+/// When a cron `repeat` is next due after `now`: `Ok(None)` when never,
+/// `Err` when its expression or zone does not read.
+fn next_due_of(repeat: &Repeat, now: u64) -> Result<Option<u64>, ScheduleError> {
+    Ok(match repeat {
+        Repeat::Cron(expr) => Cron::parse(expr)
+            .map_err(ScheduleError::BadCron)?
+            .next_after(now),
+        Repeat::ZonedCron { cron, time_zone } => {
+            zoned_cron::time_zone(time_zone).map_err(ScheduleError::BadTimeZone)?;
+            ZonedCron::parse(cron, time_zone)
+                .map_err(ScheduleError::BadCron)?
+                .next_after(now)
+        }
+        Repeat::Once | Repeat::Every(_) => None,
+    })
+}
+
+/// A cron `repeat` and its first due time, or why it cannot be scheduled.
+fn first_due(repeat: Repeat, now: u64) -> Result<(Repeat, u64), ScheduleError> {
+    let expr = match &repeat {
+        Repeat::Cron(expr) | Repeat::ZonedCron { cron: expr, .. } => expr.clone(),
+        _ => String::new(),
+    };
+    match next_due_of(&repeat, now)? {
+        Some(next) => Ok((repeat, next)),
+        None => Err(ScheduleError::NeverDue(expr)),
     }
 }

@@ -115,3 +115,59 @@ impl Submissions {
         gone
     }
 }
+
+/// Which submissions `list` and `forget` take: any of `statuses` (empty:
+/// every status for a list, every final status for a delete), finished
+/// before `finished_before` (ms, deletes only), at most `limit`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubmissionFilter {
+    pub statuses: Vec<SubmissionStatus>,
+    pub finished_before: Option<u64>,
+    pub limit: Option<usize>,
+}
+
+impl SubmissionFilter {
+    fn takes(&self, record: &SubmissionRecord) -> bool {
+        (self.statuses.is_empty() || self.statuses.contains(&record.status))
+            && self
+                .finished_before
+                .is_none_or(|before| record.status.is_final() && record.updated_at < before)
+    }
+}
+
+impl Submissions {
+    /// The submissions `filter` takes, newest first.
+    pub(in crate::core) fn list(&self, filter: &SubmissionFilter) -> Vec<SubmissionRecord> {
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        self.records
+            .iter()
+            .rev()
+            .filter(|r| filter.takes(r))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Forgets the final submissions `filter` takes, those that finished
+    /// first going first; a submission still queued or running is never
+    /// forgotten; `also` narrows the choice. Returns the ids that went.
+    pub(in crate::core) fn forget_where(
+        &mut self,
+        filter: &SubmissionFilter,
+        also: impl Fn(&SubmissionRecord) -> bool,
+    ) -> Vec<String> {
+        let mut chosen: Vec<&SubmissionRecord> = self
+            .records
+            .iter()
+            .filter(|r| r.status.is_final() && filter.takes(r) && also(r))
+            .collect();
+        chosen.sort_by_key(|r| (r.updated_at, r.submitted_at));
+        let ids: Vec<String> = chosen
+            .into_iter()
+            .take(filter.limit.unwrap_or(usize::MAX))
+            .map(|r| r.id.clone())
+            .collect();
+        self.records.retain(|r| !ids.contains(&r.id));
+        ids
+    }
+}

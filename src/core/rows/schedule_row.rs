@@ -11,8 +11,11 @@ use serde_json::Value;
 pub enum Repeat {
     /// Fires once, then is gone.
     Once,
-    /// Due again on the next minute its cron expression allows.
+    /// Due again on the next minute its cron expression allows (UTC).
     Cron(String),
+    /// The same, the expression read in `time_zone` (an IANA name).
+    #[serde(rename_all = "camelCase")]
+    ZonedCron { cron: String, time_zone: String },
     /// Due again this many seconds after it fired.
     Every(u64),
 }
@@ -27,6 +30,10 @@ pub struct ScheduleRow {
     pub repeat: Repeat,
     /// When it is next due (ms since the epoch).
     pub next_at: u64,
+    /// Declared by the definition (`AgentDefinition::scheduled_tasks`): kept
+    /// in step with it on every start, removed when no longer declared.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub declared: bool,
 }
 
 /// A run of a schedule's callback the host has not yet reported ended:

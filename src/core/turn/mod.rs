@@ -30,6 +30,7 @@ mod phases;
 mod prepare;
 mod response_outbox;
 mod step_reports;
+mod structured_output;
 mod terminal;
 mod tool_hooks;
 mod tool_results;

@@ -322,6 +322,10 @@ impl Core {
             self.begin_step();
             return;
         }
+        if let Err(text) = self.check_structured_output() {
+            self.end_turn(Outcome::Error, Some(text));
+            return;
+        }
         let message_metadata = self.finish_metadata();
         self.emit(UIMessageChunk::Finish {
             finish_reason: Some(finish_reason_text(end.finish_reason).to_string()),

@@ -164,6 +164,9 @@ pub struct CoreSettings {
     /// Conditions that end every turn after a step (a turn's `before_turn`
     /// may add more); none by default.
     pub stop_when: Vec<crate::core::vocab::turn_config::StopWhen>,
+    /// The time zone a schedule's cron expression is read in when it names
+    /// none (`SCHEDULE_TIME_ZONE`, an IANA name); `None`: UTC.
+    pub schedule_time_zone: Option<String>,
 }
 
 /// Default deadline of one tool run: five minutes.
@@ -184,6 +187,7 @@ impl Default for CoreSettings {
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
             log_level: Default::default(),
             stop_when: Vec::new(),
+            schedule_time_zone: None,
         }
     }
 }

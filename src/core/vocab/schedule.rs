@@ -21,8 +21,13 @@ pub enum ScheduleWhen {
     At(u64),
     /// Once, this many ms from now.
     Delay(u64),
-    /// On a five-field cron expression, in UTC.
+    /// On a five-field cron expression, in the agent's default time zone
+    /// (`SCHEDULE_TIME_ZONE`; UTC when unset).
     Cron(String),
+    /// On a five-field cron expression read in `time_zone` (an IANA name
+    /// such as `Europe/Paris`; see `ZonedCron` for daylight saving time).
+    #[serde(rename_all = "camelCase")]
+    ZonedCron { cron: String, time_zone: String },
     /// Every this many seconds, the first time one period from now.
     Every(u64),
 }
@@ -51,6 +56,8 @@ pub enum ScheduleError {
     BadPayload(String),
     #[error("bad cron expression: {0}")]
     BadCron(String),
+    #[error("{0}")]
+    BadTimeZone(String),
     #[error("the cron expression `{0}` is never due")]
     NeverDue(String),
 }

@@ -82,6 +82,14 @@ fn every_parent_frame_parses_back_to_itself() {
             client_tools: vec![],
             executor: false,
         }),
+        ParentFrame::Chat(RpcChat {
+            message: ChatMessage::Messages(vec![
+                UIMessage::user_text("m1", "first"),
+                UIMessage::user_text("m2", "second"),
+            ]),
+            client_tools: vec![],
+            executor: false,
+        }),
         ParentFrame::ToolResult(RpcToolResult {
             call_id: 3,
             tool_call_id: "call_1".into(),

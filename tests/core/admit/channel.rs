@@ -174,3 +174,29 @@ fn a_cancel_on_the_channel_ends_the_turn_aborted() {
     let done = terminal(sim.frames("parent"), &id).expect("the turn ended");
     assert_eq!(done["outcome"], "aborted");
 }
+
+#[test]
+fn several_messages_on_a_channel_chat_are_stored_in_order_and_answered_once() {
+    let mut sim = Sim::new();
+    sim.open_channel("parent");
+    sim.clear_frames();
+    sim.script(Reply::text("Both read."));
+    let messages = json!([
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "first"}]},
+        {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "second"}]},
+    ]);
+    sim.send_channel("parent", rpc_chat(messages, json!([]), false));
+    sim.run_until_idle();
+    let _ = started_id(&sim);
+    let transcript = sim.transcript();
+    let ids: Vec<&str> = transcript.iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(ids.len(), 3, "{transcript:?}");
+    assert_eq!(&ids[..2], ["u1", "u2"]);
+    assert_eq!(text_of(&transcript[2]), "Both read.");
+    let sent = sim.requests();
+    assert_eq!(sent.len(), 1, "one turn answers both");
+    let empty = rpc_chat(json!([]), json!([]), false);
+    sim.send_channel("parent", empty);
+    let refused = of_type(sim.frames("parent"), "cf_agent_chat_error");
+    assert_eq!(refused.len(), 1, "an empty list is refused");
+}

@@ -359,3 +359,105 @@ fn a_retry_survives_an_eviction_and_a_cancel_drops_it() {
     other.advance(100_000);
     assert_eq!(runs(&other).len(), 1, "the cancelled retry never runs");
 }
+
+#[test]
+fn a_cron_schedule_reads_its_wall_times_in_a_time_zone() {
+    // Kolkata is UTC+05:30 all year: 09:00 there is 03:30 UTC.
+    let mut sim = Sim::new();
+    let kolkata = ScheduleWhen::ZonedCron {
+        cron: "0 9 * * *".into(),
+        time_zone: "Asia/Kolkata".into(),
+    };
+    add(&mut sim, "standup", kolkata).unwrap_or_default();
+    let listed = sim.core().schedules();
+    assert_eq!(
+        listed[0].repeat,
+        Repeat::ZonedCron {
+            cron: "0 9 * * *".into(),
+            time_zone: "Asia/Kolkata".into()
+        }
+    );
+    assert_eq!(listed[0].next_at, 3 * 3_600_000 + 1_800_000);
+    sim.advance(2 * 86_400_000);
+    let at: Vec<u64> = runs(&sim).into_iter().map(|(at, _)| at).collect();
+    assert_eq!(at, [12_600_000, 12_600_000 + 86_400_000]);
+    let unknown = ScheduleWhen::ZonedCron {
+        cron: "0 9 * * *".into(),
+        time_zone: "Mars/Olympus".into(),
+    };
+    assert!(matches!(
+        add(&mut sim, "x", unknown),
+        Err(ScheduleError::BadTimeZone(e)) if e.contains("Mars/Olympus")
+    ));
+}
+
+#[test]
+fn a_cron_schedule_without_a_zone_is_read_in_the_default_time_zone() {
+    let mut sim = Sim::with(|config| {
+        config.settings.schedule_time_zone = Some("Asia/Kolkata".into());
+    });
+    add(&mut sim, "standup", ScheduleWhen::Cron("0 9 * * *".into())).unwrap_or_default();
+    let listed = sim.core().schedules();
+    assert_eq!(listed[0].next_at, 12_600_000);
+    assert!(
+        matches!(&listed[0].repeat, Repeat::ZonedCron { time_zone, .. } if time_zone == "Asia/Kolkata")
+    );
+}
+
+fn declared(name: &str, when: ScheduleWhen, payload: Value) -> ScheduleRequest {
+    ScheduleRequest {
+        name: name.to_string(),
+        callback: "remind".to_string(),
+        payload,
+        when,
+    }
+}
+
+#[test]
+fn declared_schedules_follow_the_definition_on_each_start() {
+    let mut sim = Sim::new();
+    add(&mut sim, "own", ScheduleWhen::Every(5)).unwrap_or_default();
+    let first = vec![
+        declared("digest", ScheduleWhen::Cron("0 6 * * *".into()), json!(1)),
+        declared("tick", ScheduleWhen::Every(60), json!(null)),
+        declared("once", ScheduleWhen::Delay(10), json!(null)),
+    ];
+    let refused = sim.call(|core, now| core.reconcile_declared_schedules(first, now));
+    assert_eq!(
+        refused.len(),
+        1,
+        "a one-off may not be declared: {refused:?}"
+    );
+    assert_eq!(names(&sim), ["own", "tick", "digest"]);
+    sim.advance(60_000);
+    let tick_at = sim
+        .core()
+        .schedules()
+        .into_iter()
+        .find(|s| s.name == "tick")
+        .map(|s| s.next_at);
+    // Next start: `tick` unchanged keeps its due time, `digest` changed, a new one, `tick` kept.
+    let second = vec![
+        declared("digest", ScheduleWhen::Cron("0 7 * * *".into()), json!(1)),
+        declared("tick", ScheduleWhen::Every(60), json!(null)),
+        declared(
+            "hourly",
+            ScheduleWhen::Cron("0 * * * *".into()),
+            json!(null),
+        ),
+    ];
+    assert!(sim
+        .call(|core, now| core.reconcile_declared_schedules(second, now))
+        .is_empty());
+    let listed = sim.core().schedules();
+    let find = |name: &str| listed.iter().find(|s| s.name == name).cloned();
+    assert_eq!(find("tick").map(|s| s.next_at), tick_at);
+    assert_eq!(find("digest").map(|s| s.next_at), Some(7 * 3_600_000));
+    assert!(find("hourly").is_some_and(|s| s.declared));
+    assert!(find("own").is_some_and(|s| !s.declared));
+    // Declared no more: removed; the agent's own stays.
+    assert!(sim
+        .call(|core, now| core.reconcile_declared_schedules(Vec::new(), now))
+        .is_empty());
+    assert_eq!(names(&sim), ["own"]);
+}

@@ -241,3 +241,63 @@ fn a_turn_picks_its_provider_and_gateway_metadata_and_the_next_turn_has_the_agen
     assert_eq!(settings.provider, None);
     assert_eq!(settings.gateway_metadata, object(json!({"app": "support"})));
 }
+
+#[test]
+fn a_structured_answer_is_checked_against_its_schema_and_a_mismatch_fails_the_turn() {
+    let mut sim = json_turns_sim();
+    sim.script(Reply::text("```json\n{\"id\":\"A-1\"}\n```"));
+    let body = json!({"json": true});
+    sim.send(
+        "a",
+        chat_request_with("r1", &[user("u1", "order?")], body.clone()),
+    );
+    sim.run_until_idle();
+    let done = |sim: &Sim, id: &str| {
+        sim.frames("a")
+            .iter()
+            .find(|f| f["id"] == id && f["done"] == true)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        done(&sim, "r1")["outcome"],
+        "completed",
+        "a fenced answer that fits"
+    );
+
+    sim.script(Reply::text("{\"id\": 7, \"extra\": true}"));
+    sim.send(
+        "a",
+        chat_request_with("r2", &[user("u2", "another")], body.clone()),
+    );
+    sim.run_until_idle();
+    assert_eq!(done(&sim, "r2")["outcome"], "error");
+    let errors: Vec<String> = sim
+        .frames("a")
+        .iter()
+        .filter(|f| f["id"] == "r2" && f["error"] == true)
+        .filter_map(|f| f["body"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        errors.iter().any(|e| e
+            .contains("does not follow the schema `order`: $.id: expected string, found integer")),
+        "{errors:?}"
+    );
+
+    sim.script(Reply::text("not json at all"));
+    sim.send(
+        "a",
+        chat_request_with("r3", &[user("u3", "once more")], body),
+    );
+    sim.run_until_idle();
+    assert_eq!(done(&sim, "r3")["outcome"], "error");
+
+    sim.script(Reply::text("plain words"));
+    sim.send("a", chat_request("r4", &[user("u4", "no schema")]));
+    sim.run_until_idle();
+    assert_eq!(
+        done(&sim, "r4")["outcome"],
+        "completed",
+        "a turn without a schema is not checked"
+    );
+}

@@ -1,6 +1,8 @@
 // A real @cloudflare/think agent used as the parent of the Rust agent in the end-to-end tests: its
 // routes run the calls a Think coordinator makes on a child's Durable Object stub — `chat()` with
 // the sub-agent code of the Think documentation, the durable submissions and the message methods —
+// (and `runTurn` streaming into the same recorder, `saveMessages` with a signal, two submits at
+// once, a delete by date, the author's own methods through `call`)
 // against the `ChatAgent` binding (the Rust worker's class, reached over Durable Object RPC) and
 // answer with what the coordinator observed. It runs no model of its own. Bundled by
 // tests/support/think-coordinator.mjs.
@@ -47,6 +49,23 @@ export class ThinkCoordinator extends Think {
     try {
       if (route === 'delegate') return Response.json(await this.delegate(child, body));
       if (route === 'call') return Response.json({ result: (await child[body.method](...(body.args ?? []))) ?? null });
+      if (route === 'run-turn-stream') return Response.json(await this.streamTurn(child, body));
+      if (route === 'save-abort') {
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), body.abortAfterMs ?? 300);
+        const result = await child.saveMessages(body.messages, { signal: controller.signal });
+        clearTimeout(timer);
+        return Response.json({ result });
+      }
+      if (route === 'submit-twice') {
+        // Every key submitted twice, all calls at once (so some land in the same millisecond).
+        const calls = body.keys.flatMap((key) => [0, 1].map(() => child.submitMessages(body.messages, { idempotencyKey: key })));
+        return Response.json({ result: await Promise.all(calls) });
+      }
+      if (route === 'delete-before') {
+        const result = await child.deleteSubmissions({ ...body.options, completedBefore: new Date(body.before) });
+        return Response.json({ result });
+      }
       if (route === 'internal-fetch') {
         const response = await child.fetch(`https://agent/agents/chat-agent/${body.child}/${body.path}`, {
           method: 'POST',
@@ -59,6 +78,18 @@ export class ThinkCoordinator extends Think {
       return Response.json({ threw: String(error?.message ?? error) });
     }
     return new Response('no such route', { status: 404 });
+  }
+
+  /** `runTurn({mode: "stream"})` into a recorder. */
+  async streamTurn(child, { input }) {
+    const callback = new Recorder({});
+    let threw = null;
+    try {
+      await child.runTurn({ mode: 'stream', input, callback });
+    } catch (error) {
+      threw = String(error?.message ?? error);
+    }
+    return { requestId: callback.started, events: callback.events, done: callback.done, errors: callback.errors, threw };
   }
 
   /** One delegated turn, with the seed's code. */

@@ -5,7 +5,8 @@
 //! page reaches with `useAgent`; deleting a chat erases it (the chat's
 //! `destroy()` over Durable Object RPC) before it leaves the list. The list
 //! is also the directory's synced state (`{chats: [...]}`), so every tab of
-//! the user sees a change at once. A chat tells its directory when one of
+//! the user sees a change at once, and only the methods change it (its
+//! tabs are readonly: its own chat is never used). A chat tells its directory when one of
 //! its turns ended (`report_activity`: the directory's own RPC method
 //! `recordChatActivity`, which no tab can call): the directory stamps the
 //! chat's last activity with its own clock and, while the chat has no
@@ -86,6 +87,18 @@ impl AgentDefinition for ChatDirectoryAgent {
         Some(json!({ "chats": [] }))
     }
 
+    /// Its chat is never used: every tab is a viewer of it, so a chat
+    /// request (a model call on the directory) or a state write is refused
+    /// with `Connection is readonly`; the methods below are marked as
+    /// allowed to viewers.
+    fn should_connection_be_readonly(
+        &self,
+        _id: &str,
+        _request: &crate::agent::RequestInfo,
+    ) -> bool {
+        true
+    }
+
     /// The list changes through the methods only.
     fn validate_state(&self, _next: &Value, source: &StateSource) -> Result<(), String> {
         match source {
@@ -104,7 +117,8 @@ impl AgentDefinition for ChatDirectoryAgent {
                     let title = title.into_iter().flatten().next();
                     async move { create_chat(&ctx.agent, title.as_deref()) }
                 },
-            ),
+            )
+            .readonly_safe(),
             Callable::new("listChats", |(): (), ctx: CallContext| async move {
                 list_chats(&ctx.agent)
             })
@@ -114,11 +128,13 @@ impl AgentDefinition for ChatDirectoryAgent {
                 |(id, title): (String, String), ctx: CallContext| async move {
                     rename_chat(&ctx.agent, &id, &title)
                 },
-            ),
+            )
+            .readonly_safe(),
             Callable::new(
                 "deleteChat",
                 |(id,): (String,), ctx: CallContext| async move { delete_chat(&ctx.agent, &id).await },
-            ),
+            )
+            .readonly_safe(),
         ]
     }
 

@@ -1,15 +1,15 @@
 // End-to-end: the demo's chat directory (`ChatDirectory`, one per user) through the stock `agents`
 // client (`AgentClient`, the class under `useAgent`) on the real runtime. Its callables create,
 // list, rename and delete the user's chats, each a `ChatAgent` named `<user>~<chat id>`; a chat's
-// turn tells its directory over Durable Object RPC (last activity, and its first message as the title of a chat nobody
-// named); deleting a chat erases it (its `destroy()` over Durable Object RPC) and every tab of the
-// directory sees the list without it.
+// turn tells its directory over Durable Object RPC (last activity, and its first message as the
+// title of a chat nobody named); deleting a chat erases it (its `destroy()` over Durable Object RPC)
+// and every tab of the directory sees the list without it. The directory's own chat is refused.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import WS from 'ws';
 import { AgentClient } from 'agents/client';
-import { getMessages, sendAndWait, userMessage } from '../support/harness.mjs';
+import { chatRequest, getMessages, isResponse, sendAndWait, userMessage } from '../support/harness.mjs';
 import { workerFor, tab, rid, waitUntil } from '../support/e2e.mjs';
 
 /** A stock client on the directory of `user`, ready, closed when `t` ends. */
@@ -78,7 +78,7 @@ test('a directory creates, lists, renames and deletes its chats; a turn updates 
 
   // A tab may not write the list as state, nor report activity (an RPC method only).
   dir.setState({ chats: [] });
-  await assert.rejects(dir.call('recordChatActivity', [second.id, 'forged']), /does not exist/);
+  await assert.rejects(dir.call('recordChatActivity', [second.id, 'forged']), /Connection is readonly|does not exist/);
   assert.equal((await dir.call('listChats', [])).length, 2);
 
   const left = await dir.call('deleteChat', [first.id]);
@@ -93,6 +93,15 @@ test('a directory creates, lists, renames and deletes its chats; a turn updates 
 
   // Another user's directory is another list.
   const { c: stranger } = await directory(t, w, rid('user'));
+
+  // The directory's own chat is not for use: no model call is made on it.
+  const raw = await tab(w, user, {}, 'ChatDirectory');
+  const refusedId = rid();
+  raw.send(chatRequest(refusedId, [userMessage(rid(), 'chat with the directory')]));
+  const refused = await raw.waitFor(isResponse(refusedId));
+  assert.equal(refused.error, true);
+  assert.match(refused.body, /Connection is readonly/);
+  await raw.close();
   assert.deepEqual(await stranger.call('listChats', []), []);
   await assert.rejects(stranger.call('deleteChat', [second.id]), /no such chat/);
 });

@@ -53,10 +53,11 @@ fn chats_are_created_listed_renamed_reported_and_deleted() {
         agent.call_rpc("recordChatActivity", json!(["unknown", null])),
         Ok(json!(false))
     );
-    assert!(tab
-        .call("recordChatActivity", json!([first_id, "x"]))
-        .unwrap_err()
-        .contains("does not exist"));
+    // Not a tab's to call: a directory's tabs are readonly, refused before any lookup.
+    let refused = tab
+        .call("recordChatActivity", json!([second_id, "x"]))
+        .unwrap_err();
+    assert!(refused.contains("readonly"), "{refused}");
 
     // A user's title stays through later turns.
     tab.call("renameChat", json!([second_id, "Rome"])).unwrap();

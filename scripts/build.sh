@@ -87,15 +87,17 @@ if [ -f demo/build.mjs ]; then
   node demo/build.mjs
 fi
 
+# This repository's worker is the demo: its classes, page and fetch entry are the `demo` feature,
+# which the library leaves out by default.
 if [ "$MODE" = dev ]; then
-  echo "build: worker-build --profile wasm-dev --no-opt $*"
-  worker-build --profile wasm-dev --no-opt "$@"
+  echo "build: worker-build --profile wasm-dev --no-opt . --features demo $*"
+  worker-build --profile wasm-dev --no-opt . --features demo "$@"
 elif [ "$MODE" = test ]; then
-  echo "build: worker-build --release . --features debug-routes $*"
-  worker-build --release . --features debug-routes "$@"
+  echo "build: worker-build --release . --features demo,debug-routes $*"
+  worker-build --release . --features demo,debug-routes "$@"
 else
-  echo "build: worker-build --release $*"
-  worker-build --release "$@"
+  echo "build: worker-build --release . --features demo $*"
+  worker-build --release . --features demo "$@"
 fi
 for f in build/index.js build/index_bg.wasm; do
   [ -f "$f" ] || { echo "build: expected $f after worker-build" >&2; exit 1; }

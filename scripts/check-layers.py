@@ -5,8 +5,12 @@ src/ import each other in a circle.
 Layers, lowest first (a file may use its own layer and those below it):
   crate:  protocol, model, routing, outbound  <  core  <  store, log (the console), mcp  <  agent, router  <  demo, worker_entry, test_kit
   core:   vocab < rows < contract < data < (admit, turn, recovery, synced_state, callables, logging.rs, mcp.rs, mod.rs)
-A file of a lower core layer must name the items it uses by their layered path
-(`crate::core::vocab::...`): the flat names of `core/mod.rs` sit at the top.
+  agent:  (settings, body, ids, typed_handler, binding_model) < access < (storage, connections) < handle
+          < (callables, tools) < subagents < definition < (engine_config, author_hooks, builtin_tools,
+          debug_tools, durable_object) < host < rpc_target < mod.rs
+A file of a lower core or agent layer must name the items it uses by their layered path
+(`crate::core::vocab::...`, `crate::agent::handle::...`): the flat names of `core/mod.rs` and
+`agent/mod.rs` sit at the top.
 Imports are read from `use` paths and inline `crate::`/`super::` paths.
 
 Calls and imports between the behaviour folders of src/core go one way, highest first:
@@ -154,10 +158,12 @@ def rank(path):
     if not mod:
         return None
     crate = CRATE_RANK.get(mod[0])
-    core = None
+    inner = None
     if mod[0] == 'core':
-        core = CORE_RANK.get(mod[1] if len(mod) > 1 else 'mod', 4)
-    return crate, core
+        inner = ('core', CORE_RANK.get(mod[1] if len(mod) > 1 else 'mod', 4))
+    elif mod[0] == 'agent':
+        inner = ('agent', AGENT_RANK.get(mod[1] if len(mod) > 1 else 'mod', 10))
+    return crate, inner
 
 def main():
     files = [os.path.abspath(os.path.join(d, f)) for d, _, fs in os.walk(ROOT)
@@ -178,7 +184,7 @@ def main():
             name = lambda p: os.path.relpath(p, os.path.join(ROOT, '..'))
             if rt[0] > rf[0]:
                 problems.append(f'{name(f)} (layer {module_of(f)[0]}) names {name(t)} above it')
-            elif rf[1] is not None and rt[1] is not None and rt[1] > rf[1]:
+            elif rf[1] is not None and rt[1] is not None and rf[1][0] == rt[1][0] and rt[1][1] > rf[1][1]:
                 problems.append(f'{name(f)} ({module_of(f)[1]}) names {name(t)} above it')
             else:
                 bf = behaviour_of('/'.join(module_of(f)) + '/x.rs')
@@ -218,6 +224,11 @@ def main():
     print(f'layers: {len(files)} files, no lower layer names a higher one, no import circle, '
           'core folders call one way through their faces')
 
+AGENT_RANK = {'settings': 0, 'body': 0, 'ids': 0, 'typed_handler': 0, 'binding_model': 0,
+              'access': 1, 'storage': 2, 'connections': 2, 'handle': 3, 'callables': 4, 'tools': 4,
+              'subagents': 5, 'definition': 6, 'engine_config': 7, 'author_hooks': 7,
+              'builtin_tools': 7, 'debug_tools': 7, 'durable_object': 7, 'host': 8, 'rpc_target': 9,
+              'mod': 10}
 BEHAVIOUR_RANK = {'recovery': 4, 'admit': 3, 'callables': 3, 'turn': 2, 'synced_state': 1}
 WIDE = ('pub(in crate::core)', 'pub(crate)')
 

@@ -42,8 +42,9 @@ if [ ! -f Cargo.lock ]; then
 fi
 WBG_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 if [ -z "$WBG_VERSION" ]; then
-  # Cargo.lock lacks the wasm32-only deps until something resolves them; fall back to the pin.
-  WBG_VERSION="$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
+  # Cargo.lock lacks the wasm32-only deps until something resolves them; fall back to the
+  # lower bound of the dependency's range.
+  WBG_VERSION="$(sed -n 's/^wasm-bindgen = "[=^]\{0,1\}\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
 fi
 if [ -z "$WBG_VERSION" ]; then
   echo "setup: cannot determine the wasm-bindgen version from Cargo.lock or Cargo.toml" >&2

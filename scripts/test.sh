@@ -8,7 +8,8 @@
 # With no argument it runs everything, in that order (what CI runs). `--only STAGE [ARG...]` runs one
 # stage by itself, without the set-up:
 #   --only checks                 the layer and gate checks
-#   --only native                 cargo test, the starter's tests, cargo doc
+#   --only native                 cargo test (with the guides' examples as doctests), the starter's
+#                                 tests, cargo doc (native and wasm32)
 #   --only core [FILTER]          the core suite only (`cargo test --test core FILTER`, e.g. `admit::`)
 #   --only build                  the worker's builds and the example agent's build
 #   --only node [FILE...]         the Node tests (all, or the given files; `e2e` is the same stage)
@@ -48,8 +49,9 @@ stage_native() {
   echo "== the starter's own tests (the test kit, as an author runs them)"
   cargo test -p starter-agent
 
-  echo "== cargo doc (the author's API pages build with no warnings)"
+  echo "== cargo doc (the author's API pages and the guides build with no warnings, natively and for the worker)"
   RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+  RUSTDOCFLAGS="-D warnings" cargo doc --target wasm32-unknown-unknown --no-deps --quiet
 }
 
 stage_core() {

@@ -194,7 +194,7 @@ impl AgentDefinition for DemoAgent {
         shared_state::rpc_methods()
     }
 
-    fn schedule_callbacks(&self) -> Vec<crate::agent::schedule_callback::ScheduleCallback> {
+    fn schedule_callbacks(&self) -> Vec<crate::agent::handle::schedule_callback::ScheduleCallback> {
         vec![
             reminders::schedule_callback(),
             connections::schedule_callback(),
@@ -436,7 +436,9 @@ mod coordinator {
 
     use futures::future::Either;
 
-    use crate::agent::subagent::{abort_pair, chat, ChatCallback, ChatOptions, ClientToolCall};
+    use crate::agent::subagents::chat::{
+        abort_pair, chat, ChatCallback, ChatOptions, ClientToolCall,
+    };
     use crate::agent::ToolContext;
     use crate::agent::{AgentDefinition, ServerTool};
     use crate::protocol::{ClientToolSchema, UIMessageChunk};

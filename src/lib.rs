@@ -51,8 +51,9 @@
 //! }
 //! ```
 //!
-//! Depend on the crate with `default-features = false` (the default `demo`
-//! feature builds this repository's demo classes and page). Everything above
+//! The crate has no default feature: an agent's crate gets the library and
+//! no demo code (this repository's demo classes and page are the `demo`
+//! feature, which its own worker build turns on). Everything above
 //! comes from [`prelude`]. The package holds a starter and its generator:
 //! `bash scripts/new-agent.sh NAME DIR` in the package's folder (the one
 //! `cargo metadata` names for `durable-chat`) makes a new agent crate, with
@@ -61,19 +62,23 @@
 //!
 //! ## Guides
 //!
-//! In the repository, under `docs/`:
+//! The guides are the [`guides`] module's pages (in the repository, under
+//! `docs/guides/`):
 //!
-//! - [Writing an agent](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/writing-an-agent.md) — the definition, its settings, the class and the router;
-//! - [Tools and approval](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/tools-and-approval.md) — server tools, client tools, approvals;
-//! - [Hooks](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/hooks.md) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
-//! - [Sub-agents](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/sub-agents.md) — one agent asking another;
-//! - [Submissions](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/submissions.md) — the agent's own code submitting messages, alarms;
-//! - [Testing your agent](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/testing-your-agent.md) — the test kit: the agent natively under `cargo test`;
-//! - [Models and providers](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/models.md) — OpenAI-compatible, Anthropic, Workers AI, a provider of your own, per turn;
-//! - [Configuration](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/configuration.md) — vars, secrets and settings;
-//! - [Long conversations](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/long-conversations.md) — the context policy and compaction;
-//! - [Coming from Think](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/coming-from-think.md) — the TypeScript agent's names here;
-//! - [Wire reference](https://github.com/durable-chat/durable-chat/blob/main/docs/guides/wire-protocol.md) — the frames, for a client that is not `useAgentChat`;
+//! - [Writing an agent](guides::writing_an_agent) — the definition, its settings, the class and the router;
+//! - [Tools and approval](guides::tools_and_approval) — server tools, client tools, approvals;
+//! - [Hooks](guides::hooks) — `before_turn`, the tool hooks, `on_chat_response`, `on_chat_error`;
+//! - [State and callables](guides::state_and_callables) — the synced state, callable methods, connections;
+//! - [Storage and schedules](guides::storage_and_schedules) — the agent's own SQL tables and its schedules;
+//! - [Submissions](guides::submissions) — the agent's own code submitting messages, alarms;
+//! - [Sub-agents](guides::sub_agents) — one agent asking another;
+//! - [Long conversations](guides::long_conversations) — the context policy and compaction;
+//! - [MCP servers](guides::mcp) — the agent's MCP client: servers, their tools, OAuth;
+//! - [Testing your agent](guides::testing_your_agent) — the test kit: the agent natively under `cargo test`;
+//! - [Models and providers](guides::models) — OpenAI-compatible, Anthropic, Workers AI, a provider of your own, per turn;
+//! - [Configuration](guides::configuration) — vars, secrets and settings;
+//! - [Coming from Think](guides::coming_from_think) — the TypeScript agent's names here;
+//! - [Wire reference](guides::wire_protocol) — the frames, for a client that is not `useAgentChat`;
 //! - [Architecture](https://github.com/durable-chat/durable-chat/blob/main/docs/design/architecture.md) — how the core, the host and the store fit.
 //!
 //! ## Modules
@@ -94,6 +99,7 @@ pub mod agent;
 pub mod core;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod guides;
 pub mod log;
 pub mod mcp;
 pub mod model;

@@ -34,7 +34,7 @@ pub use crate::core::{Compact, CompactionInput, SummaryRequest};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::body::{read_bytes, read_json, read_json_typed, read_text};
 #[cfg(target_arch = "wasm32")]
-pub use crate::agent::subagent::{self, ChatCallback, ChatOptions, ClientToolCall};
+pub use crate::agent::subagents::chat::{self, ChatCallback, ChatOptions, ClientToolCall};
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::AgentStub;
 pub use crate::agent::{
@@ -47,4 +47,4 @@ pub use crate::router::{Cors, RouteOptions};
 pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).
-pub use crate::core::{Repeat, ScheduleError, ScheduleWhen};
+pub use crate::core::{Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};

@@ -91,7 +91,7 @@ pub fn frame_parser(data: &[u8]) {
     );
     let conn: ConnId = Rc::from("tab-0");
     let channel: ConnId = Rc::from("channel-0");
-    core.handle(Event::Connected { conn: conn.clone() }, 0);
+    core.handle(Event::Connected { conn: conn.clone(), client: None }, 0);
     core.handle(
         Event::Adopted {
             conn: channel.clone(),
@@ -518,7 +518,7 @@ impl Sim {
             0 => {
                 let conn: ConnId = Rc::from(format!("tab-{}", u.int_in_range(0..=3u8)?));
                 if self.tabs.insert(conn.clone()) {
-                    self.dispatch(Event::Connected { conn });
+                    self.dispatch(Event::Connected { conn, client: None });
                 }
             }
             1 => {
@@ -533,7 +533,7 @@ impl Sim {
                     None => {
                         let conn: ConnId = Rc::from("tab-0");
                         self.tabs.insert(conn.clone());
-                        self.dispatch(Event::Connected { conn: conn.clone() });
+                        self.dispatch(Event::Connected { conn: conn.clone(), client: None });
                         conn
                     }
                 };

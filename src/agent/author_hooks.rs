@@ -1,7 +1,7 @@
 //! The definition's hooks for the agent as a whole, type-erased for the
 //! host: the synced state's initial value and validator (handed to the
 //! core), `on_state_changed`, the callables by name, the author's RPC
-//! methods by name (`rpc_methods.rs`), and the connection hooks
+//! methods by name (`callables/rpc_methods.rs`), and the connection hooks
 //! (`connection_tags`, `should_connection_be_readonly`, `on_connect`,
 //! `on_close`, `on_message`).
 
@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use crate::core::{AgentApi, StateSource};
 
-use super::access::RequestInfo;
-use super::callable::Callable;
-use super::connection::Connection;
-use super::definition::AgentDefinition;
-use super::handle::AgentHandle;
+use crate::agent::access::RequestInfo;
+use crate::agent::callables::Callable;
+use crate::agent::connections::Connection;
+use crate::agent::definition::AgentDefinition;
+use crate::agent::handle::AgentHandle;
 
 type Hook<A> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, ()>>;
 /// A connection's tags or readonly flag, chosen when it connects (its id
@@ -48,7 +48,7 @@ impl AuthorHooks {
             .map(|c| (c.name().to_string(), c))
             .collect();
         let mut refused_rpc_methods = Vec::new();
-        let rpc_methods = super::rpc_methods::author_rpc_methods(
+        let rpc_methods = crate::agent::callables::rpc_methods::author_rpc_methods(
             definition.rpc_methods(),
             &callables,
             &mut refused_rpc_methods,

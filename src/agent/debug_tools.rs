@@ -10,7 +10,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::tool::ServerTool;
+use crate::agent::tools::ServerTool;
 
 /// The var that turns these on.
 pub const DEBUG_TOOLS_VAR: &str = "DEBUG_TOOLS";

@@ -16,16 +16,16 @@ use crate::core::{
 use crate::core::StateSource;
 use crate::mcp::McpServer;
 
-use super::access::{Refusal, RequestInfo};
+use crate::agent::access::{Refusal, RequestInfo};
 use std::rc::Rc;
 
-use super::anonymous::default_authorize;
-use super::callable::Callable;
-use super::connection::Connection;
-use super::schedule_callback::ScheduleCallback;
-use super::settings::{AgentSettings, Vars};
-use super::tool::ServerTool;
-use super::AgentHandle;
+use crate::agent::access::anonymous::default_authorize;
+use crate::agent::callables::Callable;
+use crate::agent::connections::Connection;
+use crate::agent::handle::schedule_callback::ScheduleCallback;
+use crate::agent::settings::{AgentSettings, Vars};
+use crate::agent::tools::ServerTool;
+use crate::agent::AgentHandle;
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
 /// Every method has a default. The agent runs on one thread, so the futures

@@ -12,10 +12,10 @@ use crate::core::{
     StepReport, SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
 };
 
-use super::definition::AgentDefinition;
-use super::settings::AgentSettings;
-use super::tool::ServerTool;
-use super::AgentHandle;
+use crate::agent::definition::AgentDefinition;
+use crate::agent::settings::AgentSettings;
+use crate::agent::tools::ServerTool;
+use crate::agent::AgentHandle;
 
 /// An awaited hook: its argument and the agent's handle in, a future out.
 type Awaited<A, R> = Rc<dyn Fn(A, AgentHandle) -> LocalBoxFuture<'static, R>>;

@@ -214,6 +214,8 @@ impl AgentSettings {
                         "MAX_CHILD_CALLS_PER_AGENT",
                         defaults.limits.max_child_calls_per_agent,
                     ),
+                    max_delegation_depth: vars
+                        .parsed_or("MAX_DELEGATION_DEPTH", defaults.limits.max_delegation_depth),
                     max_message_values: vars
                         .parsed_or("MAX_MESSAGE_VALUES", defaults.limits.max_message_values),
                     max_message_depth: vars

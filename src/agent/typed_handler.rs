@@ -16,8 +16,8 @@ use serde_json::Value;
 pub type JsonFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 
 /// A closure of the typed value `I`, optionally with the context `Ctx` (a
-/// tool's [`ToolContext`](super::ToolContext), a call's
-/// [`CallContext`](super::CallContext)). `Shape` tells the two closures
+/// tool's [`ToolContext`](crate::agent::ToolContext), a call's
+/// [`CallContext`](crate::agent::CallContext)). `Shape` tells the two closures
 /// apart; it is inferred.
 pub trait TypedHandler<I, Ctx, Shape>: 'static {
     /// The `Ok` value, serialised as the result.

@@ -217,7 +217,7 @@ impl Core {
             timers,
             synced,
             calls: Default::default(),
-            request_rate: Default::default(),
+            request_rate: admit::RequestRate::restored(stored.request_rates),
             token_ledger: stored.token_ledger.unwrap_or_default(),
             context_texts: stored.context_blocks.unwrap_or_default().blocks,
             schedules,
@@ -233,8 +233,14 @@ impl Core {
         self.now = self.now.max(now_ms);
         self.trim_window();
         match event {
-            Event::Connected { conn } => self.on_connect(conn),
-            Event::Adopted { conn } => self.conns.add(conn),
+            Event::Connected { conn, client } => {
+                self.rate_connect(&conn, client.as_deref());
+                self.on_connect(conn)
+            }
+            Event::Adopted { conn } => {
+                self.request_rate.adopt(&conn);
+                self.conns.add(conn)
+            }
             Event::Frame { conn, text } => self.on_frame(conn, &text),
             Event::ReadonlyFrame { conn, text } => self.on_readonly_frame(conn, &text),
             Event::FrameTooLarge { conn, bytes, head } => {
@@ -243,7 +249,7 @@ impl Core {
             Event::ChannelFrame { conn, text } => self.on_channel_frame(conn, &text),
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
-                self.request_rate.forget(&conn);
+                self.rate_forget(&conn);
                 self.fail_remote_calls(&conn);
                 self.drop_calls_of(&conn);
             }
@@ -265,6 +271,7 @@ impl Core {
             Event::Woke => {
                 // What the previous instance owed first: a turn that waking
                 // ends (a recovery given up on) is reported once, by itself.
+                self.request_rate.woke(self.now);
                 self.redeliver_owed_responses();
                 self.resume_pending_tab_results();
                 self.on_woke();

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::agent::schedule_callback::ScheduleCallback;
+use crate::agent::handle::schedule_callback::ScheduleCallback;
 use crate::agent::{AgentHandle, CallContext, Callable, Connection, RequestInfo};
 use crate::core::{ScheduleWhen, StateSource};
 

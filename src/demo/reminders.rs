@@ -21,8 +21,8 @@ pub fn callable() -> Callable {
     Callable::new("remind", remind)
 }
 
-pub fn schedule_callback() -> crate::agent::schedule_callback::ScheduleCallback {
-    crate::agent::schedule_callback::ScheduleCallback::new(
+pub fn schedule_callback() -> crate::agent::handle::schedule_callback::ScheduleCallback {
+    crate::agent::handle::schedule_callback::ScheduleCallback::new(
         "reminder",
         |reminder: Reminder, agent: crate::agent::AgentHandle| async move {
             let _ = show(&agent, &format!("⏰ {}", reminder.text));

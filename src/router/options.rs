@@ -21,7 +21,7 @@ pub type RouterAuthorize = Rc<dyn Fn(&RequestInfo, &AgentSettings) -> Result<(),
 #[derive(Clone, Default)]
 pub struct RouteOptions {
     /// Replaces the router's default check
-    /// ([`default_authorize`](crate::agent::anonymous::default_authorize))
+    /// ([`default_authorize`](crate::agent::access::anonymous::default_authorize))
     /// for every agent request, before any Durable Object is reached: for a
     /// worker whose agents' `authorize` lets in what the default refuses
     /// (a session cookie, say). The internal paths and header are refused
@@ -93,7 +93,7 @@ impl RouteOptions {
     pub fn check(&self, request: &RequestInfo, settings: &AgentSettings) -> Result<(), Refusal> {
         match &self.authorize {
             Some(f) => f(request, settings),
-            None => crate::agent::anonymous::default_authorize(request, settings),
+            None => crate::agent::access::anonymous::default_authorize(request, settings),
         }
     }
 

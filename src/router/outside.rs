@@ -2,8 +2,8 @@
 //! internal paths (a parent's channel, another agent's API call) and the
 //! internal header; and the deployment's `AUTH_TOKEN`.
 
+use crate::agent::access::channel_auth::CHANNEL_AUTH_HEADER;
 use crate::agent::access::{require_token, Refusal, RequestInfo};
-use crate::agent::channel_auth::CHANNEL_AUTH_HEADER;
 use crate::routing::is_channel_path;
 
 /// The routing-level check, before any agent is woken: the internal paths

@@ -17,15 +17,15 @@ use futures::task::LocalSpawnExt;
 use serde_json::Value;
 
 use crate::agent::author_hooks::AuthorHooks;
-use crate::agent::author_storage::AuthorStorage;
-use crate::agent::call_runs::CallRuns;
-use crate::agent::connection::{checked_tags, Connection, ConnectionSocket};
+use crate::agent::callables::call_runs::CallRuns;
+use crate::agent::connections::{checked_tags, Connection, ConnectionSocket};
 use crate::agent::engine_config::{core_config, AsyncHooks};
+use crate::agent::handle::connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
+use crate::agent::handle::schedule_callback::ScheduleCallback;
+use crate::agent::handle::settled_waiters::SettledWaiters;
 use crate::agent::handle::CoreHost;
-use crate::agent::handle_connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
-use crate::agent::schedule_callback::ScheduleCallback;
-use crate::agent::settled_waiters::SettledWaiters;
-use crate::agent::tool_context::{AgentEnv, ToolContext, ToolRuns};
+use crate::agent::storage::AuthorStorage;
+use crate::agent::tools::context::{AgentEnv, ToolContext, ToolRuns};
 use crate::agent::{AgentDefinition, AgentHandle, CallContext, RequestInfo};
 use crate::agent::{ServerTool, Vars};
 use crate::core::{carry_out, AuthorCall, CallId, ConfigKey, ConnId, Core, Effect, Event, Step};
@@ -82,12 +82,12 @@ impl KitHost {
         let lookup = |name: &str| vars.get(name).cloned();
         let settings = definition.settings(&Vars(&lookup));
         let mut tools = definition.tools();
-        tools.extend(crate::agent::context_tool::set_context_tool(
+        tools.extend(crate::agent::builtin_tools::set_context::set_context_tool(
             definition.as_ref(),
         ));
-        tools.extend(crate::agent::search_tool::search_context_tool(
-            definition.as_ref(),
-        ));
+        tools.extend(
+            crate::agent::builtin_tools::search_context::search_context_tool(definition.as_ref()),
+        );
         let (stored, name) = {
             let mut store = durable.store.borrow_mut();
             let name = store.config(ConfigKey::InstanceName).map(str::to_string);
@@ -160,8 +160,13 @@ impl KitHost {
         self: &Rc<Self>,
         name: &str,
         args: Value,
-    ) -> Option<crate::agent::callable::CallFuture> {
-        crate::agent::rpc_methods::call(&self.author.rpc_methods, name, args, self.handle())
+    ) -> Option<crate::agent::callables::CallFuture> {
+        crate::agent::callables::rpc_methods::call(
+            &self.author.rpc_methods,
+            name,
+            args,
+            self.handle(),
+        )
     }
 
     pub fn core(&self) -> std::cell::Ref<'_, Core> {
@@ -198,7 +203,10 @@ impl KitHost {
             tab.tags = tags;
             tab.readonly = readonly;
         }
-        self.dispatch(Event::Connected { conn: conn.clone() });
+        self.dispatch(Event::Connected {
+            conn: conn.clone(),
+            client: None,
+        });
         let run = (self.author.on_connect)((self.connection(conn), request), self.handle());
         self.spawn(run);
     }
@@ -439,6 +447,7 @@ impl KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
+            delegation_depth: 0,
         };
         let host = self.clone();
         self.spawn(async move {

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::agent::author_storage::{AuthorStore, SqlValue};
+use crate::agent::storage::{AuthorStore, SqlValue};
 use crate::core::ConnId;
 use crate::model::ModelRequest;
 use crate::testing::{MemStore, SharedIds};

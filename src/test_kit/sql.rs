@@ -9,7 +9,7 @@ use rusqlite::types::{Value as Sql, ValueRef};
 use rusqlite::Connection;
 use serde_json::{Map, Value};
 
-use crate::agent::author_storage::SqlValue;
+use crate::agent::storage::SqlValue;
 
 /// The author's database, opened when first used.
 #[derive(Default)]

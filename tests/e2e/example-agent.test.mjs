@@ -1,15 +1,24 @@
-// The crate used as a library: examples/support-agent (depends on durable-chat with
-// `default-features = false`, its own agent, tools, fetch entry and wrangler.toml), built to wasm
+// The crate used as a library: examples/support-agent (depends on durable-chat with no
+// feature, its own agent, tools, fetch entry and wrangler.toml), built to wasm
 // (scripts/test.sh runs `bash examples/support-agent/build.sh --dev`), run on workerd with its own
 // Durable Object class. One turn calls the typed tool; a second asks for the refund, which waits
-// for the user's approval, and runs once approved.
+// for the user's approval, and runs once approved. The crate with no feature brings no demo code:
+// the bundle's only agent class is the example's own.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chatRequest, connect, getMessages, isDone, userMessage } from '../support/harness.mjs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, chatRequest, connect, getMessages, isDone, userMessage } from '../support/harness.mjs';
 import { EXAMPLE_AGENT, startExample } from '../support/example-agent.mjs';
 
 const AGENT = EXAMPLE_AGENT;
+
+test("the crate as a dependency with no feature brings no demo class into the agent's bundle", () => {
+  const bundle = readFileSync(join(ROOT, 'examples', 'support-agent', 'build', 'index.js'), 'utf8');
+  const classes = [...bundle.matchAll(/agentClass\([^,]+, "([A-Za-z0-9_]+)"\)/g)].map((m) => m[1]).sort();
+  assert.deepEqual(classes, ['SupportAgentDO'], 'the exported agent classes (ChatAgent and Coordinator are the demo feature)');
+});
 
 const toolPart = (message, name) => message.parts.find((p) => p.type === `tool-${name}`);
 

@@ -36,6 +36,59 @@ test('a tab past RATE_LIMIT_PER_CONNECTION is refused on the request id; the soc
   assert.equal((await ask(b)).outcome, 'completed', 'another tab is not limited by this one');
 });
 
+/** Open sockets the agent holds (the test build's `…/__debug/memory`, with DEBUG_MEMORY=1). */
+async function socketsOf(w, room) {
+  const res = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`);
+  return (await res.json()).sockets;
+}
+
+test('closing a tab and opening another does not reset RATE_LIMIT_PER_CONNECTION; a tab open beside it still counts apart', async (t) => {
+  const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_CONNECTION: '3', DEBUG_MEMORY: '1' } });
+  const room = rid('reconnect');
+  const a = await tab(w, room);
+  const b = await tab(w, room);
+  for (let i = 0; i < 3; i++) assert.equal((await ask(a)).outcome, 'completed');
+  assert.equal((await ask(b)).outcome, 'completed', 'a tab open beside it is not limited by it');
+  await a.close();
+  await waitUntil(async () => (await socketsOf(w, room)) === 1, { timeoutMs: TURN_MS, what: 'the close handled' });
+  const again = await tab(w, room);
+  const refused = await ask(again);
+  assert.equal(refused.error, true, 'the new socket of the same client starts from the closed one\'s window');
+  assert.match(refused.body, /^too many requests from this connection \(limit 3 a minute\); try again in \d+ s$/);
+  assert.equal(again.ws.readyState, 1, 'the socket stays open');
+  assert.equal((await ask(b)).outcome, 'completed', 'the tab open beside it still counts on its own');
+  await again.close();
+  await b.close();
+});
+
+test('an eviction resets neither a client\'s RATE_LIMIT_PER_CONNECTION window nor the agent\'s RATE_LIMIT_PER_AGENT', async (t) => {
+  const w = await workerFor(t, {
+    bindings: { RATE_LIMIT_PER_CONNECTION: '3', RATE_LIMIT_PER_AGENT: '4', DEBUG_TOOLS: '1', DEBUG_MEMORY: '1' },
+  });
+  const room = rid('evicted');
+  const from = (address) => ({ headers: { 'cf-connecting-ip': address } });
+  const a = await tab(w, room, from('203.0.113.7'));
+  for (let i = 0; i < 3; i++) assert.equal((await ask(a)).outcome, 'completed');
+  const hosts = async () => (await (await fetch(`${w.url}/agents/chat-agent/${room}/__debug/memory`)).json()).hostsCreated;
+  const hostsBefore = await hosts();
+  const evicted = await fetch(`${w.url}/agents/chat-agent/${room}/__debug/evict`, { method: 'POST' });
+  assert.equal(evicted.status, 200);
+  await waitUntil(async () => (await hosts().catch(() => hostsBefore)) > hostsBefore, { timeoutMs: TURN_MS, intervalMs: 50, what: 'a new instance of the agent' });
+  // The same client, on whichever socket it now has, is still at its limit.
+  const same = a.isOpen ? a : await tab(w, room, from('203.0.113.7'));
+  const refused = await ask(same);
+  assert.equal(refused.error, true, 'the eviction did not reset the client\'s window');
+  assert.match(refused.body, /^too many requests from this connection \(limit 3 a minute\)/);
+  // Another client has its own window, but the agent's is still counted: one more, then refused.
+  const other = await tab(w, room, from('198.51.100.2'));
+  assert.equal((await ask(other)).outcome, 'completed');
+  const full = await ask(other);
+  assert.equal(full.error, true, 'the eviction did not reset the agent\'s window');
+  assert.match(full.body, /^too many requests to this agent \(limit 4 a minute\)/);
+  await other.close();
+  if (same.isOpen) await same.close();
+});
+
 test('an agent past RATE_LIMIT_PER_AGENT refuses every tab', async (t) => {
   const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_AGENT: '2' } });
   const a = await tab(w, 'agent-rate');

@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startWorker, chatRequest, userMessage, getMessages, isDone, DEFAULT_BINDINGS } from '../support/harness.mjs';
-import { rid, tab, toolPart, offeredTools, probe, chatApi, terminalOf } from '../support/e2e.mjs';
+import { rid, tab, toolPart, offeredTools, probe, chatApi, terminalOf, waitUntil } from '../support/e2e.mjs';
 
 const TURN_MS = 15000;
 let w;
@@ -263,6 +263,62 @@ test('the coordinator reaches only the children COORDINATOR_CHILDREN lists, by c
   const allowed = await ask('delegate kid-1: say hi');
   assert.equal(allowed.state, 'output-available');
   assert.ok((await getMessages(own.url, 'ChatAgent', 'kid-1')).length > 0, 'the listed child answered');
+  await c.close();
+});
+
+test('a coordinator class listed as its own child delegates down a chain that stops at MAX_DELEGATION_DEPTH: the call past it is a tool error and reaches no agent', async (t) => {
+  const own = await startWorker({
+    bindings: { COORDINATOR_CHILDREN: 'Coordinator/chain-*', MAX_DELEGATION_DEPTH: '2' },
+  });
+  t.after(() => own.close());
+  const prefix = rid('chain');
+  const name = (i) => `chain-${prefix}-${i}`;
+  // Each agent's task is the directive that has it delegate to the next: 0 → 1 → 2 → 3.
+  let task = 'say hi';
+  for (let i = 3; i >= 1; i--) {
+    task = `[tool:delegate:${JSON.stringify({ agent: name(i), task, class: 'Coordinator' })}]`;
+  }
+  const c = await tab(own, name(0), undefined, 'Coordinator');
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), task)]));
+  assert.equal((await c.waitFor(isDone(id), TURN_MS * 2)).outcome, 'completed');
+  const delegated = async (i) => partsOf(await getMessages(own.url, 'Coordinator', name(i)), 'tool-delegate').at(-1);
+  // Depth 0 and 1 delegate; the turn at depth 2 (the limit) may not.
+  assert.equal((await delegated(0)).state, 'output-available');
+  assert.equal((await delegated(1)).state, 'output-available');
+  const refused = await delegated(2);
+  assert.equal(refused.state, 'output-error');
+  assert.match(refused.errorText, /delegation too deep.*MAX_DELEGATION_DEPTH/);
+  assert.deepEqual(await getMessages(own.url, 'Coordinator', name(3)), [], 'no turn ran past the limit');
+  await c.close();
+});
+
+test('submissions carry the depth too: a chain of submit_to between coordinators stops at MAX_DELEGATION_DEPTH', async (t) => {
+  const own = await startWorker({
+    bindings: { COORDINATOR_CHILDREN: 'Coordinator/sub-*', MAX_DELEGATION_DEPTH: '2' },
+  });
+  t.after(() => own.close());
+  const prefix = rid('sub');
+  const name = (i) => `sub-${prefix}-${i}`;
+  let text = 'say hi';
+  for (let i = 3; i >= 1; i--) {
+    text = `[tool:submit_to:${JSON.stringify({ agent: name(i), text, class: 'Coordinator' })}]`;
+  }
+  const c = await tab(own, name(0), undefined, 'Coordinator');
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), text)]));
+  assert.equal((await c.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  const submitted = async (i) => partsOf(await getMessages(own.url, 'Coordinator', name(i)), 'tool-submit_to').at(-1);
+  // Each submitted turn runs on its own; the one at depth 2 (the limit) is refused its submission.
+  const refused = await waitUntil(async () => {
+    const part = await submitted(2);
+    return part && ['output-available', 'output-error'].includes(part.state) && part;
+  }, { timeoutMs: TURN_MS * 2, intervalMs: 100, what: 'the turn at the limit tried to submit' });
+  assert.equal((await submitted(0)).state, 'output-available');
+  assert.equal((await submitted(1)).state, 'output-available');
+  assert.equal(refused.state, 'output-error');
+  assert.match(refused.errorText, /delegation too deep.*MAX_DELEGATION_DEPTH/);
+  assert.deepEqual(await getMessages(own.url, 'Coordinator', name(3)), [], 'no turn ran past the limit');
   await c.close();
 });
 

@@ -1,6 +1,9 @@
 // The documentation's code and links stay true to the repository.
 //
 // Every fenced ```rust block in README.md and docs/**/*.md is either
+//   - in a guide (docs/guides/*.md), a block rustdoc compiles and runs (```rust or ```rust,no_run,
+//     without `ignore`): the guides are the crate's `guides` module (src/guides.rs), so
+//     `cargo test --doc` checks it; or
 //   - an excerpt of a file under examples/, announced by the line right before the block:
 //       <!-- excerpt: examples/support-agent/src/lib.rs from "impl AgentDefinition for" to "^}" -->
 //     The excerpt is the lines of that file from the first line containing the `from` text to the
@@ -59,7 +62,8 @@ export function fencedBlocks(text) {
     let k = i - 1;
     while (k >= 0 && lines[k].trim() === "") k--;
     const before = k >= 0 ? lines[k].trim() : "";
-    blocks.push({ lang: open[2].toLowerCase(), start: i + 1, lines: body, marker: parseMarker(before) });
+    const [lang, ...attrs] = open[2].toLowerCase().split(",");
+    blocks.push({ lang, attrs, start: i + 1, lines: body, marker: parseMarker(before) });
     i = j;
   }
   return blocks;
@@ -116,8 +120,14 @@ export function normalise(lines) {
   return out.map((l) => l.slice(common));
 }
 
+/** Whether `cargo test --doc` compiles the block: a Rust block of a guide without `ignore`. */
+export function isDoctest(doc, block) {
+  return doc.startsWith("docs/guides/") && block.lang === "rust" && !block.attrs.includes("ignore");
+}
+
 function checkBlock(doc, index, block) {
-  const where = `${doc}: block ${index + 1} (\`\`\`${block.lang || "(no language)"} at line ${block.start})`;
+  const fence = [block.lang || "(no language)", ...(block.attrs ?? [])].join(",");
+  const where = `${doc}: block ${index + 1} (\`\`\`${fence} at line ${block.start})`;
   const marker = block.marker;
   if (marker?.kind === "malformed") {
     return `${where}: the comment before it is not understood: ${marker.text}\n  expected <!-- excerpt: examples/<file> from "<text>" to "<text>" --> or <!-- not-checked: <reason> -->`;
@@ -125,9 +135,10 @@ function checkBlock(doc, index, block) {
   if (marker?.kind === "not-checked") {
     return marker.reason ? null : `${where}: <!-- not-checked: … --> needs a reason`;
   }
+  if (!marker && isDoctest(doc, block)) return null;
   if (!marker) {
     return block.lang === "rust"
-      ? `${where}: a Rust block must be an excerpt of a file under examples/ (<!-- excerpt: examples/<file> from "<text>" to "<text>" --> on the line before it) or be marked <!-- not-checked: <reason> -->`
+      ? `${where}: a Rust block must be an excerpt of a file under examples/ (<!-- excerpt: examples/<file> from "<text>" to "<text>" --> on the line before it)${doc.startsWith("docs/guides/") ? ", compiled by rustdoc (no `ignore`)" : ""} or be marked <!-- not-checked: <reason> -->`
       : null;
   }
   if (!marker.file.startsWith("examples/")) {

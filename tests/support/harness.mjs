@@ -193,7 +193,7 @@ export async function startWorker({ persistDir, bindings = {}, model, miniflare 
  *   waitForClose(timeoutMs=5000) → {code, reason}, mark() → frames.length, since(mark) → frames[mark..],
  *   closed /* promise of {code, reason} *\/, isOpen, close(code?, reason?) → Promise<{code, reason}> }
  */
-export async function connect(url, agent, name, { pk = randomUUID(), query, open = true } = {}) {
+export async function connect(url, agent, name, { pk = randomUUID(), query, open = true, headers } = {}) {
   const base = new URL(url);
   base.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:';
   const params = new URLSearchParams({ _pk: pk });
@@ -203,7 +203,7 @@ export async function connect(url, agent, name, { pk = randomUUID(), query, open
     for (const [k, v] of Object.entries(query)) params.append(k, String(v));
   }
   const wsUrl = `${base.origin}/agents/${kebab(agent)}/${name}?${params}`;
-  const ws = new WebSocket(wsUrl);
+  const ws = new WebSocket(wsUrl, headers ? { headers } : undefined);
   const frames = [];
   const waiters = new Set();
   let closeInfo = null;

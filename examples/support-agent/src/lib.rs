@@ -1,4 +1,4 @@
-//! An example agent built on `durable-chat` used as a library (`default-features = false`): a
+//! An example agent built on `durable-chat` used as a library (no feature: no demo code): a
 //! support agent with a typed tool (`lookup_order`), a tool that needs the user's approval
 //! (`refund`), turn and tool hooks (a French prompt on request, an order as JSON on request,
 //! refunds of `X-` orders blocked, orders on hold in the agent's storage looked up as held, each step and each ended turn logged with its token usage),

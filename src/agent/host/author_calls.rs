@@ -11,8 +11,8 @@ use wasm_bindgen_futures::spawn_local;
 
 use crate::core::{AuthorCall, Event};
 
-use super::super::callable::CallContext;
 use super::AgentHost;
+use crate::agent::callables::CallContext;
 
 impl AgentHost {
     pub(super) fn run_author_call(self: &Rc<Self>, call: AuthorCall) {

@@ -10,11 +10,11 @@ use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use worker::WebSocket;
 
-use super::super::access::RequestInfo;
-use super::super::connection::{checked_tags, Connection};
-use super::super::connection_socket::Attachment;
-use super::super::handle_connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
 use super::AgentHost;
+use crate::agent::access::RequestInfo;
+use crate::agent::connections::socket::Attachment;
+use crate::agent::connections::{checked_tags, Connection};
+use crate::agent::handle::connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
 
 impl AgentHost {
     /// The connection `conn` on socket `ws`, with the tags it was given.

@@ -27,12 +27,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{Request, Response};
 
-use crate::agent::author_storage::SqlValue;
 use crate::agent::body::{read_json, DEFAULT_BODY_LIMIT};
+use crate::agent::handle::schedule_callback::ScheduleCallback;
 use crate::agent::handle::AgentHandle;
-use crate::agent::schedule_callback::ScheduleCallback;
-use crate::agent::tool::ServerTool;
-use crate::agent::tool_context::ToolContext;
+use crate::agent::storage::SqlValue;
+use crate::agent::tools::context::ToolContext;
+use crate::agent::tools::ServerTool;
 use crate::core::{
     ChatResponse, ErrorDisposition, ScheduleWhen, ToolCall, ToolCallDecision, ToolOutcome,
 };

@@ -17,8 +17,8 @@ use serde_json::Value;
 use wasm_bindgen_futures::spawn_local;
 use worker::Delay;
 
-use crate::agent::tool_context::AbortSignal;
-use crate::agent::tool_context::AbortSignal as CallAbort;
+use crate::agent::tools::context::AbortSignal;
+use crate::agent::tools::context::AbortSignal as CallAbort;
 use crate::core::quoted;
 use crate::log::LogLevel;
 use crate::mcp::connect::MAX_TOOL_PAGES;

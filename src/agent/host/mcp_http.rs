@@ -11,7 +11,7 @@ use futures::StreamExt;
 use wasm_bindgen::JsValue;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, Response};
 
-use crate::agent::tool_context::AbortSignal;
+use crate::agent::tools::context::AbortSignal;
 use crate::mcp::jsonrpc::MAX_REPLY_BYTES;
 use crate::mcp::{McpError, McpReply, McpRequest};
 use crate::outbound::OutboundHosts;

@@ -26,9 +26,9 @@ use crate::mcp::oauth::pkce::{base64url, code_challenge, code_verifier};
 use crate::mcp::oauth::{Credentials, Pending, Tokens};
 use crate::mcp::{McpError, McpServer};
 
-use super::super::ids::secret_bytes;
 use super::mcp_http::exchange;
 use super::{now_ms, AgentHost};
+use crate::agent::ids::secret_bytes;
 
 /// The deadline of each request to an authorization server.
 pub(super) const OAUTH_TIMEOUT_MS: u64 = 10_000;

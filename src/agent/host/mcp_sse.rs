@@ -21,7 +21,7 @@ use wasm_bindgen_futures::spawn_local;
 use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit};
 
 use crate::agent::host::now_ms;
-use crate::agent::tool_context::AbortSignal;
+use crate::agent::tools::context::AbortSignal;
 use crate::mcp::jsonrpc::read_message;
 use crate::mcp::legacy_sse::{
     endpoint, open_stream, reply_of, response_id, StreamBudget, MAX_STREAM_EVENT_BYTES,

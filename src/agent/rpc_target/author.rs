@@ -9,8 +9,8 @@ use js_sys::Array;
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
-use super::super::host::AgentHost;
 use super::js;
+use crate::agent::host::AgentHost;
 
 /// The names the bridge class exposes on its prototype.
 pub fn names(host: &Result<Rc<AgentHost>, String>) -> Array {

@@ -8,7 +8,8 @@
 //! offered for this turn; `options.onClientToolCall({toolName, input,
 //! toolCallId})` runs their calls, its value (or thrown error) continuing
 //! the turn within the call; `options.signal` aborting cancels the turn, as
-//! `cancelChat(requestId)` does.
+//! `cancelChat(requestId)` does. `options.delegationDepth` (sent by a
+//! parent of this crate) is how many delegated calls deep the turn is.
 
 use std::rc::Rc;
 
@@ -26,8 +27,8 @@ use crate::protocol::channel::{
 use crate::protocol::gate::Budget;
 use crate::protocol::{types, Outcome};
 
-use super::super::host::AgentHost;
 use super::js;
+use crate::agent::host::AgentHost;
 
 /// Runs one turn for an RPC caller and resolves when it ended.
 pub(super) async fn chat(
@@ -63,7 +64,7 @@ pub(super) async fn chat(
         "clientTools": client_tools,
         "executor": executor.is_some(),
     });
-    let (conn, mut frames) = host.open_rpc_call();
+    let (conn, mut frames) = host.open_rpc_call(js::delegation_depth(&options));
     host.rpc_frame(&conn, open.to_string());
     let call = Call {
         host: &host,

@@ -144,3 +144,13 @@ pub(super) fn abort_of(signal: &JsValue) -> Promise {
         let _ = add.call2(&signal, &JsValue::from_str("abort"), &resolve);
     })
 }
+
+/// The depth a parent of this crate gives its call (`delegationDepth`): a
+/// whole number, capped; anything else (a Think parent sends none) is 0.
+pub(super) fn delegation_depth(options: &JsValue) -> u32 {
+    let depth = field(options, crate::agent::subagents::rpc_chat::DELEGATION_DEPTH).as_f64();
+    match depth {
+        Some(d) if d.is_finite() && d >= 0.0 => d.min(f64::from(u16::MAX)) as u32,
+        _ => 0,
+    }
+}

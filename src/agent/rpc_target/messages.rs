@@ -18,9 +18,9 @@ use wasm_bindgen::JsValue;
 use crate::protocol::gate;
 use crate::protocol::UIMessage;
 
-use super::super::host::AgentHost;
 use super::js;
 use super::turns::{continue_turn, run_messages, signal_of};
+use crate::agent::host::AgentHost;
 
 /// The conversation as `get-messages` answers it (bounded the same way),
 /// parsed in JS: the older part never enters wasm memory.

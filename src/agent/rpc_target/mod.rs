@@ -17,7 +17,7 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::host::AgentHost;
+use crate::agent::host::AgentHost;
 
 mod author;
 mod chat;

@@ -20,10 +20,10 @@ use crate::core::{SubmissionFilter, SubmissionStatus};
 use crate::protocol::gate;
 use crate::protocol::UIMessage;
 
-use super::super::handle::{Submission, SubmitOptions};
-use super::super::host::AgentHost;
-use super::super::think_submissions::status_of;
 use super::js;
+use crate::agent::handle::{Submission, SubmitOptions};
+use crate::agent::host::AgentHost;
+use crate::agent::subagents::think_submissions::status_of;
 
 /// The caller RPC submissions' idempotency keys belong to.
 pub(super) const RPC_CALLER: &str = "rpc";
@@ -96,6 +96,7 @@ pub(super) fn submit_read(
     let idempotency_key = key("idempotencyKey")?.or(key("submissionId")?);
     let body: Option<Map<String, Value>> =
         js::read(&js::field(options, "metadata"), &budget, "metadata")?;
+    let depth = js::delegation_depth(options);
     let agent = host.handle();
     let known = idempotency_key.as_deref().is_some_and(|k| {
         agent.with_core(|core, _| core.submission_by_key(Some(RPC_CALLER), k).is_some())
@@ -109,7 +110,12 @@ pub(super) fn submit_read(
         .submit_messages(messages, options)
         .map_err(|e| js::error(&e.0))?;
     let mut result = inspection(&submission);
-    result.insert("accepted".into(), json!(!known));
+    // A repeat of a key answers the first submission: not accepted again.
+    let accepted = !known;
+    if accepted {
+        host.submitted_at_depth(&submission.id, depth);
+    }
+    result.insert("accepted".into(), json!(accepted));
     js::from_json(&result)
 }
 

@@ -14,10 +14,10 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::protocol::UIMessage;
 
-use super::super::handle::{AgentHandle, Submission, SubmitOptions};
-use super::super::host::AgentHost;
 use super::submissions::{id_of, inspection, status_name, RPC_CALLER};
 use super::{chat, js, submissions};
+use crate::agent::handle::{AgentHandle, Submission, SubmitOptions};
+use crate::agent::host::AgentHost;
 
 /// How a `runTurn` wants its turn.
 enum Mode {
@@ -192,7 +192,7 @@ pub(super) async fn run_turn(host: Rc<AgentHost>, options: JsValue) -> Result<Js
             let messages = input_messages(&input, &host, "runTurn: input")?;
             if messages.is_empty() {
                 let start =
-                    js::from_json(&json!({ "requestId": super::super::ids::random_token(16) }))?;
+                    js::from_json(&json!({ "requestId": crate::agent::ids::random_token(16) }))?;
                 js::call_method(&callback, "onStart", &[start]).await?;
                 js::call_method(&callback, "onDone", &[]).await?;
                 return Ok(JsValue::UNDEFINED);

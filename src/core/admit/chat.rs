@@ -56,6 +56,9 @@ impl Core {
                 return;
             }
         };
+        // Written with the accepted request's rows (a refused one writes
+        // nothing; its count is stored with the next write).
+        self.store_request_rates();
         self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
             self.remember_client_tools(tools);
@@ -246,6 +249,7 @@ impl Core {
                 self.reject(conn.clone(), None, &error);
                 return;
             }
+            self.store_request_rates();
         }
         let request_id = self.new_id(crate::core::vocab::ids::IdKind::Request);
         if let Some(conn) = &conn {

@@ -282,7 +282,9 @@ impl Core {
         let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
         self.request_rate
             .admit_for_agent(self.now, per_agent)
-            .map_err(SubmitError)
+            .map_err(SubmitError)?;
+        self.store_request_rates();
+        Ok(())
     }
 
     /// A turn started (`pump`): a submission it runs is running, its answer known.

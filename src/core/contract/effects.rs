@@ -44,6 +44,10 @@ pub enum Event {
     /// A socket was accepted; the core answers with the connect frames.
     Connected {
         conn: ConnId,
+        /// Who opened it (the client's address), when the host knows: a
+        /// new socket of a client starts from the request-rate window its
+        /// closed sockets left.
+        client: Option<String>,
     },
     /// A socket that was already open when this instance started (after hibernation).
     Adopted {

@@ -1,5 +1,6 @@
 pub mod context_blocks_row;
 pub mod persisted;
+pub mod request_rate_row;
 pub mod row_limits;
 pub mod schedule_row;
 pub mod shape;

@@ -51,11 +51,14 @@ pub enum ConfigKey {
     TokenLedger,
     /// The text of the context blocks written so far (`turn/context_blocks.rs`).
     ContextBlocks,
+    /// The request-rate windows (`request_rate_row.rs`), so an eviction or
+    /// a clear resets no rate.
+    RequestRates,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 16] = [
+    pub const ALL: [ConfigKey; 17] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -72,20 +75,22 @@ impl ConfigKey {
         ConfigKey::PendingToolResults,
         ConfigKey::TokenLedger,
         ConfigKey::ContextBlocks,
+        ConfigKey::RequestRates,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
-    /// the schedules, the reports owed to `on_chat_response` and the tokens
-    /// spent (a clear gives no budget back). A clear
-    /// deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 6] = [
+    /// the schedules, the reports owed to `on_chat_response`, the tokens
+    /// spent (a clear gives no budget back) and the request rates (a clear
+    /// resets no rate). A clear deletes every other row (`StoreOp::ClearAll`).
+    pub const SURVIVES_CLEAR: [ConfigKey; 7] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
         ConfigKey::Schedules,
         ConfigKey::OwedResponses,
         ConfigKey::TokenLedger,
+        ConfigKey::RequestRates,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -121,6 +126,7 @@ impl ConfigKey {
             ConfigKey::PendingToolResults => "pending_tool_results",
             ConfigKey::TokenLedger => "token_ledger",
             ConfigKey::ContextBlocks => "context_blocks",
+            ConfigKey::RequestRates => "request_rates",
         }
     }
 }
@@ -315,6 +321,8 @@ pub struct StoredState {
     pub token_ledger: Option<crate::core::rows::token_ledger_row::TokenLedger>,
     /// The text of the context blocks written so far.
     pub context_blocks: Option<crate::core::rows::context_blocks_row::ContextBlocksRow>,
+    /// The request-rate windows, when any were stored.
+    pub request_rates: Option<crate::core::rows::request_rate_row::RequestRatesRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -421,6 +429,7 @@ impl StoredState {
             }
             ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
             ConfigKey::ContextBlocks => self.context_blocks = Some(decode(text)?),
+            ConfigKey::RequestRates => self.request_rates = Some(decode(text)?),
         }
         Ok(())
     }

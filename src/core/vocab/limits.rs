@@ -89,6 +89,13 @@ pub struct Limits {
     /// Calls to child agents the whole agent may have in flight together
     /// (its turns, routes, alarm and schedules; 0: no limit).
     pub max_child_calls_per_agent: usize,
+    /// How many delegated calls deep a turn may be and still delegate: a
+    /// tab's or the agent's own turn is at depth 0, a turn a parent's
+    /// `chat()` started at the parent's depth plus one (a parent that sends
+    /// none, such as a Think agent, counts as depth 0). A turn at this depth
+    /// calls no further child: the call fails at once as a tool error the
+    /// model reads (0: no limit).
+    pub max_delegation_depth: usize,
     /// JSON values (each array, object, string, number, boolean, null) in
     /// one chat request's body, one tool result's output, or the messages
     /// of one submission, counted in the text before any is built: a value
@@ -124,6 +131,7 @@ impl Default for Limits {
             max_stored_messages: 0,
             max_child_calls_per_turn: 4,
             max_child_calls_per_agent: 16,
+            max_delegation_depth: 3,
             max_message_values: gate::CHAT.max_values,
             max_message_depth: gate::CHAT.max_depth,
         }

@@ -1,3 +1,5 @@
+//! The Workers AI provider's requests and its stream decoding, tested natively.
+
 use super::*;
 use crate::model::{ModelMessage, ModelSettings, ToolDefinition};
 

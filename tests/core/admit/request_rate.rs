@@ -1,7 +1,8 @@
 //! How many chat requests a connection, and an agent, may make in a minute:
 //! a request past a limit is refused on its own id with the wait, nothing
 //! of it is stored, the socket goes on, and the count frees up as the
-//! minute moves on.
+//! minute moves on. Neither a reconnect nor an eviction starts a fresh
+//! window; tabs open together count apart.
 
 use crate::sim::*;
 
@@ -70,6 +71,70 @@ fn an_agent_past_its_rate_refuses_every_connection() {
     sim.advance(60_000);
     ask(&mut sim, "b", "r4");
     assert_eq!(refusal(&sim, "b", "r4"), None);
+}
+
+#[test]
+fn a_reconnect_starts_from_the_closed_sockets_window_while_a_tab_open_beside_it_counts_apart() {
+    let mut sim = limited(2, 0);
+    sim.connect("a");
+    sim.connect("b");
+    ask(&mut sim, "a", "r1");
+    ask(&mut sim, "a", "r2");
+    ask(&mut sim, "b", "b1");
+    assert_eq!(
+        refusal(&sim, "b", "b1"),
+        None,
+        "tabs open together count apart"
+    );
+    sim.disconnect("a");
+    sim.connect("a2");
+    ask(&mut sim, "a2", "again");
+    let error = refusal(&sim, "a2", "again").expect("the reconnect is refused");
+    assert!(error.starts_with("too many requests from this connection (limit 2"));
+    ask(&mut sim, "b", "b2");
+    assert_eq!(refusal(&sim, "b", "b2"), None);
+    sim.advance(60_000);
+    ask(&mut sim, "a2", "later");
+    assert_eq!(refusal(&sim, "a2", "later"), None);
+}
+
+#[test]
+fn an_eviction_resets_no_window_the_adopted_tabs_the_closed_ones_nor_the_agents() {
+    let mut sim = limited(2, 5);
+    sim.connect("a");
+    sim.connect("b");
+    ask(&mut sim, "a", "r1");
+    ask(&mut sim, "a", "r2");
+    ask(&mut sim, "b", "b1");
+    ask(&mut sim, "b", "b2");
+    sim.disconnect("b");
+    sim.evict();
+    ask(&mut sim, "a", "after");
+    assert!(
+        refusal(&sim, "a", "after").is_some(),
+        "the adopted tab has its window back"
+    );
+    sim.connect("c");
+    ask(&mut sim, "c", "c1");
+    assert!(
+        refusal(&sim, "c", "c1").is_some(),
+        "a new socket starts from the windows the closed ones left"
+    );
+    sim.advance(60_000);
+    ask(&mut sim, "c", "c2");
+    assert_eq!(refusal(&sim, "c", "c2"), None);
+}
+
+#[test]
+fn an_eviction_keeps_the_agents_window() {
+    let mut sim = limited(0, 2);
+    sim.connect("a");
+    ask(&mut sim, "a", "r1");
+    ask(&mut sim, "a", "r2");
+    sim.evict();
+    ask(&mut sim, "a", "r3");
+    let error = refusal(&sim, "a", "r3").expect("refused");
+    assert!(error.starts_with("too many requests to this agent (limit 2"));
 }
 
 fn parent_chat(sim: &mut Sim, parent: &str, text: &str) {

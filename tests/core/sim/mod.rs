@@ -383,7 +383,10 @@ impl Sim {
                 connected: true,
             },
         );
-        self.handle(Event::Connected { conn: conn(tab) });
+        self.handle(Event::Connected {
+            conn: conn(tab),
+            client: None,
+        });
     }
 
     /// A parent agent's channel: gets frames like a tab but no connect frames.

@@ -222,7 +222,12 @@ fn clear_empties_history_and_tells_every_other_tab() {
     sim.send("a", clear());
     assert!(sim.frames("a").is_empty(), "the sender is not told");
     assert_eq!(sim.frames("b"), [json!({"type": CLEAR})]);
-    assert!(sim.store.message_ids().is_empty() && sim.store.config_keys().is_empty());
+    assert!(sim.store.message_ids().is_empty());
+    assert_eq!(
+        sim.store.config_keys(),
+        ["request_rates"],
+        "only the request rates stay (a clear resets no rate)"
+    );
     assert!(sim.transcript().is_empty());
     sim.connect("c");
     assert_eq!(sim.frames("c")[0]["messages"], json!([]));

@@ -1,0 +1,81 @@
+//! The callbacks an agent's schedules run, registered on the definition by
+//! name (`AgentDefinition::schedule_callbacks`): a typed payload (read
+//! through serde from the schedule's JSON) and the agent's handle, so a
+//! callback reaches storage, schedules and turns like a route does. A
+//! callback returns `()` or a `Result`; an `Err` (and a run cut by an
+//! eviction) is tried again, up to three attempts in all.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::agent::handle::AgentHandle;
+
+type CallbackFuture = Pin<Box<dyn Future<Output = Result<(), String>>>>;
+
+/// What a schedule callback may return: `()` (it always succeeds) or a
+/// `Result` whose error is shown in the log and makes the run try again.
+pub trait ScheduleResult {
+    /// `Err` with the error's text when the run failed.
+    fn into_result(self) -> Result<(), String>;
+}
+
+impl ScheduleResult for () {
+    fn into_result(self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<E: std::fmt::Display> ScheduleResult for Result<(), E> {
+    fn into_result(self) -> Result<(), String> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+/// A named schedule callback.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+#[derive(Clone)]
+pub struct ScheduleCallback {
+    pub(crate) name: String,
+    run: Rc<dyn Fn(Value, AgentHandle) -> Result<CallbackFuture, String>>,
+}
+
+impl ScheduleCallback {
+    /// `run` is called with the schedule's payload read as `P` (use
+    /// `serde_json::Value` for any) whenever a schedule naming `name` is due.
+    pub fn new<P, F, Fut>(name: impl Into<String>, run: F) -> ScheduleCallback
+    where
+        P: DeserializeOwned + 'static,
+        F: Fn(P, AgentHandle) -> Fut + 'static,
+        Fut: Future + 'static,
+        Fut::Output: ScheduleResult,
+    {
+        ScheduleCallback {
+            name: name.into(),
+            run: Rc::new(move |payload, agent| {
+                let payload: P = serde_json::from_value(payload).map_err(|e| e.to_string())?;
+                let running = run(payload, agent);
+                Ok(Box::pin(async move { running.await.into_result() }) as CallbackFuture)
+            }),
+        }
+    }
+
+    /// The run, or why the payload does not fit the callback's type.
+    #[cfg_attr(
+        not(any(target_arch = "wasm32", feature = "test-kit")),
+        allow(dead_code)
+    )]
+    pub(crate) fn start(
+        &self,
+        payload: Value,
+        agent: AgentHandle,
+    ) -> Result<CallbackFuture, String> {
+        (self.run)(payload, agent)
+    }
+}

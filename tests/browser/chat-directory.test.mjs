@@ -102,7 +102,8 @@ test('the sidebar creates two chats, switches between their own histories, renam
   await waitUntil(async () => (await shownAgent(page)) === `${user}~${first}`, 'the remaining chat shown');
   await connected(page);
   await waitUntil(async () => (await userTexts(page)).join() === 'alpha plans', 'the remaining history');
-  assert.deepEqual(await getMessages(worker.url, 'ChatAgent', `${user}~${second}`), [], 'the deleted chat is erased');
+  const erased = await waitUntil(() => getMessages(worker.url, 'ChatAgent', `${user}~${second}`).catch(() => null), 'the erased chat');
+  assert.deepEqual(erased, [], 'the deleted chat is erased');
 
   // A reload shows the same list and the chat in the address.
   await page.reload();

@@ -55,6 +55,7 @@ export const RPC_METHODS = [
   'addMessages',
   'saveMessages',
   'continueLastTurn',
+  'destroy',
 ];
 
 const MARKER = '// durable-chat rpc bridge';

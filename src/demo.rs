@@ -3,11 +3,13 @@
 //! (`shared_state.rs`), a streaming callable (`ticks.rs`), a reminder on a
 //! named schedule (`reminders.rs`), connection hooks, tags, readonly viewers
 //! and broadcasts (`connections.rs`), erasure behind the operator's token
-//! (`POST …/destroy`),
+//! (`POST …/destroy`), and a chat directory per user (`ChatDirectory`,
+//! `directory.rs`) whose chats are `ChatAgent`s,
 //! bound as the `ChatAgent` Durable Object class; with `DEMO_SUMMARIZE=1`
 //! its model summarizes what a long conversation leaves out (`summary.rs`).
 
 mod connections;
+pub mod directory;
 #[cfg(target_arch = "wasm32")]
 mod mcp_routes;
 mod reminders;
@@ -254,6 +256,17 @@ impl AgentDefinition for DemoAgent {
     /// `{"inMs"}` schedules a check-in (see `on_alarm`), `POST …/announce`
     /// `{"text", "tag"?}` sends an announcement to the tabs, `POST …/destroy`
     /// (with `MCP_ADMIN_TOKEN` as `Authorization: Bearer`) erases the agent.
+    /// A chat of a user's directory (named `<user>~<id>`) tells it that a
+    /// turn ended (its last activity, its first message as a title).
+    #[cfg(target_arch = "wasm32")]
+    async fn on_chat_response(
+        &self,
+        _response: crate::core::ChatResponse,
+        agent: crate::agent::AgentHandle,
+    ) {
+        directory::report_activity(&agent).await;
+    }
+
     #[cfg(target_arch = "wasm32")]
     async fn on_request(
         &self,
@@ -401,6 +414,11 @@ crate::chat_agent!(ChatAgent, |env: &worker::Env| DemoAgent {
         Some("approve") => Some(ApprovalRule::Always),
         _ => None,
     },
+});
+
+#[cfg(target_arch = "wasm32")]
+crate::chat_agent!(ChatDirectory, |_env: &worker::Env| {
+    directory::ChatDirectoryAgent
 });
 
 #[cfg(target_arch = "wasm32")]

@@ -25,6 +25,9 @@ pub mod submissions {}
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/sub-agents.md"))]
 pub mod sub_agents {}
 
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/many-chats.md"))]
+pub mod many_chats {}
+
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/guides/long-conversations.md"))]
 pub mod long_conversations {}
 

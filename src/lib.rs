@@ -72,6 +72,7 @@
 //! - [Storage and schedules](guides::storage_and_schedules) — the agent's own SQL tables and its schedules;
 //! - [Submissions](guides::submissions) — the agent's own code submitting messages, alarms;
 //! - [Sub-agents](guides::sub_agents) — one agent asking another;
+//! - [Many chats per user](guides::many_chats) — a directory agent per user over one agent per chat;
 //! - [Long conversations](guides::long_conversations) — the context policy and compaction;
 //! - [MCP servers](guides::mcp) — the agent's MCP client: servers, their tools, OAuth;
 //! - [Testing your agent](guides::testing_your_agent) — the test kit: the agent natively under `cargo test`;

@@ -9,7 +9,7 @@ use worker::{event, Context, Env, Request, Response, Result};
 use crate::router::{route_request, Routed};
 
 /// Durable Object bindings this worker serves (see wrangler.toml).
-const AGENT_BINDINGS: &[&str] = &["ChatAgent", "Coordinator"];
+const AGENT_BINDINGS: &[&str] = &["ChatAgent", "Coordinator", "ChatDirectory"];
 
 const DEMO_PAGE: &str = include_str!(concat!(env!("OUT_DIR"), "/demo_page.html"));
 

@@ -5,6 +5,13 @@ const params = new URLSearchParams(window.location.search);
 /** Agent instance name: `?name=` (default "demo"). Two tabs with the same name share one chat. */
 export const agentName = params.get('name') || 'demo';
 
+/**
+ * `?user=`: the page shows that user's chat directory (a sidebar of chats, each its own `ChatAgent`)
+ * instead of the one chat `?name=` picks; `?chat=` is the chat shown first.
+ */
+export const user = params.get('user');
+export const initialChat = params.get('chat');
+
 /** Optional `?token=`: passed through to the agent as a query parameter (socket and HTTP). */
 export const token = params.get('token');
 

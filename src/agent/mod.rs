@@ -53,7 +53,7 @@ pub mod handle;
 #[doc(hidden)]
 pub mod host;
 #[cfg(target_arch = "wasm32")]
-mod ids;
+pub(crate) mod ids;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod rpc_target;

@@ -14,9 +14,9 @@ import { promisify } from 'node:util';
 import { ROOT } from '../support/harness.mjs';
 
 const run = promisify(execFile);
-const CLASSES = ['ChatAgent', 'Coordinator'];
+const CLASSES = ['ChatAgent', 'Coordinator', 'ChatDirectory'];
 
-test('wrangler deploy --dry-run bundles the release worker with both Durable Object classes, their SQLite migration and the demo page', { timeout: 600000 }, async (t) => {
+test('wrangler deploy --dry-run bundles the release worker with every Durable Object class, their SQLite migrations and the demo page', { timeout: 600000 }, async (t) => {
   const out = mkdtempSync(join(tmpdir(), 'durable-chat-deploy-'));
   t.after(() => rmSync(out, { recursive: true, force: true }));
   const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_LOG_PATH: join(out, 'logs') };

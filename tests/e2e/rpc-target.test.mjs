@@ -4,10 +4,11 @@
 // signal that aborts, the child evicted mid-call), the durable submissions and the message methods
 // round-trip over RPC, and the internal fetch paths are closed to every request. Messages holding
 // too many JSON values are refused over RPC and by the submission API before they are built.
+// `destroy()` called over RPC erases the agent: its tabs are closed and no row of it is left.
 // Runs on the test build (`bash scripts/build.sh --test`: the eviction route).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, getMessages, userMessage } from '../support/harness.mjs';
+import { connect, getMessages, sendAndWait, userMessage } from '../support/harness.mjs';
 import { startWithCoordinator } from '../support/think-coordinator.mjs';
 
 let s;
@@ -149,6 +150,35 @@ test('addMessages stores without a turn; saveMessages and continueLastTurn resol
   assert.match(continued.requestId, /\S/);
   await call('rpc-msgs', 'clearMessages');
   assert.deepEqual((await call('rpc-msgs', 'getMessages')).result, []);
+});
+
+test('destroy() over RPC erases the agent: its tab is closed and no row of it is left', { timeout: 30000 }, async () => {
+  const child = 'rpc-destroy';
+  const rows = async () => {
+    const r = await fetch(`${s.url}/agents/chat-agent/${child}/__debug/storage-rows`);
+    return r.ok ? r.json() : null;
+  };
+  const tab = await connect(s.url, 'ChatAgent', child);
+  await tab.waitFor('cf_agent_mcp_servers');
+  await sendAndWait(tab, 'd1', [userMessage('dm1', 'forget me')], {}, 15000);
+  assert.equal((await getMessages(s.url, 'ChatAgent', child)).length, 2);
+  assert.ok((await rows()).tables.chat_messages > 0, 'the conversation is stored before');
+
+  const erased = await call(child, 'destroy');
+  assert.equal(erased.threw, undefined, `destroy() answered: ${JSON.stringify(erased)}`);
+  assert.equal(erased.result, null);
+  assert.deepEqual(await tab.waitForClose(), { code: 4410, reason: 'agent destroyed' });
+
+  let after = null;
+  for (let i = 0; i < 100 && !after; i += 1) {
+    after = await rows();
+    if (!after) await sleep(100);
+  }
+  const left = Object.entries(after.tables).filter(([name, n]) => n > 0 && name !== 'chat_meta');
+  assert.deepEqual(left, [], `no row is left: ${JSON.stringify(after.tables)}`);
+  assert.equal(after.alarm, null);
+  assert.deepEqual(await getMessages(s.url, 'ChatAgent', child), []);
+  assert.deepEqual((await call(child, 'getMessages')).result, [], 'a later call reaches a new, empty agent');
 });
 
 test('no request reaches the internal paths: not from outside, not from inside the deployment', async () => {

@@ -5,4 +5,5 @@
 
 mod connections;
 mod demo;
+mod directory;
 mod submissions;

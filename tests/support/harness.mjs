@@ -6,7 +6,7 @@
 import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import WebSocket from 'ws';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,10 +51,20 @@ export function kebab(str) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether the build at `buildDir` exports class `name`. */
+function hasClass(buildDir, name) {
+  try {
+    return new RegExp(`\\b${name}\\b`).test(readFileSync(join(buildDir, 'index.js'), 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The agent worker's own options in Miniflare's single-worker (v4) form: the build's modules, the
- * two Durable Object classes, `bindings`, and `options` (`unsafePreventEviction` applies to both
- * classes; anything else is a worker option such as `wrappedBindings`).
+ * Durable Object classes (ChatAgent, Coordinator, and ChatDirectory when the build has it: a build
+ * of an older commit has not), `bindings`, and `options` (`unsafePreventEviction` applies to every
+ * class; anything else is a worker option such as `wrappedBindings`).
  */
 export function agentWorkerOptions({ buildDir, bindings, options = {} }) {
   const { unsafePreventEviction, ...rest } = options;
@@ -66,7 +76,11 @@ export function agentWorkerOptions({ buildDir, bindings, options = {} }) {
     ],
     modulesRoot: buildDir,
     compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: { ChatAgent: object('ChatAgent'), Coordinator: object('Coordinator') },
+    durableObjects: {
+      ChatAgent: object('ChatAgent'),
+      Coordinator: object('Coordinator'),
+      ...(hasClass(buildDir, 'ChatDirectory') ? { ChatDirectory: object('ChatDirectory') } : {}),
+    },
     bindings,
     ...rest,
   };

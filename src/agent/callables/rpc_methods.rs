@@ -32,6 +32,7 @@ pub const BUILT_IN_RPC_METHODS: &[&str] = &[
     "addMessages",
     "saveMessages",
     "continueLastTurn",
+    "destroy",
 ];
 
 /// Names the Durable Object class and JavaScript objects already use.
@@ -162,6 +163,7 @@ mod tests {
         for taken in [
             "chat",
             "runTurn",
+            "destroy",
             "fetch",
             "alarm",
             "then",

@@ -236,6 +236,12 @@ impl AgentHandle {
         self.host.now_ms()
     }
 
+    /// The agent's instance name (the one its URL or its Durable Object id
+    /// gave; empty until a request or a call named it).
+    pub fn name(&self) -> String {
+        self.with_core(|core, _| core.config().name.clone())
+    }
+
     /// The stored conversation.
     pub fn messages(&self) -> Vec<UIMessage> {
         self.with_core(|core, _| core.messages())

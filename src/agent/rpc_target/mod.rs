@@ -8,7 +8,8 @@
 //! (`chat.rs`), the rest are the `AgentHandle`'s turns, submissions and
 //! messages (`turns.rs`, `submissions.rs`, `messages.rs`). A name that is
 //! none of them is the author's own method (`author.rs`), whose names the
-//! bridge class reads from `durableChatRpcMethods()`.
+//! bridge class reads from `durableChatRpcMethods()`. `destroy` erases the
+//! agent.
 
 use std::rc::Rc;
 
@@ -63,8 +64,17 @@ fn dispatch(host: Rc<AgentHost>, method: &str, args: Array) -> Promise {
         "addMessages" => settled(messages::add(&host, &arg(0), &arg(1))),
         "saveMessages" => future_to_promise(messages::save(host, arg(0), arg(1))),
         "continueLastTurn" => future_to_promise(messages::continue_last(host)),
+        "destroy" => future_to_promise(destroy(host)),
         other => future_to_promise(author::call(host, other.to_string(), args)),
     }
+}
+
+/// `destroy()` (as an `agents` Agent's): everything the agent holds is
+/// erased and its sockets closed (`AgentHandle::destroy`); resolves once
+/// the rows are gone, and the object is reset right after.
+async fn destroy(host: Rc<AgentHost>) -> Result<JsValue, JsValue> {
+    host.handle().destroy().await.map_err(|e| js::error(&e))?;
+    Ok(JsValue::UNDEFINED)
 }
 
 /// The promise of a call answered at once.

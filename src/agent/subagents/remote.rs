@@ -1,8 +1,8 @@
 //! Another agent's (or the worker's) typed stub for an agent's submissions:
 //! `AgentStub::new(&env, "SupportAgentDO", "customer-1")` reaches that
 //! agent over Durable Object RPC and calls `submit_messages`,
-//! `submission_status`, `cancel_submission`, `save_messages` and
-//! `continue_last_turn` there, by Think's method names (`submitMessages`,
+//! `submission_status`, `cancel_submission`, `save_messages`,
+//! `continue_last_turn` and `destroy` there, by Think's method names (`submitMessages`,
 //! `inspectSubmission`, `cancelSubmission`, `addMessages`,
 //! `continueLastTurn`): the agent is one of this crate's (its generated RPC
 //! class) or a `@cloudflare/think` agent, whose answers
@@ -243,5 +243,26 @@ impl AgentStub {
             let continued: Continued = from_js(&answer).map_err(rust_error)?;
             Ok(continued.request_id)
         }
+    }
+
+    /// Any other method of the agent's stub by name, such as the author's
+    /// own (`AgentDefinition::rpc_methods`): each argument crosses as JSON,
+    /// and the answer is read through the gate (`gate::AGENT_REPLY`) as `R`.
+    pub async fn call<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        args: &[Value],
+    ) -> worker::Result<R> {
+        let args = args.iter().map(to_js).collect::<worker::Result<Vec<_>>>()?;
+        let answer = self.stub.call(method, &args).await?;
+        from_js(&answer).map_err(rust_error)
+    }
+
+    /// `destroy()`: the agent erases everything it holds and closes its
+    /// sockets (see `AgentHandle::destroy`); the next call reaches a new,
+    /// empty agent of the same name.
+    pub async fn destroy(&self) -> worker::Result<()> {
+        self.stub.call("destroy", &[]).await?;
+        Ok(())
     }
 }

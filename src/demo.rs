@@ -24,6 +24,7 @@ use crate::agent::{AgentDefinition, ServerTool, Vars};
 use crate::core::ApprovalRule;
 use crate::mcp::McpServer;
 
+#[derive(Default)]
 pub struct DemoAgent {
     /// `DEMO_SUMMARIZE=1`: what the context policy leaves out is summarized
     /// by the agent's model (`summary.rs`).

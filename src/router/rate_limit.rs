@@ -62,16 +62,7 @@ mod tests {
     use super::*;
 
     fn request(path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> RequestInfo {
-        let pairs = |list: &[(&str, &str)]| {
-            list.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        RequestInfo {
-            path: path.into(),
-            query: pairs(query),
-            headers: pairs(headers),
-        }
+        RequestInfo::new(path, query, headers)
     }
 
     #[test]

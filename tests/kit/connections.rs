@@ -13,12 +13,7 @@ use durable_chat::demo::DemoAgent;
 use durable_chat::test_kit::{Tab, TestAgent};
 
 fn demo() -> TestAgent {
-    TestAgent::new(DemoAgent {
-        summarize: false,
-        mcp_admin_token: None,
-        debug_authorize_header: None,
-        memory: None,
-    })
+    TestAgent::new(DemoAgent::default())
 }
 
 fn with_role(agent: &TestAgent, id: &str, role: &str) -> Tab {

@@ -10,12 +10,7 @@ use durable_chat::model::ModelMessage;
 use durable_chat::test_kit::{Point, Reply, TestAgent};
 
 fn demo() -> TestAgent {
-    TestAgent::new(DemoAgent {
-        summarize: false,
-        mcp_admin_token: None,
-        debug_authorize_header: None,
-        memory: None,
-    })
+    TestAgent::new(DemoAgent::default())
 }
 
 fn last_text(agent: &TestAgent) -> String {
@@ -226,10 +221,8 @@ fn system_of(request: &durable_chat::model::ModelRequest) -> String {
 #[test]
 fn the_model_writes_its_memory_block_with_set_context_and_the_next_step_reads_it() {
     let agent = TestAgent::new(DemoAgent {
-        summarize: false,
-        mcp_admin_token: None,
-        debug_authorize_header: None,
         memory: Some(durable_chat::core::ApprovalRule::Never),
+        ..DemoAgent::default()
     });
     let call = agent.model().reply_tool_call(
         "set_context",
@@ -269,10 +262,8 @@ fn the_model_writes_its_memory_block_with_set_context_and_the_next_step_reads_it
 #[test]
 fn the_model_searches_the_history_with_search_context() {
     let agent = TestAgent::new(DemoAgent {
-        summarize: false,
-        mcp_admin_token: None,
-        debug_authorize_header: None,
         memory: Some(durable_chat::core::ApprovalRule::Never),
+        ..DemoAgent::default()
     });
     agent.model().reply_text("Noted.");
     let tab = agent.connect();

@@ -16,6 +16,28 @@ pub struct RequestInfo {
 }
 
 impl RequestInfo {
+    /// A request as a test (or an author's own check) describes it: its
+    /// path, query pairs and headers (names lower-cased here).
+    pub fn new(path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]) -> RequestInfo {
+        let pairs = |list: &[(&str, &str)], lower: bool| {
+            (list.iter())
+                .map(|(k, v)| {
+                    let name = if lower {
+                        k.to_ascii_lowercase()
+                    } else {
+                        k.to_string()
+                    };
+                    (name, v.to_string())
+                })
+                .collect()
+        };
+        RequestInfo {
+            path: path.into(),
+            query: pairs(query, false),
+            headers: pairs(headers, true),
+        }
+    }
+
     pub fn query_param(&self, name: &str) -> Option<&str> {
         self.query
             .iter()

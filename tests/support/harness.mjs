@@ -101,6 +101,14 @@ export function miniflareOptions({ buildDir, persistDir, bindings, port, options
 }
 
 /**
+ * The build a worker with `bindings` runs: the test build when any test-only switch (`DEBUG_…`)
+ * is set (only that build has them), else build/ (whichever build was made last).
+ */
+function buildFor(bindings) {
+  return Object.keys(bindings).some((k) => k.startsWith('DEBUG_')) ? TEST_BUILD_DIR : BUILD_DIR;
+}
+
+/**
  * Start the built worker under Miniflare.
  * @param {object} [opts]
  * @param {string} [opts.persistDir] DO storage dir; default: a fresh temp dir removed by close().
@@ -108,12 +116,13 @@ export function miniflareOptions({ buildDir, persistDir, bindings, port, options
  *   given (or empty), a scripted model server is started and its URL used (exposed as `.model`).
  * @param {object} [opts.model] an already started model server ({url, ...}) to use instead.
  * @param {object} [opts.miniflare] extra Miniflare options (e.g. {unsafePreventEviction: true}).
- * @param {string} [opts.buildDir] directory holding index.js + index_bg.wasm (default build/).
+ * @param {string} [opts.buildDir] directory holding index.js + index_bg.wasm (default build/, or
+ *   the test build when a `DEBUG_…` switch is among the bindings).
  * @returns {Promise<{url: string, mf: Miniflare, model: object|null, persistDir: string,
  *   restart: (overrides?: {bindings?: object, miniflare?: object}) => Promise<void>, close: () => Promise<void>}>}
  *   `url` is http://127.0.0.1:PORT (no trailing slash); restart() keeps the port and persist dir.
  */
-export async function startWorker({ persistDir, bindings = {}, model, miniflare = {}, buildDir = BUILD_DIR } = {}) {
+export async function startWorker({ persistDir, bindings = {}, model, miniflare = {}, buildDir = buildFor(bindings) } = {}) {
   for (const f of ['index.js', 'index_bg.wasm']) {
     if (!existsSync(join(buildDir, f))) throw new Error(`${join(buildDir, f)} missing: run bash scripts/build.sh ${buildDir === TEST_BUILD_DIR ? '--test' : ''} first`);
   }

@@ -55,14 +55,17 @@ impl Core {
             );
         let unflushed = log.bodies.len() - log.flushed;
         let arm = !urgent && unflushed > 0 && !self.timers.is_armed(Timer::FlushChunks);
-        let to = self.conns.chat();
-        self.send_to(to, frame);
+        // Written before the frame goes out: a tab never sees a tool call or the first words
+        // that a restart would not find in the log (the runtime holds a frame sent while a
+        // write is pending until it is stored).
         if urgent || unflushed >= self.config.settings.flush.max_chunks {
             self.flush_chunks();
         } else if arm {
             let at = self.now + self.config.settings.flush.max_delay_ms;
             self.set_timer(Timer::FlushChunks, at);
         }
+        let to = self.conns.chat();
+        self.send_to(to, frame);
     }
 
     /// A result for a call owned by an earlier message (an approved call run by

@@ -29,6 +29,7 @@ use crate::agent::tools::ServerTool;
 
 mod all_messages;
 mod author_calls;
+mod body_pump;
 mod connections;
 mod core_host;
 #[cfg(feature = "debug-routes")]

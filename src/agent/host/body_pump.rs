@@ -5,7 +5,8 @@
 //! own work per streamed token). When the reader says it has what it needs
 //! (the reply finished, or a chunk did not decode), the loop reads the rest
 //! aside for at most `DRAIN_MS` and then cancels, so the stream ends by
-//! itself and nothing of the call is held on to.
+//! itself (its connection can serve the next call) and nothing of the call
+//! is held on to.
 
 use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
@@ -34,10 +35,9 @@ export function pumpBody(body, control, drainMs) {
 }
 function readAside(reader, drainMs) {
   const timer = setTimeout(() => { reader.cancel().catch(() => {}); }, drainMs);
-  (async () => {
-    try { while (!(await reader.read()).done) {} } catch (_) {}
-    clearTimeout(timer);
-  })();
+  const stop = () => clearTimeout(timer);
+  const next = () => reader.read().then(({ done }) => (done ? stop() : next()), stop);
+  next();
 }
 "#)]
 extern "C" {

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
-use crate::core::{AgentApi, StateSource};
+use crate::core::{AgentApi, CallableSpec, StateSource};
 
 use crate::agent::access::RequestInfo;
 use crate::agent::callables::Callable;
@@ -93,8 +93,17 @@ impl AuthorHooks {
         }
     }
 
+    /// The callables as the core sees them, by name.
+    fn callable_specs(&self) -> Vec<CallableSpec> {
+        let mut specs: Vec<CallableSpec> = (self.callables.values())
+            .map(|c| c.spec().clone())
+            .collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        specs
+    }
+
     /// What the core needs of them: the initial state, the validator, the
-    /// callables' names (and which of them stream).
+    /// callables' specs.
     pub fn agent_api<D: AgentDefinition>(&self, definition: &Rc<D>) -> AgentApi {
         let validator = definition.clone();
         AgentApi {
@@ -102,15 +111,7 @@ impl AuthorHooks {
             validate_state: Some(Rc::new(move |next: &Value, source: &StateSource| {
                 validator.validate_state(next, source)
             })),
-            callables: self.callables.keys().cloned().collect(),
-            streaming: (self.callables.values())
-                .filter(|c| c.is_streaming())
-                .map(|c| c.name().to_string())
-                .collect(),
-            readonly_safe: (self.callables.values())
-                .filter(|c| c.is_readonly_safe())
-                .map(|c| c.name().to_string())
-                .collect(),
+            callables: self.callable_specs(),
         }
     }
 }

@@ -24,15 +24,14 @@
 pub(crate) mod call_runs;
 pub mod rpc_methods;
 
-use std::fmt::Display;
-use std::future::Future;
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::typed_handler::{erase, Erasure, FromContext, JsonFuture, TypedHandler};
+use crate::core::CallableSpec;
 
 use crate::agent::connections::Connection;
 use crate::agent::handle::AgentHandle;
@@ -93,54 +92,29 @@ impl CallStream {
 /// ```
 #[derive(Clone)]
 pub struct Callable {
-    name: String,
+    spec: CallableSpec,
     run: Rc<dyn Fn(Value, CallContext, CallStream) -> CallFuture>,
     allow: Option<AccessCheck>,
-    streaming: bool,
-    readonly_safe: bool,
-    rpc: bool,
 }
 
-/// A streaming method's body as `Callable::streaming` takes it: a closure
-/// of the typed arguments and the stream (`|args: A, stream: CallStream|`),
-/// or of those and the call's context; see [`TypedHandler`].
-pub trait StreamingHandler<A, Shape>: 'static {
-    type Output: Serialize + 'static;
-    type Error: Display + 'static;
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
-
-    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Self::Future;
+/// What a streaming method's closure may take besides its arguments: the
+/// [`CallStream`] and the call's [`CallContext`] (`|args: A, stream:
+/// CallStream|` or `|args: A, stream: CallStream, ctx: CallContext|`).
+#[derive(Clone)]
+pub struct StreamingCall {
+    pub stream: CallStream,
+    pub call: CallContext,
 }
 
-impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream)> for F
-where
-    F: Fn(A, CallStream) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, stream: CallStream, _ctx: CallContext) -> Fut {
-        self(args, stream)
+impl FromContext<StreamingCall> for CallStream {
+    fn from_context(ctx: &StreamingCall) -> Self {
+        ctx.stream.clone()
     }
 }
 
-impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream, CallContext)> for F
-where
-    F: Fn(A, CallStream, CallContext) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Fut {
-        self(args, stream, ctx)
+impl FromContext<StreamingCall> for CallContext {
+    fn from_context(ctx: &StreamingCall) -> Self {
+        ctx.call.clone()
     }
 }
 
@@ -154,36 +128,34 @@ impl Callable {
         H: TypedHandler<A, CallContext, Shape>,
     {
         let run = erase(name, run, call_erasure::<A>());
-        Callable::from_run(name, false, move |args, ctx, _stream| run(args, ctx))
+        Callable::from_run(CallableSpec::new(name), move |args, ctx, _stream| {
+            run(args, ctx)
+        })
     }
 
     /// A method that streams (see the module header): `run` gets the typed
-    /// arguments and a [`CallStream`]; its result is the last reply.
+    /// arguments and a [`CallStream`] (and, if it takes a third argument,
+    /// the call's [`CallContext`]); its result is the last reply.
     pub fn streaming<A, Shape, H>(name: &str, run: H) -> Self
     where
         A: DeserializeOwned + 'static,
-        H: StreamingHandler<A, Shape>,
+        H: TypedHandler<A, StreamingCall, Shape>,
     {
-        let body =
-            move |args: A, (stream, ctx): (CallStream, CallContext)| run.run(args, stream, ctx);
-        let run = erase(name, body, call_erasure::<A>());
-        Callable::from_run(name, true, move |args, ctx, stream| {
-            run(args, (stream, ctx))
+        let run = erase(name, run, call_erasure::<A>());
+        let spec = CallableSpec::new(name).streaming();
+        Callable::from_run(spec, move |args, call, stream| {
+            run(args, StreamingCall { stream, call })
         })
     }
 
     fn from_run(
-        name: &str,
-        streaming: bool,
+        spec: CallableSpec,
         run: impl Fn(Value, CallContext, CallStream) -> CallFuture + 'static,
     ) -> Self {
         Callable {
-            name: name.to_string(),
+            spec,
             run: Rc::new(run),
             allow: None,
-            streaming,
-            readonly_safe: false,
-            rpc: false,
         }
     }
 
@@ -197,35 +169,46 @@ impl Callable {
     /// that a viewer may not change); any other method is refused to one
     /// with `Connection is readonly`.
     pub fn readonly_safe(mut self) -> Self {
-        self.readonly_safe = true;
+        self.spec = self.spec.readonly_safe();
         self
+    }
+
+    /// What the method does, for whoever lists the agent's methods.
+    pub fn description(mut self, text: &str) -> Self {
+        self.spec = self.spec.description(text);
+        self
+    }
+
+    /// The method as the core sees it: its name, description and flags.
+    pub fn spec(&self) -> &CallableSpec {
+        &self.spec
     }
 
     /// Whether a readonly connection may call it (`Callable::readonly_safe`).
     pub fn is_readonly_safe(&self) -> bool {
-        self.readonly_safe
+        self.spec.readonly_safe
     }
 
     /// Also callable over Durable Object RPC as `stub.<name>(...args)`
     /// (a streaming method is not: RPC has no chunk channel).
     pub fn over_rpc(mut self) -> Self {
-        self.rpc = true;
+        self.spec = self.spec.over_rpc();
         self
     }
 
     /// Whether `.over_rpc()` exposed it.
     pub fn crosses_rpc(&self) -> bool {
-        self.rpc
+        self.spec.over_rpc
     }
 
     /// The method's name, as clients call it.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     /// Whether the method streams (`Callable::streaming`).
     pub fn is_streaming(&self) -> bool {
-        self.streaming
+        self.spec.streaming
     }
 
     /// The access check, then the method (a streaming one sends nothing).

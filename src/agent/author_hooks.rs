@@ -115,3 +115,45 @@ impl AuthorHooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::callables::CallStream;
+
+    struct WithMethods;
+
+    impl AgentDefinition for WithMethods {
+        fn callables(&self) -> Vec<Callable> {
+            vec![
+                Callable::new("rename", |(_name,): (String,)| async {
+                    Ok::<_, String>(())
+                })
+                .description("Renames the chat")
+                .over_rpc(),
+                Callable::streaming("ticks", |(): (), _stream: CallStream| async {
+                    Ok::<_, String>(())
+                }),
+                Callable::new("peek", |(): ()| async { Ok::<_, String>(1) }).readonly_safe(),
+            ]
+        }
+    }
+
+    #[test]
+    fn each_callable_reaches_the_core_as_one_spec_with_its_flags() {
+        let definition = Rc::new(WithMethods);
+        let api = AuthorHooks::of(&definition).agent_api(&definition);
+        assert_eq!(
+            api.callables,
+            vec![
+                CallableSpec::new("peek").readonly_safe(),
+                CallableSpec::new("rename")
+                    .description("Renames the chat")
+                    .over_rpc(),
+                CallableSpec::new("ticks").streaming(),
+            ]
+        );
+        assert_eq!(api.callable("ticks").map(|c| c.streaming), Some(true));
+        assert!(api.callable("missing").is_none());
+    }
+}

@@ -135,7 +135,7 @@ pub struct Core {
     ended: turn::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
     submissions: data::submission_list::Submissions,
-    /// The compaction summary in use, whether the hook declined to make one,
+    /// The compaction summary in use, whether the summarizer declined to make one,
     /// and the context cut last logged.
     compaction: CompactionState,
     next_call: CallId,

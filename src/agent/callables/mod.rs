@@ -313,6 +313,28 @@ mod tests {
     }
 
     #[test]
+    fn a_streaming_method_may_take_the_calls_context_after_its_stream() {
+        let whoami = Callable::streaming(
+            "whoami",
+            |(): (), stream: CallStream, ctx: CallContext| async move {
+                stream.send(ctx.connection.id())?;
+                Ok::<_, String>(ctx.connection.id().to_string())
+            },
+        );
+        let sent = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let into = sent.clone();
+        let stream = CallStream::new(move |chunk| {
+            into.borrow_mut().push(chunk);
+            Ok(())
+        });
+        let ctx = context();
+        let id = ctx.connection.id().to_string();
+        let result = futures::executor::block_on(whoami.stream_with(json!([]), ctx, stream));
+        assert_eq!(result, Ok(json!(id)));
+        assert_eq!(*sent.borrow(), [json!(id)]);
+    }
+
+    #[test]
     fn an_error_and_a_refused_access_check_are_the_callers_error() {
         let failing = Callable::new("fail", |(): ()| async move { Err::<(), _>("no luck") });
         assert_eq!(run(&failing, json!([])), Err("no luck".to_string()));

@@ -45,56 +45,33 @@ pub trait TypedHandler<I, Ctx, Shape>: 'static {
     fn run(&self, input: I, ctx: Ctx) -> Self::Future;
 }
 
-impl<I, Ctx, O, E, F, Fut> TypedHandler<I, Ctx, (I,)> for F
-where
-    F: Fn(I) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
+/// The impl for a closure of the input followed by the context parts
+/// named (each read with [`FromContext`]); its `Shape` is `(I, parts…)`.
+macro_rules! closure_of_input_and {
+    ($($part:ident),*) => {
+        impl<I, Ctx, $($part,)* O, E, F, Fut> TypedHandler<I, Ctx, (I, $($part,)*)> for F
+        where
+            F: Fn(I, $($part,)*) -> Fut + 'static,
+            $($part: FromContext<Ctx>,)*
+            Fut: Future<Output = Result<O, E>> + 'static,
+            O: Serialize + 'static,
+            E: Display + 'static,
+        {
+            type Output = O;
+            type Error = E;
+            type Future = Fut;
 
-    fn run(&self, input: I, _ctx: Ctx) -> Fut {
-        self(input)
-    }
+            #[allow(unused_variables)]
+            fn run(&self, input: I, ctx: Ctx) -> Fut {
+                self(input, $($part::from_context(&ctx),)*)
+            }
+        }
+    };
 }
 
-impl<I, Ctx, A, O, E, F, Fut> TypedHandler<I, Ctx, (I, A)> for F
-where
-    F: Fn(I, A) -> Fut + 'static,
-    A: FromContext<Ctx>,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, input: I, ctx: Ctx) -> Fut {
-        self(input, A::from_context(&ctx))
-    }
-}
-
-impl<I, Ctx, A, B, O, E, F, Fut> TypedHandler<I, Ctx, (I, A, B)> for F
-where
-    F: Fn(I, A, B) -> Fut + 'static,
-    A: FromContext<Ctx>,
-    B: FromContext<Ctx>,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, input: I, ctx: Ctx) -> Fut {
-        self(input, A::from_context(&ctx), B::from_context(&ctx))
-    }
-}
+closure_of_input_and!();
+closure_of_input_and!(A);
+closure_of_input_and!(A, B);
 
 /// How an erased run reads its input and words its two failures, given the
 /// name of the tool or method.

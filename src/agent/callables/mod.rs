@@ -6,6 +6,10 @@
 //! reply's result, its `Err`'s text the error the caller's promise rejects
 //! with. An optional access check decides per call.
 //!
+//! Each callable carries a [`CallableSpec`] (its name, description and
+//! flags: streaming, `.readonly_safe()`, `.over_rpc()`), what the agent hands
+//! the core, as a tool hands its `ToolSpec`; the closure stays here.
+//!
 //! `Callable::streaming` declares a method that streams: its closure also
 //! gets a [`CallStream`] and sends chunks through it while it runs (the
 //! client's `onChunk`); its `Ok` value is the last reply (`onDone`), its

@@ -15,6 +15,7 @@ use worker::{Delay, Url};
 
 use crate::core::quoted;
 use crate::log::LogLevel;
+use crate::mcp::oauth::browser_binding::start_link;
 use crate::mcp::oauth::discovery::{
     auth_server_metadata_urls, get, read_auth_server_metadata, read_challenge,
     read_resource_metadata, resource_metadata_urls,
@@ -337,12 +338,20 @@ impl AgentHost {
             verifier,
             auth_url: url.clone(),
             created_at_ms: now_ms(),
+            binding: None,
         });
         self.store_mcp_credentials(id, &credentials);
         self.log_line(
             LogLevel::Info,
             &format!("mcp: server '{id}' waits for a sign-in"),
         );
-        Ok((url, issuer_host))
+        // Bound to a browser: tabs are shown the start link, which hands
+        // the opening browser its cookie and sends it on to `url`.
+        let shown = if self.sign_in_same_browser {
+            start_link(&credentials.redirect_uri, &state)
+        } else {
+            url
+        };
+        Ok((shown, issuer_host))
     }
 }

@@ -120,6 +120,9 @@ pub struct AgentHost {
     /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
     /// provider is given (any other link becomes a text note).
     link_hosts: Vec<String>,
+    /// `settings.mcp_sign_in_same_browser`: a sign-in is completed only by
+    /// the browser that opened its link (`mcp_oauth_callback.rs`).
+    sign_in_same_browser: bool,
     /// The credential a parent's channel and the submission API carry
     /// (see `access/channel_auth.rs`).
     channel_policy: ChannelPolicy,
@@ -275,6 +278,7 @@ impl AgentHost {
             channel_policy,
             model_error_detail_to_tabs,
             link_hosts,
+            sign_in_same_browser: settings.mcp_sign_in_same_browser,
             mcp,
             settled_waiters: SettledWaiters::default(),
             rpc: rpc_calls::RpcCalls::default(),

@@ -11,6 +11,8 @@
 // row, no fetch), while a real one still completes on an object the runtime evicted. With
 // MCP_SIGN_IN_SAME_BROWSER=1 the tab's link is the agent's own start link: the browser that opens
 // it gets a one-time cookie, and a callback without it is refused and leaves the sign-in pending.
+// With AUTH_TOKEN, the router lets through, without the token, only a callback (or start link)
+// whose state the addressed agent signed with it; a made-up one is refused before any object.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -252,4 +254,47 @@ test('MCP_SIGN_IN_SAME_BROWSER=1: only the browser that opened the sign-in link 
   assert.match(landed.headers.get('set-cookie'), /^mcp_sign_in_locked=; Path=[^;]+; Max-Age=0/);
   await waitUntil(() => updates.find((u) => u.servers.locked?.state === 'ready'), { what: 'the signed-in server ready' });
   assert.deepEqual(mcp.events.filter((e) => e.type === 'grant').map((e) => e.grant), ['authorization_code']);
+});
+
+test('with AUTH_TOKEN: a sign-in completes without the token through the router; a made-up state is refused before any object', async (t) => {
+  const mcp = await startMcpServer({ oauth: { accessTtlSeconds: 60 } });
+  t.after(() => mcp.close());
+  const TOKEN = 'oauth-deploy-token';
+  const w = await workerFor(t, { bindings: { AUTH_TOKEN: TOKEN, MCP_SIGN_IN_SAME_BROWSER: '1' } });
+  const room = `oauth-token-${rid()}`;
+  const base = `/agents/chat-agent/${room}`;
+  const c = await tab(w, room, { query: { token: TOKEN } });
+  const added = await w.fetch(`${base}/mcp-servers?token=${TOKEN}`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Locked', url: mcp.url }) });
+  assert.equal(added.status, 201, await added.text());
+  const link = await signInLink(c, 'locked');
+  const state = link.searchParams.get('start');
+  assert.match(state, /^[A-Za-z0-9_-]{44}\.locked$/, 'the nonce carries its MAC');
+
+  // Made-up states, to this agent and to new names: the router's 401, no object reached.
+  const before = (await sqliteFiles(w.persistDir)).length;
+  const forgedNonce = `${state.slice(0, 22)}${'A'.repeat(22)}`;
+  const forged = [`${forgedNonce}.locked`, 'forged.locked', `${state.slice(0, 44)}.other`];
+  for (const [i, made] of forged.entries()) {
+    for (const name of [room, rid(`stranger-${i}`)]) {
+      const callback = await fetch(`${w.url}/agents/chat-agent/${name}/callback?code=c&state=${encodeURIComponent(made)}`, { redirect: 'manual' });
+      assert.equal(callback.status, 401, `${made} to ${name}`);
+      const start = await fetch(`${w.url}/agents/chat-agent/${name}/callback?start=${encodeURIComponent(made)}`, { redirect: 'manual' });
+      assert.equal(start.status, 401, `start ${made} to ${name}`);
+    }
+  }
+  // The agent's own state, sent to another name, does not verify there either.
+  const elsewhere = await fetch(`${w.url}/agents/chat-agent/${rid('elsewhere')}/callback?start=${encodeURIComponent(state)}`, { redirect: 'manual' });
+  assert.equal(elsewhere.status, 401);
+  assert.equal((await sqliteFiles(w.persistDir)).length, before, 'no Durable Object was created');
+
+  // The real link and callback pass the router without the token.
+  const opened = await fetch(link, { redirect: 'manual' });
+  assert.equal(opened.status, 302, await opened.text());
+  const cookie = opened.headers.get('set-cookie').split(';')[0];
+  const back = await signInAt(opened.headers.get('location'));
+  const bare = await fetch(back, { redirect: 'manual' });
+  assert.equal(bare.status, 403, 'past the router, the browser binding still holds');
+  const landed = await fetch(back, { redirect: 'manual', headers: { cookie } });
+  assert.equal(landed.status, 302, await landed.text());
+  await waitUntil(() => c.frames.findLast((f) => f.type === 'cf_agent_mcp_servers' && f.mcp.servers.locked?.state === 'ready'), { what: 'the signed-in server ready' });
 });

@@ -20,10 +20,9 @@ use crate::agent::access::request_info;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::settings::{env_value, Vars};
 use crate::log::{write as log_write, LogLevel};
-use crate::mcp::oauth::browser_binding::START_PARAM;
+use crate::mcp::oauth::signed_state::callback_state;
 use crate::mcp::oauth::{server_of_state, Credentials};
 
-use super::mcp_oauth::CALLBACK_SUFFIX;
 use super::{now_ms, AgentHost, Authorizer};
 
 type Start = Box<dyn FnOnce() -> worker::Result<Rc<AgentHost>>>;
@@ -131,12 +130,17 @@ pub(super) const SIGN_IN_UNKNOWN: &str = "This sign-in is unknown or has expired
 /// (the authorization server's `state`, or the start link's `start`); such
 /// a request is checked against the stored sign-in, not by `authorize`.
 pub(super) fn sign_in_state(url: &worker::Url) -> Option<String> {
-    if crate::routing::is_channel_path(url.path()) || !url.path().ends_with(CALLBACK_SUFFIX) {
+    if crate::routing::is_channel_path(url.path()) {
         return None;
     }
-    url.query_pairs()
-        .find(|(k, _)| k == "state" || k == START_PARAM)
-        .map(|(_, v)| v.into_owned())
+    let query: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    callback_state(url.path(), param).map(str::to_string)
 }
 
 /// The names of the definition's RPC methods (and callables marked for RPC)

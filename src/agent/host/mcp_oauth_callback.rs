@@ -61,7 +61,7 @@ impl AgentHost {
         self.ensure_mcp();
         let server = self.mcp.server(&id)?;
         let Some(mut credentials) = self.mcp_credentials(&id, &server.url) else {
-            return refuse("This sign-in is unknown or has expired.");
+            return refuse(SIGN_IN_UNKNOWN);
         };
         if !credentials.pending_matches(state, &id, now_ms()) {
             return refuse(SIGN_IN_UNKNOWN);
@@ -82,7 +82,7 @@ impl AgentHost {
             }
         }
         let Some(pending) = credentials.pending.take() else {
-            return refuse("This sign-in is unknown or has expired.");
+            return refuse(SIGN_IN_UNKNOWN);
         };
         self.store_mcp_credentials(&id, &credentials);
         if let Some(error) = query.get("error") {
@@ -99,7 +99,7 @@ impl AgentHost {
         let (Some(auth_server), Some(client)) =
             (credentials.auth_server.clone(), credentials.client.clone())
         else {
-            return refuse("This sign-in is unknown or has expired.");
+            return refuse(SIGN_IN_UNKNOWN);
         };
         let request = code_exchange(
             &auth_server,

@@ -121,6 +121,12 @@ pub struct AgentHost {
     /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
     /// provider is given (any other link becomes a text note).
     link_hosts: Vec<String>,
+    /// `settings.mcp_sign_in_same_browser`: a sign-in is completed only by
+    /// the browser that opened its link (`mcp_oauth_callback.rs`).
+    sign_in_same_browser: bool,
+    /// `AUTH_TOKEN`: the key a sign-in's `state` is signed with, for the
+    /// router to check a callback (`mcp::oauth::signed_state`).
+    sign_in_key: Option<String>,
     /// The credential a parent's channel and the submission API carry
     /// (see `access/channel_auth.rs`).
     channel_policy: ChannelPolicy,
@@ -276,6 +282,8 @@ impl AgentHost {
             channel_policy,
             model_error_detail_to_tabs,
             link_hosts,
+            sign_in_same_browser: settings.mcp_sign_in_same_browser,
+            sign_in_key: settings.auth_token.clone().filter(|t| !t.is_empty()),
             mcp,
             settled_waiters: SettledWaiters::default(),
             rpc: rpc_calls::RpcCalls::default(),

@@ -242,6 +242,8 @@ pub struct Sim {
     /// How long a schedule's callback runs before it returns (default: at
     /// once).
     pub schedule_run_ms: u64,
+    /// The attempt number each schedule run started with, in run order.
+    pub schedule_attempts: Vec<u32>,
     /// How the next runs of a schedule end, by name, in order (default:
     /// `Done`).
     pub schedule_outcomes: BTreeMap<String, VecDeque<ScheduleOutcome>>,
@@ -349,6 +351,7 @@ impl Sim {
             author_calls: Vec::new(),
             schedule_runs: Vec::new(),
             schedule_run_ms: 0,
+            schedule_attempts: Vec::new(),
             schedule_outcomes: BTreeMap::new(),
         }
     }
@@ -744,8 +747,13 @@ impl Sim {
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
             Effect::RunSchedule {
-                run, name, payload, ..
+                run,
+                name,
+                payload,
+                attempt,
+                ..
             } => {
+                self.schedule_attempts.push(attempt);
                 let outcome = self
                     .schedule_outcomes
                     .get_mut(&name)

@@ -453,7 +453,7 @@ impl KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
-            delegation_depth: 0,
+            delegation_depth: self.core.borrow().running_delegation_depth(),
         };
         let host = self.clone();
         self.spawn(async move {

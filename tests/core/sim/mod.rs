@@ -244,6 +244,9 @@ pub struct Sim {
     pub schedule_run_ms: u64,
     /// The attempt number each schedule run started with, in run order.
     pub schedule_attempts: Vec<u32>,
+    /// Each server tool run, with the delegation depth of the turn it ran
+    /// in (what the host puts in its `ToolContext`), in order.
+    pub tool_depths: Vec<(String, u32)>,
     /// How the next runs of a schedule end, by name, in order (default:
     /// `Done`).
     pub schedule_outcomes: BTreeMap<String, VecDeque<ScheduleOutcome>>,
@@ -352,6 +355,7 @@ impl Sim {
             schedule_runs: Vec::new(),
             schedule_run_ms: 0,
             schedule_attempts: Vec::new(),
+            tool_depths: Vec::new(),
             schedule_outcomes: BTreeMap::new(),
         }
     }
@@ -696,6 +700,11 @@ impl Sim {
     }
 
     fn apply(&mut self, effect: Effect) {
+        if let Effect::RunTool { tool_name, .. } = &effect {
+            // What the host puts in the tool's context.
+            let depth = self.core.running_delegation_depth();
+            self.tool_depths.push((tool_name.clone(), depth));
+        }
         match effect {
             Effect::Send { to, frame } => {
                 let value: Value = serde_json::from_str(&frame).unwrap_or_else(|e| {

@@ -47,7 +47,9 @@ pub use crate::agent::{
 pub use crate::router::{route_request, route_request_with, AgentTarget, Before, Routed};
 pub use crate::router::{Cors, RouteOptions};
 
-pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
+pub use crate::agent::{
+    AuthorStorage, Schedule, ScheduleCallback, ScheduleContext, SqlValue, StorageError,
+};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).
 pub use crate::core::{Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};

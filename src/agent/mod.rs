@@ -70,7 +70,7 @@ pub use callables::{CallContext, CallStream, Callable, StreamingCall};
 pub use connections::{Connection, MAX_CONNECTION_TAGS, MAX_TAG_BYTES};
 pub use definition::AgentDefinition;
 pub use handle::connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
-pub use handle::schedule_callback::ScheduleCallback;
+pub use handle::schedule_callback::{ScheduleCallback, ScheduleContext};
 pub use handle::schedules::Schedule;
 pub use handle::turns::TurnResult;
 pub use handle::{AgentHandle, Submission, SubmitOptions};

@@ -162,6 +162,8 @@ pub struct Core {
     /// What turns handed back for the folders above them, carried out by
     /// `settle` at the end of the event or command (`turn/hand_back.rs`).
     handed_back: turn::HandBack,
+    /// The delegation depth of the turn started last (`turn/delegation.rs`).
+    turn_depth: u32,
 }
 
 impl Core {
@@ -227,6 +229,7 @@ impl Core {
             mcp: mcp::McpView::default(),
             owed_responses: stored.owed_responses,
             handed_back: Default::default(),
+            turn_depth: stored.turn_depth,
         }
     }
 

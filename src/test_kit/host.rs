@@ -21,7 +21,7 @@ use crate::agent::callables::call_runs::CallRuns;
 use crate::agent::connections::{checked_tags, Connection, ConnectionSocket};
 use crate::agent::engine_config::{core_config, AsyncHooks};
 use crate::agent::handle::connections::{DESTROYED_CLOSE_CODE, DESTROYED_CLOSE_REASON};
-use crate::agent::handle::schedule_callback::ScheduleCallback;
+use crate::agent::handle::schedule_callback::{ScheduleCallback, ScheduleContext};
 use crate::agent::handle::settled_waiters::SettledWaiters;
 use crate::agent::handle::CoreHost;
 use crate::agent::storage::AuthorStorage;
@@ -322,9 +322,15 @@ impl KitHost {
                 name,
                 callback,
                 payload,
+                attempt,
             } => {
+                let ctx = ScheduleContext {
+                    agent,
+                    schedule: name.clone(),
+                    attempt,
+                };
                 let started = match self.schedule_callbacks.get(&callback) {
-                    Some(registered) => registered.start(payload, agent),
+                    Some(registered) => registered.start(payload, ctx),
                     None => Err(format!("no schedule callback `{callback}` is registered")),
                 };
                 match started {
@@ -447,7 +453,7 @@ impl KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
-            delegation_depth: 0,
+            delegation_depth: self.core.borrow().running_delegation_depth(),
         };
         let host = self.clone();
         self.spawn(async move {

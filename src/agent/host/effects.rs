@@ -10,6 +10,7 @@ use crate::core::{carry_out, Step};
 use crate::core::{Effect, Event, ScheduleOutcome};
 use crate::protocol::channel::rpc_tool_call;
 
+use crate::agent::handle::schedule_callback::ScheduleContext;
 use crate::agent::tools::context::ToolContext;
 
 #[cfg(feature = "debug-routes")]
@@ -62,7 +63,8 @@ impl AgentHost {
                 name,
                 callback,
                 payload,
-            } => self.run_schedule(run, &name, &callback, payload),
+                attempt,
+            } => self.run_schedule(run, &name, &callback, payload, attempt),
             Effect::AbortModel { call } => {
                 if let Some(controller) = self.model_calls.borrow_mut().remove(&call) {
                     controller.abort();
@@ -234,20 +236,26 @@ impl AgentHost {
         }
     }
 
-    /// A schedule is due: its callback runs with its payload (a callback
-    /// the definition does not register, or a payload it cannot read, is
-    /// logged).
-    /// Runs a schedule's callback and reports how it ended (the core keeps
-    /// the run owed until then, so a run cut by an eviction starts again).
+    /// A schedule is due: its callback runs with its payload and the run's
+    /// attempt number (a callback the definition does not register, or a
+    /// payload it cannot read, is logged), and how it ended is reported
+    /// (the core keeps the run owed until then, so a run cut by an eviction
+    /// starts again).
     pub(super) fn run_schedule(
         self: &Rc<Self>,
         run: String,
         name: &str,
         callback: &str,
         payload: serde_json::Value,
+        attempt: u32,
     ) {
+        let ctx = ScheduleContext {
+            agent: self.handle(),
+            schedule: name.to_string(),
+            attempt,
+        };
         let started = match self.schedule_callbacks.get(callback) {
-            Some(registered) => registered.start(payload, self.handle()),
+            Some(registered) => registered.start(payload, ctx),
             None => Err(format!("no schedule callback `{callback}` is registered")),
         };
         let running = match started {

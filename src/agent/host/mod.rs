@@ -348,8 +348,9 @@ impl AgentHost {
     /// Where a child call made now by this agent's code counts: turn
     /// `turn`'s tools, or (`None`) the agent's code outside a turn.
     fn child_call_scope(&self, turn: Option<&str>) -> ChildCallScope {
-        // A turn a parent's `chat()` started is as deep as the parent said.
-        let depth = turn.map_or(0, |t| self.delegation_depth_of(t));
+        // A turn a parent's call started is as deep as the parent said
+        // (the core keeps the depth with the turn).
+        let depth = turn.map_or(0, |_| self.core.borrow().running_delegation_depth());
         ChildCallScope::new(self.child_calls.clone(), turn).at_depth(depth)
     }
 

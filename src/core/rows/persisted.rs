@@ -54,11 +54,13 @@ pub enum ConfigKey {
     /// The request-rate windows (`request_rate_row.rs`), so an eviction or
     /// a clear resets no rate.
     RequestRates,
+    /// The tokens each caller spent today (`token_ledger_row.rs`).
+    CallerTokenLedgers,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 17] = [
+    pub const ALL: [ConfigKey; 18] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -76,14 +78,16 @@ impl ConfigKey {
         ConfigKey::TokenLedger,
         ConfigKey::ContextBlocks,
         ConfigKey::RequestRates,
+        ConfigKey::CallerTokenLedgers,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
     /// the schedules, the reports owed to `on_chat_response`, the tokens
-    /// spent (a clear gives no budget back) and the request rates (a clear
-    /// resets no rate). A clear deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 7] = [
+    /// spent by the agent and its callers (a clear gives no budget back) and
+    /// the request rates (a clear resets no rate). A clear deletes every
+    /// other row (`StoreOp::ClearAll`).
+    pub const SURVIVES_CLEAR: [ConfigKey; 8] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
@@ -91,6 +95,7 @@ impl ConfigKey {
         ConfigKey::OwedResponses,
         ConfigKey::TokenLedger,
         ConfigKey::RequestRates,
+        ConfigKey::CallerTokenLedgers,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -127,6 +132,7 @@ impl ConfigKey {
             ConfigKey::TokenLedger => "token_ledger",
             ConfigKey::ContextBlocks => "context_blocks",
             ConfigKey::RequestRates => "request_rates",
+            ConfigKey::CallerTokenLedgers => "caller_token_ledgers",
         }
     }
 }
@@ -323,6 +329,8 @@ pub struct StoredState {
     pub context_blocks: Option<crate::core::rows::context_blocks_row::ContextBlocksRow>,
     /// The request-rate windows, when any were stored.
     pub request_rates: Option<crate::core::rows::request_rate_row::RequestRatesRow>,
+    /// The callers' token ledgers, when any were stored.
+    pub caller_token_ledgers: Option<crate::core::rows::token_ledger_row::CallerLedgersRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -430,6 +438,7 @@ impl StoredState {
             ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
             ConfigKey::ContextBlocks => self.context_blocks = Some(decode(text)?),
             ConfigKey::RequestRates => self.request_rates = Some(decode(text)?),
+            ConfigKey::CallerTokenLedgers => self.caller_token_ledgers = Some(decode(text)?),
         }
         Ok(())
     }

@@ -52,8 +52,9 @@ impl Core {
                 ),
                 conn: Some(conn.as_str().into()),
             },
-            StartedBy::Parent(conn) => Spender {
-                caller: Some(format!("parent:{conn}")),
+            // A parent's call carries no name of the parent: parents share one key.
+            StartedBy::Parent(_) => Spender {
+                caller: Some("parent".to_string()),
                 conn: None,
             },
             StartedBy::Caller(caller) => Spender {

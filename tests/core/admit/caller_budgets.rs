@@ -167,3 +167,29 @@ fn a_turn_past_its_budget_ends_before_its_next_model_call_the_next_turn_runs() {
         "each turn has its own budget"
     );
 }
+
+#[test]
+fn parents_share_one_caller_budget_a_tab_keeps_its_own() {
+    let mut sim = budgeted(|l| l.max_caller_tokens_per_day = 1000);
+    sim.connect("tab");
+    for parent in ["p1", "p2"] {
+        sim.open_channel(parent);
+        sim.script(Reply::text("ok").with_usage(900, 200, None));
+        let frame = json!({"type": "cf_agent_rpc_chat", "message": "from a parent",
+                           "clientTools": [], "executor": false});
+        sim.send_channel(parent, frame.to_string());
+        sim.run_until_idle();
+    }
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "the second parent's turn makes no model call"
+    );
+    ask(&mut sim, "tab", "r1", Reply::text("yes"));
+    assert_eq!(
+        refusal(&sim, "tab", "r1"),
+        None,
+        "a tab's client has its own budget"
+    );
+    assert_eq!(sim.requests().len(), 2);
+}

@@ -147,6 +147,8 @@ pub struct Core {
     request_rate: admit::RequestRate,
     /// The tokens the agent's model calls spent this hour and day.
     token_ledger: data::token_budget::TokenLedger,
+    /// The tokens each caller spent today and each open socket so far.
+    caller_budgets: data::token_budget::CallerBudgets,
     /// The text of each context block written so far, by name.
     context_texts: std::collections::BTreeMap<String, String>,
     /// The author's schedules (`admit/schedules.rs`).
@@ -222,6 +224,9 @@ impl Core {
             calls: Default::default(),
             request_rate: admit::RequestRate::restored(stored.request_rates),
             token_ledger: stored.token_ledger.unwrap_or_default(),
+            caller_budgets: data::token_budget::CallerBudgets::restored(
+                stored.caller_token_ledgers,
+            ),
             context_texts: stored.context_blocks.unwrap_or_default().blocks,
             schedules,
             effects: Vec::new(),
@@ -239,10 +244,14 @@ impl Core {
         match event {
             Event::Connected { conn, client } => {
                 self.rate_connect(&conn, client.as_deref());
+                let caller = data::token_budget::tab_caller(client.as_deref());
+                self.caller_budgets.connect(&conn, caller);
                 self.on_connect(conn)
             }
             Event::Adopted { conn } => {
                 self.request_rate.adopt(&conn);
+                let caller = data::token_budget::tab_caller(self.request_rate.client_of(&conn));
+                self.caller_budgets.connect(&conn, caller);
                 self.conns.add(conn)
             }
             Event::Frame { conn, text } => self.on_frame(conn, &text),
@@ -254,6 +263,7 @@ impl Core {
             Event::Disconnected { conn } => {
                 self.conns.remove(&conn);
                 self.rate_forget(&conn);
+                self.caller_budgets.forget(&conn);
                 self.fail_remote_calls(&conn);
                 self.drop_calls_of(&conn);
             }

@@ -193,7 +193,8 @@ function fmt(x) {
 // ---- building / staging the two workers --------------------------------------------------------
 
 function stageOurs(dir) {
-  const build = join(ROOT, 'build');
+  // BENCH_OURS_BUILD=DIR: another build of ours (an A/B comparison of two builds against the same peers).
+  const build = process.env.BENCH_OURS_BUILD || join(ROOT, 'build');
   if (!existsSync(join(build, 'index_bg.wasm'))) {
     throw new Error('build/index_bg.wasm missing: run `flock /tmp/durable-chat-build.lock bash scripts/build.sh` (or pass --build)');
   }

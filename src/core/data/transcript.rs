@@ -441,6 +441,7 @@ impl Transcript {
                 }
             }
         }
+        let older = posted::PostedOlder::read(self, incoming);
         // Where the newest posted message the store knows is, asked the
         // first time a posted user message is unknown.
         let mut last_known: Option<Option<usize>> = None;
@@ -449,7 +450,7 @@ impl Transcript {
                 continue;
             }
             let sanitized = sanitize_user_message(message);
-            match self.find_ref(&message.id) {
+            match older.find(self, &message.id) {
                 Some(stored) if stored.role != Role::User => {}
                 Some(stored) if stored.parts == sanitized.parts => {}
                 Some(_) => out.written.push(self.upsert(sanitized)),
@@ -457,7 +458,7 @@ impl Transcript {
                     let known = *last_known.get_or_insert_with(|| {
                         incoming
                             .iter()
-                            .rposition(|m| self.find_ref(&m.id).is_some())
+                            .rposition(|m| older.find(self, &m.id).is_some())
                     });
                     // Unknown, yet older than a message the store keeps: a
                     // message the history cap deleted, posted again by a tab
@@ -660,6 +661,9 @@ pub fn is_mid_batch(message: &UIMessage) -> bool {
     }
     settled && waiting
 }
+
+#[path = "transcript_posted.rs"]
+mod posted;
 
 #[path = "transcript_reads.rs"]
 mod reads;

@@ -47,6 +47,10 @@ type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
 pub(super) struct DebugSwitches {
     memory: bool,
     pub(super) tools: bool,
+    /// `DEBUG_NO_ALARM=1`: the durable alarm is never set (the benchmark's
+    /// measure of what the recovery alarm costs a turn; an evicted turn is
+    /// then not resumed until something else wakes the agent).
+    pub(super) no_alarm: bool,
     /// The test-only start after `on_start` finished.
     pub(super) started: std::cell::Cell<bool>,
 }
@@ -56,6 +60,7 @@ impl DebugSwitches {
         DebugSwitches {
             memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
+            no_alarm: lookup("DEBUG_NO_ALARM").as_deref() == Some("1"),
             started: std::cell::Cell::new(false),
         }
     }

@@ -118,29 +118,42 @@ stage_packaged() {
   bash scripts/check-packaged.sh
 }
 
-# Runs stage function `stage_$1` with the remaining arguments and prints its wall time; the
-# times of a full run are kept for the summary at its end.
+# Runs stage function `stage_$1` with the remaining arguments and prints its wall time (`== stage
+# NAME: N s`); a full run ends with every stage's time and the total. A stage that fails (the
+# script exits) still gets its line, marked failed, after the times of the stages before it.
 TIMES=()
+STAGE=""
+STAGE_BEGAN=0
+BEGAN_ALL=$SECONDS
+summary() {
+  echo "== stage times"
+  [ "${#TIMES[@]}" -eq 0 ] || printf '   %s\n' "${TIMES[@]}"
+}
+on_exit() {
+  [ -n "$STAGE" ] || return 0
+  TIMES+=("$STAGE: $((SECONDS - STAGE_BEGAN)) s (failed)")
+  summary
+}
+trap on_exit EXIT
 timed() {
-  local name="$1" began=$SECONDS
+  STAGE="$1"
+  STAGE_BEGAN=$SECONDS
   shift
-  "stage_$name" "$@"
-  local took=$((SECONDS - began))
-  echo "== stage $name: $took s"
-  TIMES+=("$name $took")
+  "stage_$STAGE" "$@"
+  TIMES+=("$STAGE: $((SECONDS - STAGE_BEGAN)) s")
+  echo "== stage ${TIMES[-1]}"
+  STAGE=""
 }
 
 if [ "$#" -eq 0 ]; then
-  began_all=$SECONDS
   timed setup
   timed checks
   timed native
   timed build
   timed node
   timed packaged
-  echo "== stage times (s)"
-  printf '   %s\n' "${TIMES[@]}"
-  echo "   total $((SECONDS - began_all))"
+  TIMES+=("total: $((SECONDS - BEGAN_ALL)) s")
+  summary
   exit 0
 fi
 

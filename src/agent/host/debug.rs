@@ -10,7 +10,8 @@
 //! every table and the alarm, answered before the request is looked at),
 //! and adds a slow start of its own after the definition's `on_start`
 //! (50 ms), which `GET …/__debug/started` reports as finished: a request is
-//! served only after the start.
+//! served only after the start. `DEBUG_HEARTBEAT_MS` (a number of ms) sets
+//! how far ahead a running turn's durable alarm is kept.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -53,6 +54,10 @@ pub(super) struct DebugSwitches {
     pub(super) no_alarm: bool,
     /// The test-only start after `on_start` finished.
     pub(super) started: std::cell::Cell<bool>,
+    /// `DEBUG_HEARTBEAT_MS`: how far ahead the durable alarm of a running
+    /// turn is kept, instead of the recovery settings' own (so that a test of
+    /// a turn woken by that alarm waits less).
+    pub(super) heartbeat_ms: Option<u64>,
 }
 
 impl DebugSwitches {
@@ -62,6 +67,9 @@ impl DebugSwitches {
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
             no_alarm: lookup("DEBUG_NO_ALARM").as_deref() == Some("1"),
             started: std::cell::Cell::new(false),
+            heartbeat_ms: lookup("DEBUG_HEARTBEAT_MS")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|ms| *ms > 0),
         }
     }
 }

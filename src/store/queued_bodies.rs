@@ -112,12 +112,11 @@ pub fn sizes(sql: &SqlStorage, tables: &Tables) -> worker::Result<(usize, usize)
     if !tables.has(Lazy::QueuedBodies) {
         return Ok((0, 0));
     }
-    let rows: Vec<Sizes> = sql
-        .exec(
-            "SELECT COUNT(*) AS rows, COALESCE(SUM(LENGTH(body)), 0) + (SELECT COALESCE(SUM(LENGTH(piece)), 0) FROM chat_pieces WHERE kind = 'queued_body') AS bytes FROM chat_queued_bodies",
-            None,
-        )?
-        .to_array()?;
+    let statement = match tables.has(Lazy::Pieces) {
+        true => "SELECT COUNT(*) AS rows, COALESCE(SUM(LENGTH(body)), 0) + (SELECT COALESCE(SUM(LENGTH(piece)), 0) FROM chat_pieces WHERE kind = 'queued_body') AS bytes FROM chat_queued_bodies",
+        false => "SELECT COUNT(*) AS rows, COALESCE(SUM(LENGTH(body)), 0) AS bytes FROM chat_queued_bodies",
+    };
+    let rows: Vec<Sizes> = sql.exec(statement, None)?.to_array()?;
     Ok(rows
         .first()
         .map(|r| (r.rows as usize, r.bytes as usize))

@@ -16,6 +16,7 @@ use worker::SqlStorage;
 use crate::core::ConfigKey;
 
 use super::pieces::Kind;
+use super::tables::{Lazy, Tables};
 
 #[derive(Clone, Default)]
 pub(super) struct KnownRows {
@@ -50,10 +51,14 @@ const PIECE_KINDS: [Kind; 5] = [
 impl KnownRows {
     /// Reads what exists: the kinds with pieces and the streams with chunk
     /// rows (the config keys are told one by one, `config_row`).
-    pub(super) fn learn(&mut self, sql: &SqlStorage) -> worker::Result<()> {
-        let kinds: Vec<KindRow> = sql
-            .exec("SELECT DISTINCT kind FROM chat_pieces", None)?
-            .to_array()?;
+    /// (No pieces at all while `chat_pieces` does not exist.)
+    pub(super) fn learn(&mut self, sql: &SqlStorage, tables: &Tables) -> worker::Result<()> {
+        let kinds: Vec<KindRow> = match tables.has(Lazy::Pieces) {
+            true => sql
+                .exec("SELECT DISTINCT kind FROM chat_pieces", None)?
+                .to_array()?,
+            false => Vec::new(),
+        };
         self.pieces = PIECE_KINDS
             .iter()
             .map(|k| k.as_str())

@@ -5,10 +5,13 @@
 //! sign-in (`mcp::oauth::Credentials`, declared servers' too) is a row of
 //! the same table under `oauth:<id>` (a server id holds no `:`).
 //! `stored_sign_in` reads one before the store is opened, creating nothing.
+//! The table is made by the first row written (`tables.rs`); until then
+//! every read answers empty.
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
+use super::tables::Lazy;
 use super::SqlStore;
 
 #[derive(Deserialize)]
@@ -20,6 +23,9 @@ struct ServerRow {
 impl SqlStore {
     /// Every stored server row: its id and JSON.
     pub fn mcp_server_rows(&self) -> worker::Result<Vec<(String, String)>> {
+        if !self.tables.borrow().has(Lazy::McpServers) {
+            return Ok(Vec::new());
+        }
         let rows: Vec<ServerRow> = self
             .sql
             .exec(
@@ -32,6 +38,9 @@ impl SqlStore {
 
     /// Stores (or replaces) server `id`'s row.
     pub fn put_mcp_server(&self, id: &str, record: &str) -> worker::Result<()> {
+        self.tables
+            .borrow_mut()
+            .ensure(&self.sql, Lazy::McpServers)?;
         self.sql.exec(
             "INSERT OR REPLACE INTO chat_mcp_servers (id, record) VALUES (?, ?)",
             vec![SqlStorageValue::from(id), SqlStorageValue::from(record)],
@@ -41,6 +50,9 @@ impl SqlStore {
 
     /// Forgets server `id`.
     pub fn delete_mcp_server(&self, id: &str) -> worker::Result<()> {
+        if !self.tables.borrow().has(Lazy::McpServers) {
+            return Ok(());
+        }
         self.sql.exec(
             "DELETE FROM chat_mcp_servers WHERE id = ?",
             vec![SqlStorageValue::from(id)],
@@ -50,6 +62,9 @@ impl SqlStore {
 
     /// Server `id`'s stored OAuth sign-in, if any.
     pub fn mcp_credentials(&self, id: &str) -> worker::Result<Option<String>> {
+        if !self.tables.borrow().has(Lazy::McpServers) {
+            return Ok(None);
+        }
         let rows: Vec<ServerRow> = self
             .sql
             .exec(

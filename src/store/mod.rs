@@ -5,7 +5,8 @@
 //! batch at a time inside one transaction (all of it is written or none);
 //! values over production's row limit are split (`pieces`), the schema is
 //! versioned and migrated on open (`schema`), and rows that no longer parse
-//! are moved aside (`quarantine`). The core reads older messages through
+//! are moved aside (`quarantine`). A new agent has only the tables a chat
+//! turn writes; the others are made by their first write (`tables`). The core reads older messages through
 //! `reads` (its `History`); a load reads no messages.
 
 mod known_rows;
@@ -17,6 +18,7 @@ mod reads;
 pub mod schema;
 pub mod search;
 mod snapshot;
+mod tables;
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
@@ -25,6 +27,7 @@ use crate::core::{ConfigKey, OpenStream, StoreOp, StoredState};
 
 use known_rows::KnownRows;
 use pieces::{write, Kind};
+use tables::{Lazy, Tables};
 
 #[derive(Clone)]
 pub struct SqlStore {
@@ -38,6 +41,8 @@ pub struct SqlStore {
     snapshot_cut: snapshot::CutMemo,
     /// What is known not to exist, so writes skip deletes that find nothing.
     known: std::rc::Rc<std::cell::RefCell<KnownRows>>,
+    /// Which of the tables made by their first write exist.
+    tables: std::rc::Rc<std::cell::RefCell<Tables>>,
     /// The agent searches its history: the full-text index is kept
     /// (`search.rs`).
     search_index: bool,
@@ -76,6 +81,7 @@ fn text(value: &str) -> SqlStorageValue {
 /// unless it is known to have none.
 fn delete_chunk_log(
     sql: &SqlStorage,
+    tables: &Tables,
     known: &mut KnownRows,
     request_id: &str,
 ) -> worker::Result<()> {
@@ -87,7 +93,7 @@ fn delete_chunk_log(
         vec![text(request_id)],
     )?;
     if known.may_have_pieces(Kind::Chunks) {
-        pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+        pieces::drop_pieces(sql, tables, Kind::Chunks, request_id, None)?;
     }
     known.deleted_chunk_log(request_id);
     Ok(())
@@ -99,8 +105,8 @@ impl SqlStore {
     /// searches it or not.
     pub fn open(storage: worker::Storage, search_index: bool) -> worker::Result<SqlStore> {
         let sql = storage.sql();
-        schema::migrate(&sql, &storage)?;
-        search::keep_index(&sql, &storage, search_index)?;
+        let tables = schema::migrate(&sql, &storage)?;
+        search::keep_index(&sql, &storage, search_index, &tables)?;
         Ok(SqlStore {
             sql,
             storage: std::rc::Rc::new(storage),
@@ -108,6 +114,7 @@ impl SqlStore {
             fail_next_state: Default::default(),
             snapshot_cut: Default::default(),
             known: Default::default(),
+            tables: std::rc::Rc::new(std::cell::RefCell::new(tables)),
             search_index,
         })
     }
@@ -125,27 +132,35 @@ impl SqlStore {
             known.config_row(key, value.is_some());
             Ok::<_, worker::Error>(value)
         })?;
-        known.learn(&self.sql)?;
+        known.learn(&self.sql, &self.tables.borrow())?;
         *self.known.borrow_mut() = known;
         for bad in rows {
-            self.moved(move |sql| {
-                quarantine::config(sql, bad.key.as_str(), &bad.value, &bad.reason)
+            self.moved(move |sql, tables| {
+                quarantine::config(sql, tables, bad.key.as_str(), &bad.value, &bad.reason)
             })?;
         }
-        for (id, body, reason) in queued_bodies::load(&self.sql, &mut state)? {
-            self.moved(move |sql| queued_bodies::quarantined(sql, &id, &body, &reason))?;
+        let bodies = queued_bodies::load(&self.sql, &self.tables.borrow(), &mut state)?;
+        for (id, body, reason) in bodies {
+            self.moved(move |sql, tables| {
+                queued_bodies::quarantined(sql, tables, &id, &body, &reason)
+            })?;
         }
-        let submissions: Vec<SubmissionRow> = self
-            .sql
-            .exec(
-                "SELECT id, record FROM chat_submissions ORDER BY submitted_at",
-                None,
-            )?
-            .to_array()?;
+        let submissions: Vec<SubmissionRow> = match self.tables.borrow().has(Lazy::Submissions) {
+            true => self
+                .sql
+                .exec(
+                    "SELECT id, record FROM chat_submissions ORDER BY submitted_at",
+                    None,
+                )?
+                .to_array()?,
+            false => Vec::new(),
+        };
         for row in submissions {
             if let Err(e) = state.push_submission_row(&row.record) {
                 let reason = e.to_string();
-                self.moved(move |sql| quarantine::submission(sql, &row.id, &row.record, &reason))?;
+                self.moved(move |sql, tables| {
+                    quarantine::submission(sql, tables, &row.id, &row.record, &reason)
+                })?;
             }
         }
         let streams: Vec<StreamRow> = self
@@ -157,7 +172,9 @@ impl SqlStore {
                 Ok(open) => open,
                 Err(reason) => {
                     let (id, record) = (row.request_id.clone(), row.record.clone());
-                    self.moved(move |sql| quarantine::stream(sql, &id, &record, &reason))?;
+                    self.moved(move |sql, tables| {
+                        quarantine::stream(sql, tables, &id, &record, &reason)
+                    })?;
                     continue;
                 }
             };
@@ -180,8 +197,8 @@ impl SqlStore {
                 )?;
                 if let Err(reason) = open.push_chunk_row(&bodies) {
                     let id = row.request_id.clone();
-                    self.moved(move |sql| {
-                        quarantine::chunks(sql, &id, first_seq, &bodies, &reason)
+                    self.moved(move |sql, tables| {
+                        quarantine::chunks(sql, tables, &id, first_seq, &bodies, &reason)
                     })?;
                 }
             }
@@ -195,15 +212,22 @@ impl SqlStore {
     /// the transaction commits.
     fn moved(
         &self,
-        body: impl FnOnce(&SqlStorage) -> worker::Result<quarantine::Moved> + 'static,
+        body: impl FnOnce(&SqlStorage, &mut Tables) -> worker::Result<quarantine::Moved> + 'static,
     ) -> worker::Result<()> {
         let sql = self.sql.clone();
         let done = std::rc::Rc::new(std::cell::RefCell::new(None));
         let inside = done.clone();
-        schema::transaction(&self.storage, move || {
-            *inside.borrow_mut() = Some(body(&sql)?);
+        let tables = self.tables.clone();
+        let tables_before = self.tables.borrow().clone();
+        let result = schema::transaction(&self.storage, move || {
+            *inside.borrow_mut() = Some(body(&sql, &mut tables.borrow_mut())?);
             Ok(())
-        })?;
+        });
+        if let Err(e) = result {
+            // Rolled back: a table it made is gone again.
+            *self.tables.borrow_mut() = tables_before;
+            return Err(e);
+        }
         // Reported once committed: a move rolled back moved nothing.
         if let Some(moved) = done.borrow_mut().take() {
             moved.report();
@@ -233,7 +257,7 @@ impl SqlStore {
     /// stored and their bytes (debug output only).
     pub fn queue_rows(&self) -> worker::Result<(usize, usize, usize)> {
         let queue = self.config_value(ConfigKey::Queue)?.map_or(0, |v| v.len());
-        let (bodies, bytes) = queued_bodies::sizes(&self.sql)?;
+        let (bodies, bytes) = queued_bodies::sizes(&self.sql, &self.tables.borrow())?;
         Ok((queue, bodies, bytes))
     }
 
@@ -273,6 +297,7 @@ impl SqlStore {
         let ops = std::rc::Rc::new(ops);
         let batch = ops.clone();
         let known_before = self.known.borrow().clone();
+        let tables_before = self.tables.borrow().clone();
         let result = schema::transaction(&self.storage, move || {
             for op in batch.iter() {
                 store.apply(op)?;
@@ -282,6 +307,7 @@ impl SqlStore {
         result.map_err(|e| {
             // Rolled back: what was known before the batch holds again.
             *self.known.borrow_mut() = known_before;
+            *self.tables.borrow_mut() = tables_before;
             let ops = std::rc::Rc::try_unwrap(ops).unwrap_or_else(|rc| (*rc).clone());
             (ops, e)
         })
@@ -297,6 +323,7 @@ impl SqlStore {
         self.forget_snapshot_cut(op);
         let sql = &self.sql;
         let known = &mut *self.known.borrow_mut();
+        let tables = &mut *self.tables.borrow_mut();
         match op {
             StoreOp::PutMessage { seq, message } => {
                 if self.fail_next_message.replace(false) {
@@ -311,18 +338,21 @@ impl SqlStore {
                 }
                 let drop_old = known.may_have_pieces(Kind::Message);
                 let (first, count) =
-                    pieces::put(sql, Kind::Message, &message.id, 0, &body, drop_old)?;
+                    pieces::put(sql, tables, Kind::Message, &message.id, 0, &body, drop_old)?;
                 known.wrote_pieces(Kind::Message, count);
                 write(
                     sql,
                     "INSERT INTO chat_messages (id, seq, body, pieces) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, body = excluded.body, pieces = excluded.pieces",
                     vec![text(&message.id), SqlStorageValue::from(*seq as i64), text(first), SqlStorageValue::from(count)],
                 )?;
-                sql.exec(
-                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
-                    vec![text(&message.id)],
-                )?;
+                if tables.has(Lazy::ToolCalls) {
+                    sql.exec(
+                        "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                        vec![text(&message.id)],
+                    )?;
+                }
                 for call in crate::core::contract::history::indexed_tool_calls(message) {
+                    tables.ensure(sql, Lazy::ToolCalls)?;
                     write(
                         sql,
                         "INSERT OR IGNORE INTO chat_tool_calls (tool_call_id, message_id) VALUES (?, ?)",
@@ -335,22 +365,28 @@ impl SqlStore {
                     search::unindex_message(sql, id)?;
                 }
                 sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![text(id)])?;
-                sql.exec(
-                    "DELETE FROM chat_tool_calls WHERE message_id = ?",
-                    vec![text(id)],
-                )?;
-                pieces::drop_pieces(sql, Kind::Message, id, None)?;
+                if tables.has(Lazy::ToolCalls) {
+                    sql.exec(
+                        "DELETE FROM chat_tool_calls WHERE message_id = ?",
+                        vec![text(id)],
+                    )?;
+                }
+                pieces::drop_pieces(sql, tables, Kind::Message, id, None)?;
             }
             StoreOp::DropMessagesBefore { seq } => {
                 let before = reads::seq_value(*seq);
-                sql.exec(
-                    "DELETE FROM chat_pieces WHERE kind = ? AND key IN (SELECT id FROM chat_messages WHERE seq < ?)",
-                    vec![Kind::Message.as_str().into(), before.clone()],
-                )?;
-                sql.exec(
-                    "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
-                    vec![before.clone()],
-                )?;
+                if tables.has(Lazy::Pieces) {
+                    sql.exec(
+                        "DELETE FROM chat_pieces WHERE kind = ? AND key IN (SELECT id FROM chat_messages WHERE seq < ?)",
+                        vec![Kind::Message.as_str().into(), before.clone()],
+                    )?;
+                }
+                if tables.has(Lazy::ToolCalls) {
+                    sql.exec(
+                        "DELETE FROM chat_tool_calls WHERE message_id IN (SELECT id FROM chat_messages WHERE seq < ?)",
+                        vec![before.clone()],
+                    )?;
+                }
                 if self.search_index {
                     sql.exec(
                         "DELETE FROM chat_search WHERE rowid < ?",
@@ -360,15 +396,13 @@ impl SqlStore {
                 sql.exec("DELETE FROM chat_messages WHERE seq < ?", vec![before])?;
             }
             StoreOp::ClearAll => {
-                for table in [
-                    "chat_messages",
-                    "chat_streams",
-                    "chat_stream_chunks",
-                    "chat_tool_calls",
-                    "chat_quarantine",
-                    "chat_queued_bodies",
-                ] {
+                for table in ["chat_messages", "chat_streams", "chat_stream_chunks"] {
                     sql.exec(&format!("DELETE FROM {table}"), None)?;
+                }
+                for table in [Lazy::ToolCalls, Lazy::Quarantine, Lazy::QueuedBodies] {
+                    if tables.has(table) {
+                        sql.exec(&format!("DELETE FROM {}", table.name()), None)?;
+                    }
                 }
                 if self.search_index {
                     sql.exec("DELETE FROM chat_search", None)?;
@@ -383,18 +417,20 @@ impl SqlStore {
                     &format!("DELETE FROM chat_config WHERE key NOT IN ({kept})"),
                     None,
                 )?;
-                sql.exec(
-                    &format!(
-                        "DELETE FROM chat_pieces WHERE NOT (kind = 'config' AND key IN ({kept}))"
-                    ),
-                    None,
-                )?;
+                if tables.has(Lazy::Pieces) {
+                    sql.exec(
+                        &format!(
+                            "DELETE FROM chat_pieces WHERE NOT (kind = 'config' AND key IN ({kept}))"
+                        ),
+                        None,
+                    )?;
+                }
                 known.cleared(&ConfigKey::SURVIVES_CLEAR);
             }
             StoreOp::OpenStream(record) => {
                 // A stream opens with an empty log: chunks left by an earlier
                 // stream of the same request id (whose close was refused) go.
-                delete_chunk_log(sql, known, &record.request_id)?;
+                delete_chunk_log(sql, tables, known, &record.request_id)?;
                 let json = record.to_row();
                 write(
                     sql,
@@ -411,8 +447,15 @@ impl SqlStore {
                 let json = serde_json::to_string(&bodies)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
                 let drop_old = known.may_have_pieces(Kind::Chunks);
-                let (first, count) =
-                    pieces::put(sql, Kind::Chunks, request_id, *first_seq, &json, drop_old)?;
+                let (first, count) = pieces::put(
+                    sql,
+                    tables,
+                    Kind::Chunks,
+                    request_id,
+                    *first_seq,
+                    &json,
+                    drop_old,
+                )?;
                 known.wrote_pieces(Kind::Chunks, count);
                 write(
                     sql,
@@ -422,7 +465,7 @@ impl SqlStore {
                 known.wrote_chunks(request_id);
             }
             StoreOp::CloseStream { request_id } => {
-                delete_chunk_log(sql, known, request_id)?;
+                delete_chunk_log(sql, tables, known, request_id)?;
                 sql.exec(
                     "DELETE FROM chat_streams WHERE request_id = ?",
                     vec![text(request_id)],
@@ -436,7 +479,7 @@ impl SqlStore {
                 }
                 let drop_old = known.may_have_pieces(Kind::Config);
                 let (first, count) =
-                    pieces::put(sql, Kind::Config, key.as_str(), 0, value, drop_old)?;
+                    pieces::put(sql, tables, Kind::Config, key.as_str(), 0, value, drop_old)?;
                 known.wrote_pieces(Kind::Config, count);
                 write(
                     sql,
@@ -452,6 +495,7 @@ impl SqlStore {
             StoreOp::PutSubmission(record) => {
                 let json = serde_json::to_string(record)
                     .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                tables.ensure(sql, Lazy::Submissions)?;
                 write(
                     sql,
                     "INSERT OR REPLACE INTO chat_submissions (id, submitted_at, record) VALUES (?, ?, ?)",
@@ -459,13 +503,15 @@ impl SqlStore {
                 )?;
             }
             StoreOp::DeleteSubmission { id } => {
-                sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![text(id)])?;
+                if tables.has(Lazy::Submissions) {
+                    sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![text(id)])?;
+                }
             }
             StoreOp::PutQueuedBody { request_id, body } => {
-                queued_bodies::put(sql, request_id, body)?;
+                queued_bodies::put(sql, tables, request_id, body)?;
             }
             StoreOp::DeleteQueuedBody { request_id } => {
-                queued_bodies::delete(sql, request_id)?;
+                queued_bodies::delete(sql, tables, request_id)?;
             }
             StoreOp::DeleteConfig { key } => {
                 if !known.may_have_config(*key) {
@@ -476,7 +522,7 @@ impl SqlStore {
                     vec![text(key.as_str())],
                 )?;
                 if known.may_have_pieces(Kind::Config) {
-                    pieces::drop_pieces(sql, Kind::Config, key.as_str(), None)?;
+                    pieces::drop_pieces(sql, tables, Kind::Config, key.as_str(), None)?;
                 }
                 known.deleted_config(*key);
             }

@@ -2,12 +2,16 @@
 //! limit (`core::row_limits`): the owning row keeps the first piece and the
 //! count, `chat_pieces` the others under (kind, key, sub, n). Every write
 //! goes through `write`, which refuses a row over the limit before SQLite
-//! sees it, exactly as production's SQLite would.
+//! sees it, exactly as production's SQLite would. `chat_pieces` is made by
+//! the first value that needs it (`tables.rs`); until then there is nothing
+//! to drop.
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::core::rows::row_limits::{check_row, pieces};
+
+use super::tables::{Lazy, Tables};
 
 /// Which table's value the pieces belong to.
 #[derive(Clone, Copy)]
@@ -57,6 +61,7 @@ pub fn write(sql: &SqlStorage, statement: &str, binds: Vec<SqlStorageValue>) -> 
 /// only when it knows there are none).
 pub fn put<'a>(
     sql: &SqlStorage,
+    tables: &mut Tables,
     kind: Kind,
     key: &str,
     sub: u64,
@@ -64,9 +69,12 @@ pub fn put<'a>(
     drop_old: bool,
 ) -> worker::Result<(&'a str, i64)> {
     if drop_old {
-        drop_pieces(sql, kind, key, Some(sub))?;
+        drop_pieces(sql, tables, kind, key, Some(sub))?;
     }
     let parts = pieces(value);
+    if parts.len() > 1 {
+        tables.ensure(sql, Lazy::Pieces)?;
+    }
     for (n, piece) in parts.iter().enumerate().skip(1) {
         write(
             sql,
@@ -116,10 +124,14 @@ pub fn get(
 /// `key` (`sub` none).
 pub fn drop_pieces(
     sql: &SqlStorage,
+    tables: &Tables,
     kind: Kind,
     key: &str,
     sub: Option<u64>,
 ) -> worker::Result<()> {
+    if !tables.has(Lazy::Pieces) {
+        return Ok(());
+    }
     match sub {
         Some(sub) => sql.exec(
             "DELETE FROM chat_pieces WHERE kind = ? AND key = ? AND sub = ?",

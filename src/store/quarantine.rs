@@ -9,6 +9,7 @@
 use worker::{SqlStorage, SqlStorageValue};
 
 use super::pieces::{self, write, Kind};
+use super::tables::{Lazy, Tables};
 
 fn now_ms() -> i64 {
     js_sys::Date::now() as i64
@@ -45,6 +46,7 @@ impl Moved {
 /// Moves `value` (a row of `source` under `key`) to the quarantine table.
 pub(super) fn keep(
     sql: &SqlStorage,
+    tables: &mut Tables,
     source: &str,
     key: &str,
     value: &str,
@@ -54,6 +56,7 @@ pub(super) fn keep(
     struct Next {
         id: f64,
     }
+    tables.ensure(sql, Lazy::Quarantine)?;
     let next: Vec<Next> = sql
         .exec(
             "SELECT COALESCE(MAX(id), 0) + 1 AS id FROM chat_quarantine",
@@ -61,7 +64,15 @@ pub(super) fn keep(
         )?
         .to_array()?;
     let id = next.first().map(|n| n.id as i64).unwrap_or(1);
-    let (first, count) = pieces::put(sql, Kind::Quarantine, &id.to_string(), 0, value, true)?;
+    let (first, count) = pieces::put(
+        sql,
+        tables,
+        Kind::Quarantine,
+        &id.to_string(),
+        0,
+        value,
+        true,
+    )?;
     write(
         sql,
         "INSERT INTO chat_quarantine (id, source, key, reason, at, value, pieces) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -84,52 +95,66 @@ pub(super) fn keep(
 }
 
 /// An unreadable transcript row.
-pub fn message(sql: &SqlStorage, id: &str, body: &str, reason: &str) -> worker::Result<Moved> {
-    let moved = keep(sql, "chat_messages", id, body, reason)?;
+pub fn message(
+    sql: &SqlStorage,
+    tables: &mut Tables,
+    id: &str,
+    body: &str,
+    reason: &str,
+) -> worker::Result<Moved> {
+    let moved = keep(sql, tables, "chat_messages", id, body, reason)?;
     sql.exec("DELETE FROM chat_messages WHERE id = ?", vec![id.into()])?;
-    pieces::drop_pieces(sql, Kind::Message, id, None)?;
+    pieces::drop_pieces(sql, tables, Kind::Message, id, None)?;
     Ok(moved)
 }
 
 /// An unreadable config row.
-pub fn config(sql: &SqlStorage, key: &str, value: &str, reason: &str) -> worker::Result<Moved> {
-    let moved = keep(sql, "chat_config", key, value, reason)?;
+pub fn config(
+    sql: &SqlStorage,
+    tables: &mut Tables,
+    key: &str,
+    value: &str,
+    reason: &str,
+) -> worker::Result<Moved> {
+    let moved = keep(sql, tables, "chat_config", key, value, reason)?;
     sql.exec("DELETE FROM chat_config WHERE key = ?", vec![key.into()])?;
-    pieces::drop_pieces(sql, Kind::Config, key, None)?;
+    pieces::drop_pieces(sql, tables, Kind::Config, key, None)?;
     Ok(moved)
 }
 
 /// An unreadable chunk-log row (the rest of the log is still read).
 pub fn chunks(
     sql: &SqlStorage,
+    tables: &mut Tables,
     request_id: &str,
     first_seq: u64,
     bodies: &str,
     reason: &str,
 ) -> worker::Result<Moved> {
     let key = format!("{request_id}:{first_seq}");
-    let moved = keep(sql, "chat_stream_chunks", &key, bodies, reason)?;
+    let moved = keep(sql, tables, "chat_stream_chunks", &key, bodies, reason)?;
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ? AND first_seq = ?",
         vec![request_id.into(), SqlStorageValue::from(first_seq as i64)],
     )?;
-    pieces::drop_pieces(sql, Kind::Chunks, request_id, Some(first_seq))?;
+    pieces::drop_pieces(sql, tables, Kind::Chunks, request_id, Some(first_seq))?;
     Ok(moved)
 }
 
 /// An unreadable stream record: quarantined, and the stream settled.
 pub fn stream(
     sql: &SqlStorage,
+    tables: &mut Tables,
     request_id: &str,
     record: &str,
     reason: &str,
 ) -> worker::Result<Moved> {
-    let moved = keep(sql, "chat_streams", request_id, record, reason)?;
+    let moved = keep(sql, tables, "chat_streams", request_id, record, reason)?;
     sql.exec(
         "DELETE FROM chat_stream_chunks WHERE request_id = ?",
         vec![request_id.into()],
     )?;
-    pieces::drop_pieces(sql, Kind::Chunks, request_id, None)?;
+    pieces::drop_pieces(sql, tables, Kind::Chunks, request_id, None)?;
     sql.exec(
         "DELETE FROM chat_streams WHERE request_id = ?",
         vec![request_id.into()],
@@ -138,8 +163,14 @@ pub fn stream(
 }
 
 /// An unreadable submission row.
-pub fn submission(sql: &SqlStorage, id: &str, record: &str, reason: &str) -> worker::Result<Moved> {
-    let moved = keep(sql, "chat_submissions", id, record, reason)?;
+pub fn submission(
+    sql: &SqlStorage,
+    tables: &mut Tables,
+    id: &str,
+    record: &str,
+    reason: &str,
+) -> worker::Result<Moved> {
+    let moved = keep(sql, tables, "chat_submissions", id, record, reason)?;
     sql.exec("DELETE FROM chat_submissions WHERE id = ?", vec![id.into()])?;
     Ok(moved)
 }

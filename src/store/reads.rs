@@ -11,6 +11,7 @@ use crate::core::contract::history;
 use crate::core::{Entry, History};
 
 use super::pieces::{self, Kind};
+use super::tables::Lazy;
 use super::{quarantine, SqlStore};
 
 #[derive(Deserialize)]
@@ -64,8 +65,9 @@ impl SqlStore {
                     // The row leaves the table: a remembered frame cut may cover it.
                     self.snapshot_cut.set(None);
                     let (id, reason) = (row.id.clone(), e.to_string());
-                    let moved =
-                        self.moved(move |sql| quarantine::message(sql, &id, &body, &reason));
+                    let moved = self.moved(move |sql, tables| {
+                        quarantine::message(sql, tables, &id, &body, &reason)
+                    });
                     if let Err(e) = moved {
                         crate::log::write(
                             crate::log::LogLevel::Error,
@@ -163,6 +165,9 @@ impl History for SqlStore {
     }
 
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {
+        if !self.tables.borrow().has(Lazy::ToolCalls) {
+            return None;
+        }
         self.read_rows(
             "SELECT m.id AS id, m.seq AS seq, m.body AS body, m.pieces AS pieces FROM chat_tool_calls AS t JOIN chat_messages AS m ON m.id = t.message_id WHERE t.tool_call_id = ? ORDER BY m.seq DESC LIMIT 1",
             vec![tool_call_id.into()],

@@ -4,10 +4,17 @@
 //! runs inside one transaction together with the new version on wake, so an
 //! upgrade either happens whole or not at all. A database written before
 //! versions existed (release 312ec6c and earlier) reads as version 0.
+//!
+//! A new database skips the migrations: it is made at this version with only
+//! the tables a chat turn writes (`FRESH`); the others are made by their
+//! first write (`tables.rs`). The migrations are for databases of earlier
+//! releases, which keep every table they have.
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsValue;
 use worker::SqlStorage;
+
+use super::tables::{table_names, Tables};
 
 /// The ordered migrations; the schema version is how many have run.
 const MIGRATIONS: &[&[&str]] = &[
@@ -65,6 +72,20 @@ const MIGRATIONS: &[&[&str]] = &[
     &["DROP TABLE IF EXISTS chat_search"],
 ];
 
+/// A new database, at `SCHEMA_VERSION`: the tables a chat turn writes, with
+/// the columns the migrations give an older one. A table whose rows are read
+/// only by key, or in key order, is `WITHOUT ROWID` (one b-tree where a
+/// table keyed by text is otherwise two); the transcript and the stream
+/// records keep their rowid, whose order reads rely on.
+const FRESH: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS chat_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE chat_messages (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1)",
+    "CREATE INDEX chat_messages_by_seq ON chat_messages(seq)",
+    "CREATE TABLE IF NOT EXISTS chat_streams (request_id TEXT PRIMARY KEY, record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS chat_stream_chunks (request_id TEXT NOT NULL, first_seq INTEGER NOT NULL, bodies TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (request_id, first_seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS chat_config (key TEXT PRIMARY KEY, value TEXT NOT NULL, pieces INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID",
+];
+
 /// The version this build writes.
 pub const SCHEMA_VERSION: usize = MIGRATIONS.len();
 
@@ -88,10 +109,23 @@ pub fn version(sql: &SqlStorage) -> worker::Result<usize> {
     Ok(rows.first().and_then(|r| r.value.parse().ok()).unwrap_or(0))
 }
 
-/// Brings the database to `SCHEMA_VERSION`: the migrations it still owes and
-/// the new version, in one transaction. A database of a newer release is
-/// left as it is (reported): its extra columns have defaults.
-pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()> {
+/// Brings the database to `SCHEMA_VERSION`: a new one (no transcript
+/// table) is made at it (`FRESH`); an older one gets the migrations it still
+/// owes and the new version, in one transaction. A database of a newer
+/// release is left as it is (reported): its extra columns have defaults.
+/// Answers which of the tables made by their first write exist.
+pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<Tables> {
+    let names = table_names(sql)?;
+    if !names.contains("chat_messages") {
+        let owned = sql.clone();
+        transaction(storage, move || {
+            for statement in FRESH {
+                owned.exec(statement, None)?;
+            }
+            write_version(&owned)
+        })?;
+        return Ok(Tables::from_names(&names));
+    }
     let from = version(sql)?;
     if from > SCHEMA_VERSION {
         crate::log::write(
@@ -100,10 +134,10 @@ pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()
                 "storage: schema version {from} is newer than this release's {SCHEMA_VERSION}"
             ),
         );
-        return Ok(());
+        return Ok(Tables::from_names(&names));
     }
     if from == SCHEMA_VERSION {
-        return Ok(());
+        return Ok(Tables::from_names(&names));
     }
     let owned = sql.clone();
     transaction(storage, move || {
@@ -112,16 +146,20 @@ pub fn migrate(sql: &SqlStorage, storage: &worker::Storage) -> worker::Result<()
                 owned.exec(statement, None)?;
             }
         }
-        owned.exec(
-            "INSERT OR REPLACE INTO chat_meta (key, value) VALUES ('schema_version', ?)",
-            vec![worker::SqlStorageValue::from(SCHEMA_VERSION.to_string())],
-        )?;
-        Ok(())
+        write_version(&owned)
     })?;
     crate::log::write(
         crate::log::LogLevel::Info,
         &format!("storage: schema migrated from version {from} to {SCHEMA_VERSION}"),
     );
+    Ok(Tables::from_names(&table_names(sql)?))
+}
+
+fn write_version(sql: &SqlStorage) -> worker::Result<()> {
+    sql.exec(
+        "INSERT OR REPLACE INTO chat_meta (key, value) VALUES ('schema_version', ?)",
+        vec![worker::SqlStorageValue::from(SCHEMA_VERSION.to_string())],
+    )?;
     Ok(())
 }
 

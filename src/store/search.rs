@@ -15,6 +15,7 @@ use worker::{SqlStorage, SqlStorageValue};
 use crate::core::vocab::history_search::{fts_query, searchable_text, within_bytes, HistoryHit};
 use crate::protocol::UIMessage;
 
+use super::tables::{Lazy, Tables};
 use super::SqlStore;
 
 /// The index table, and its rows built from the stored messages (those
@@ -31,7 +32,13 @@ struct CountRow {
 }
 
 /// Builds the index when `on` and it is missing; drops it when not `on`.
-pub fn keep_index(sql: &SqlStorage, storage: &worker::Storage, on: bool) -> worker::Result<()> {
+/// Messages split over pieces are read only when `chat_pieces` exists.
+pub fn keep_index(
+    sql: &SqlStorage,
+    storage: &worker::Storage,
+    on: bool,
+    tables: &Tables,
+) -> worker::Result<()> {
     let present = sql
         .exec(
             "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'chat_search'",
@@ -43,8 +50,9 @@ pub fn keep_index(sql: &SqlStorage, storage: &worker::Storage, on: bool) -> work
     match (on, present) {
         (true, false) => {
             let sql = sql.clone();
+            let split = tables.has(Lazy::Pieces);
             super::schema::transaction(storage, move || {
-                for statement in BUILD {
+                for statement in BUILD.iter().take(if split { 3 } else { 2 }) {
                     sql.exec(statement, None)?;
                 }
                 Ok(())

@@ -24,6 +24,7 @@ use crate::core::contract::history;
 use crate::core::StoreOp;
 
 use super::reads::seq_value;
+use super::tables::Lazy;
 use super::SqlStore;
 
 /// Where the last frame's older part started.
@@ -54,6 +55,9 @@ extern "C" {
 /// A message row's bytes in a frame (its comma included): its body, and
 /// the pieces of a message split over them.
 const ROW_BYTES: &str = "(length(CAST(body AS BLOB)) + 1 + CASE WHEN pieces = 1 THEN 0 ELSE (SELECT COALESCE(SUM(length(CAST(piece AS BLOB))), 0) FROM chat_pieces WHERE kind = 'message' AND key = chat_messages.id AND sub = 0) END)";
+
+/// `ROW_BYTES` while no value is split (`chat_pieces` not made yet).
+const WHOLE_ROW_BYTES: &str = "(length(CAST(body AS BLOB)) + 1)";
 
 /// Rows looked at per query when moving a cut forward.
 const STEP_ROWS: i64 = 64;
@@ -106,6 +110,14 @@ impl SqlStore {
         }
     }
 
+    /// How a row's bytes are summed: with its pieces once values can be split.
+    fn row_bytes(&self) -> &'static str {
+        match self.tables.borrow().has(Lazy::Pieces) {
+            true => ROW_BYTES,
+            false => WHOLE_ROW_BYTES,
+        }
+    }
+
     /// The remembered cut for a budget of `max_bytes`: as it is while it is
     /// still the newest run that fits, moved forward when the budget shrank;
     /// `None` when it grew enough for an older row (the cut is found again).
@@ -116,7 +128,7 @@ impl SqlStore {
         }
         'rows: while cut.bytes > max_bytes {
             let rows = self.sizes(
-                &format!("SELECT seq, {ROW_BYTES} AS n FROM chat_messages WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT ?"),
+                &format!("SELECT seq, {} AS n FROM chat_messages WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT ?", self.row_bytes()),
                 vec![seq_value(cut.from), seq_value(cut.before), SqlStorageValue::from(STEP_ROWS)],
             )?;
             if rows.is_empty() {
@@ -142,7 +154,7 @@ impl SqlStore {
     /// (only the newest rows that could fit are looked at).
     fn cut_for(&self, before_seq: u64, max_bytes: usize) -> Option<SnapshotCut> {
         let fitting = self.sizes(
-            &format!("SELECT seq, running AS n FROM (SELECT seq, SUM(size) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, {ROW_BYTES} AS size FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? ORDER BY seq LIMIT 1"),
+            &format!("SELECT seq, running AS n FROM (SELECT seq, SUM(size) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS running FROM (SELECT seq, {} AS size FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT ?)) WHERE running <= ? ORDER BY seq LIMIT 1", self.row_bytes()),
             vec![
                 seq_value(before_seq),
                 SqlStorageValue::from(history::most_rows_within(max_bytes) as i64),
@@ -154,7 +166,10 @@ impl SqlStore {
             None => (before_seq, 0),
         };
         let older = self.sizes(
-            &format!("SELECT seq, {ROW_BYTES} AS n FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1"),
+            &format!(
+                "SELECT seq, {} AS n FROM chat_messages WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+                self.row_bytes()
+            ),
             vec![seq_value(from)],
         )?;
         Some(SnapshotCut {

@@ -83,6 +83,8 @@ test('a history stored before the index is indexed when the agent opens, split m
 
   // As a release before the index left it: no chat_search, schema 8, one message split.
   const [file] = (await sqliteFiles(dir)).filter((f) => querySqlite(f, "SELECT name FROM sqlite_master WHERE name = 'chat_messages'").length);
+  // (An agent made by this release has no chat_pieces before a value is split; older releases made it.)
+  execSqlite(file, 'CREATE TABLE IF NOT EXISTS chat_pieces (kind TEXT NOT NULL, key TEXT NOT NULL, sub INTEGER NOT NULL, n INTEGER NOT NULL, piece TEXT NOT NULL, PRIMARY KEY (kind, key, sub, n))');
   execSqlite(file, "INSERT INTO chat_pieces (kind, key, sub, n, piece) SELECT 'message', id, 0, 1, substr(body, 41) FROM chat_messages WHERE id = 'old-2'");
   execSqlite(file, "UPDATE chat_messages SET body = substr(body, 1, 40), pieces = 2 WHERE id = 'old-2'");
   execSqlite(file, "DROP TABLE chat_search; UPDATE chat_meta SET value = '8' WHERE key = 'schema_version'");

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chatRequest, userMessage, getMessages, isDone } from '../support/harness.mjs';
 import { workerFor, rid, chunkFrames, waitUntil, tab } from '../support/e2e.mjs';
-import { sqliteFiles, querySqlite, execSqlite } from '../support/sqlite-files.mjs';
+import { sqliteFiles, querySqlite, execSqlite, rowCount } from '../support/sqlite-files.mjs';
 
 const AGENT = 'ChatAgent';
 const TURN_MS = 20000;
@@ -129,7 +129,7 @@ test('a move to the quarantine that rolls back is not reported as done', async (
   const w = await workerFor(t, { persistDir: dir, miniflare: { handleStructuredLogs: (log) => logs.push(log) } });
   await getMessages(w.url, AGENT, room).catch(() => null);
   await new Promise((r) => setTimeout(r, 300));
-  assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 0, 'the move was rolled back');
+  assert.equal(rowCount(file, 'chat_quarantine'), 0, 'the move was rolled back');
   assert.deepEqual(querySqlite(file, "SELECT value FROM chat_config WHERE key = 'queue'"), [{ value: '{not json' }]);
   const said = logs.filter((l) => l.message.includes('quarantined'));
   assert.deepEqual(said, [], 'no line says a row was quarantined');
@@ -158,7 +158,7 @@ test('a clear deletes the quarantined rows with the rest of the conversation', a
   assert.equal(querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n, 1, 'the row was quarantined');
   b.send({ type: 'cf_agent_chat_clear' });
   await waitUntil(() => querySqlite(file, 'SELECT COUNT(*) AS n FROM chat_quarantine')[0].n === 0, { timeoutMs: TURN_MS, what: 'the quarantine emptied' });
-  const left = querySqlite(file, "SELECT COUNT(*) AS n FROM chat_pieces")[0].n;
+  const left = rowCount(file, 'chat_pieces');
   assert.equal(left, 0, 'no piece of it is left');
   const next = rid();
   b.send(chatRequest(next, [userMessage(rid('u'), 'hello again')]));

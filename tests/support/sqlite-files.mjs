@@ -1,7 +1,7 @@
 // Reads the SQLite files a Durable Object persist dir holds (Miniflare's `durableObjectsPersist`),
 // through the `sqlite3` command line tool, read-only (`execSqlite` writes, for tests that
-// damage a stopped agent's database). Owns: sqliteFiles, querySqlite, execSqlite,
-// largestStoredValue.
+// damage a stopped agent's database). Owns: sqliteFiles, querySqlite, execSqlite, rowCount,
+// storeTables, largestStoredValue.
 
 import { existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -31,6 +31,18 @@ export function querySqlite(file, sql) {
 /** Runs `sql` (statements that write) on database `file`; only while no runtime has it open. */
 export function execSqlite(file, sql) {
   execFileSync('sqlite3', [file, sql]);
+}
+
+/** The rows of `table` in `file`; 0 when the table was never made (the store makes some of its
+ * tables at their first write). */
+export function rowCount(file, table) {
+  const made = querySqlite(file, `SELECT name FROM sqlite_master WHERE type = 'table' AND name = '${table}'`).length > 0;
+  return made ? querySqlite(file, `SELECT COUNT(*) AS n FROM "${table}"`)[0].n : 0;
+}
+
+/** The store's tables (`chat_…`) in `file`, by name. */
+export function storeTables(file) {
+  return querySqlite(file, "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 5) = 'chat_' ORDER BY name").map((r) => r.name);
 }
 
 /**

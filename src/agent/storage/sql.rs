@@ -1,6 +1,9 @@
 //! The author's storage on the Durable Object's SQLite (the worker's
 //! backend of `AuthorStore`): the author's statements run as given, the
-//! key-value store lives in a table of the engine's (`chat_author_kv`).
+//! key-value store lives in a table of the engine's (`chat_author_kv`),
+//! made by its first `put`: until then a read answers empty and a delete
+//! finds nothing, without making it (an agent that never uses the store
+//! never pays for the table).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -28,6 +31,21 @@ struct KeyRow {
 impl SqlAuthorStore {
     pub(crate) fn new(sql: SqlStorage) -> SqlAuthorStore {
         SqlAuthorStore { sql }
+    }
+
+    /// Whether the key-value table exists (a read of `sqlite_master`).
+    fn has_kv(&self) -> Result<bool, String> {
+        #[derive(Deserialize)]
+        struct Count {
+            n: f64,
+        }
+        let rows: Vec<Count> = (self.sql.exec(
+            "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?",
+            Some(vec![KV_TABLE.into()]),
+        ))
+        .and_then(|c| c.to_array())
+        .map_err(text)?;
+        Ok(rows.first().is_some_and(|row| row.n > 0.0))
     }
 
     fn ensure_kv(&self) -> Result<(), String> {
@@ -71,7 +89,9 @@ impl AuthorStore for SqlAuthorStore {
     }
 
     fn get(&self, key: &str) -> Result<Option<String>, String> {
-        self.ensure_kv()?;
+        if !self.has_kv()? {
+            return Ok(None);
+        }
         let select = format!("SELECT value FROM {KV_TABLE} WHERE key = ?");
         let rows: Vec<KvRow> = (self.sql.exec(&select, Some(vec![key.into()])))
             .and_then(|c| c.to_array())
@@ -80,7 +100,9 @@ impl AuthorStore for SqlAuthorStore {
     }
 
     fn delete(&self, key: &str) -> Result<bool, String> {
-        self.ensure_kv()?;
+        if !self.has_kv()? {
+            return Ok(false);
+        }
         let delete = format!("DELETE FROM {KV_TABLE} WHERE key = ?");
         let cursor = self
             .sql
@@ -91,7 +113,9 @@ impl AuthorStore for SqlAuthorStore {
     }
 
     fn keys(&self, prefix: &str) -> Result<Vec<String>, String> {
-        self.ensure_kv()?;
+        if !self.has_kv()? {
+            return Ok(Vec::new());
+        }
         let select = format!("SELECT key FROM {KV_TABLE} WHERE substr(key, 1, ?) = ? ORDER BY key");
         let bindings = vec![(prefix.len() as i64).into(), prefix.into()];
         let rows: Vec<KeyRow> = (self.sql.exec(&select, Some(bindings)))

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use crate::sim::*;
 
+use super::token_budget::{refusal, tool_loop_refusal};
+
 fn budgeted(set: impl FnOnce(&mut durable_chat::core::Limits)) -> Sim {
     Sim::with(|config| set(&mut config.settings.limits))
 }
@@ -18,11 +20,6 @@ fn ask(sim: &mut Sim, tab: &str, id: &str, reply: Reply) {
     sim.script(reply);
     sim.send(tab, chat_request(id, &[user(&format!("u-{id}"), "hi")]));
     sim.run_until_idle();
-}
-
-fn refusal(sim: &Sim, tab: &str, id: &str) -> Option<String> {
-    let end = terminal(sim.frames(tab), id)?;
-    (end["error"] == true).then(|| end["body"].as_str().unwrap_or_default().to_string())
 }
 
 fn named_submit(sim: &mut Sim, id: &str, caller: &str) {
@@ -135,25 +132,9 @@ fn a_connection_past_its_budget_is_refused_while_open_a_new_socket_starts_afresh
 fn a_turn_past_its_budget_ends_before_its_next_model_call_the_next_turn_runs() {
     let mut sim = budgeted(|l| l.max_turn_tokens = 500);
     sim.connect("a");
-    sim.script(
-        Reply::tool_call("c1", "get_weather", json!({"city": "Oslo"})).with_usage(400, 150, None),
-    )
-    .script_tool("get_weather", ToolReply::ok(json!("rain")));
-    sim.send("a", chat_request("r1", &[user("u1", "weather?")]));
-    sim.run_until_idle();
-    assert_eq!(sim.requests().len(), 1, "no second step");
-    let frames = sim.frames("a");
     assert_eq!(
-        terminal(frames, "r1").map(|end| end["outcome"].clone()),
-        Some(json!("error"))
-    );
-    let error = responses(frames, "r1")
-        .into_iter()
-        .find(|f| f["error"] == true)
-        .expect("an error frame on the request id");
-    assert_eq!(
-        error["body"].as_str(),
-        Some("token budget of this turn is spent (limit 500 tokens in all; ask again)")
+        tool_loop_refusal(&mut sim),
+        "token budget of this turn is spent (limit 500 tokens in all; ask again)"
     );
     ask(
         &mut sim,

@@ -25,6 +25,26 @@ fn depths(sim: &Sim) -> Vec<u32> {
 }
 
 /// Tab `a`'s turn streams (40 words, one each 20 ms) while what follows waits.
+/// A tab `a` and a parent's channel at delegation depth `depth`.
+fn tab_and_parent_at(depth: u32) -> Sim {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    sim.open_channel("parent");
+    sim.call(|core, _| core.set_delegation_depth(&conn("parent"), depth));
+    sim
+}
+
+/// The parent asks to clean up: its turn's delete waits for a person.
+fn parent_asks_to_delete(sim: &mut Sim) {
+    sim.script(Reply::tool_call(
+        "d1",
+        "delete_file",
+        json!({"path": "/tmp/x"}),
+    ));
+    sim.send_channel("parent", rpc_chat("clean up"));
+    sim.run_until_idle();
+}
+
 fn tab_turn_streaming(sim: &mut Sim) {
     sim.connect("a");
     sim.script(Reply::words(40).every(20));
@@ -111,18 +131,8 @@ fn a_delegated_turn_cut_by_an_eviction_is_recovered_at_its_depth() {
 
 #[test]
 fn the_continuation_of_a_delegated_answer_runs_at_its_depth_after_a_restart() {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.open_channel("parent");
-    sim.call(|core, _| core.set_delegation_depth(&conn("parent"), 2));
-    // The parent's turn asks to delete a file: it waits for a person.
-    sim.script(Reply::tool_call(
-        "d1",
-        "delete_file",
-        json!({"path": "/tmp/x"}),
-    ));
-    sim.send_channel("parent", rpc_chat("clean up"));
-    sim.run_until_idle();
+    let mut sim = tab_and_parent_at(2);
+    parent_asks_to_delete(&mut sim);
     sim.evict();
     // A person approves in a tab: the continuation goes on with the answer.
     sim.script(weather_call("c1"))
@@ -143,10 +153,7 @@ fn the_continuation_of_a_delegated_answer_runs_at_its_depth_after_a_restart() {
 
 #[test]
 fn after_a_clear_a_delegated_answer_is_still_continued_at_its_depth() {
-    let mut sim = Sim::new();
-    sim.connect("a");
-    sim.open_channel("parent");
-    sim.call(|core, _| core.set_delegation_depth(&conn("parent"), 2));
+    let mut sim = tab_and_parent_at(2);
     sim.script(Reply::text("hello"));
     sim.send_channel("parent", rpc_chat("hi"));
     sim.run_until_idle();
@@ -158,13 +165,7 @@ fn after_a_clear_a_delegated_answer_is_still_continued_at_its_depth() {
         "the clear took the row"
     );
     // The next delegated turn at the same depth writes it down again.
-    sim.script(Reply::tool_call(
-        "d1",
-        "delete_file",
-        json!({"path": "/tmp/x"}),
-    ));
-    sim.send_channel("parent", rpc_chat("clean up"));
-    sim.run_until_idle();
+    parent_asks_to_delete(&mut sim);
     sim.evict();
     sim.script(Reply::text("done"))
         .script_tool("delete_file", ToolReply::ok(json!({"deleted": true})));

@@ -18,7 +18,7 @@ fn budgeted(per_hour: u64, per_day: u64) -> Sim {
     sim
 }
 
-fn refusal(sim: &Sim, tab: &str, id: &str) -> Option<String> {
+pub(super) fn refusal(sim: &Sim, tab: &str, id: &str) -> Option<String> {
     let end = terminal(sim.frames(tab), id)?;
     (end["error"] == true).then(|| end["body"].as_str().unwrap_or_default().to_string())
 }
@@ -56,9 +56,10 @@ fn a_spent_hour_refuses_the_next_turn_even_after_an_eviction_until_the_hour_turn
     assert_eq!(refusal(&sim, "a", "r3"), None, "the next hour has budget");
 }
 
-#[test]
-fn a_tool_loop_that_spends_the_day_ends_before_its_next_model_call() {
-    let mut sim = budgeted(0, 500);
+/// Tab `a` asks for the weather: the model's first step (550 tokens) calls
+/// a tool, and the budget spent by it ends the turn before its second
+/// step. The error on the request id.
+pub(super) fn tool_loop_refusal(sim: &mut Sim) -> String {
     sim.script(
         Reply::tool_call("c1", "get_weather", json!({"city": "Oslo"})).with_usage(400, 150, None),
     )
@@ -75,12 +76,14 @@ fn a_tool_loop_that_spends_the_day_ends_before_its_next_model_call() {
         .into_iter()
         .find(|f| f["error"] == true)
         .expect("an error frame on the request id");
-    assert!(
-        error["body"]
-            .as_str()
-            .is_some_and(|e| e.contains("limit 500 tokens a day")),
-        "{error}"
-    );
+    error["body"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_tool_loop_that_spends_the_day_ends_before_its_next_model_call() {
+    let mut sim = budgeted(0, 500);
+    let error = tool_loop_refusal(&mut sim);
+    assert!(error.contains("limit 500 tokens a day"), "{error}");
 }
 
 #[test]

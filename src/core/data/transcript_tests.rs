@@ -1,6 +1,9 @@
 //! Tests of the transcript: ordering, reconciling, repair.
 
 use super::*;
+use crate::core::data::accumulator::INTERRUPTED_TOOL_ERROR;
+use crate::protocol::{ToolPart, ToolState};
+use serde_json::json;
 use crate::protocol::UIMessage;
 
 fn assistant_with(tools: &[(&str, ToolState)]) -> UIMessage {

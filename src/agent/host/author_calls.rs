@@ -15,7 +15,7 @@ use super::AgentHost;
 use crate::agent::callables::CallContext;
 
 impl AgentHost {
-    pub(super) fn run_author_call(self: &Rc<Self>, call: AuthorCall) {
+    pub(super) fn carry_out_author_call(self: &Rc<Self>, call: AuthorCall) {
         match call {
             AuthorCall::RunCallable {
                 conn,

@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::core::data::accumulator::INTERRUPTED_TOOL_ERROR;
+use crate::protocol::UIMessage;
 use crate::protocol::{ToolPart, ToolState};
 use serde_json::json;
-use crate::protocol::UIMessage;
 
 fn assistant_with(tools: &[(&str, ToolState)]) -> UIMessage {
     let mut m = UIMessage::assistant("a1");

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::core::{carry_out, AuthorCall, CallId, ConnId, Effect, Step, StoreOp};
 use crate::core::{ChatError, ChatResponse, StepReport, SummaryRequest, ToolCall, ToolOutcome};
-use crate::core::{TranscriptFrame, TurnContext};
+use crate::core::{StateSource, TranscriptFrame, TurnContext};
 use crate::model::ModelRequest;
 
 /// A write the store refused: its operations and the error.
@@ -43,7 +43,14 @@ pub(crate) trait EffectHandlers {
     fn summarize(self: &Rc<Self>, call: CallId, request: SummaryRequest);
     fn turn_ended(self: &Rc<Self>, response: ChatResponse);
     fn step_ended(self: &Rc<Self>, report: StepReport);
-    fn run_author_call(self: &Rc<Self>, call: AuthorCall);
+    /// A callable run for a connection (its outcome told back as
+    /// `Event::CallableDone`, unless the core cancels it first).
+    fn run_callable(self: &Rc<Self>, conn: ConnId, id: String, method: String, args: Value);
+    fn cancel_calls(&self, conn: ConnId, ids: Vec<String>);
+    /// The author's `on_state_changed`.
+    fn state_changed(self: &Rc<Self>, state: Rc<Value>, source: StateSource);
+    /// The author's `on_message`, for a frame of the author's own types.
+    fn other_frame(self: &Rc<Self>, conn: ConnId, text: String);
 }
 
 /// Carries out `effects` in order, runs of writes as one transaction each
@@ -100,6 +107,16 @@ fn carry_out_one<H: EffectHandlers>(host: &Rc<H>, effect: Effect) {
         Effect::Summarize { call, request } => host.summarize(call, request),
         Effect::TurnEnded(response) => host.turn_ended(response),
         Effect::StepEnded(report) => host.step_ended(report),
-        Effect::Author(call) => host.run_author_call(call),
+        Effect::Author(call) => match call {
+            AuthorCall::RunCallable {
+                conn,
+                id,
+                method,
+                args,
+            } => host.run_callable(conn, id, method, args),
+            AuthorCall::CancelCalls { conn, ids } => host.cancel_calls(conn, ids),
+            AuthorCall::StateChanged { state, source } => host.state_changed(state, source),
+            AuthorCall::OtherFrame { conn, text } => host.other_frame(conn, text),
+        },
     }
 }

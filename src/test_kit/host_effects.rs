@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::agent::effect_handlers::{EffectHandlers, RefusedWrite};
 use crate::agent::tools::context::ToolContext;
 use crate::agent::CallContext;
-use crate::core::{AuthorCall, CallId, ConnId, Event, ScheduleOutcome, StoreOp};
+use crate::core::{CallId, ConnId, Event, ScheduleOutcome, StateSource, StoreOp};
 use crate::core::{ChatError, ChatResponse, StepReport, SummaryRequest, ToolCall, ToolOutcome};
 use crate::core::{TranscriptFrame, TurnContext};
 use crate::model::{ModelEvent, ModelRequest};
@@ -190,42 +190,33 @@ impl EffectHandlers for KitHost {
         self.spawn((self.hooks.on_step_end)(report, self.handle()));
     }
 
-    fn run_author_call(self: &Rc<Self>, call: AuthorCall) {
-        match call {
-            AuthorCall::RunCallable {
-                conn,
-                id,
-                method,
-                args,
-            } => {
-                let open = self
-                    .durable
-                    .tabs
-                    .borrow()
-                    .get(&conn)
-                    .is_some_and(|t| t.open);
-                let ctx = open.then(|| CallContext {
-                    connection: self.connection(&conn),
-                    agent: self.handle(),
-                });
-                let callables = &self.author.callables;
-                let run = (self.call_runs).start(callables, (&conn, &id), (&method, args), ctx);
-                let host = self.clone();
-                self.spawn(async move {
-                    if let Some(result) = run.await {
-                        host.dispatch(Event::CallableDone { conn, id, result });
-                    }
-                });
+    fn run_callable(self: &Rc<Self>, conn: ConnId, id: String, method: String, args: Value) {
+        let open = (self.durable.tabs.borrow().get(&conn)).is_some_and(|t| t.open);
+        let ctx = open.then(|| CallContext {
+            connection: self.connection(&conn),
+            agent: self.handle(),
+        });
+        let callables = &self.author.callables;
+        let run = (self.call_runs).start(callables, (&conn, &id), (&method, args), ctx);
+        let host = self.clone();
+        self.spawn(async move {
+            if let Some(result) = run.await {
+                host.dispatch(Event::CallableDone { conn, id, result });
             }
-            AuthorCall::CancelCalls { conn, ids } => self.call_runs.cancel(&conn, ids),
-            AuthorCall::StateChanged { state, source } => {
-                let run = (self.author.on_state_changed)((state, source), self.handle());
-                self.spawn(run);
-            }
-            AuthorCall::OtherFrame { conn, text } => {
-                let run = (self.author.on_message)((self.connection(&conn), text), self.handle());
-                self.spawn(run);
-            }
-        }
+        });
+    }
+
+    fn cancel_calls(&self, conn: ConnId, ids: Vec<String>) {
+        self.call_runs.cancel(&conn, ids);
+    }
+
+    fn state_changed(self: &Rc<Self>, state: Rc<Value>, source: StateSource) {
+        let run = (self.author.on_state_changed)((state, source), self.handle());
+        self.spawn(run);
+    }
+
+    fn other_frame(self: &Rc<Self>, conn: ConnId, text: String) {
+        let run = (self.author.on_message)((self.connection(&conn), text), self.handle());
+        self.spawn(run);
     }
 }

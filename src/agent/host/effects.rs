@@ -1,7 +1,10 @@
 //! Carrying out the core's effects in the Durable Object: its writes as one
 //! transaction per run (a refused write told back to the core), frames to
 //! tabs, model calls, tool runs and their hooks, the author's alarm and
-//! schedules. Which effect goes to which handler is
+//! schedules, and what the core asks of the author's code for the agent as
+//! a whole (`AuthorCall`: a callable run for a connection, abortable until
+//! the core cancels it; `on_state_changed`; `on_message` for frames of the
+//! author's own types), each awaited off the event that asked for it. Which effect goes to which handler is
 //! `agent::effect_handlers`, shared with the test kit's host.
 
 use std::rc::Rc;
@@ -10,12 +13,13 @@ use serde_json::Value;
 use wasm_bindgen_futures::spawn_local;
 
 use crate::agent::effect_handlers::{carry_out_effects, EffectHandlers, RefusedWrite};
-use crate::core::{AuthorCall, CallId, ConnId, Event, ScheduleOutcome, StoreOp};
+use crate::core::{CallId, ConnId, Event, ScheduleOutcome, StateSource, StoreOp};
 use crate::core::{ChatError, ChatResponse, StepReport, SummaryRequest, ToolCall, ToolOutcome};
 use crate::core::{Effect, TranscriptFrame, TurnContext};
 use crate::model::ModelRequest;
 use crate::protocol::channel::rpc_tool_call;
 
+use crate::agent::callables::CallContext;
 use crate::agent::tools::context::ToolContext;
 
 #[cfg(feature = "debug-routes")]
@@ -270,7 +274,39 @@ impl EffectHandlers for AgentHost {
         spawn_local(on_step_end(report, self.handle()));
     }
 
-    fn run_author_call(self: &Rc<Self>, call: AuthorCall) {
-        self.carry_out_author_call(call);
+    fn run_callable(self: &Rc<Self>, conn: ConnId, id: String, method: String, args: Value) {
+        let socket = self.sockets.borrow().get(&conn).cloned();
+        let ctx = socket.map(|ws| CallContext {
+            connection: self.connection_on(&conn, ws),
+            agent: self.handle(),
+        });
+        let callables = &self.author.callables;
+        let run = (self.call_runs).start(callables, (&conn, &id), (&method, args), ctx);
+        let host = self.clone();
+        spawn_local(async move {
+            // `None`: cancelled; the core already forgot it.
+            if let Some(result) = run.await {
+                host.dispatch(Event::CallableDone { conn, id, result });
+            }
+        });
+    }
+
+    fn cancel_calls(&self, conn: ConnId, ids: Vec<String>) {
+        self.call_runs.cancel(&conn, ids);
+    }
+
+    fn state_changed(self: &Rc<Self>, state: Rc<Value>, source: StateSource) {
+        spawn_local((self.author.on_state_changed)(
+            (state, source),
+            self.handle(),
+        ));
+    }
+
+    fn other_frame(self: &Rc<Self>, conn: ConnId, text: String) {
+        let Some(ws) = self.sockets.borrow().get(&conn).cloned() else {
+            return;
+        };
+        let connection = self.connection_on(&conn, ws);
+        spawn_local((self.author.on_message)((connection, text), self.handle()));
     }
 }

@@ -54,7 +54,7 @@ pub use callables::{
     MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES, MAX_CHUNK_BYTES,
 };
 pub use contract::author_calls::AuthorCall;
-pub use contract::carry_out::{carry_out, Step};
+pub use contract::carry_out::{carry_out, Refused, Step};
 pub use contract::effects::{Effect, Event, ScheduleOutcome, StoreOp, Timer};
 pub use contract::history::{History, SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 pub use contract::log_event::{quoted, LogEvent, RecoveryStep, StartedBy, TurnEnd};

@@ -8,10 +8,10 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use crate::agent::effect_handlers::{EffectHandlers, RefusedWrite};
+use crate::agent::effect_handlers::EffectHandlers;
 use crate::agent::tools::context::ToolContext;
 use crate::agent::CallContext;
-use crate::core::{CallId, ConnId, Event, ScheduleOutcome, StateSource, StoreOp};
+use crate::core::{CallId, ConnId, Event, Refused, ScheduleOutcome, StateSource, StoreOp};
 use crate::core::{ChatError, ChatResponse, StepReport, SummaryRequest, ToolCall, ToolOutcome};
 use crate::core::{TranscriptFrame, TurnContext};
 use crate::model::{ModelEvent, ModelRequest};
@@ -20,7 +20,7 @@ use super::super::reply::{End, Reply};
 use super::{Due, KitHost};
 
 impl EffectHandlers for KitHost {
-    fn write(&self, ops: Vec<StoreOp>) -> Result<(), RefusedWrite> {
+    fn write(&self, ops: Vec<StoreOp>) -> Result<(), Refused> {
         let written = self.durable.store.borrow_mut().apply_all(&ops);
         written.map_err(|e| (ops, e))
     }

@@ -12,8 +12,8 @@ use std::rc::Rc;
 use serde_json::Value;
 use wasm_bindgen_futures::spawn_local;
 
-use crate::agent::effect_handlers::{carry_out_effects, EffectHandlers, RefusedWrite};
-use crate::core::{CallId, ConnId, Event, ScheduleOutcome, StateSource, StoreOp};
+use crate::agent::effect_handlers::{carry_out_effects, EffectHandlers};
+use crate::core::{CallId, ConnId, Event, Refused, ScheduleOutcome, StateSource, StoreOp};
 use crate::core::{ChatError, ChatResponse, StepReport, SummaryRequest, ToolCall, ToolOutcome};
 use crate::core::{Effect, TranscriptFrame, TurnContext};
 use crate::model::ModelRequest;
@@ -40,7 +40,7 @@ impl AgentHost {
 }
 
 impl EffectHandlers for AgentHost {
-    fn write(&self, ops: Vec<StoreOp>) -> Result<(), RefusedWrite> {
+    fn write(&self, ops: Vec<StoreOp>) -> Result<(), Refused> {
         self.store.apply_all(ops).map_err(|(ops, e)| {
             self.log_line(
                 crate::log::LogLevel::Error,

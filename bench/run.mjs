@@ -218,6 +218,17 @@ function ensureThinkBuilt() {
 
 // ---- one worker = one Miniflare instance = one workerd process ------------------------------
 
+/** Vars for one worker from the environment (`BENCH_OURS_VARS=LOG_LEVEL=warn,…`): to measure
+ * what a setting costs against the same run's peers. */
+function extraVars(key) {
+  const vars = {};
+  for (const kv of (process.env[`BENCH_${key.toUpperCase()}_VARS`] ?? '').split(',').filter(Boolean)) {
+    const at = kv.indexOf('=');
+    if (at > 0) vars[kv.slice(0, at)] = kv.slice(at + 1);
+  }
+  return vars;
+}
+
 async function startInstance(spec, { modelUrl, persistDir, preventEviction = false, miniflare = {} }) {
   const before = new Set(descendants(process.pid));
   const mf = new Miniflare(convertV4MiniflareOptions({
@@ -231,7 +242,7 @@ async function startInstance(spec, { modelUrl, persistDir, preventEviction = fal
     host: '127.0.0.1',
     port: 0,
     // No request rates: the peer has none, and a phase sends more than a minute's default share.
-    bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', RATE_LIMIT_PER_CONNECTION: '0', RATE_LIMIT_PER_AGENT: '0' },
+    bindings: { OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: 'bench-key', MODEL: 'scripted-model', MESSAGE_CONCURRENCY: 'queue', RATE_LIMIT_PER_CONNECTION: '0', RATE_LIMIT_PER_AGENT: '0', ...extraVars(spec.key) },
     ...miniflare,
   }));
   const ready = await mf.ready;

@@ -27,9 +27,12 @@ pub use crate::protocol::{ClientToolSchema, Outcome, UIMessage};
 pub use crate::routing::check_agent_name;
 pub use serde_json::{json, Map, Value};
 
-/// The compaction hook's type and what it reads (see
-/// `AgentDefinition::compaction`).
-pub use crate::core::{Compact, CompactionInput, SummaryRequest};
+/// The deprecated synchronous compaction hook's type.
+#[allow(deprecated)]
+pub use crate::agent::definition::Compact;
+/// What `AgentDefinition::summarize` is given, and the same borrowed
+/// (`SummaryRequest::input`) for plain summary code.
+pub use crate::core::{CompactionInput, SummaryRequest};
 
 #[cfg(target_arch = "wasm32")]
 pub use crate::agent::body::{read_bytes, read_json, read_json_typed, read_text};
@@ -44,7 +47,9 @@ pub use crate::agent::{
 pub use crate::router::{route_request, route_request_with, AgentTarget, Before, Routed};
 pub use crate::router::{Cors, RouteOptions};
 
-pub use crate::agent::{AuthorStorage, Schedule, ScheduleCallback, SqlValue, StorageError};
+pub use crate::agent::{
+    AuthorStorage, Schedule, ScheduleCallback, ScheduleContext, SqlValue, StorageError,
+};
 /// The author's own storage and schedules (see `AgentHandle::storage` and
 /// `AgentHandle::schedule`).
 pub use crate::core::{Repeat, ScheduleError, ScheduleRequest, ScheduleWhen};

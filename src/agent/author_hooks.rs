@@ -11,7 +11,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
-use crate::core::{AgentApi, StateSource};
+use crate::core::{AgentApi, CallableSpec, StateSource};
 
 use crate::agent::access::RequestInfo;
 use crate::agent::callables::Callable;
@@ -93,8 +93,17 @@ impl AuthorHooks {
         }
     }
 
+    /// The callables as the core sees them, by name.
+    fn callable_specs(&self) -> Vec<CallableSpec> {
+        let mut specs: Vec<CallableSpec> = (self.callables.values())
+            .map(|c| c.spec().clone())
+            .collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        specs
+    }
+
     /// What the core needs of them: the initial state, the validator, the
-    /// callables' names (and which of them stream).
+    /// callables' specs.
     pub fn agent_api<D: AgentDefinition>(&self, definition: &Rc<D>) -> AgentApi {
         let validator = definition.clone();
         AgentApi {
@@ -102,15 +111,49 @@ impl AuthorHooks {
             validate_state: Some(Rc::new(move |next: &Value, source: &StateSource| {
                 validator.validate_state(next, source)
             })),
-            callables: self.callables.keys().cloned().collect(),
-            streaming: (self.callables.values())
-                .filter(|c| c.is_streaming())
-                .map(|c| c.name().to_string())
-                .collect(),
-            readonly_safe: (self.callables.values())
-                .filter(|c| c.is_readonly_safe())
-                .map(|c| c.name().to_string())
-                .collect(),
+            callables: self.callable_specs(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::callables::CallStream;
+
+    struct WithMethods;
+
+    impl AgentDefinition for WithMethods {
+        fn callables(&self) -> Vec<Callable> {
+            vec![
+                Callable::new("rename", |(_name,): (String,)| async {
+                    Ok::<_, String>(())
+                })
+                .description("Renames the chat")
+                .over_rpc(),
+                Callable::streaming("ticks", |(): (), _stream: CallStream| async {
+                    Ok::<_, String>(())
+                }),
+                Callable::new("peek", |(): ()| async { Ok::<_, String>(1) }).readonly_safe(),
+            ]
+        }
+    }
+
+    #[test]
+    fn each_callable_reaches_the_core_as_one_spec_with_its_flags() {
+        let definition = Rc::new(WithMethods);
+        let api = AuthorHooks::of(&definition).agent_api(&definition);
+        assert_eq!(
+            api.callables,
+            vec![
+                CallableSpec::new("peek").readonly_safe(),
+                CallableSpec::new("rename")
+                    .description("Renames the chat")
+                    .over_rpc(),
+                CallableSpec::new("ticks").streaming(),
+            ]
+        );
+        assert_eq!(api.callable("ticks").map(|c| c.streaming), Some(true));
+        assert!(api.callable("missing").is_none());
     }
 }

@@ -9,14 +9,17 @@ use js_sys::{Function, Promise, Reflect, JSON};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::web_sys;
-use worker::{ByteStream, Env};
+use worker::Env;
 
 use crate::model::workers_ai::binding_failure;
 use crate::model::BindingCall;
 use crate::model::ModelFailure;
 
 /// Calls `run` on the binding and returns its streamed body.
-pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, ModelFailure> {
+pub async fn run_binding(
+    env: &Env,
+    call: &BindingCall,
+) -> Result<web_sys::ReadableStream, ModelFailure> {
     let binding = Reflect::get(env, &JsValue::from_str(&call.binding))
         .ok()
         .filter(|b| !b.is_undefined() && !b.is_null())
@@ -53,9 +56,7 @@ pub async fn run_binding(env: &Env, call: &BindingCall) -> Result<ByteStream, Mo
             "Workers AI did not stream its reply (is `stream: true` supported by this model?)",
         ));
     }
-    Ok(ByteStream::from(
-        output.unchecked_into::<web_sys::ReadableStream>(),
-    ))
+    Ok(output.unchecked_into::<web_sys::ReadableStream>())
 }
 
 /// The most UTF-16 units of a thrown value's message copied into wasm.
@@ -63,12 +64,18 @@ const MAX_MESSAGE_UNITS: u32 = 4096;
 
 /// A thrown value's message (its start, cut in JS before it is copied).
 fn describe(error: &JsValue) -> String {
+    thrown_message(error).unwrap_or_else(|| "the binding failed".to_string())
+}
+
+/// The message of a thrown value or rejection (its start, cut in JS before
+/// it is copied); `None` when it has none.
+pub(crate) fn thrown_message(error: &JsValue) -> Option<String> {
     let message = Reflect::get(error, &JsValue::from_str("message"))
         .ok()
         .filter(JsValue::is_string)
         .unwrap_or_else(|| error.clone());
-    match message.dyn_into::<js_sys::JsString>() {
-        Ok(text) => String::from(text.slice(0, MAX_MESSAGE_UNITS)),
-        Err(_) => "the binding failed".to_string(),
-    }
+    message
+        .dyn_into::<js_sys::JsString>()
+        .ok()
+        .map(|text| String::from(text.slice(0, MAX_MESSAGE_UNITS)))
 }

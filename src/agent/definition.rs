@@ -1,6 +1,6 @@
 //! What an author writes: the agent definition trait (prompt, settings,
 //! server tools, its own routes and alarm, who may connect, turn and tool
-//! hooks, compaction). Every method has a default, and every one but
+//! hooks, summaries of what the context leaves out). Every method has a default, and every one but
 //! `on_request` (whose request and response are the runtime's) exists on
 //! every target, so a native `cargo test` compiles the same definition.
 
@@ -9,8 +9,9 @@ use std::future::Future;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    ChatError, ChatResponse, ErrorDisposition, MetadataMoment, StepConfig, StepContext, StepReport,
-    SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig, TurnContext,
+    ChatError, ChatResponse, CompactionInput, ErrorDisposition, MetadataMoment, StepConfig,
+    StepContext, StepReport, SummaryRequest, ToolCall, ToolCallDecision, ToolOutcome, TurnConfig,
+    TurnContext,
 };
 
 use crate::core::StateSource;
@@ -26,6 +27,11 @@ use crate::agent::handle::schedule_callback::ScheduleCallback;
 use crate::agent::settings::{AgentSettings, Vars};
 use crate::agent::tools::ServerTool;
 use crate::agent::AgentHandle;
+
+/// The synchronous compaction hook of earlier releases
+/// (`AgentDefinition::compaction`): a summary of the request, or `None`.
+#[deprecated(note = "write the summary in `AgentDefinition::summarize`")]
+pub type Compact = Rc<dyn Fn(&CompactionInput<'_>) -> Option<String>>;
 
 /// Implement this to define an agent; `chat_agent!` turns it into a Durable Object class.
 /// Every method has a default. The agent runs on one thread, so the futures
@@ -218,28 +224,36 @@ pub trait AgentDefinition: 'static {
         result
     }
 
-    /// Compaction: a hook that makes a summary standing in for the messages
-    /// the context policy leaves out, from the previous summary (if any) and
-    /// the messages left out since. The summary is stored and reused by
-    /// every later model request until more must be left out. `None` (the
-    /// default): older messages are left out without a summary.
-    fn compaction(&self) -> Option<crate::core::Compact> {
-        None
-    }
-
-    /// Whether `summarize` writes the summaries of what the context policy
-    /// leaves out (instead of `compaction`'s inline hook). Default: no.
+    /// Whether `summarize` writes the summaries standing in for what the
+    /// context policy leaves out. Default: no (older messages are left out
+    /// with a note), unless the deprecated `compaction` gives a hook.
     fn summarizes(&self) -> bool {
-        false
+        #[allow(deprecated)]
+        self.compaction().is_some()
     }
 
-    /// Compaction written by awaited code, when `summarizes` says so: a
-    /// model asked for a summary (`agent.generate_text`), or a service.
-    /// Given the previous summary (if any) and the messages left out since,
-    /// returns the new summary, or `None` to leave them out without one.
-    /// Awaited before the model step that needs it; stored and reused as a
-    /// `compaction` summary is.
-    async fn summarize(&self, _request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
+    /// Compaction, when `summarizes` says so: given the previous summary
+    /// (if any) and the messages left out since, returns the new summary,
+    /// or `None` to leave them out without one. Awaited before the model
+    /// step that needs it, so it may ask a model (`agent.generate_text`) or
+    /// a service; a summary made by plain code is returned at once
+    /// (`SummaryRequest::input` lends the request to such code). The summary
+    /// is stored and reused by every later model request until more must be
+    /// left out.
+    async fn summarize(&self, request: SummaryRequest, _agent: AgentHandle) -> Option<String> {
+        #[allow(deprecated)]
+        let hook = self.compaction()?;
+        hook(&request.input())
+    }
+
+    /// The synchronous compaction hook of earlier releases; what it returns
+    /// is run by the default `summarizes` and `summarize`.
+    #[deprecated(
+        note = "write the summary in `summarize` (with `summarizes` returning true); \
+                         plain code reads `request.input()`"
+    )]
+    #[allow(deprecated)]
+    fn compaction(&self) -> Option<Compact> {
         None
     }
 

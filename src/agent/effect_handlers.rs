@@ -32,7 +32,16 @@ pub(crate) trait EffectHandlers {
     fn call_remote_tool(&self, call: CallId, conn: ConnId, id: String, name: String, input: Value);
     fn abort_tools(&self, calls: Vec<CallId>);
     fn run_author_alarm(self: &Rc<Self>);
-    fn run_schedule(self: &Rc<Self>, run: String, name: &str, callback: &str, payload: Value);
+    /// A schedule's callback, with its payload and which try of the run
+    /// this is (`attempt`, from 1).
+    fn run_schedule(
+        self: &Rc<Self>,
+        run: String,
+        name: &str,
+        callback: &str,
+        payload: Value,
+        attempt: u32,
+    );
     fn prepare_turn(self: &Rc<Self>, turn: CallId, context: TurnContext);
     fn decide_tool_call(self: &Rc<Self>, call: CallId, tool: ToolCall);
     fn rewrite_tool_result(self: &Rc<Self>, call: CallId, tool: ToolCall, result: ToolOutcome);
@@ -95,7 +104,8 @@ fn carry_out_one<H: EffectHandlers>(host: &Rc<H>, effect: Effect) {
             name,
             callback,
             payload,
-        } => host.run_schedule(run, &name, &callback, payload),
+            attempt,
+        } => host.run_schedule(run, &name, &callback, payload, attempt),
         Effect::PrepareTurn { turn, context } => host.prepare_turn(turn, context),
         Effect::DecideToolCall { call, tool } => host.decide_tool_call(call, tool),
         Effect::RewriteToolResult { call, tool, result } => {
@@ -173,7 +183,7 @@ mod tests {
         fn run_author_alarm(self: &Rc<Self>) {
             self.note("run_author_alarm");
         }
-        fn run_schedule(self: &Rc<Self>, _: String, name: &str, _: &str, _: Value) {
+        fn run_schedule(self: &Rc<Self>, _: String, name: &str, _: &str, _: Value, _: u32) {
             self.note(format!("run_schedule {name}"));
         }
         fn prepare_turn(self: &Rc<Self>, _: CallId, _: TurnContext) {

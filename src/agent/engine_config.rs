@@ -97,9 +97,6 @@ pub fn core_config<D: AgentDefinition>(
         })),
     };
     config.summarize_by_host = definition.summarizes();
-    config.compact = definition
-        .compaction()
-        .filter(|_| !config.summarize_by_host);
     config
 }
 
@@ -202,8 +199,9 @@ mod tests {
 
     struct Summarizing;
 
+    #[allow(deprecated)]
     impl AgentDefinition for Summarizing {
-        fn compaction(&self) -> Option<crate::core::Compact> {
+        fn compaction(&self) -> Option<crate::agent::definition::Compact> {
             Some(Rc::new(|_: &crate::core::CompactionInput<'_>| None))
         }
 
@@ -216,24 +214,55 @@ mod tests {
         }
     }
 
+    /// An agent of an earlier release, with only the synchronous hook.
+    struct InlineHookOnly;
+
+    #[allow(deprecated)]
+    impl AgentDefinition for InlineHookOnly {
+        fn compaction(&self) -> Option<crate::agent::definition::Compact> {
+            Some(Rc::new(|input: &crate::core::CompactionInput<'_>| {
+                Some(format!("{} left out", input.dropped.len()))
+            }))
+        }
+    }
+
+    fn one_message_left_out() -> SummaryRequest {
+        SummaryRequest {
+            previous: None,
+            dropped: vec![crate::protocol::UIMessage::user_text("u1", "hi")],
+        }
+    }
+
     #[test]
     fn an_agent_that_summarizes_has_the_host_summarize_instead_of_the_inline_hook() {
         let definition = Rc::new(Summarizing);
         let settings = definition.settings(&Vars(&|_: &str| None));
         let config = core_config(&definition, &settings, &[], "room", "summarizing");
         assert!(config.summarize_by_host);
-        assert!(
-            config.compact.is_none(),
+        let hooks = AsyncHooks::of(&definition);
+        let written =
+            futures::executor::block_on((hooks.summarize)(one_message_left_out(), handle()));
+        assert_eq!(
+            written.as_deref(),
+            Some("1 messages"),
             "the inline hook is not used as well"
         );
-        let hooks = AsyncHooks::of(&definition);
-        let request = SummaryRequest {
-            previous: None,
-            dropped: vec![crate::protocol::UIMessage::user_text("u1", "hi")],
-        };
-        let written = futures::executor::block_on((hooks.summarize)(request, handle()));
-        assert_eq!(written.as_deref(), Some("1 messages"));
         let plain = core_config(&Rc::new(Tuned), &settings, &[], "room", "tuned");
         assert!(!plain.summarize_by_host, "off unless the agent asks");
+    }
+
+    #[test]
+    fn a_deprecated_inline_hook_is_run_by_the_host_summarizer() {
+        let definition = Rc::new(InlineHookOnly);
+        let settings = definition.settings(&Vars(&|_: &str| None));
+        let config = core_config(&definition, &settings, &[], "room", "inline");
+        assert!(
+            config.summarize_by_host,
+            "the one path: the host summarizes"
+        );
+        let hooks = AsyncHooks::of(&definition);
+        let written =
+            futures::executor::block_on((hooks.summarize)(one_message_left_out(), handle()));
+        assert_eq!(written.as_deref(), Some("1 left out"));
     }
 }

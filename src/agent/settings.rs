@@ -71,6 +71,14 @@ pub struct AgentSettings {
     /// fetch on someone's behalf (MCP servers, OAuth endpoints, file links);
     /// an author adds more in code with `outbound_hosts.allow(…)`.
     pub outbound_hosts: OutboundHosts,
+    /// `MCP_SIGN_IN_SAME_BROWSER=1` (or `true`): an MCP server's sign-in
+    /// may be completed (or refused) only by the browser that opened its
+    /// link. Tabs are shown a link to the agent's callback path, which
+    /// hands that browser a one-time cookie and sends it on to the
+    /// authorization server; a callback without the cookie is refused and
+    /// the sign-in stays pending. Off by default: any browser holding the
+    /// authorization server's redirect completes it.
+    pub mcp_sign_in_same_browser: bool,
     /// How turns run: the model, step limit, concurrency, limits, model
     /// retries (`MODEL_MAX_RETRIES`: retries of a call that failed
     /// transiently before streaming anything, default 2, 0 turns them off),
@@ -170,6 +178,12 @@ impl AgentSettings {
                         .collect()
                 })
                 .unwrap_or_default(),
+            mcp_sign_in_same_browser: matches!(
+                vars.get("MCP_SIGN_IN_SAME_BROWSER")
+                    .map(|v| v.trim().to_ascii_lowercase())
+                    .as_deref(),
+                Some("1" | "true")
+            ),
             outbound_hosts: OutboundHosts::from_list(
                 &vars.get(OUTBOUND_ALLOW_HOSTS_VAR).unwrap_or_default(),
             ),

@@ -1,6 +1,10 @@
-//! The typed closure behind both author builders, `ServerTool::new` and
-//! `Callable::new`: a closure of a typed value (`|input: I| …`) or of the
-//! value and a context (`|input: I, ctx: Ctx| …`), returning a future of
+//! The one typed-closure adapter behind every author builder that runs code
+//! on JSON (`ServerTool::new`, `Callable::new`, `Callable::streaming`, and so
+//! the author's RPC methods): a closure of a typed value (`|input: I| …`),
+//! optionally followed by one or two parts of the run's context (a tool's
+//! [`ToolContext`](crate::agent::ToolContext), a call's
+//! [`CallContext`](crate::agent::CallContext), a streaming call's
+//! [`CallStream`](crate::agent::CallStream)), returning a future of
 //! `Result<O, E>` where `O` serialises and `E` displays; and its erasure into
 //! one JSON-in, JSON-out run the host calls.
 
@@ -15,9 +19,20 @@ use serde_json::Value;
 /// A type-erased run: the result as JSON, or the error text its caller reads.
 pub type JsonFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
 
-/// A closure of the typed value `I`, optionally with the context `Ctx` (a
-/// tool's [`ToolContext`](crate::agent::ToolContext), a call's
-/// [`CallContext`](crate::agent::CallContext)). `Shape` tells the two closures
+/// A part of the run's context `Ctx` a closure may take as an argument: the
+/// context itself, or (for a streaming call) its stream or its call context.
+pub trait FromContext<Ctx>: Sized {
+    fn from_context(ctx: &Ctx) -> Self;
+}
+
+impl<Ctx: Clone> FromContext<Ctx> for Ctx {
+    fn from_context(ctx: &Ctx) -> Self {
+        ctx.clone()
+    }
+}
+
+/// A closure of the typed value `I`, optionally followed by one or two parts
+/// of the context `Ctx` ([`FromContext`]). `Shape` tells the closures
 /// apart; it is inferred.
 pub trait TypedHandler<I, Ctx, Shape>: 'static {
     /// The `Ok` value, serialised as the result.
@@ -30,37 +45,33 @@ pub trait TypedHandler<I, Ctx, Shape>: 'static {
     fn run(&self, input: I, ctx: Ctx) -> Self::Future;
 }
 
-impl<I, Ctx, O, E, F, Fut> TypedHandler<I, Ctx, (I,)> for F
-where
-    F: Fn(I) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
+/// The impl for a closure of the input followed by the context parts
+/// named (each read with [`FromContext`]); its `Shape` is `(I, parts…)`.
+macro_rules! closure_of_input_and {
+    ($($part:ident),*) => {
+        impl<I, Ctx, $($part,)* O, E, F, Fut> TypedHandler<I, Ctx, (I, $($part,)*)> for F
+        where
+            F: Fn(I, $($part,)*) -> Fut + 'static,
+            $($part: FromContext<Ctx>,)*
+            Fut: Future<Output = Result<O, E>> + 'static,
+            O: Serialize + 'static,
+            E: Display + 'static,
+        {
+            type Output = O;
+            type Error = E;
+            type Future = Fut;
 
-    fn run(&self, input: I, _ctx: Ctx) -> Fut {
-        self(input)
-    }
+            #[allow(unused_variables)]
+            fn run(&self, input: I, ctx: Ctx) -> Fut {
+                self(input, $($part::from_context(&ctx),)*)
+            }
+        }
+    };
 }
 
-impl<I, Ctx, O, E, F, Fut> TypedHandler<I, Ctx, (I, Ctx)> for F
-where
-    F: Fn(I, Ctx) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, input: I, ctx: Ctx) -> Fut {
-        self(input, ctx)
-    }
-}
+closure_of_input_and!();
+closure_of_input_and!(A);
+closure_of_input_and!(A, B);
 
 /// How an erased run reads its input and words its two failures, given the
 /// name of the tool or method.

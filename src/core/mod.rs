@@ -72,6 +72,7 @@ pub use rows::row_limits::{MAX_ROW_BYTES, PIECE_BYTES};
 pub use rows::schedule_row::{Repeat, ScheduleRow, ScheduleRun};
 pub use synced_state::MAX_STATE_FRAME_BYTES;
 pub use vocab::agent_api::{AgentApi, StateSource, StateValidator};
+pub use vocab::callable_spec::CallableSpec;
 pub use vocab::config::{
     Concurrency, CoreConfig, CoreSettings, FlushPolicy, RecoveryConfig, RetryPolicy,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -80,8 +81,8 @@ pub use vocab::context_block::{ContextBlock, ContextBlockError, SET_CONTEXT_TOOL
 pub use vocab::context_policy::ContextPolicy;
 pub use vocab::history_search::{HistoryHit, SEARCH_CONTEXT_TOOL};
 pub use vocab::hooks::{
-    ChatError, ChatResponse, Compact, CompactionInput, ErrorDisposition, Hooks, SummaryRequest,
-    ToolCall, ToolCallDecision, ToolOutcome,
+    ChatError, ChatResponse, CompactionInput, ErrorDisposition, Hooks, SummaryRequest, ToolCall,
+    ToolCallDecision, ToolOutcome,
 };
 pub use vocab::ids::{CallId, ConnId, CountingIds, IdKind, IdSource};
 pub use vocab::limits::{leading_request_id, Limits};
@@ -134,7 +135,7 @@ pub struct Core {
     ended: turn::EndedTurns,
     /// Submissions of the agent's own code, oldest first.
     submissions: data::submission_list::Submissions,
-    /// The compaction summary in use, whether the hook declined to make one,
+    /// The compaction summary in use, whether the summarizer declined to make one,
     /// and the context cut last logged.
     compaction: CompactionState,
     next_call: CallId,
@@ -161,6 +162,8 @@ pub struct Core {
     /// What turns handed back for the folders above them, carried out by
     /// `settle` at the end of the event or command (`turn/hand_back.rs`).
     handed_back: turn::HandBack,
+    /// The delegation depth of the turn started last (`turn/delegation.rs`).
+    turn_depth: u32,
 }
 
 impl Core {
@@ -226,6 +229,7 @@ impl Core {
             mcp: mcp::McpView::default(),
             owed_responses: stored.owed_responses,
             handed_back: Default::default(),
+            turn_depth: stored.turn_depth,
         }
     }
 

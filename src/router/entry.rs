@@ -1,6 +1,7 @@
 //! The router's fetch entry in a worker: finds the agent a request
 //! addresses, answers a cross-origin preflight, applies the access rule and
-//! the author's before-hooks, and forwards what is left to the agent's
+//! the author's before-hooks (an OAuth callback whose `state` the agent
+//! signed passes without a token), and forwards what is left to the agent's
 //! Durable Object (in the jurisdiction and near the location asked for),
 //! adding the CORS headers to its answer.
 
@@ -10,8 +11,9 @@ use worker::{Env, Headers, ObjectNamespace, Request, Response, Result};
 use super::hooks::{AgentTarget, Before};
 use super::options::RouteOptions;
 use super::outside::refuse_from_outside;
-use crate::agent::access::request_info;
+use crate::agent::access::{request_info, RequestInfo};
 use crate::agent::settings::{env_value, AgentSettings, Vars};
+use crate::mcp::oauth::signed_state::{self, callback_state};
 use crate::routing::{route_under, Route};
 
 /// What [`route_request`] made of a request.
@@ -88,6 +90,7 @@ pub async fn route_request_with(
     let token = settings.auth_token.as_deref();
     let checked = match internal {
         Some(refusal) => Err(refusal),
+        None if signed_sign_in(&info, token, || object_id(env, binding, &name, options)) => Ok(()),
         None => refuse_from_outside(&info, token).and_then(|()| options.check(&info, &settings)),
     };
     if let Err(refusal) = checked {
@@ -132,6 +135,35 @@ pub async fn route_request_with(
     };
     let response = stub.fetch_with_request(req).await?;
     answer(response).map(Routed::Agent)
+}
+
+/// Whether `info` is a request on an agent's OAuth callback path (a
+/// browser coming back from a sign-in, or opening a sign-in link) whose
+/// `state` that very object signed with `AUTH_TOKEN`: it carries no agent
+/// token by design, and the object checks the state again
+/// (`mcp::oauth::signed_state`). A made-up state is refused here like any
+/// request without the token, before any object is reached.
+fn signed_sign_in(
+    info: &RequestInfo,
+    token: Option<&str>,
+    object_id: impl FnOnce() -> Result<String>,
+) -> bool {
+    let Some(key) = token.filter(|t| !t.is_empty()) else {
+        return false;
+    };
+    let Some(state) = callback_state(&info.path, |name| info.query_param(name)) else {
+        return false;
+    };
+    object_id().is_ok_and(|id| signed_state::verifies(state, key, &id))
+}
+
+/// The id of the object `name` names (computed here, nothing is reached).
+fn object_id(env: &Env, binding: &str, name: &str, options: &RouteOptions) -> Result<String> {
+    let mut namespace = env.durable_object(binding)?;
+    if let Some(jurisdiction) = &options.jurisdiction {
+        namespace = in_jurisdiction(&namespace, jurisdiction)?;
+    }
+    Ok(namespace.id_from_name(name)?.to_string())
 }
 
 /// The request with its path under the prefix changed to the agent's own

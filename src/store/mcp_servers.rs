@@ -4,9 +4,10 @@
 //! definition declares them again on every start. A server's OAuth
 //! sign-in (`mcp::oauth::Credentials`, declared servers' too) is a row of
 //! the same table under `oauth:<id>` (a server id holds no `:`).
+//! `stored_sign_in` reads one before the store is opened, creating nothing.
 
 use serde::Deserialize;
-use worker::SqlStorageValue;
+use worker::{SqlStorage, SqlStorageValue};
 
 use super::SqlStore;
 
@@ -68,4 +69,20 @@ impl SqlStore {
     pub fn delete_mcp_credentials(&self, id: &str) -> worker::Result<()> {
         self.delete_mcp_server(&format!("oauth:{id}"))
     }
+}
+
+/// Server `id`'s stored OAuth sign-in, read without opening the store: no
+/// migration, no table created, nothing written (on a new object, whose
+/// database has no tables, the query fails and this is `None`). What an
+/// OAuth callback is checked against before the agent starts.
+pub fn stored_sign_in(sql: &SqlStorage, id: &str) -> Option<String> {
+    let rows: Vec<ServerRow> = sql
+        .exec(
+            "SELECT id, record FROM chat_mcp_servers WHERE id = ?",
+            vec![SqlStorageValue::from(format!("oauth:{id}"))],
+        )
+        .ok()?
+        .to_array()
+        .ok()?;
+    rows.into_iter().next().map(|r| r.record)
 }

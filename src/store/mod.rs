@@ -9,7 +9,7 @@
 //! `reads` (its `History`); a load reads no messages.
 
 mod known_rows;
-mod mcp_servers;
+pub mod mcp_servers;
 mod pieces;
 mod quarantine;
 mod queued_bodies;

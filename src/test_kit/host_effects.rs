@@ -9,6 +9,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::agent::effect_handlers::EffectHandlers;
+use crate::agent::handle::schedule_callback::ScheduleContext;
 use crate::agent::tools::context::ToolContext;
 use crate::agent::CallContext;
 use crate::core::{CallId, ConnId, Event, Refused, ScheduleOutcome, StateSource, StoreOp};
@@ -92,7 +93,7 @@ impl EffectHandlers for KitHost {
             messages: self.core.borrow().turn_messages(),
             env: None,
             agent: Some(self.handle()),
-            delegation_depth: 0,
+            delegation_depth: self.core.borrow().running_delegation_depth(),
         };
         let host = self.clone();
         self.spawn(async move {
@@ -122,9 +123,21 @@ impl EffectHandlers for KitHost {
         self.spawn((self.on_alarm)(self.handle()));
     }
 
-    fn run_schedule(self: &Rc<Self>, run: String, name: &str, callback: &str, payload: Value) {
+    fn run_schedule(
+        self: &Rc<Self>,
+        run: String,
+        name: &str,
+        callback: &str,
+        payload: Value,
+        attempt: u32,
+    ) {
+        let ctx = ScheduleContext {
+            agent: self.handle(),
+            schedule: name.to_string(),
+            attempt,
+        };
         let started = match self.schedule_callbacks.get(callback) {
-            Some(registered) => registered.start(payload, self.handle()),
+            Some(registered) => registered.start(payload, ctx),
             None => Err(format!("no schedule callback `{callback}` is registered")),
         };
         match started {

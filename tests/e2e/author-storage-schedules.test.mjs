@@ -4,7 +4,7 @@
 // restart, the engine's tables refused, an oversized value refused with the limit named.
 // Schedules: one fires after a restart with nothing else waking the agent, a cron schedule is
 // listed and cancelled, an interval schedule fires repeatedly, a schedule submits a chat turn
-// whose answer is stored.
+// whose answer is stored, a run cut by a restart runs again and its callback is told attempt 2.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -83,6 +83,24 @@ test('a schedule fires after a restart with nothing else waking the agent', { ti
   const fired = await waitUntil(() => kvGet(w, room, 'fired'), { timeoutMs: 5000, intervalMs: 250, what: 'the schedule to fire' });
   assert.deepEqual(fired, [{ n: 1 }]);
   assert.deepEqual(await listSchedules(w, room), [], 'a one-off is gone once fired');
+});
+
+test("a run cut by a restart runs again and the callback is told it is the second attempt", { timeout: 60000 }, async (t) => {
+  const w = await workerFor(t, DEBUG);
+  const room = 'as-attempt';
+  assert.equal((await post(w, room, 'kv-put', { key: 'hold_schedules', value: true })).status, 200);
+  const res = await post(w, room, 'schedule', { name: 'job', callback: 'attempts', payload: null, when: { delay: 300 } });
+  assert.equal(res.status, 200, res.text);
+  // The callback recorded its attempt and is still running (held) when the runtime stops.
+  const first = await waitUntil(() => kvGet(w, room, 'attempts'), { timeoutMs: 10000, intervalMs: 100, what: 'the first run' });
+  assert.deepEqual(first, [1], 'the first run is attempt 1');
+  await w.restart();
+  const again = await waitUntil(async () => {
+    const a = await kvGet(w, room, 'attempts');
+    return a && a.length >= 2 ? a : null;
+  }, { timeoutMs: 10000, intervalMs: 100, what: 'the run to start again after the restart' });
+  assert.deepEqual(again, [1, 2], 'the run cut by the restart ran again as attempt 2');
+  assert.equal((await post(w, room, 'kv-put', { key: 'hold_schedules', value: false })).status, 200);
 });
 
 test('a cron schedule is listed with its next minute and cancelled', { timeout: 30000 }, async (t) => {

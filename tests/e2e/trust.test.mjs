@@ -5,7 +5,8 @@
 // approval still works), a tool list on an ignored result (not taken), bad client tool lists
 // (refused with an error frame), a client tool shadowing a tool that needs approval (left out),
 // delegation to names that would change the channel URL (a tool error the model reads), and the
-// sub-agent channel without or with a forged credential (refused by the agent itself).
+// sub-agent channel without or with a forged credential (refused by the agent itself), and the
+// delegation depth of a submission that waits across a restart (kept, so the limit still holds).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -320,6 +321,39 @@ test('submissions carry the depth too: a chain of submit_to between coordinators
   assert.match(refused.errorText, /delegation too deep.*MAX_DELEGATION_DEPTH/);
   assert.deepEqual(await getMessages(own.url, 'Coordinator', name(3)), [], 'no turn ran past the limit');
   await c.close();
+});
+
+test('a submission waiting behind another turn keeps its depth across a restart: at MAX_DELEGATION_DEPTH it still may not delegate', async (t) => {
+  const own = await startWorker({
+    bindings: { COORDINATOR_CHILDREN: 'Coordinator/kept-*', MAX_DELEGATION_DEPTH: '1' },
+  });
+  t.after(() => own.close());
+  const prefix = rid('kept');
+  const name = (i) => `kept-${prefix}-${i}`;
+  // The child is busy with a slow answer of its own, so the submission waits in its queue.
+  const busy = await tab(own, name(1), undefined, 'Coordinator');
+  const busyId = rid();
+  busy.send(chatRequest(busyId, [userMessage(rid('u'), 'count [tokens:120] [delay:50]')]));
+  await busy.waitFor((f) => f.type === 'cf_agent_use_chat_response' && f.id === busyId && f.body?.includes('"w2 "'), TURN_MS);
+  // The parent (depth 0) submits to the child a turn (depth 1, the limit) that would delegate again.
+  const inner = `[tool:submit_to:${JSON.stringify({ agent: name(2), text: 'say hi', class: 'Coordinator' })}]`;
+  const outer = `[tool:submit_to:${JSON.stringify({ agent: name(1), text: inner, class: 'Coordinator' })}]`;
+  const c = await tab(own, name(0), undefined, 'Coordinator');
+  const id = rid();
+  c.send(chatRequest(id, [userMessage(rid('u'), outer)]));
+  assert.equal((await c.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
+  const submitted = async (i) => partsOf(await getMessages(own.url, 'Coordinator', name(i)), 'tool-submit_to').at(-1);
+  assert.equal((await submitted(0)).state, 'output-available', 'the submission was accepted');
+  assert.equal(await submitted(1), undefined, 'and waits behind the busy turn');
+  await own.restart();
+  // After the restart the waiting turn runs at the depth it was submitted at.
+  const refused = await waitUntil(async () => {
+    const part = await submitted(1);
+    return part && ['output-available', 'output-error'].includes(part.state) && part;
+  }, { timeoutMs: TURN_MS * 2, intervalMs: 200, what: 'the submitted turn to run after the restart' });
+  assert.equal(refused.state, 'output-error');
+  assert.match(refused.errorText, /delegation too deep.*MAX_DELEGATION_DEPTH/);
+  assert.deepEqual(await getMessages(own.url, 'Coordinator', name(2)), [], 'no turn ran past the limit');
 });
 
 // ---- the sub-agent channel ------------------------------------------------------------------

@@ -6,6 +6,10 @@
 //! reply's result, its `Err`'s text the error the caller's promise rejects
 //! with. An optional access check decides per call.
 //!
+//! Each callable carries a [`CallableSpec`] (its name, description and
+//! flags: streaming, `.readonly_safe()`, `.over_rpc()`), what the agent hands
+//! the core, as a tool hands its `ToolSpec`; the closure stays here.
+//!
 //! `Callable::streaming` declares a method that streams: its closure also
 //! gets a [`CallStream`] and sends chunks through it while it runs (the
 //! client's `onChunk`); its `Ok` value is the last reply (`onDone`), its
@@ -24,15 +28,14 @@
 pub(crate) mod call_runs;
 pub mod rpc_methods;
 
-use std::fmt::Display;
-use std::future::Future;
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::typed_handler::{erase, Erasure, JsonFuture, TypedHandler};
+use crate::agent::typed_handler::{erase, Erasure, FromContext, JsonFuture, TypedHandler};
+use crate::core::CallableSpec;
 
 use crate::agent::connections::Connection;
 use crate::agent::handle::AgentHandle;
@@ -93,54 +96,29 @@ impl CallStream {
 /// ```
 #[derive(Clone)]
 pub struct Callable {
-    name: String,
+    spec: CallableSpec,
     run: Rc<dyn Fn(Value, CallContext, CallStream) -> CallFuture>,
     allow: Option<AccessCheck>,
-    streaming: bool,
-    readonly_safe: bool,
-    rpc: bool,
 }
 
-/// A streaming method's body as `Callable::streaming` takes it: a closure
-/// of the typed arguments and the stream (`|args: A, stream: CallStream|`),
-/// or of those and the call's context; see [`TypedHandler`].
-pub trait StreamingHandler<A, Shape>: 'static {
-    type Output: Serialize + 'static;
-    type Error: Display + 'static;
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + 'static;
-
-    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Self::Future;
+/// What a streaming method's closure may take besides its arguments: the
+/// [`CallStream`] and the call's [`CallContext`] (`|args: A, stream:
+/// CallStream|` or `|args: A, stream: CallStream, ctx: CallContext|`).
+#[derive(Clone)]
+pub struct StreamingCall {
+    pub stream: CallStream,
+    pub call: CallContext,
 }
 
-impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream)> for F
-where
-    F: Fn(A, CallStream) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, stream: CallStream, _ctx: CallContext) -> Fut {
-        self(args, stream)
+impl FromContext<StreamingCall> for CallStream {
+    fn from_context(ctx: &StreamingCall) -> Self {
+        ctx.stream.clone()
     }
 }
 
-impl<A, O, E, F, Fut> StreamingHandler<A, (A, CallStream, CallContext)> for F
-where
-    F: Fn(A, CallStream, CallContext) -> Fut + 'static,
-    Fut: Future<Output = Result<O, E>> + 'static,
-    O: Serialize + 'static,
-    E: Display + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn run(&self, args: A, stream: CallStream, ctx: CallContext) -> Fut {
-        self(args, stream, ctx)
+impl FromContext<StreamingCall> for CallContext {
+    fn from_context(ctx: &StreamingCall) -> Self {
+        ctx.call.clone()
     }
 }
 
@@ -154,36 +132,34 @@ impl Callable {
         H: TypedHandler<A, CallContext, Shape>,
     {
         let run = erase(name, run, call_erasure::<A>());
-        Callable::from_run(name, false, move |args, ctx, _stream| run(args, ctx))
+        Callable::from_run(CallableSpec::new(name), move |args, ctx, _stream| {
+            run(args, ctx)
+        })
     }
 
     /// A method that streams (see the module header): `run` gets the typed
-    /// arguments and a [`CallStream`]; its result is the last reply.
+    /// arguments and a [`CallStream`] (and, if it takes a third argument,
+    /// the call's [`CallContext`]); its result is the last reply.
     pub fn streaming<A, Shape, H>(name: &str, run: H) -> Self
     where
         A: DeserializeOwned + 'static,
-        H: StreamingHandler<A, Shape>,
+        H: TypedHandler<A, StreamingCall, Shape>,
     {
-        let body =
-            move |args: A, (stream, ctx): (CallStream, CallContext)| run.run(args, stream, ctx);
-        let run = erase(name, body, call_erasure::<A>());
-        Callable::from_run(name, true, move |args, ctx, stream| {
-            run(args, (stream, ctx))
+        let run = erase(name, run, call_erasure::<A>());
+        let spec = CallableSpec::new(name).streaming();
+        Callable::from_run(spec, move |args, call, stream| {
+            run(args, StreamingCall { stream, call })
         })
     }
 
     fn from_run(
-        name: &str,
-        streaming: bool,
+        spec: CallableSpec,
         run: impl Fn(Value, CallContext, CallStream) -> CallFuture + 'static,
     ) -> Self {
         Callable {
-            name: name.to_string(),
+            spec,
             run: Rc::new(run),
             allow: None,
-            streaming,
-            readonly_safe: false,
-            rpc: false,
         }
     }
 
@@ -197,35 +173,46 @@ impl Callable {
     /// that a viewer may not change); any other method is refused to one
     /// with `Connection is readonly`.
     pub fn readonly_safe(mut self) -> Self {
-        self.readonly_safe = true;
+        self.spec = self.spec.readonly_safe();
         self
+    }
+
+    /// What the method does, for whoever lists the agent's methods.
+    pub fn description(mut self, text: &str) -> Self {
+        self.spec = self.spec.description(text);
+        self
+    }
+
+    /// The method as the core sees it: its name, description and flags.
+    pub fn spec(&self) -> &CallableSpec {
+        &self.spec
     }
 
     /// Whether a readonly connection may call it (`Callable::readonly_safe`).
     pub fn is_readonly_safe(&self) -> bool {
-        self.readonly_safe
+        self.spec.readonly_safe
     }
 
     /// Also callable over Durable Object RPC as `stub.<name>(...args)`
     /// (a streaming method is not: RPC has no chunk channel).
     pub fn over_rpc(mut self) -> Self {
-        self.rpc = true;
+        self.spec = self.spec.over_rpc();
         self
     }
 
     /// Whether `.over_rpc()` exposed it.
     pub fn crosses_rpc(&self) -> bool {
-        self.rpc
+        self.spec.over_rpc
     }
 
     /// The method's name, as clients call it.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     /// Whether the method streams (`Callable::streaming`).
     pub fn is_streaming(&self) -> bool {
-        self.streaming
+        self.spec.streaming
     }
 
     /// The access check, then the method (a streaming one sends nothing).
@@ -327,6 +314,28 @@ mod tests {
         assert!(run(&count, json!([1])).is_err());
         let plain = Callable::new("plain", |(): ()| async move { Ok::<_, String>(1) });
         assert!(!plain.is_streaming());
+    }
+
+    #[test]
+    fn a_streaming_method_may_take_the_calls_context_after_its_stream() {
+        let whoami = Callable::streaming(
+            "whoami",
+            |(): (), stream: CallStream, ctx: CallContext| async move {
+                stream.send(ctx.connection.id())?;
+                Ok::<_, String>(ctx.connection.id().to_string())
+            },
+        );
+        let sent = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let into = sent.clone();
+        let stream = CallStream::new(move |chunk| {
+            into.borrow_mut().push(chunk);
+            Ok(())
+        });
+        let ctx = context();
+        let id = ctx.connection.id().to_string();
+        let result = futures::executor::block_on(whoami.stream_with(json!([]), ctx, stream));
+        assert_eq!(result, Ok(json!(id)));
+        assert_eq!(*sent.borrow(), [json!(id)]);
     }
 
     #[test]

@@ -174,11 +174,24 @@ impl AgentHandle {
         messages: Vec<UIMessage>,
         options: SubmitOptions,
     ) -> Result<Submission, SubmitError> {
+        self.submit_messages_at_depth(messages, options, 0)
+    }
+
+    /// [`AgentHandle::submit_messages`] of a parent's submission: its turn
+    /// is `depth` delegated calls deep (kept with it while it waits).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn submit_messages_at_depth(
+        &self,
+        messages: Vec<UIMessage>,
+        options: SubmitOptions,
+        depth: u32,
+    ) -> Result<Submission, SubmitError> {
         let request = SubmitRequest {
             messages,
             idempotency_key: options.idempotency_key,
             caller: options.caller,
             body: options.body,
+            delegation_depth: depth,
         };
         self.with_core(|core, now| core.submit(request, now))
     }

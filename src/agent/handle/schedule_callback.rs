@@ -1,9 +1,11 @@
 //! The callbacks an agent's schedules run, registered on the definition by
 //! name (`AgentDefinition::schedule_callbacks`): a typed payload (read
 //! through serde from the schedule's JSON) and the agent's handle, so a
-//! callback reaches storage, schedules and turns like a route does. A
-//! callback returns `()` or a `Result`; an `Err` (and a run cut by an
-//! eviction) is tried again, up to three attempts in all.
+//! callback reaches storage, schedules and turns like a route does; or,
+//! registered `with_context`, a [`ScheduleContext`] that also says which
+//! schedule is running and which attempt of the run this is. A callback
+//! returns `()` or a `Result`; an `Err` (and a run cut by an eviction) is
+//! tried again, up to three attempts in all.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,6 +37,28 @@ impl<E: std::fmt::Display> ScheduleResult for Result<(), E> {
     }
 }
 
+/// What a callback registered `with_context` is told about its run.
+#[derive(Clone)]
+pub struct ScheduleContext {
+    /// The agent, as a route reaches it.
+    pub agent: AgentHandle,
+    /// The name of the schedule that is due.
+    pub schedule: String,
+    /// Which try of this run it is: 1 for the first, more for a run started
+    /// again because an eviction cut it or it returned `Err` (the number is
+    /// stored with the run, so it counts across restarts).
+    pub attempt: u32,
+}
+
+impl std::fmt::Debug for ScheduleContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScheduleContext")
+            .field("schedule", &self.schedule)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A named schedule callback.
 #[cfg_attr(
     not(any(target_arch = "wasm32", feature = "test-kit")),
@@ -43,7 +67,7 @@ impl<E: std::fmt::Display> ScheduleResult for Result<(), E> {
 #[derive(Clone)]
 pub struct ScheduleCallback {
     pub(crate) name: String,
-    run: Rc<dyn Fn(Value, AgentHandle) -> Result<CallbackFuture, String>>,
+    run: Rc<dyn Fn(Value, ScheduleContext) -> Result<CallbackFuture, String>>,
 }
 
 impl ScheduleCallback {
@@ -56,11 +80,25 @@ impl ScheduleCallback {
         Fut: Future + 'static,
         Fut::Output: ScheduleResult,
     {
+        Self::with_context(name, move |payload: P, ctx: ScheduleContext| {
+            run(payload, ctx.agent)
+        })
+    }
+
+    /// As [`ScheduleCallback::new`], the callback given the run's
+    /// [`ScheduleContext`] (the agent, the schedule's name, the attempt).
+    pub fn with_context<P, F, Fut>(name: impl Into<String>, run: F) -> ScheduleCallback
+    where
+        P: DeserializeOwned + 'static,
+        F: Fn(P, ScheduleContext) -> Fut + 'static,
+        Fut: Future + 'static,
+        Fut::Output: ScheduleResult,
+    {
         ScheduleCallback {
             name: name.into(),
-            run: Rc::new(move |payload, agent| {
+            run: Rc::new(move |payload, ctx| {
                 let payload: P = serde_json::from_value(payload).map_err(|e| e.to_string())?;
-                let running = run(payload, agent);
+                let running = run(payload, ctx);
                 Ok(Box::pin(async move { running.await.into_result() }) as CallbackFuture)
             }),
         }
@@ -74,8 +112,8 @@ impl ScheduleCallback {
     pub(crate) fn start(
         &self,
         payload: Value,
-        agent: AgentHandle,
+        ctx: ScheduleContext,
     ) -> Result<CallbackFuture, String> {
-        (self.run)(payload, agent)
+        (self.run)(payload, ctx)
     }
 }

@@ -5,8 +5,11 @@
 //! `{name}`, `run-turn` `{text}` (answers with the turn's result once it
 //! ended), `cancel-request` `{requestId}`. A tool `kv_put {key, value}`
 //! writes the key-value store from a turn. Callbacks: `record` appends its
-//! payload to the key-value entry `fired`; `chat` submits its payload's
-//! `text` as a user message. Each `on_chat_response` delivered is appended
+//! payload to the key-value entry `fired`; `attempts` appends the attempt
+//! number its run was given to the entry `attempts`, then waits while the
+//! entry `hold_schedules` is `true`, a minute at most (so a test can
+//! restart the runtime while it runs); `chat` submits its payload's `text`
+//! as a user message. Each `on_chat_response` delivered is appended
 //! to the entry `responses`, after waiting while the entry `hold_responses`
 //! is `true` (so a test can restart the runtime while the hook runs). A
 //! call `before_tool_call` allowed is then blocked, after an awaited pause
@@ -28,7 +31,7 @@ use serde_json::{json, Value};
 use worker::{Request, Response};
 
 use crate::agent::body::{read_json, DEFAULT_BODY_LIMIT};
-use crate::agent::handle::schedule_callback::ScheduleCallback;
+use crate::agent::handle::schedule_callback::{ScheduleCallback, ScheduleContext};
 use crate::agent::handle::AgentHandle;
 use crate::agent::storage::SqlValue;
 use crate::agent::tools::context::ToolContext;
@@ -226,6 +229,19 @@ pub fn schedule_callbacks() -> Vec<ScheduleCallback> {
             let mut fired: Vec<Value> = storage.get("fired").ok().flatten().unwrap_or_default();
             fired.push(payload);
             let _ = storage.put("fired", &fired);
+        }),
+        ScheduleCallback::with_context("attempts", |_: Value, ctx: ScheduleContext| async move {
+            let storage = ctx.agent.storage();
+            let mut seen: Vec<u32> = storage.get("attempts").ok().flatten().unwrap_or_default();
+            seen.push(ctx.attempt);
+            let _ = storage.put("attempts", &seen);
+            // At most a minute, so a test that fails leaves no run held.
+            for _ in 0..600 {
+                if storage.get::<bool>("hold_schedules").ok().flatten() != Some(true) {
+                    break;
+                }
+                worker::Delay::from(std::time::Duration::from_millis(100)).await;
+            }
         }),
         ScheduleCallback::new("chat", |payload: Value, agent: AgentHandle| async move {
             let text = payload["text"].as_str().unwrap_or("scheduled").to_string();

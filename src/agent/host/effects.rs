@@ -20,6 +20,7 @@ use crate::model::ModelRequest;
 use crate::protocol::channel::rpc_tool_call;
 
 use crate::agent::callables::CallContext;
+use crate::agent::handle::schedule_callback::ScheduleContext;
 use crate::agent::tools::context::ToolContext;
 
 #[cfg(feature = "debug-routes")]
@@ -128,13 +129,26 @@ impl EffectHandlers for AgentHost {
         spawn_local(self.child_call_scope(None).run(run));
     }
 
-    /// Runs a schedule's callback and reports how it ended (the core keeps
-    /// the run owed until then, so a run cut by an eviction starts again); a
-    /// callback the definition does not register, or a payload it cannot
-    /// read, is logged.
-    fn run_schedule(self: &Rc<Self>, run: String, name: &str, callback: &str, payload: Value) {
+    /// A schedule is due: its callback runs with its payload and the run's
+    /// attempt number (a callback the definition does not register, or a
+    /// payload it cannot read, is logged), and how it ended is reported
+    /// (the core keeps the run owed until then, so a run cut by an eviction
+    /// starts again).
+    fn run_schedule(
+        self: &Rc<Self>,
+        run: String,
+        name: &str,
+        callback: &str,
+        payload: Value,
+        attempt: u32,
+    ) {
+        let ctx = ScheduleContext {
+            agent: self.handle(),
+            schedule: name.to_string(),
+            attempt,
+        };
         let started = match self.schedule_callbacks.get(callback) {
-            Some(registered) => registered.start(payload, self.handle()),
+            Some(registered) => registered.start(payload, ctx),
             None => Err(format!("no schedule callback `{callback}` is registered")),
         };
         let running = match started {

@@ -5,9 +5,11 @@
 //! Durable Object RPC call, an alarm, a message on a socket accepted
 //! earlier, an internal channel request (which the host then checks against
 //! the deployment's credential) and an OAuth callback (which carries no
-//! agent credential by design; its `state` is checked against the stored
-//! sign-in). A refused request to a new agent name so creates no storage,
-//! writes nothing and reaches no MCP server.
+//! agent credential by design): its `state` is checked first against the
+//! stored sign-in with a read-only query that opens nothing (a new object
+//! has no tables), so a stranger's callback starts no agent either. A
+//! refused request to a new agent name so creates no storage, writes
+//! nothing and reaches no MCP server.
 
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
@@ -18,9 +20,10 @@ use crate::agent::access::request_info;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::settings::{env_value, Vars};
 use crate::log::{write as log_write, LogLevel};
+use crate::mcp::oauth::signed_state::callback_state;
+use crate::mcp::oauth::{server_of_state, Credentials};
 
-use super::mcp_oauth::CALLBACK_SUFFIX;
-use super::{AgentHost, Authorizer};
+use super::{now_ms, AgentHost, Authorizer};
 
 type Start = Box<dyn FnOnce() -> worker::Result<Rc<AgentHost>>>;
 
@@ -32,6 +35,8 @@ pub struct LazyHost {
     /// The author's own RPC methods, by name (from the definition: the
     /// bridge class asks for them in every instance's constructor).
     rpc_names: Vec<String>,
+    /// The object's storage, only read (see `sign_in_pending`).
+    storage: worker::Storage,
 }
 
 impl LazyHost {
@@ -44,6 +49,7 @@ impl LazyHost {
         let authorize: Authorizer = Box::new(move |request| owner.authorize(request, &settings));
         let agent = agent.to_string();
         let rpc_names = rpc_names_of(&*definition);
+        let storage = state.storage();
         LazyHost {
             start: RefCell::new(Some(Box::new(move || {
                 AgentHost::new_shared(state, env, definition, &agent)
@@ -51,6 +57,7 @@ impl LazyHost {
             host: OnceCell::new(),
             authorize,
             rpc_names,
+            storage,
         }
     }
 
@@ -77,9 +84,19 @@ impl LazyHost {
     /// A request to the object: refused before the host starts when the
     /// agent's `authorize` refuses it, else served by the host.
     pub async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        if self.host.get().is_none() && checked_by_authorize(&req.path()) {
-            if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
-                return Response::error(refusal.reason, refusal.status);
+        if self.host.get().is_none() {
+            let url = req.url()?;
+            match sign_in_state(&url) {
+                Some(state) if !self.sign_in_pending(&state) => {
+                    return Response::error(SIGN_IN_UNKNOWN, 400);
+                }
+                Some(_) => {}
+                None if crate::routing::is_channel_path(url.path()) => {}
+                None => {
+                    if let Err(refusal) = (self.authorize)(&request_info(&req)?) {
+                        return Response::error(refusal.reason, refusal.status);
+                    }
+                }
             }
         }
         match self.get() {
@@ -90,6 +107,40 @@ impl LazyHost {
             Err(e) => Response::error(format!("agent failed to start: {e}"), 500),
         }
     }
+}
+
+impl LazyHost {
+    /// Whether `state` answers a sign-in this object has pending: read
+    /// with one query on the raw storage, which creates no table.
+    fn sign_in_pending(&self, state: &str) -> bool {
+        let Some(id) = server_of_state(state) else {
+            return false;
+        };
+        let stored = crate::store::mcp_servers::stored_sign_in(&self.storage.sql(), id);
+        stored.is_some_and(|json| {
+            Credentials::read(&json).is_ok_and(|c| c.pending_matches(state, id, now_ms()))
+        })
+    }
+}
+
+/// The refusal of a callback that answers no pending sign-in.
+pub(super) const SIGN_IN_UNKNOWN: &str = "This sign-in is unknown or has expired.";
+
+/// The sign-in `state` a request to the agent's OAuth callback path carries
+/// (the authorization server's `state`, or the start link's `start`); such
+/// a request is checked against the stored sign-in, not by `authorize`.
+pub(super) fn sign_in_state(url: &worker::Url) -> Option<String> {
+    if crate::routing::is_channel_path(url.path()) {
+        return None;
+    }
+    let query: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    callback_state(url.path(), param).map(str::to_string)
 }
 
 /// The names of the definition's RPC methods (and callables marked for RPC)
@@ -107,10 +158,4 @@ fn rpc_names_of<D: AgentDefinition>(definition: &D) -> Vec<String> {
     let mut names: Vec<String> = methods.into_keys().collect();
     names.sort();
     names
-}
-
-/// Whether the host answers `path` only after `authorize` (the internal
-/// paths and the OAuth callback are checked otherwise, see the header).
-fn checked_by_authorize(path: &str) -> bool {
-    !crate::routing::is_channel_path(path) && !path.ends_with(CALLBACK_SUFFIX)
 }

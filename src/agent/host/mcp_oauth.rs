@@ -15,6 +15,7 @@ use worker::{Delay, Url};
 
 use crate::core::quoted;
 use crate::log::LogLevel;
+use crate::mcp::oauth::browser_binding::start_link;
 use crate::mcp::oauth::discovery::{
     auth_server_metadata_urls, get, read_auth_server_metadata, read_challenge,
     read_resource_metadata, resource_metadata_urls,
@@ -22,7 +23,8 @@ use crate::mcp::oauth::discovery::{
 use crate::mcp::oauth::grant::{
     authorization_url, read_registration, read_tokens, refresh, registration, Authorization,
 };
-use crate::mcp::oauth::pkce::{base64url, code_challenge, code_verifier};
+use crate::mcp::oauth::pkce::{code_challenge, code_verifier};
+use crate::mcp::oauth::signed_state;
 use crate::mcp::oauth::{Credentials, Pending, Tokens};
 use crate::mcp::{McpError, McpServer};
 
@@ -32,8 +34,7 @@ use crate::agent::ids::secret_bytes;
 
 /// The deadline of each request to an authorization server.
 pub(super) const OAUTH_TIMEOUT_MS: u64 = 10_000;
-/// The path under the agent's own path that a sign-in redirects to.
-pub(super) const CALLBACK_SUFFIX: &str = "/callback";
+pub(super) use crate::mcp::oauth::signed_state::CALLBACK_SUFFIX;
 
 /// What a 401 from a server leads to.
 pub(super) enum AfterUnauthorized {
@@ -319,7 +320,12 @@ impl AgentHost {
             }
         };
         let verifier = code_verifier(&secret_bytes::<32>().map_err(McpError::NoSecureRandom)?);
-        let nonce = base64url(&secret_bytes::<16>().map_err(McpError::NoSecureRandom)?);
+        let nonce = signed_state::nonce(
+            &secret_bytes::<16>().map_err(McpError::NoSecureRandom)?,
+            self.sign_in_key.as_deref(),
+            &self.state.id().to_string(),
+            id,
+        );
         let state = format!("{nonce}.{id}");
         let url = authorization_url(&Authorization {
             server: &auth_server,
@@ -337,12 +343,20 @@ impl AgentHost {
             verifier,
             auth_url: url.clone(),
             created_at_ms: now_ms(),
+            binding: None,
         });
         self.store_mcp_credentials(id, &credentials);
         self.log_line(
             LogLevel::Info,
             &format!("mcp: server '{id}' waits for a sign-in"),
         );
-        Ok((url, issuer_host))
+        // Bound to a browser: tabs are shown the start link, which hands
+        // the opening browser its cookie and sends it on to `url`.
+        let shown = if self.sign_in_same_browser {
+            start_link(&credentials.redirect_uri, &state)
+        } else {
+            url
+        };
+        Ok((shown, issuer_host))
     }
 }

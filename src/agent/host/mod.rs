@@ -28,6 +28,7 @@ use crate::agent::tools::context::ToolRuns;
 use crate::agent::tools::ServerTool;
 
 mod all_messages;
+mod body_pump;
 mod connections;
 mod core_host;
 #[cfg(feature = "debug-routes")]
@@ -119,6 +120,12 @@ pub struct AgentHost {
     /// `FILE_LINK_HOSTS`: the hosts whose `http(s)` file links the model's
     /// provider is given (any other link becomes a text note).
     link_hosts: Vec<String>,
+    /// `settings.mcp_sign_in_same_browser`: a sign-in is completed only by
+    /// the browser that opened its link (`mcp_oauth_callback.rs`).
+    sign_in_same_browser: bool,
+    /// `AUTH_TOKEN`: the key a sign-in's `state` is signed with, for the
+    /// router to check a callback (`mcp::oauth::signed_state`).
+    sign_in_key: Option<String>,
     /// The credential a parent's channel and the submission API carry
     /// (see `access/channel_auth.rs`).
     channel_policy: ChannelPolicy,
@@ -274,6 +281,8 @@ impl AgentHost {
             channel_policy,
             model_error_detail_to_tabs,
             link_hosts,
+            sign_in_same_browser: settings.mcp_sign_in_same_browser,
+            sign_in_key: settings.auth_token.clone().filter(|t| !t.is_empty()),
             mcp,
             settled_waiters: SettledWaiters::default(),
             rpc: rpc_calls::RpcCalls::default(),
@@ -338,8 +347,9 @@ impl AgentHost {
     /// Where a child call made now by this agent's code counts: turn
     /// `turn`'s tools, or (`None`) the agent's code outside a turn.
     fn child_call_scope(&self, turn: Option<&str>) -> ChildCallScope {
-        // A turn a parent's `chat()` started is as deep as the parent said.
-        let depth = turn.map_or(0, |t| self.delegation_depth_of(t));
+        // A turn a parent's call started is as deep as the parent said
+        // (the core keeps the depth with the turn).
+        let depth = turn.map_or(0, |_| self.core.borrow().running_delegation_depth());
         ChildCallScope::new(self.child_calls.clone(), turn).at_depth(depth)
     }
 

@@ -1,19 +1,23 @@
 //! The host's side of a model call: the provider's plan carried out (an HTTP
 //! request or a binding), its streamed body decoded and fed to the core as
-//! events (or, for a call outside a turn, its text collected), and the body
-//! read to its end once the model is done.
+//! events (or, for a call outside a turn, its text collected) as each chunk
+//! arrives (`body_pump.rs`), the rest read aside once the model is done.
 
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::Duration;
 
-use futures::StreamExt;
+use worker::web_sys::ReadableStream;
 use worker::{
-    AbortController, AbortSignal, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit,
+    AbortController, AbortSignal, Fetch, Headers, Method, Request, RequestInit, Response,
+    ResponseBody,
 };
 
 use crate::core::{CallId, Event};
-use crate::model::{CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest};
+use crate::model::{
+    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
+};
 
+use super::body_pump::{self, PumpEnd};
 use super::AgentHost;
 
 impl AgentHost {
@@ -31,10 +35,8 @@ impl AgentHost {
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
         let host = self.clone();
-        let mut to_core = move |event| host.dispatch(Event::Model { call, event });
-        let result = self
-            .stream_model(provider, request, &signal, &mut to_core)
-            .await;
+        let to_core = move |event| host.dispatch(Event::Model { call, event });
+        let result = self.stream_model(provider, request, &signal, to_core).await;
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
             let failure = self.for_tabs(failure);
@@ -69,14 +71,16 @@ impl AgentHost {
     ) -> Result<String, ModelFailure> {
         let provider = self.providers.for_request(&request)?;
         let signal = AbortController::default().signal();
-        let mut text = String::new();
-        let mut collect = |event| {
+        let text = Rc::new(RefCell::new(String::new()));
+        let collected = text.clone();
+        let collect = move |event| {
             if let crate::model::ModelEvent::TextDelta(delta) = event {
-                text.push_str(&delta);
+                collected.borrow_mut().push_str(&delta);
             }
         };
-        self.stream_model(provider, request, &signal, &mut collect)
+        self.stream_model(provider, request, &signal, collect)
             .await?;
+        let text = text.take();
         Ok(text)
     }
 
@@ -89,43 +93,71 @@ impl AgentHost {
         provider: &dyn ModelProvider,
         mut request: ModelRequest,
         signal: &AbortSignal,
-        sink: &mut dyn FnMut(crate::model::ModelEvent),
+        mut sink: impl FnMut(crate::model::ModelEvent) + 'static,
     ) -> Result<(), ModelFailure> {
         crate::model::files::keep_allowed_links(&mut request, &self.link_hosts, self.mcp.hosts());
         let plan = provider.plan(&request);
         drop(request);
-        let mut body = match plan {
+        let body = match plan {
             CallPlan::Http(http) => fetch_body(provider, http, signal).await?,
             CallPlan::Binding(binding) => {
                 crate::agent::binding_model::run_binding(&self.env, &binding).await?
             }
             CallPlan::Local(reply) => {
                 let mut events = reply.events;
-                deliver(sink, &mut events);
+                deliver(&mut sink, &mut events);
                 return reply.end;
             }
         };
-        let mut decoder = provider.decoder();
-        let mut events = Vec::new();
-        while let Some(chunk) = body.next().await {
-            let bytes =
-                chunk.map_err(|e| ModelFailure::cut_off(format!("Model stream failed: {e}")))?;
-            // Events decoded before a failure in the same read (text, then an error event)
-            // reach the core first, so the text streamed before the failure is kept.
-            let decoded = decoder.decode(&bytes, &mut events);
-            deliver(sink, &mut events);
-            if let Err(failure) = decoded {
-                // The failure reaches the core now; the rest is read aside.
-                wasm_bindgen_futures::spawn_local(drain(body));
-                return Err(failure);
-            }
-            if decoder.is_finished() {
-                drain(body).await;
-                return Ok(());
-            }
+        let reading = Rc::new(RefCell::new(Reading {
+            decoder: provider.decoder(),
+            sink: Box::new(sink),
+            events: Vec::new(),
+            failure: None,
+        }));
+        let fed = reading.clone();
+        let pumped = body_pump::pump(&body, move |bytes| fed.borrow_mut().feed(bytes))
+            .await
+            .map_err(|e| ModelFailure::cut_off(format!("Model stream failed: {e}")))?;
+        let mut reading = reading.borrow_mut();
+        match (reading.failure.take(), pumped) {
+            (Some(failure), _) => Err(failure),
+            (None, PumpEnd::Stopped) => Ok(()),
+            (None, PumpEnd::Ended) => reading.end(),
         }
-        let ended = decoder.end(&mut events);
-        deliver(sink, &mut events);
+    }
+}
+
+/// A model body being decoded: the provider's decoder, and a failure it
+/// reported (the reading stops there).
+struct Reading {
+    decoder: Box<dyn ResponseDecoder>,
+    sink: Box<dyn FnMut(crate::model::ModelEvent)>,
+    events: Vec<crate::model::ModelEvent>,
+    failure: Option<ModelFailure>,
+}
+
+impl Reading {
+    /// Decodes one chunk and hands its events to `sink`; whether more of
+    /// the body is wanted.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        // Events decoded before a failure in the same read (text, then an
+        // error event) reach the core first, so the text streamed before the
+        // failure is kept.
+        let decoded = self.decoder.decode(bytes, &mut self.events);
+        deliver(&mut self.sink, &mut self.events);
+        if let Err(failure) = decoded {
+            self.failure = Some(failure);
+            return false;
+        }
+        !self.decoder.is_finished()
+    }
+
+    /// The body ended: what the decoder still holds, and whether the reply
+    /// was whole.
+    fn end(&mut self) -> Result<(), ModelFailure> {
+        let ended = self.decoder.end(&mut self.events);
+        deliver(&mut self.sink, &mut self.events);
         ended
     }
 }
@@ -139,29 +171,13 @@ fn deliver(
     }
 }
 
-/// How long a finished model stream may take to close before it is dropped.
-const DRAIN_MS: u64 = 5_000;
-
-/// Reads what is left of a model stream whose last event has arrived or
-/// that failed to decode (usually nothing: the provider closes it right
-/// after), so that the stream
-/// ends by itself. A stream dropped before its end is cancelled, and the
-/// stream adapter keeps a callback for that cancel in the JS heap for good:
-/// one per model call, which a long-lived agent would pile up. A stream
-/// still open after `DRAIN_MS` is dropped anyway.
-async fn drain(mut body: ByteStream) {
-    let rest = Box::pin(async move { while body.next().await.is_some() {} });
-    let limit = Delay::from(Duration::from_millis(DRAIN_MS));
-    futures::future::select(rest, limit).await;
-}
-
 /// POSTs `http`: the body stream of a 2xx answer, or the provider's reading
 /// of any other.
 async fn fetch_body(
     provider: &dyn ModelProvider,
     http: HttpRequest,
     signal: &AbortSignal,
-) -> Result<ByteStream, ModelFailure> {
+) -> Result<ReadableStream, ModelFailure> {
     let headers = Headers::new();
     for (name, value) in &http.headers {
         let _ = headers.set(name, value);
@@ -175,38 +191,46 @@ async fn fetch_body(
     // The body is in JS now; its copy here is not held while the call runs.
     drop(init);
     drop(http);
-    let mut response = Fetch::Request(request)
+    let response = Fetch::Request(request)
         .send_with_signal(signal)
         .await
         .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
     let status = response.status_code();
     if !(200..300).contains(&status) {
         let headers = response.headers().clone();
-        let text = match response.stream() {
-            Ok(body) => error_body(body).await,
-            Err(_) => String::new(),
+        let text = match body_of(&response) {
+            Some(body) => error_body(&body).await,
+            None => String::new(),
         };
         let header = |name: &str| headers.get(name).ok().flatten();
         return Err(provider.http_failure(status, &text, &header));
     }
-    response
-        .stream()
-        .map_err(|e| ModelFailure::transient(format!("Model response has no body: {e}")))
+    body_of(&response).ok_or_else(|| ModelFailure::transient("Model response has no body"))
+}
+
+/// The streamed body of a fetch's response, if it has one.
+fn body_of(response: &Response) -> Option<ReadableStream> {
+    match response.body() {
+        ResponseBody::Stream(body) => Some(body.clone()),
+        _ => None,
+    }
 }
 
 /// The start of a provider's error body, at most `gate::MODEL_ERROR_BODY`
 /// bytes of it (what the error text needs); the rest is read aside and
 /// dropped, so a huge or endless body costs no more than that.
-async fn error_body(mut body: ByteStream) -> String {
+async fn error_body(body: &ReadableStream) -> String {
     let limit = crate::protocol::gate::MODEL_ERROR_BODY.max_bytes;
-    let mut text = Vec::new();
-    while let Some(Ok(chunk)) = body.next().await {
+    let text = Rc::new(RefCell::new(Vec::new()));
+    let kept = text.clone();
+    let read = body_pump::pump(body, move |chunk| {
+        let mut text = kept.borrow_mut();
         let room = limit - text.len();
         text.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if text.len() == limit {
-            wasm_bindgen_futures::spawn_local(drain(body));
-            break;
-        }
-    }
+        text.len() < limit
+    })
+    .await;
+    drop(read);
+    let text = text.take();
     String::from_utf8_lossy(&text).into_owned()
 }

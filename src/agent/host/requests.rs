@@ -45,7 +45,8 @@ impl AgentHost {
         if !internal {
             self.note_agent_url(&url);
             if req.method() == worker::Method::Get {
-                if let Some(response) = self.mcp_oauth_callback(&url).await {
+                let cookie = req.headers().get("cookie").ok().flatten();
+                if let Some(response) = self.mcp_oauth_callback(&url, cookie.as_deref()).await {
                     return Ok(response);
                 }
             }

@@ -16,10 +16,6 @@ use crate::core::{ChatResponse, ConnId, Event};
 use super::AgentHost;
 use crate::agent::ids::random_token;
 
-/// How many submissions' depths are kept at once (past it, a new
-/// submission's turn counts as depth 0; the queue holds far fewer turns).
-const KEPT_SUBMISSION_DEPTHS: usize = 256;
-
 /// The RPC calls in flight on one agent.
 #[derive(Default)]
 pub(super) struct RpcCalls {
@@ -27,11 +23,6 @@ pub(super) struct RpcCalls {
     sinks: RefCell<HashMap<ConnId, mpsc::UnboundedSender<String>>>,
     /// The connection of each running `chat()` call, by its turn's request id.
     by_request: RefCell<HashMap<String, ConnId>>,
-    /// The delegation depth each call's parent gave (none: 0).
-    depths: RefCell<HashMap<ConnId, u32>>,
-    /// The depth a parent gave each submission over RPC whose turn has not
-    /// ended, by the submission's id (its turn's request id).
-    submitted_depths: RefCell<HashMap<String, u32>>,
     /// Callers waiting for the end of a turn, by its request id.
     turn_waiters: RefCell<HashMap<String, Vec<oneshot::Sender<ChatResponse>>>>,
 }
@@ -54,9 +45,6 @@ impl RpcCalls {
 
     /// A turn ended: its waiters are told.
     pub(super) fn turn_ended(&self, response: &ChatResponse) {
-        self.submitted_depths
-            .borrow_mut()
-            .remove(&response.request_id);
         let waiters = self.turn_waiters.borrow_mut().remove(&response.request_id);
         for waiter in waiters.into_iter().flatten() {
             let _ = waiter.send(response.clone());
@@ -78,7 +66,8 @@ impl AgentHost {
     /// Opens the in-isolate connection of one RPC `chat()` call: the core
     /// knows it as it knows a parent's channel; the frames it sends there
     /// arrive on the returned queue. Its turn is `depth` delegated calls
-    /// deep (what the parent said; 0 when it said nothing).
+    /// deep (what the parent said; 0 when it said nothing): the core keeps
+    /// that with the turn, so it holds when the turn waits or is cut.
     pub(crate) fn open_rpc_call(
         self: &Rc<Self>,
         depth: u32,
@@ -86,8 +75,8 @@ impl AgentHost {
         let (sink, frames) = mpsc::unbounded();
         let conn: ConnId = Rc::from(format!("rpc:{}", random_token(16)));
         self.rpc.sinks.borrow_mut().insert(conn.clone(), sink);
-        self.rpc.depths.borrow_mut().insert(conn.clone(), depth);
         self.dispatch(Event::Adopted { conn: conn.clone() });
+        self.core.borrow_mut().set_delegation_depth(&conn, depth);
         (conn, frames)
     }
 
@@ -112,33 +101,12 @@ impl AgentHost {
     pub(crate) fn close_rpc_call(self: &Rc<Self>, conn: &ConnId) {
         self.rpc.sinks.borrow_mut().remove(conn);
         self.rpc.by_request.borrow_mut().retain(|_, c| c != conn);
-        self.rpc.depths.borrow_mut().remove(conn);
         self.dispatch(Event::Disconnected { conn: conn.clone() });
     }
 
     /// The connection of the running `chat()` call whose turn is `request_id`.
     pub(crate) fn rpc_call_of(&self, request_id: &str) -> Option<ConnId> {
         self.rpc.by_request.borrow().get(request_id).cloned()
-    }
-
-    /// How many delegated calls deep turn `request_id` is: its `chat()`
-    /// call's depth, 0 for a turn no parent's call started.
-    pub(crate) fn delegation_depth_of(&self, request_id: &str) -> u32 {
-        let conn = self.rpc.by_request.borrow().get(request_id).cloned();
-        conn.and_then(|c| self.rpc.depths.borrow().get(&c).copied())
-            .or_else(|| self.rpc.submitted_depths.borrow().get(request_id).copied())
-            .unwrap_or(0)
-    }
-
-    /// A parent's submission over RPC was accepted: its turn is `depth`
-    /// delegated calls deep (kept until it ends, for at most
-    /// `KEPT_SUBMISSION_DEPTHS` submissions; 0 is not kept).
-    pub(crate) fn submitted_at_depth(&self, submission: &str, depth: u32) {
-        let mut depths = self.rpc.submitted_depths.borrow_mut();
-        if depth == 0 || depths.len() >= KEPT_SUBMISSION_DEPTHS {
-            return;
-        }
-        depths.insert(submission.to_string(), depth);
     }
 
     /// Resolves when turn `request_id` ends (dropped with the agent).

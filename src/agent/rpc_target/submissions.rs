@@ -107,14 +107,11 @@ pub(super) fn submit_read(
         body,
     };
     let submission = agent
-        .submit_messages(messages, options)
+        .submit_messages_at_depth(messages, options, depth)
         .map_err(|e| js::error(&e.0))?;
     let mut result = inspection(&submission);
     // A repeat of a key answers the first submission: not accepted again.
     let accepted = !known;
-    if accepted {
-        host.submitted_at_depth(&submission.id, depth);
-    }
     result.insert("accepted".into(), json!(accepted));
     js::from_json(&result)
 }

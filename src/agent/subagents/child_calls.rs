@@ -100,13 +100,10 @@ impl ChildCallScope {
     /// Takes a slot for one child call, or says why none is left.
     pub fn acquire(&self) -> Result<ChildCallSlot, String> {
         let limits = self.calls.limits;
-        if limits.max_depth > 0 && self.depth as usize >= limits.max_depth {
-            return Err(format!(
-                "delegation too deep: this turn was asked for through {} delegated calls \
-                 (limit {}, MAX_DELEGATION_DEPTH); it may not hand work to another agent, \
-                 answer without delegating",
-                self.depth, limits.max_depth
-            ));
+        if let Some(refusal) =
+            crate::core::vocab::limits::delegation_refusal(self.depth, limits.max_depth)
+        {
+            return Err(refusal);
         }
         let mut in_flight = self.calls.in_flight.borrow_mut();
         if let Some(turn) = &self.turn {

@@ -13,6 +13,12 @@ use crate::core::vocab::limits::Limits;
 use crate::core::Core;
 
 impl Core {
+    /// The turns a parent's call on channel `conn` asks for are `depth`
+    /// delegated calls deep (what the parent said; 0 when it said nothing).
+    pub fn set_delegation_depth(&mut self, conn: &ConnId, depth: u32) {
+        self.conns.set_delegation_depth(conn, depth);
+    }
+
     pub(in crate::core) fn on_channel_frame(&mut self, conn: ConnId, text: &str) {
         match parse_channel_frame(text, &self.config.settings.limits) {
             Ok(ParentFrame::Chat(RpcChat {

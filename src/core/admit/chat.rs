@@ -189,6 +189,7 @@ impl Core {
         self.inputs.reset();
         self.recovery.reset();
         self.ended.reset();
+        self.forget_turn_depth();
         // The rows that are not chat state survive it
         // (`ConfigKey::SURVIVES_CLEAR`).
         self.store(StoreOp::ClearAll);
@@ -278,9 +279,14 @@ impl Core {
         self.broadcast_transcript(None);
         // Never refused (only a submit is): it waits its place in the queue.
         let overlapped = self.arrival(TurnTrigger::Programmatic).overlapped();
+        // A parent's call is as deep as the parent said (kept with the turn).
+        let delegation_depth = conn
+            .as_deref()
+            .map_or(0, |c| self.conns.delegation_depth(c));
         self.queue.push(QueuedTurn {
             message_ids,
             overlapped,
+            delegation_depth,
             turn_tools: Some(tools),
             executor: conn.clone().filter(|_| executor),
             requester: conn,

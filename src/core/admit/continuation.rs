@@ -80,8 +80,11 @@ impl Core {
         let Some(pending) = self.drop_continuation() else {
             return;
         };
+        // It goes on with the last answer, at the depth of the turn that
+        // wrote it.
         self.queue.push(QueuedTurn {
             requester: pending.owner,
+            delegation_depth: self.last_turn_depth(),
             ..QueuedTurn::new(
                 pending.request_id,
                 TurnTrigger::AutoContinuation,

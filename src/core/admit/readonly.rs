@@ -44,7 +44,8 @@ impl Core {
             {
                 match parse_agent_frame(&kind, text) {
                     Some(Ok(AgentFrame::Call { id, method, .. }))
-                        if !self.config.agent_api.readonly_safe.contains(&method) =>
+                        if !(self.config.agent_api.callable(&method))
+                            .is_some_and(|c| c.readonly_safe) =>
                     {
                         self.send_to(vec![conn], agent_frames::rpc_error(&id, READONLY_ERROR))
                     }

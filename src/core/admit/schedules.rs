@@ -124,6 +124,7 @@ impl Core {
                 name: run.name,
                 callback: run.callback,
                 payload: run.payload,
+                attempt: run.attempt,
             });
         }
     }

@@ -208,6 +208,7 @@ impl Core {
             message_ids: record.message_ids.clone(),
             overlapped,
             body: request.body,
+            delegation_depth: request.delegation_depth,
             ..QueuedTurn::new(
                 id.clone(),
                 TurnTrigger::Submit,

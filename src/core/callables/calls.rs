@@ -27,11 +27,11 @@ impl Core {
         args: Value,
         bytes: usize,
     ) {
-        if !self.config.agent_api.callables.contains(&method) {
+        let Some(spec) = self.config.agent_api.callable(&method) else {
             let error = format!("Method {method} does not exist");
             return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));
-        }
-        let streaming = self.config.agent_api.streaming.contains(&method);
+        };
+        let streaming = spec.streaming;
         if let Err(refused) = self.calls.start(&conn, &id, bytes, streaming) {
             let error = refused.reason(&id, bytes);
             return self.send_to(vec![conn], agent_frames::rpc_error(&id, &error));

@@ -259,12 +259,15 @@ pub enum Effect {
     /// with `payload` (its stored row already moved on), then answer
     /// `Event::ScheduleRan` with `run`. A run the host never answers (the
     /// isolate stopped) starts again after a restart, up to
-    /// `MAX_SCHEDULE_ATTEMPTS` in all.
+    /// `MAX_SCHEDULE_ATTEMPTS` in all. `attempt` counts the tries of this
+    /// run, this one included (1 for the first; stored with the run, so a
+    /// run cut by an eviction starts again with the next number).
     RunSchedule {
         run: String,
         name: String,
         callback: String,
         payload: Value,
+        attempt: u32,
     },
     /// Ask the parent agent on channel `conn` to run one of this turn's client
     /// tools; its answer comes back as `Event::ToolDone`.

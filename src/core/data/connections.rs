@@ -1,6 +1,7 @@
 //! Open protocol connections and where each stands in the resume handshake:
 //! offered a stream but not yet acknowledged (excluded from live chunks), or
-//! parked waiting for an accepted turn to start streaming.
+//! parked waiting for an accepted turn to start streaming; and how many
+//! delegated calls deep the turns a parent's call asks for are.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,9 @@ struct ConnState {
     pending_resume: bool,
     /// Waiting for the next stream to start (`stream_pending` was sent or a continuation is owed).
     parked: bool,
+    /// The delegation depth of turns asked for on it (a parent's call: the
+    /// parent's depth plus one; 0 otherwise).
+    delegation_depth: u32,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +49,21 @@ impl Connections {
         self.conns
             .get_mut(conn)
             .is_some_and(|state| std::mem::take(&mut state.pending_resume))
+    }
+
+    /// Turns asked for on `conn` are `depth` delegated calls deep.
+    pub fn set_delegation_depth(&mut self, conn: &str, depth: u32) {
+        if let Some(state) = self.conns.get_mut(conn) {
+            state.delegation_depth = depth;
+        }
+    }
+
+    /// How many delegated calls deep a turn asked for on `conn` is (0 for
+    /// a connection that is gone or said nothing).
+    pub fn delegation_depth(&self, conn: &str) -> u32 {
+        self.conns
+            .get(conn)
+            .map_or(0, |state| state.delegation_depth)
     }
 
     /// `conn` waits for the next stream to start.

@@ -43,6 +43,9 @@ pub struct QueuedTurn {
     /// Where this turn's client tool calls are executed (a parent agent's
     /// channel); without one they are left for a person to answer.
     pub executor: Option<ConnId>,
+    /// How many delegated calls deep it was asked at: 0 for a tab's or the
+    /// agent's own, a parent's depth plus one for a parent's call.
+    pub delegation_depth: u32,
 }
 
 impl QueuedTurn {
@@ -66,6 +69,7 @@ impl QueuedTurn {
             resume_message: None,
             turn_tools: None,
             executor: None,
+            delegation_depth: 0,
         }
     }
 
@@ -153,6 +157,7 @@ impl TurnQueue {
             );
             queued.message_ids = turn.message_ids;
             queued.overlapped = turn.overlapped;
+            queued.delegation_depth = turn.delegation_depth;
             queued.body = match turn.body {
                 Some(inline) => {
                     self.dirty = true;
@@ -202,6 +207,7 @@ impl TurnQueue {
                 overlapped: turn.overlapped,
                 body: None,
                 stored_body: turn.body.is_some(),
+                delegation_depth: turn.delegation_depth,
             });
         }
         write.dropped_bodies = self.stored_bodies.difference(&kept).cloned().collect();

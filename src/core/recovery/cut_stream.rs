@@ -82,6 +82,7 @@ impl Core {
             resume_message: message_id,
             turn_tools: cut.turn_tools,
             executor: cut.executor,
+            delegation_depth: cut.delegation_depth,
             ..QueuedTurn::new(
                 request_id,
                 TurnTrigger::RecoveryContinue,

@@ -111,6 +111,8 @@ impl Core {
             message_ids: open.record.origin_message_ids.clone(),
             recovery_root: Some(root),
             resume_message: continue_into,
+            // The cut turn started last: its depth is the stored one.
+            delegation_depth: self.last_turn_depth(),
             ..QueuedTurn::new(request_id, trigger, self.now, self.queue.generation())
         });
         self.pump();

@@ -54,11 +54,14 @@ pub enum ConfigKey {
     /// The request-rate windows (`request_rate_row.rs`), so an eviction or
     /// a clear resets no rate.
     RequestRates,
+    /// The delegation depth of the turn started last (absent: 0), which a
+    /// recovery of that turn and a continuation of its answer run at.
+    TurnDepth,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 17] = [
+    pub const ALL: [ConfigKey; 18] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -76,6 +79,7 @@ impl ConfigKey {
         ConfigKey::TokenLedger,
         ConfigKey::ContextBlocks,
         ConfigKey::RequestRates,
+        ConfigKey::TurnDepth,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
@@ -127,6 +131,7 @@ impl ConfigKey {
             ConfigKey::TokenLedger => "token_ledger",
             ConfigKey::ContextBlocks => "context_blocks",
             ConfigKey::RequestRates => "request_rates",
+            ConfigKey::TurnDepth => "turn_depth",
         }
     }
 }
@@ -198,6 +203,13 @@ pub struct RecoveryBudget {
 #[serde(rename_all = "camelCase")]
 pub struct AuthorAlarmRow {
     pub at: u64,
+}
+
+/// The `TurnDepth` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnDepthRow {
+    pub depth: u32,
 }
 
 /// The `Continuation` row.
@@ -323,6 +335,8 @@ pub struct StoredState {
     pub context_blocks: Option<crate::core::rows::context_blocks_row::ContextBlocksRow>,
     /// The request-rate windows, when any were stored.
     pub request_rates: Option<crate::core::rows::request_rate_row::RequestRatesRow>,
+    /// The delegation depth of the turn started last (`TurnDepth`).
+    pub turn_depth: u32,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -430,6 +444,10 @@ impl StoredState {
             ConfigKey::TokenLedger => self.token_ledger = Some(decode(text)?),
             ConfigKey::ContextBlocks => self.context_blocks = Some(decode(text)?),
             ConfigKey::RequestRates => self.request_rates = Some(decode(text)?),
+            ConfigKey::TurnDepth => {
+                let row: TurnDepthRow = decode(text)?;
+                self.turn_depth = row.depth;
+            }
         }
         Ok(())
     }
@@ -498,9 +516,9 @@ impl OpenStream {
 }
 
 /// What of a queued turn is written down, so accepted turns survive an
-/// eviction. Connections do not outlive the isolate, so no requester is kept;
-/// a sub-agent turn run by a parent's executor is not kept either (the
-/// executor is a live reference).
+/// eviction. Connections do not outlive the isolate, so no requester is kept
+/// (the delegation depth it asked at is); a sub-agent turn run by a parent's
+/// executor is not kept either (the executor is a live reference).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DurableTurn {
@@ -517,6 +535,14 @@ pub struct DurableTurn {
     /// The turn has a custom body, kept in its own row.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stored_body: bool,
+    /// How many delegated calls deep the turn was asked at (absent in rows
+    /// of releases before it was kept, and for 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delegation_depth: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The stored summary: it stands for every message placed before `through_seq`.
@@ -560,6 +586,26 @@ mod tests {
         let state = state_from(&[(ConfigKey::Recovery, budget)]);
         assert_eq!(state.recovery.map(|b| b.attempts), Some(2));
         assert!(!state.continuation_owed);
+    }
+
+    #[test]
+    fn a_queue_row_of_the_release_before_the_depth_was_kept_reads_at_depth_zero() {
+        let old = r#"{"v":1,"items":[{"requestId":"r1","trigger":"submit","messageIds":["u1"],"submittedAt":5}]}"#;
+        let state = state_from(&[(ConfigKey::Queue, old)]);
+        assert_eq!(state.queue.len(), 1);
+        assert_eq!(state.queue[0].delegation_depth, 0);
+        // A depth-0 turn is written as before; a deeper one says its depth.
+        let mut turn = state.queue[0].clone();
+        let plain = serde_json::to_string(&turn).unwrap_or_default();
+        assert!(!plain.contains("delegationDepth"), "{plain}");
+        turn.delegation_depth = 2;
+        let text = crate::core::rows::shape::encode(&vec![turn]);
+        let state = state_from(&[
+            (ConfigKey::Queue, &text),
+            (ConfigKey::TurnDepth, r#"{"v":1,"depth":3}"#),
+        ]);
+        assert_eq!(state.queue[0].delegation_depth, 2);
+        assert_eq!(state.turn_depth, 3);
     }
 
     #[test]

@@ -1,13 +1,13 @@
-//! Compaction: an agent's hook (`AgentDefinition::compact`) replaces what the
-//! context policy leaves out with a summary. The summary is stored (config
-//! row `summary`) with the place it covers up to, and reused by every step
-//! after it; it is made again only when the messages kept after it no longer
-//! fit the policy (bytes and messages), and then the hook sees the previous
-//! summary and only the messages dropped since. A new cut keeps half of
-//! each, so the hook runs about once per half a budget of new conversation,
-//! not every turn. The hook is inline (`CoreConfig::compact`), or the host's
-//! summarizer (`CoreConfig::summarize_by_host`), which may call a model: the
-//! step then waits for `Event::Summarized` before its model call.
+//! Compaction: the agent's summarizer (`AgentDefinition::summarize`, run by
+//! the host when `CoreConfig::summarize_by_host`) replaces what the context
+//! policy leaves out with a summary. When a new cut is due the step asks the
+//! host (`Effect::Summarize`) and waits for `Event::Summarized` before its
+//! model call. The summary is stored (config row `summary`) with the place
+//! it covers up to, and reused by every step after it; it is made again
+//! only when the messages kept after it no longer fit the policy (bytes and
+//! messages), and then the summarizer sees the previous summary and only
+//! the messages dropped since. A new cut keeps half of each, so it runs
+//! about once per half a budget of new conversation, not every turn.
 
 use crate::model::ModelMessage;
 use crate::protocol::{Role, UIMessage};
@@ -18,7 +18,7 @@ use crate::core::data::context::model_messages;
 use crate::core::data::context_window::estimated_bytes;
 use crate::core::rows::persisted::{ConfigKey, Summary};
 use crate::core::turn::active::{StepRequest, TurnPhase};
-use crate::core::vocab::hooks::{CompactionInput, SummaryRequest};
+use crate::core::vocab::hooks::SummaryRequest;
 use crate::core::vocab::ids::CallId;
 use crate::core::Core;
 
@@ -38,46 +38,30 @@ enum Plan {
     /// It fits after the stored summary (if any): these messages.
     Fits(Vec<ModelMessage>),
     /// A new cut: `dropped` folds into a new summary covering up to
-    /// `through_seq`; `kept` follow it.
+    /// `through_seq` (the newer messages follow it).
     Cut {
         dropped: Vec<UIMessage>,
         through_seq: u64,
-        kept: Vec<UIMessage>,
     },
 }
 
 impl Core {
-    /// The step's conversation with a summary in place of what does not fit
-    /// `budget`, when the agent has a compaction hook (else `None`: the
+    /// The step's conversation with the stored summary in place of what
+    /// does not fit `budget`, when the agent summarizes (else `None`: the
     /// context policy leaves messages out). `recent` are the window's
-    /// messages of the step with their places, oldest first. With a
-    /// summarizer in the host, a new cut was summarized before the step
-    /// (`enter_summarizing`); one found here (a narrowed retry) leaves
-    /// messages out.
+    /// messages of the step with their places, oldest first. A new cut was
+    /// summarized before the step (`enter_summarizing`); one found here (a
+    /// narrowed retry, or a declined summary) leaves messages out.
     pub(in crate::core::turn) fn compacted_context(
         &mut self,
         system: &str,
         recent: &[(u64, UIMessage)],
         budget: usize,
     ) -> Option<Vec<ModelMessage>> {
-        let (dropped, through_seq, kept) = match self.compaction_plan(system, recent, budget)? {
-            Plan::Fits(messages) => return Some(messages),
-            Plan::Cut {
-                dropped,
-                through_seq,
-                kept,
-            } => (dropped, through_seq, kept),
-        };
-        let hook = self.config.compact.clone()?;
-        let previous = self.compaction.summary().map(|s| s.text.clone());
-        let Some(text) = hook(&CompactionInput {
-            previous: previous.as_deref(),
-            dropped: &dropped,
-        }) else {
-            self.compaction.decline();
-            return None;
-        };
-        Some(self.adopt_summary(system, Summary { through_seq, text }, &kept))
+        match self.compaction_plan(system, recent, budget)? {
+            Plan::Fits(messages) => Some(messages),
+            Plan::Cut { .. } => None,
+        }
     }
 
     /// Before a step's model call: when a new cut is due and the host
@@ -93,7 +77,6 @@ impl Core {
         let Some(Plan::Cut {
             dropped,
             through_seq,
-            ..
         }) = self.compaction_plan(&system, &recent, request.budget)
         else {
             return false;
@@ -139,22 +122,6 @@ impl Core {
             None => self.compaction.decline(),
         }
         self.enter_calling_model(request);
-    }
-
-    /// Stores `summary` as the one in use; the step's messages with it.
-    fn adopt_summary(
-        &mut self,
-        system: &str,
-        summary: Summary,
-        kept: &[UIMessage],
-    ) -> Vec<ModelMessage> {
-        self.put_config(ConfigKey::Summary, &summary);
-        let mut out = model_messages(system, &[]);
-        out.push(summary_message(&summary.text));
-        let kept: Vec<&UIMessage> = kept.iter().collect();
-        out.extend(model_messages("", &kept));
-        self.compaction.replace_summary(summary);
-        out
     }
 
     /// Whether the conversation since the stored summary fits `budget`
@@ -225,12 +192,11 @@ impl Core {
             return None;
         }
         let through_seq = since[cut].0;
-        let kept = since.split_off(cut).into_iter().map(|(_, m)| m).collect();
+        since.truncate(cut);
         let dropped = since.into_iter().map(|(_, m)| m).collect();
         Some(Plan::Cut {
             dropped,
             through_seq,
-            kept,
         })
     }
 }

@@ -1,5 +1,5 @@
 //! What compaction keeps between steps: the summary in use (stored with the
-//! place it covers up to), whether the agent's hook declined to make one,
+//! place it covers up to), whether the agent's summarizer declined to make one,
 //! and how many messages the last logged context cut left out. Changed only
 //! through these methods, by the running turn and a clear.
 
@@ -27,7 +27,7 @@ impl CompactionState {
         self.summary.as_ref()
     }
 
-    /// The hook declined to summarize: it is not asked again until a clear.
+    /// The summarizer declined: it is not asked again until a clear.
     pub(in crate::core::turn) fn declined(&self) -> bool {
         self.declined
     }

@@ -8,7 +8,7 @@
 //! Face (the methods of `Core` other folders may call; every other method
 //! of this folder is private to it, checked by `scripts/check-layers.py`):
 //! `abandon_turn`, `close_turn`, `end_turn`, `fail_remote_calls`, `flush_chunks`,
-//! `forget_terminal_error`, `live_stream_id`, `model_call_streamed`, `on_chat_error_decided`,
+//! `forget_terminal_error`, `forget_turn_depth`, `last_turn_depth`, `live_stream_id`, `model_call_streamed`, `on_chat_error_decided`,
 //! `on_model_event`, `on_model_failed`, `on_model_timer`, `on_remote_tool_done`,
 //! `on_response_delivered`, `on_result_rewritten`, `on_summarized`, `on_tool_approval`,
 //! `on_tool_deadline`, `on_tool_decided`, `on_tool_done`, `on_tool_result`, `on_turn_prepared`,
@@ -22,6 +22,7 @@ mod compaction;
 mod compaction_state;
 mod context_blocks;
 mod context_cut;
+mod delegation;
 mod ended;
 mod error_decisions;
 mod hand_back;

@@ -164,9 +164,9 @@ impl Core {
     }
 
     /// The step's messages with a summary in place of what does not fit
-    /// (see `compaction.rs`), when the agent compacts.
+    /// (see `compaction.rs`), when the agent summarizes.
     fn compacted_step_context(&mut self, budget: usize) -> Option<Vec<crate::model::ModelMessage>> {
-        if self.config.compact.is_none() && !self.config.summarize_by_host {
+        if !self.config.summarize_by_host {
             return None;
         }
         let (system, recent) = self.step_conversation()?;

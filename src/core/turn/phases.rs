@@ -65,6 +65,7 @@ impl Core {
         };
         let message_id = message.id.clone();
         let seq = self.transcript.take_reserved(&turn.request_id);
+        self.note_turn_depth(turn.delegation_depth);
         self.store(StoreOp::OpenStream(StreamRecord {
             request_id: turn.request_id.clone(),
             message_id: message_id.clone(),

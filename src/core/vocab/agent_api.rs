@@ -1,14 +1,13 @@
 //! The agent as a whole, beyond its chat, as the core sees it: the initial
-//! synced state and its validation hook, the names of the methods a
-//! connected client may call (and which of them stream), and where a state
-//! change came from.
+//! synced state and its validation hook, the methods a connected client may
+//! call (a [`CallableSpec`] each), and where a state change came from.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::rc::Rc;
 
 use serde_json::Value;
 
+use crate::core::vocab::callable_spec::CallableSpec;
 use crate::core::vocab::ids::ConnId;
 
 /// Who changed the state: a connection's `setState`, or the agent's own code.
@@ -28,14 +27,15 @@ pub struct AgentApi {
     /// The state before anything set one (`None`: no state until one is set).
     pub initial_state: Option<Value>,
     pub validate_state: Option<StateValidator>,
-    /// The methods a client may call by name (`rpc` frames).
-    pub callables: BTreeSet<String>,
-    /// Those of `callables` that stream: replies `done: false` before the
-    /// last, and are cancelled when their caller's socket closes.
-    pub streaming: BTreeSet<String>,
-    /// Those of `callables` a readonly connection may call too
-    /// (`Callable::readonly_safe`); any other is refused to it.
-    pub readonly_safe: BTreeSet<String>,
+    /// The methods a client may call by name (`rpc` frames), one spec each.
+    pub callables: Vec<CallableSpec>,
+}
+
+impl AgentApi {
+    /// The method a client calls `name`, if the agent has one.
+    pub fn callable(&self, name: &str) -> Option<&CallableSpec> {
+        self.callables.iter().find(|c| c.name == name)
+    }
 }
 
 impl fmt::Debug for AgentApi {
@@ -44,8 +44,6 @@ impl fmt::Debug for AgentApi {
             .field("initial_state", &self.initial_state)
             .field("validate_state", &self.validate_state.is_some())
             .field("callables", &self.callables)
-            .field("streaming", &self.streaming)
-            .field("readonly_safe", &self.readonly_safe)
             .finish()
     }
 }

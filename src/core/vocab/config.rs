@@ -205,12 +205,10 @@ pub struct CoreConfig {
     pub tools: Vec<ToolSpec>,
     /// What the context policy leaves out is summarized by the host
     /// (`Effect::Summarize`, answered with `Event::Summarized`) before the
-    /// step's model call, instead of by the inline `compact` hook.
+    /// step's model call (`compaction.rs`); else it is left out with a note.
     pub summarize_by_host: bool,
     /// The author's hooks on failed turns and on tool calls (see `hooks.rs`).
     pub hooks: crate::core::vocab::hooks::Hooks,
-    /// Replaces what the context policy leaves out with a summary (`compaction.rs`).
-    pub compact: Option<crate::core::vocab::hooks::Compact>,
     pub settings: CoreSettings,
     /// The synced state and the callable methods (`agent_api.rs`).
     pub agent_api: crate::core::vocab::agent_api::AgentApi,
@@ -227,7 +225,6 @@ impl CoreConfig {
             tools: Vec::new(),
             summarize_by_host: false,
             hooks: Default::default(),
-            compact: None,
             settings: CoreSettings::default(),
             agent_api: Default::default(),
             context_blocks: Vec::new(),

@@ -11,7 +11,6 @@
 //! made (see `message_metadata.rs`).
 
 use std::fmt;
-use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -121,8 +120,9 @@ impl fmt::Debug for Hooks {
     }
 }
 
-/// What the compaction hook is given.
-#[derive(Debug)]
+/// A [`SummaryRequest`] borrowed (`SummaryRequest::input`): what plain,
+/// synchronous summary code reads.
+#[derive(Debug, Clone, Copy)]
 pub struct CompactionInput<'a> {
     /// The summary made last time, if any.
     pub previous: Option<&'a str>,
@@ -131,8 +131,9 @@ pub struct CompactionInput<'a> {
     pub dropped: &'a [UIMessage],
 }
 
-/// What the host's summarizer is given (`Effect::Summarize`): the same as
-/// `CompactionInput`, owned.
+/// What the agent's summarizer is given (`Effect::Summarize`,
+/// `AgentDefinition::summarize`): the previous summary and the messages to
+/// fold into it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryRequest {
     /// The summary made last time, if any.
@@ -141,6 +142,14 @@ pub struct SummaryRequest {
     pub dropped: Vec<UIMessage>,
 }
 
-/// The hook: a summary of `previous` + `dropped`, or `None` to leave
-/// messages out without one (the context policy's note says how many).
-pub type Compact = Rc<dyn Fn(&CompactionInput<'_>) -> Option<String>>;
+impl SummaryRequest {
+    /// The request borrowed, for a summary written by plain code: an
+    /// `async fn summarize` that computes its summary at once returns
+    /// `my_summary(&request.input())`.
+    pub fn input(&self) -> CompactionInput<'_> {
+        CompactionInput {
+            previous: self.previous.as_deref(),
+            dropped: &self.dropped,
+        }
+    }
+}

@@ -138,7 +138,27 @@ impl Default for Limits {
     }
 }
 
+/// Why a turn `depth` delegated calls deep may not hand work to another
+/// agent under `max_depth` (`Limits::max_delegation_depth`, 0: no limit),
+/// or `None` when it may.
+pub fn delegation_refusal(depth: u32, max_depth: usize) -> Option<String> {
+    if max_depth == 0 || (depth as usize) < max_depth {
+        return None;
+    }
+    Some(format!(
+        "delegation too deep: this turn was asked for through {depth} delegated calls \
+         (limit {max_depth}, MAX_DELEGATION_DEPTH); it may not hand work to another agent, \
+         answer without delegating"
+    ))
+}
+
 impl Limits {
+    /// Why a turn `depth` delegated calls deep calls no child agent, or
+    /// `None` (see [`delegation_refusal`]).
+    pub fn delegation_refusal(&self, depth: u32) -> Option<String> {
+        delegation_refusal(depth, self.max_delegation_depth)
+    }
+
     /// The gate's budget of a chat request under these limits (a tab's
     /// frame, `chat()` over RPC, a submission's messages): `gate::CHAT`
     /// with the defaults.

@@ -1,4 +1,5 @@
 pub mod agent_api;
+pub mod callable_spec;
 pub mod config;
 pub mod context_block;
 pub mod context_policy;

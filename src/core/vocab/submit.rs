@@ -26,6 +26,10 @@ pub struct SubmitRequest {
     pub caller: Option<String>,
     /// The custom body `before_turn` sees, as a tab's request body.
     pub body: Option<Map<String, Value>>,
+    /// How many delegated calls deep the submitted turn is (a parent's
+    /// submission over RPC says; 0 for the agent's own). Kept with the
+    /// queued turn, so it runs at this depth after an eviction too.
+    pub delegation_depth: u32,
 }
 
 /// A digest of what a submission asked for (its messages as handed in and

@@ -57,6 +57,10 @@ pub struct Pending {
     pub verifier: String,
     pub auth_url: String,
     pub created_at_ms: u64,
+    /// The hash of the secret handed to the browser that opened the
+    /// sign-in link, once one did (see `browser_binding`).
+    #[serde(default)]
+    pub binding: Option<String>,
 }
 
 /// One server's sign-in (see the module header).
@@ -171,6 +175,7 @@ mod tests {
             verifier: "v".into(),
             auth_url: "http://h/authorize".into(),
             created_at_ms: 1_000,
+            binding: None,
         });
         assert!(c.pending_matches("n1.demo", "demo", 2_000));
         assert!(!c.pending_matches("n2.demo", "demo", 2_000));

@@ -6,6 +6,7 @@ mod channel;
 mod clear;
 mod concurrency;
 mod continuation;
+mod delegation;
 mod programmatic;
 mod readonly;
 mod request_rate;

@@ -3,7 +3,7 @@
 //! nothing changes; the resume handshake, a readonly-safe call and the
 //! author's own frames go on; the tab still receives every stream.
 
-use durable_chat::core::{AuthorCall, Event};
+use durable_chat::core::{AuthorCall, CallableSpec, Event};
 use serde_json::{json, Value};
 
 use crate::sim::*;
@@ -20,8 +20,10 @@ fn readonly(sim: &mut Sim, tab: &str, text: String) {
 fn with_calls() -> Sim {
     Sim::with(|config| {
         config.agent_api.initial_state = Some(json!({}));
-        config.agent_api.callables = ["echo", "reset"].iter().map(|s| s.to_string()).collect();
-        config.agent_api.readonly_safe = ["echo".to_string()].into_iter().collect();
+        config.agent_api.callables = vec![
+            CallableSpec::new("echo").readonly_safe(),
+            CallableSpec::new("reset"),
+        ];
     })
 }
 

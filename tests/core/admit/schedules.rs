@@ -281,6 +281,21 @@ fn a_run_cut_by_an_eviction_starts_again_after_the_restart() {
 }
 
 #[test]
+fn a_run_cut_by_a_restart_is_retried_and_the_retry_is_told_it_is_attempt_two() {
+    let mut sim = Sim::new();
+    sim.schedule_run_ms = 5_000;
+    add(&mut sim, "report", ScheduleWhen::Delay(1_000)).unwrap_or_default();
+    sim.advance(2_000);
+    assert_eq!(sim.schedule_attempts, [1], "the first run is attempt 1");
+    sim.evict(); // the callback was still running
+    sim.advance(6_000);
+    assert_eq!(sim.schedule_attempts, [1, 2], "the retry after the restart");
+    sim.evict();
+    sim.advance(60_000);
+    assert_eq!(sim.schedule_attempts, [1, 2], "it returned: no third run");
+}
+
+#[test]
 fn a_failed_run_is_tried_again_after_a_pause_up_to_three_attempts() {
     let mut sim = Sim::new();
     sim.schedule_outcomes.insert(
@@ -302,6 +317,11 @@ fn a_failed_run_is_tried_again_after_a_pause_up_to_three_attempts() {
             (71_000, "sync".to_string())
         ],
         "10 s, then 60 s later, then given up"
+    );
+    assert_eq!(
+        sim.schedule_attempts,
+        [1, 2, 3],
+        "each run knows its attempt"
     );
     let log = schedule_log(&sim);
     assert_eq!(log.len(), 3, "{log:?}");

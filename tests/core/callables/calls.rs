@@ -6,13 +6,14 @@
 
 use crate::sim::*;
 use durable_chat::core::{
-    AuthorCall, Event, MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT, MAX_CALL_FRAME_BYTES,
+    AuthorCall, CallableSpec, Event, MAX_CALLS_IN_FLIGHT, MAX_CALL_BYTES_IN_FLIGHT,
+    MAX_CALL_FRAME_BYTES,
 };
 use serde_json::{json, Value};
 
 fn with_methods() -> Sim {
     Sim::with(|config| {
-        config.agent_api.callables = ["echo".to_string()].into_iter().collect();
+        config.agent_api.callables = vec![CallableSpec::new("echo")];
     })
 }
 

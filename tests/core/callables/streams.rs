@@ -6,14 +6,15 @@
 //! id runs once at a time, and a chunk over its limit is refused.
 
 use crate::sim::*;
-use durable_chat::core::{AuthorCall, Event, MAX_CHUNK_BYTES};
+use durable_chat::core::{AuthorCall, CallableSpec, Event, MAX_CHUNK_BYTES};
 use serde_json::{json, Value};
 
 fn with_streams() -> Sim {
     Sim::with(|config| {
-        let api = &mut config.agent_api;
-        api.callables = ["echo", "ticks"].map(String::from).into_iter().collect();
-        api.streaming = ["ticks".to_string()].into_iter().collect();
+        config.agent_api.callables = vec![
+            CallableSpec::new("echo"),
+            CallableSpec::new("ticks").streaming(),
+        ];
     })
 }
 

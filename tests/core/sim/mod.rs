@@ -242,6 +242,11 @@ pub struct Sim {
     /// How long a schedule's callback runs before it returns (default: at
     /// once).
     pub schedule_run_ms: u64,
+    /// The attempt number each schedule run started with, in run order.
+    pub schedule_attempts: Vec<u32>,
+    /// Each server tool run, with the delegation depth of the turn it ran
+    /// in (what the host puts in its `ToolContext`), in order.
+    pub tool_depths: Vec<(String, u32)>,
     /// How the next runs of a schedule end, by name, in order (default:
     /// `Done`).
     pub schedule_outcomes: BTreeMap<String, VecDeque<ScheduleOutcome>>,
@@ -349,6 +354,8 @@ impl Sim {
             author_calls: Vec::new(),
             schedule_runs: Vec::new(),
             schedule_run_ms: 0,
+            schedule_attempts: Vec::new(),
+            tool_depths: Vec::new(),
             schedule_outcomes: BTreeMap::new(),
         }
     }
@@ -693,6 +700,11 @@ impl Sim {
     }
 
     fn apply(&mut self, effect: Effect) {
+        if let Effect::RunTool { tool_name, .. } = &effect {
+            // What the host puts in the tool's context.
+            let depth = self.core.running_delegation_depth();
+            self.tool_depths.push((tool_name.clone(), depth));
+        }
         match effect {
             Effect::Send { to, frame } => {
                 let value: Value = serde_json::from_str(&frame).unwrap_or_else(|e| {
@@ -744,8 +756,13 @@ impl Sim {
             }
             Effect::AuthorAlarm => self.author_alarms.push(self.now),
             Effect::RunSchedule {
-                run, name, payload, ..
+                run,
+                name,
+                payload,
+                attempt,
+                ..
             } => {
+                self.schedule_attempts.push(attempt);
                 let outcome = self
                     .schedule_outcomes
                     .get_mut(&name)

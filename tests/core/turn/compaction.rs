@@ -1,7 +1,9 @@
-//! Compaction: a hook replaces what the context policy leaves out with a
-//! summary, which is stored and reused by later model requests; it is made
-//! again only when more must be left out, from the previous summary and the
-//! messages dropped since, and it survives a restart.
+//! Compaction: the agent's summarizer (answered at once here; see
+//! `summarizing.rs` for one that takes its time) replaces what the context
+//! policy leaves out with a summary, which is stored and reused by later
+//! model requests; it is made again only when more must be left out, from
+//! the previous summary and the messages dropped since, and it survives a
+//! restart.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -27,15 +29,16 @@ fn compacting(budget: usize) -> (Sim, Rc<RefCell<Calls>>) {
 fn compacting_within(budget: usize, max_messages: usize) -> (Sim, Rc<RefCell<Calls>>) {
     let calls = Rc::new(RefCell::new(Calls::default()));
     let log = calls.clone();
-    let sim = Sim::with(move |c| {
+    let mut sim = Sim::with(move |c| {
         c.settings.context.max_bytes = budget;
         c.settings.context.max_messages = max_messages;
-        c.compact = Some(Rc::new(move |input| {
-            let mut log = log.borrow_mut();
-            let ids: Vec<String> = input.dropped.iter().map(|m| m.id.clone()).collect();
-            log.seen.push((input.previous.map(str::to_string), ids));
-            Some(format!("summary #{}", log.seen.len()))
-        }));
+        c.summarize_by_host = true;
+    });
+    sim.summarizer.hook = Rc::new(move |request| {
+        let mut log = log.borrow_mut();
+        let ids: Vec<String> = request.dropped.iter().map(|m| m.id.clone()).collect();
+        log.seen.push((request.previous.clone(), ids));
+        Some(format!("summary #{}", log.seen.len()))
     });
     (sim, calls)
 }
@@ -142,8 +145,9 @@ fn a_summary_is_made_when_messages_are_left_out_stored_and_reused_until_more_mus
 fn without_a_summary_from_the_hook_messages_are_left_out_with_the_note() {
     let mut sim = Sim::with(|c| {
         c.settings.context.max_bytes = 6_000;
-        c.compact = Some(Rc::new(|_| None));
+        c.summarize_by_host = true;
     });
+    sim.summarizer.hook = Rc::new(|_| None);
     sim.connect("a");
     for i in 0..40 {
         turn(&mut sim, i);

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::agent::effect_handlers::EffectHandlers;
-use crate::agent::handle::schedule_callback::ScheduleContext;
+use crate::agent::handle::schedule_callback::start_registered;
 use crate::agent::tools::context::ToolContext;
 use crate::agent::CallContext;
 use crate::core::{CallId, ConnId, Event, Refused, ScheduleOutcome, StateSource, StoreOp};
@@ -131,15 +131,13 @@ impl EffectHandlers for KitHost {
         payload: Value,
         attempt: u32,
     ) {
-        let ctx = ScheduleContext {
-            agent: self.handle(),
-            schedule: name.to_string(),
-            attempt,
-        };
-        let started = match self.schedule_callbacks.get(callback) {
-            Some(registered) => registered.start(payload, ctx),
-            None => Err(format!("no schedule callback `{callback}` is registered")),
-        };
+        let callbacks = &self.schedule_callbacks;
+        let started = start_registered(
+            callbacks,
+            (name, callback),
+            (payload, attempt),
+            self.handle(),
+        );
         match started {
             Ok(running) => self.answer(running, move |result| Event::ScheduleRan {
                 run,

@@ -20,7 +20,7 @@ use crate::model::ModelRequest;
 use crate::protocol::channel::rpc_tool_call;
 
 use crate::agent::callables::CallContext;
-use crate::agent::handle::schedule_callback::ScheduleContext;
+use crate::agent::handle::schedule_callback::start_registered;
 use crate::agent::tools::context::ToolContext;
 
 #[cfg(feature = "debug-routes")]
@@ -142,15 +142,13 @@ impl EffectHandlers for AgentHost {
         payload: Value,
         attempt: u32,
     ) {
-        let ctx = ScheduleContext {
-            agent: self.handle(),
-            schedule: name.to_string(),
-            attempt,
-        };
-        let started = match self.schedule_callbacks.get(callback) {
-            Some(registered) => registered.start(payload, ctx),
-            None => Err(format!("no schedule callback `{callback}` is registered")),
-        };
+        let callbacks = &self.schedule_callbacks;
+        let started = start_registered(
+            callbacks,
+            (name, callback),
+            (payload, attempt),
+            self.handle(),
+        );
         let running = match started {
             Ok(running) => running,
             Err(e) => {

@@ -41,7 +41,7 @@ export async function seed(kit, inst, name, messages) {
 }
 
 /** One tail-request turn; send → done (ms). */
-async function tailTurn(c, text) {
+export async function tailTurn(c, text) {
   const id = newId();
   c.cursor = c.frames.length;
   const t0 = now();

@@ -30,6 +30,7 @@ import { startModelServer } from '../tests/support/model-server.mjs';
 import { freePort, inspect } from './inspector.mjs';
 import { historyRows, historyTargets, phaseHistoryMemory, phaseHistoryTurns } from './history.mjs';
 import { phaseLoad, uploadHistories } from './load.mjs';
+import { cacheOptions, cacheRows, cacheTargets, phaseCache } from './cache.mjs';
 import { targetLines } from './targets.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -56,7 +57,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history,cache] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--cache-turns N] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -67,10 +68,10 @@ function parseArgs(argv) {
     return n;
   };
   const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents',
-    'load-agents', 'load-tokens', 'load-reps', 'memory-modes'];
+    'load-agents', 'load-tokens', 'load-reps', 'memory-modes', 'cache-turns'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
-  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'load', 'memory', 'history'];
+  const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'load', 'memory', 'history', 'cache'];
   const phases = new Set((values.phases ?? allPhases.join(',')).split(',').map((p) => p.trim()).filter(Boolean));
   for (const p of phases) if (!allPhases.includes(p)) throw new Error(`unknown phase ${p} (${allPhases.join(', ')})`);
   return {
@@ -96,6 +97,7 @@ function parseArgs(argv) {
       if (!['turns', 'upload'].includes(m)) throw new Error(`unknown memory mode ${m} (turns, upload)`);
       return m;
     }),
+    ...cacheOptions(int, quick),
     json: values.json ?? null,
   };
 }
@@ -191,7 +193,8 @@ function fmt(x) {
 // ---- building / staging the two workers --------------------------------------------------------
 
 function stageOurs(dir) {
-  const build = join(ROOT, 'build');
+  // BENCH_OURS_BUILD=DIR: another build of ours (an A/B comparison of two builds against the same peers).
+  const build = process.env.BENCH_OURS_BUILD || join(ROOT, 'build');
   if (!existsSync(join(build, 'index_bg.wasm'))) {
     throw new Error('build/index_bg.wasm missing: run `flock /tmp/durable-chat-build.lock bash scripts/build.sh` (or pass --build)');
   }
@@ -707,6 +710,7 @@ async function main() {
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
       histShortTurn: [], histLongTurn: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
+      cacheShare: [], cacheInputTokens: [], cacheCalls: [], cacheLastRequestTokens: [],
     });
     const results = { ours: newResults(), think: newResults(), floor: newResults() };
     const loads = [];
@@ -740,7 +744,7 @@ async function main() {
     await runPhase('load', `load (${opts.loadAgents} agents × ${opts.loadTokens} tokens at once ×${opts.loadReps})`, trio, () => phaseLoad({ openTab, turn, drop, settle, orderFor }, trio, opts, results, uniq));
     const kit = {
       openTab, settle, orderFor, drop, freePort, inspect, liveHeapMiB, startInstance, specs,
-      modelUrl: model.url, persistDir: (name) => join(work, name),
+      modelUrl: model.url, persistDir: (name) => join(work, name), startModelServer,
     };
     await runPhase('history', `history turns and connects (×${opts.historyReps})`, pair, () => phaseHistoryTurns(kit, pair, opts, results, uniq, log));
 
@@ -793,6 +797,7 @@ async function main() {
       for (const inst of memInstances) await inst.close();
     }
     await runPhase('history', `history memory (${opts.historyAgents} agents per size)`, [], () => phaseHistoryMemory(kit, opts, results, uniq, log));
+    await runPhase('cache', `cache (${opts.cacheTurns}-turn chat, caching model)`, [], () => phaseCache(kit, opts, results, uniq, log));
 
     // Sizes.
     const wasmBytes = readFileSync(ours.wasm);
@@ -836,6 +841,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect, f.connect],
     [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen, f.connectOpen],
     ...historyRows(o, t),
+    ...cacheRows(o, t, opts),
     [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
     [`worker code size gzip (KiB)`, [sizes.oursWasmGzKiB], [sizes.thinkBundleGzKiB]],
   ];
@@ -851,7 +857,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   const out = [];
   out.push('');
   out.push(`durable-chat benchmark — ${new Date().toISOString()} — ${opts.quick ? 'quick' : 'full'} run, ${elapsed.toFixed(0)} s`);
-  out.push(`settings: tokens=${opts.tokens} reps=${opts.reps} (sqlite reps=${opts.sqliteReps}) tabs=${opts.tabs} agents=${opts.agents} history=${opts.history} connects=${opts.connects}; ` +
+  out.push(`settings: tokens=${opts.tokens} reps=${opts.reps} (sqlite reps=${opts.sqliteReps}) tabs=${opts.tabs} agents=${opts.agents} history=${opts.history} connects=${opts.connects} cache-turns=${opts.cacheTurns}; ` +
     `ours = build/index_bg.wasm of ${ours.mtime.toISOString()}; runtime: miniflare ${pkgVersion('miniflare')} / workerd ${pkgVersion('workerd')}; node ${process.version}; ${cpuInfo()}`);
   out.push('');
   out.push(line(head));
@@ -868,6 +874,12 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     out.push('');
     out.push(`history targets (medians of this run; the long agent stores ${o.historyStored ?? '-'} messages here, ${t.historyStored ?? '-'} in Think):`);
     out.push(...targets);
+  }
+  const cacheLines = cacheTargets(o, opts);
+  if (cacheLines.length) {
+    out.push('');
+    out.push('cache target (this run):');
+    out.push(...cacheLines);
   }
   out.push('');
   out.push('load during each phase (cores busy, averaged over the phase; "other" = whole machine minus the phase\'s workerd processes minus this benchmark process):');

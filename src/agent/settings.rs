@@ -216,6 +216,16 @@ impl AgentSettings {
                         "TOKEN_LIMIT_PER_DAY",
                         defaults.limits.max_agent_tokens_per_day,
                     ),
+                    max_caller_tokens_per_day: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_CALLER_PER_DAY",
+                        defaults.limits.max_caller_tokens_per_day,
+                    ),
+                    max_connection_tokens: vars.parsed_or(
+                        "TOKEN_LIMIT_PER_CONNECTION",
+                        defaults.limits.max_connection_tokens,
+                    ),
+                    max_turn_tokens: vars
+                        .parsed_or("TOKEN_LIMIT_PER_TURN", defaults.limits.max_turn_tokens),
                     max_connections: vars
                         .parsed_or("MAX_CONNECTIONS", defaults.limits.max_connections),
                     max_stored_messages: vars

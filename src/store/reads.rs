@@ -153,6 +153,15 @@ impl History for SqlStore {
         .pop()
     }
 
+    fn find_many(&self, ids: &[&str]) -> Vec<Entry> {
+        // One query for any number of ids: they go in as one JSON array.
+        let ids = serde_json::to_string(ids).unwrap_or_default();
+        self.read_rows(
+            "SELECT id, seq, body, pieces FROM chat_messages WHERE id IN (SELECT value FROM json_each(?))",
+            vec![ids.into()],
+        )
+    }
+
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {
         self.read_rows(
             "SELECT m.id AS id, m.seq AS seq, m.body AS body, m.pieces AS pieces FROM chat_tool_calls AS t JOIN chat_messages AS m ON m.id = t.message_id WHERE t.tool_call_id = ? ORDER BY m.seq DESC LIMIT 1",

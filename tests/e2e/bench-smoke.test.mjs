@@ -23,10 +23,11 @@ const ROWS = [
   'runtime memory per agent',
   'fresh-agent connect on a warm process',
   'worker code size',
+  'cached share of input tokens',
 ];
 
 test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 }, async () => {
-  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2', '--load-agents', '3', '--load-tokens', '20'];
+  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2', '--load-agents', '3', '--load-tokens', '20', '--cache-turns', '6'];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -40,11 +41,13 @@ test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 
     assert.ok(line, `table row "${row}" missing:\n${out}`);
     assert.equal(line.split('|').length, 8, `malformed row: ${line}`);
   }
-  // every row has a floor figure except the history and code-size rows (the floor has neither)
-  for (const row of ROWS.filter((r) => r !== 'worker code size')) {
+  // every row has a floor figure except the code-size and cache rows (the floor has neither)
+  const noFloor = ['worker code size', 'cached share of input tokens'];
+  for (const row of ROWS.filter((r) => !noFloor.includes(r))) {
     const cells = out.split('\n').find((l) => l.startsWith('| ') && l.includes(row)).split('|').map((c) => c.trim());
     assert.notEqual(cells[4], '-', `no floor figure for "${row}"`);
   }
   assert.match(out, /targets \(medians of this run\):\n(.*ours\/floor.*\n)+/);
+  assert.match(out, /cache target \(this run\):\n  our cached share over turns \d+–\d+: [\d.]+%/);
   assert.match(out, /load during each phase/);
 });

@@ -197,3 +197,26 @@ test('with HISTORY_MAX_MESSAGES the oldest messages are deleted after each turn,
   assert.deepEqual(after.slice(0, 4).map((m) => m.id), stored.slice(2).map((m) => m.id), 'the cut moved on by one exchange');
   assert.deepEqual(a.errors, []);
 });
+
+test('a tab posting its whole transcript past the window: nothing is stored twice, and an older question it edited is updated by id', async (t) => {
+  const w = await workerFor(t);
+  const room = 'whole-transcript';
+  const c = await tab(w, room);
+  // 24 exchanges through tail requests: 48 messages, more than the agent keeps in memory.
+  for (let i = 0; i < 24; i++) {
+    const { done } = await sendAndWait(c, rid(), [userMessage(`q${i}`, `question ${i}`)]);
+    assert.equal(done.outcome, 'completed');
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 48);
+  // The tab posts every message it shows, the first question edited, and a new one.
+  const posted = stored.map((m) => (m.id === 'q0' ? { ...m, parts: [{ type: 'text', text: 'question 0, edited' }] } : m));
+  const { done } = await sendAndWait(c, rid(), [...posted, userMessage('q24', 'question 24')]);
+  assert.equal(done.outcome, 'completed');
+  const after = await getMessages(w.url, AGENT, room);
+  assert.equal(after.length, 50, 'the posted messages are not stored again');
+  assert.deepEqual(after.slice(0, 48).map((m) => m.id), stored.map((m) => m.id));
+  const textOf = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+  assert.equal(textOf(after[0]), 'question 0, edited', 'the edited question, older than the window, is updated');
+  assert.equal(textOf(after[2]), 'question 1');
+});

@@ -296,3 +296,26 @@ test('past TOKEN_LIMIT_PER_HOUR the next turn is refused on its request id, and 
   const other = await tab(w, 'tokens-elsewhere');
   assert.equal((await ask(other)).outcome, 'completed', 'the budget is per agent');
 });
+
+test('past TOKEN_LIMIT_PER_CALLER_PER_DAY the next turn of that client is refused on its request id, another client\'s runs, and a restart does not give the tokens back', async (t) => {
+  const w = await workerFor(t, { bindings: { TOKEN_LIMIT_PER_CALLER_PER_DAY: '20' } });
+  const room = rid('caller-tokens');
+  const from = (address) => tab(w, room, { headers: { 'cf-connecting-ip': address } });
+  const a = await from('203.0.113.7');
+  assert.equal((await ask(a)).outcome, 'completed', 'the first turn spends the caller\'s budget');
+  const refusedBefore = await ask(a);
+  assert.equal(refusedBefore.error, true);
+  assert.match(refusedBefore.body, /^token budget of this caller is spent \(limit 20 tokens a day\); try again in \d+ s$/);
+  const b = await from('198.51.100.2');
+  assert.equal((await ask(b)).outcome, 'completed', 'another client has its own budget');
+  const usage = w.model.requests.length;
+  await w.restart();
+  const again = await from('203.0.113.7');
+  const refused = await ask(again);
+  assert.equal(refused.error, true, 'a new socket of the same client after a restart is still refused');
+  assert.match(refused.body, /^token budget of this caller is spent \(limit 20 tokens a day\); try again in \d+ s$/);
+  assert.equal(again.ws.readyState, 1, 'the socket stays open');
+  assert.equal(w.model.requests.length, usage, 'the model was not called');
+  const other = await from('192.0.2.9');
+  assert.equal((await ask(other)).outcome, 'completed', 'a client that spent nothing runs after the restart');
+});

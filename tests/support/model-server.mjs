@@ -10,6 +10,9 @@
 // `[truncate-once]` likewise cuts the first reply to that message
 // after two words (no finish, no [DONE]), as a dropped connection does. With `maxContextBytes`,
 // a longer request is refused as OpenAI refuses one longer than the model's context.
+// Optional prompt cache (`promptCache: true`, used by bench/cache.mjs): usage then counts the
+// request body's bytes / 4 as prompt tokens and reports the part a prefix cache would have served
+// as `prompt_tokens_details.cached_tokens` (see `PromptCache`).
 // Optional timing hook (used by bench/run.mjs): startModelServer({ onTiming }) calls
 // onTiming(record) once per streamed completion when its last byte has been handed to the OS (or
 // when the client went away first); see `startModelServer` for the record's fields.
@@ -318,7 +321,63 @@ function approxTokens(messages) {
   return n;
 }
 
-async function streamReply(req, res, body, plan, timing = null) {
+/** Prompt tokens of a request body as the prompt cache counts them: its bytes, four to a token. */
+export const bodyTokens = (bytes) => Math.ceil(bytes / 4);
+
+/**
+ * A provider's prompt cache, modelled on OpenAI's: a request's cached input is the longest start
+ * its body shares with one of the recent bodies (the last `keep`), in tokens (bytes / 4), counted
+ * only from 1,024 tokens on and then in steps of 128 (1,024, 1,152, 1,280, …). Every request
+ * seen is remembered, whoever sent it; `records` collects { promptTokens, cachedTokens } per
+ * request, in arrival order.
+ */
+export class PromptCache {
+  constructor({ keep = 32, minTokens = 1024, stepTokens = 128 } = {}) {
+    this.keep = keep;
+    this.minTokens = minTokens;
+    this.stepTokens = stepTokens;
+    this.bodies = [];
+    this.records = [];
+  }
+
+  /** The usage of request body `raw` (a string); remembers the body. */
+  usageOf(raw) {
+    const body = Buffer.from(raw, 'utf8');
+    let shared = 0;
+    for (const earlier of this.bodies) shared = Math.max(shared, commonPrefixBytes(earlier, body));
+    const promptTokens = bodyTokens(body.length);
+    const sharedTokens = Math.floor(shared / 4);
+    const cachedTokens = sharedTokens < this.minTokens
+      ? 0
+      : Math.min(promptTokens, this.minTokens + Math.floor((sharedTokens - this.minTokens) / this.stepTokens) * this.stepTokens);
+    this.bodies.push(body);
+    if (this.bodies.length > this.keep) this.bodies.shift();
+    const record = { promptTokens, cachedTokens };
+    this.records.push(record);
+    return record;
+  }
+}
+
+/** Length of the longest common start of two buffers (binary search on equal prefixes). */
+function commonPrefixBytes(a, b) {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (a.subarray(0, mid).equals(b.subarray(0, mid))) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** The usage object of a completion; with a cached-prompt record, OpenAI's cached-token detail. */
+function usageOf(body, completionTokens, cached) {
+  const promptTokens = cached ? cached.promptTokens : approxTokens(body.messages);
+  const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  if (cached) usage.prompt_tokens_details = { cached_tokens: cached.cachedTokens };
+  return usage;
+}
+
+async function streamReply(req, res, body, plan, timing = null, cached = null) {
   const id = `chatcmpl-scripted-${++completionCounter}`;
   const created = Math.floor(Date.now() / 1000);
   const model = typeof body.model === 'string' ? body.model : 'scripted-model';
@@ -413,16 +472,15 @@ async function streamReply(req, res, body, plan, timing = null) {
   }
   if (!(await pause())) return;
   write(chunk({}, finish));
-  const promptTokens = approxTokens(body.messages);
   write({
     id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices: [],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    usage: usageOf(body, completionTokens, cached),
   });
   write('[DONE]');
   res.end();
 }
 
-function jsonReply(res, body, plan) {
+function jsonReply(res, body, plan, cached = null) {
   const model = typeof body.model === 'string' ? body.model : 'scripted-model';
   const message = { role: 'assistant', content: null };
   let finish = 'stop';
@@ -434,14 +492,13 @@ function jsonReply(res, body, plan) {
   } else {
     message.content = plan.text;
   }
-  const promptTokens = approxTokens(body.messages);
   const completionTokens = plan.kind === 'tools' ? plan.calls.length : wordsOf(plan.text).length;
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(JSON.stringify({
     id: `chatcmpl-scripted-${++completionCounter}`, object: 'chat.completion',
     created: Math.floor(Date.now() / 1000), model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    usage: usageOf(body, completionTokens, cached),
   }));
 }
 
@@ -469,12 +526,16 @@ function readBody(req) {
  * @param {number} [opts.maxContextBytes] requests whose body is longer are answered 400
  *   `context_length_exceeded`, as OpenAI answers one longer than the model's context (their sizes
  *   are collected in `refusedForContext`, and they are not in `requests`).
+ * @param {boolean} [opts.promptCache] off by default; when on, usage reports prompt tokens as the
+ *   body's bytes / 4 and the cached part a prefix cache would serve (`PromptCache`); the returned
+ *   `promptCache.records` has one { promptTokens, cachedTokens } per request.
  * @returns {Promise<{url: string, port: number, requests: object[], close: () => Promise<void>}>}
  *   `url` is the OpenAI base URL, e.g. http://127.0.0.1:PORT/v1; `requests` collects every
  *   chat-completions request body (cleared by POST /__reset).
  */
-export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming, maxContextBytes } = {}) {
+export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming, maxContextBytes, promptCache = false } = {}) {
   const requests = [];
+  const cache = promptCache ? new PromptCache() : null;
   /** Byte sizes of the requests refused as longer than `maxContextBytes`. */
   const refusedForContext = [];
   const failedOnce = new Set();
@@ -521,6 +582,7 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming,
           return;
         }
         requests.push(body);
+        const cached = cache ? cache.usageOf(raw) : null;
         const once = failOnce(body, failedOnce);
         if (once) {
           res.writeHead(once.status, { 'content-type': 'application/json', ...once.headers });
@@ -549,9 +611,9 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming,
               },
             };
           }
-          await streamReply(req, res, body, plan, timing);
+          await streamReply(req, res, body, plan, timing, cached);
         }
-        else jsonReply(res, body, plan);
+        else jsonReply(res, body, plan, cached);
         return;
       }
       res.writeHead(404, { 'content-type': 'application/json' });
@@ -579,6 +641,7 @@ export async function startModelServer({ port = 0, host = '127.0.0.1', onTiming,
     port: actualPort,
     requests,
     refusedForContext,
+    promptCache: cache,
     server,
     close() {
       if (closed) return Promise.resolve();

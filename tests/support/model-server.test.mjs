@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startModelServer, planReply } from './model-server.mjs';
+import { startModelServer, planReply, PromptCache } from './model-server.mjs';
 
 let srv;
 before(async () => { srv = await startModelServer(); });
@@ -433,4 +433,34 @@ test('a continue instruction after a cut answer gets only the missing rest of th
   });
   assert.equal(reply.kind, 'text');
   assert.equal(reply.text, 'w4 w5 w6');
+});
+
+test('the prompt cache counts a shared start from 1,024 tokens on, in steps of 128', () => {
+  const cache = new PromptCache();
+  const base = 'x'.repeat(4096 + 4 * 300); // 1,324 tokens
+  assert.deepEqual(cache.usageOf(base), { promptTokens: 1324, cachedTokens: 0 }, 'nothing seen yet');
+  assert.deepEqual(cache.usageOf(`${base}more`), { promptTokens: 1325, cachedTokens: 1280 }, '1,324 shared: 1,024 + 2 × 128');
+  assert.deepEqual(cache.usageOf(`y${base}`), { promptTokens: 1325, cachedTokens: 0 }, 'a changed first byte shares nothing');
+  assert.deepEqual(cache.usageOf('x'.repeat(4000)), { promptTokens: 1000, cachedTokens: 0 }, 'under 1,024 tokens nothing is cached');
+});
+
+test('with promptCache the usage chunk reports the cached tokens as OpenAI does', async () => {
+  const cached = await startModelServer({ promptCache: true });
+  try {
+    const long = 'lorem ipsum '.repeat(600);
+    const ask = async (text) => {
+      const res = await fetch(`${cached.url}/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', stream: false, messages: [user(long), user(text)] }),
+      });
+      return (await res.json()).usage;
+    };
+    const first = await ask('one');
+    assert.equal(first.prompt_tokens_details.cached_tokens, 0);
+    const second = await ask('two');
+    assert.ok(second.prompt_tokens_details.cached_tokens >= 1024, JSON.stringify(second));
+    assert.equal(cached.promptCache.records.length, 2);
+  } finally {
+    await cached.close();
+  }
 });

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::protocol::{server, ChatRequest, ClientToolSchema, Outcome, Trigger};
 
 use crate::core::contract::effects::{StoreOp, Timer};
+use crate::core::contract::log_event::StartedBy;
 use crate::core::data::queue::{Arrival, FrontDecision, QueuedTurn};
 use crate::core::rows::persisted::ConfigKey;
 use crate::core::vocab::ids::ConnId;
@@ -25,11 +26,8 @@ impl Core {
             return;
         }
         let limits = self.config.settings.limits;
-        if let Err(error) = self.token_ledger.allows(
-            self.now,
-            limits.max_agent_tokens_per_hour,
-            limits.max_agent_tokens_per_day,
-        ) {
+        let spender = self.spender_of(&StartedBy::Tab(conn.to_string()));
+        if let Err(error) = self.tokens_allow(&spender, None) {
             self.reject(conn, Some(id), &error);
             return;
         }

@@ -191,6 +191,12 @@ impl RequestRate {
         counted
     }
 
+    /// The client of an open socket, when the host named it.
+    pub fn client_of(&self, conn: &str) -> Option<&str> {
+        let client = self.by_conn.get(conn)?.client.as_str();
+        (client != UNNAMED_CLIENT).then_some(client)
+    }
+
     /// A socket open before a restart came back: its own window with it.
     pub fn adopt(&mut self, conn: &ConnId) {
         if let Some(window) = self.restored.remove(&**conn) {

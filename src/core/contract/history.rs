@@ -61,6 +61,12 @@ pub trait History {
     fn newest_json_before(&self, before_seq: u64, max_bytes: usize) -> String;
     /// The stored message with this id.
     fn find(&self, id: &str) -> Option<Entry>;
+    /// The stored messages with these ids (in no particular order; an id
+    /// not stored is left out). A store answers it with as few reads as it
+    /// can; the default asks `find` for each.
+    fn find_many(&self, ids: &[&str]) -> Vec<Entry> {
+        ids.iter().filter_map(|id| self.find(id)).collect()
+    }
     /// The newest stored assistant message holding a tool call with this id
     /// (an index lookup, not a walk of the history).
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry>;

@@ -419,6 +419,9 @@ impl Transcript {
     }
 }
 
+#[path = "transcript_posted.rs"]
+mod posted;
+
 #[path = "transcript_reads.rs"]
 mod reads;
 

@@ -29,6 +29,7 @@ impl Transcript {
                 }
             }
         }
+        let older = super::posted::PostedOlder::read(self, incoming);
         // Where the newest posted message the store knows is, asked the
         // first time a posted user message is unknown.
         let mut last_known: Option<Option<usize>> = None;
@@ -37,7 +38,7 @@ impl Transcript {
                 continue;
             }
             let sanitized = sanitize_user_message(message);
-            match self.find_ref(&message.id) {
+            match older.find(self, &message.id) {
                 Some(stored) if stored.role != Role::User => {}
                 Some(stored) if stored.parts == sanitized.parts => {}
                 Some(_) => out.written.push(self.upsert(sanitized)),
@@ -45,7 +46,7 @@ impl Transcript {
                     let known = *last_known.get_or_insert_with(|| {
                         incoming
                             .iter()
-                            .rposition(|m| self.find_ref(&m.id).is_some())
+                            .rposition(|m| older.find(self, &m.id).is_some())
                     });
                     // Unknown, yet older than a message the store keeps: a
                     // message the history cap deleted, posted again by a tab
@@ -60,7 +61,7 @@ impl Transcript {
     }
 
     /// Like `find`, borrowing a message of the window.
-    fn find_ref(&self, id: &str) -> Option<std::borrow::Cow<'_, UIMessage>> {
+    pub(super) fn find_ref(&self, id: &str) -> Option<std::borrow::Cow<'_, UIMessage>> {
         if let Some(i) = self.position(id) {
             return Some(std::borrow::Cow::Borrowed(&self.entries[i].message));
         }

@@ -59,11 +59,13 @@ pub enum ConfigKey {
     /// The delegation depth of the turn started last (absent: 0), which a
     /// recovery of that turn and a continuation of its answer run at.
     TurnDepth,
+    /// The tokens each caller spent today (`token_ledger_row.rs`).
+    CallerTokenLedgers,
 }
 
 impl ConfigKey {
     /// Every key, in the order `read_config` reads them.
-    pub const ALL: [ConfigKey; 18] = [
+    pub const ALL: [ConfigKey; 19] = [
         ConfigKey::ClientTools,
         ConfigKey::CustomBody,
         ConfigKey::TerminalError,
@@ -82,14 +84,16 @@ impl ConfigKey {
         ConfigKey::ContextBlocks,
         ConfigKey::RequestRates,
         ConfigKey::TurnDepth,
+        ConfigKey::CallerTokenLedgers,
     ];
 
     /// What is not chat state and so survives a clear of the history: the
     /// name the agent is addressed by, the author's alarm, the synced state,
     /// the schedules, the reports owed to `on_chat_response`, the tokens
-    /// spent (a clear gives no budget back) and the request rates (a clear
-    /// resets no rate). A clear deletes every other row (`StoreOp::ClearAll`).
-    pub const SURVIVES_CLEAR: [ConfigKey; 7] = [
+    /// spent by the agent and its callers (a clear gives no budget back) and
+    /// the request rates (a clear resets no rate). A clear deletes every
+    /// other row (`StoreOp::ClearAll`).
+    pub const SURVIVES_CLEAR: [ConfigKey; 8] = [
         ConfigKey::InstanceName,
         ConfigKey::AuthorAlarm,
         ConfigKey::AgentState,
@@ -97,6 +101,7 @@ impl ConfigKey {
         ConfigKey::OwedResponses,
         ConfigKey::TokenLedger,
         ConfigKey::RequestRates,
+        ConfigKey::CallerTokenLedgers,
     ];
 
     /// Whether the row survives a clear (`SURVIVES_CLEAR`).
@@ -134,6 +139,7 @@ impl ConfigKey {
             ConfigKey::ContextBlocks => "context_blocks",
             ConfigKey::RequestRates => "request_rates",
             ConfigKey::TurnDepth => "turn_depth",
+            ConfigKey::CallerTokenLedgers => "caller_token_ledgers",
         }
     }
 }
@@ -281,6 +287,8 @@ pub struct StoredState {
     pub request_rates: Option<crate::core::rows::request_rate_row::RequestRatesRow>,
     /// The delegation depth of the turn started last (`TurnDepth`).
     pub turn_depth: u32,
+    /// The callers' token ledgers, when any were stored.
+    pub caller_token_ledgers: Option<crate::core::rows::token_ledger_row::CallerLedgersRow>,
 }
 
 /// A tab's tool result that waits on `after_tool_call`, as stored.
@@ -392,6 +400,7 @@ impl StoredState {
                 let row: TurnDepthRow = decode(text)?;
                 self.turn_depth = row.depth;
             }
+            ConfigKey::CallerTokenLedgers => self.caller_token_ledgers = Some(decode(text)?),
         }
         Ok(())
     }

@@ -170,6 +170,10 @@ pub(in crate::core) struct ActiveTurn {
     pub(in crate::core::turn) step_settings: Option<TurnSettings>,
     /// The tools the model called in the last step that ended.
     pub(in crate::core::turn) last_step_tools: Vec<String>,
+    /// Whose token budgets the turn's model calls spend.
+    pub(in crate::core::turn) spender: crate::core::data::token_budget::Spender,
+    /// The tokens the turn's model calls spent so far (its own budget).
+    pub(in crate::core::turn) spent: crate::core::data::token_budget::TokenLedger,
 }
 
 impl ActiveTurn {

@@ -14,7 +14,7 @@
 //! `on_tool_deadline`, `on_tool_decided`, `on_tool_done`, `on_tool_result`, `on_turn_prepared`,
 //! `reapply_stream_approvals`, `record_terminal_error`, `redeliver_owed_responses`, `reject`,
 //! `report_response`, `request_ended`, `resume_pending_tab_results`, `send_final_error`,
-//! `settle_submission`, `start_turn`.
+//! `settle_submission`, `spender_of`, `start_turn`, `tokens_allow`.
 
 mod active;
 mod chunk_log;
@@ -33,6 +33,7 @@ mod response_outbox;
 mod step_reports;
 mod structured_output;
 mod terminal;
+mod token_budgets;
 mod tool_hooks;
 mod tool_results;
 mod tools;

@@ -30,12 +30,11 @@ impl Core {
     pub(in crate::core::turn) fn begin_step(&mut self) {
         // Every turn's every step, however it was asked for (a tab, a
         // parent, a submission, the agent's own code, a continuation).
-        let limits = self.config.settings.limits;
-        if let Err(text) = self.token_ledger.allows(
-            self.now,
-            limits.max_agent_tokens_per_hour,
-            limits.max_agent_tokens_per_day,
-        ) {
+        let allowed = match self.active.as_ref() {
+            Some(active) => self.tokens_allow(&active.spender, Some(&active.spent)),
+            None => Ok(()),
+        };
+        if let Err(text) = allowed {
             self.end_turn(Outcome::Error, Some(text));
             return;
         }

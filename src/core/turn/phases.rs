@@ -19,7 +19,7 @@ use crate::core::data::context_window;
 use crate::core::data::queue::QueuedTurn;
 use crate::core::data::token_budget::estimated_tokens;
 use crate::core::logging::trigger_label;
-use crate::core::rows::persisted::{ConfigKey, StreamRecord};
+use crate::core::rows::persisted::StreamRecord;
 use crate::core::turn::active::ChunkLog;
 use crate::core::turn::active::{
     ActiveTurn, ModelCall, OpenParts, StepCall, StepEnd, StepRequest, TurnPhase,
@@ -83,6 +83,7 @@ impl Core {
         let request_id = turn.request_id.clone();
         let start_metadata = self.start_metadata(&turn);
         let by = self.started_by(&turn);
+        let spender = self.spender_of(&by);
         self.log(LogEvent::TurnStarted {
             request_id: request_id.clone(),
             trigger: trigger_label(&turn),
@@ -105,6 +106,8 @@ impl Core {
             usage: None,
             step_settings: None,
             last_step_tools: Vec::new(),
+            spender,
+            spent: Default::default(),
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -247,7 +250,12 @@ impl Core {
             _ => (BTreeMap::new(), 0),
         };
         self.count_step_usage(usage);
-        self.spend_tokens(usage.map_or(estimate, |u| u.total_tokens()));
+        let tokens = usage.map_or(estimate, |u| u.total_tokens());
+        if let Some(active) = self.active.as_mut() {
+            active.spent.spend(self.now, tokens);
+            let spender = active.spender.clone();
+            self.spend_tokens(&spender, tokens);
+        }
         self.leave_model_call(TurnPhase::RunningTools(StepEnd {
             finish_reason,
             called_tools: !calls.is_empty(),
@@ -256,19 +264,6 @@ impl Core {
             waits_on_person: false,
         }));
         calls.into_values().collect()
-    }
-
-    /// Counts tokens a model call spent into the stored ledger (kept only
-    /// while a token limit is set: an agent with none writes nothing).
-    fn spend_tokens(&mut self, tokens: u64) {
-        let limits = self.config.settings.limits;
-        let limited = limits.max_agent_tokens_per_hour > 0 || limits.max_agent_tokens_per_day > 0;
-        if tokens == 0 || !limited {
-            return;
-        }
-        self.token_ledger.spend(self.now, tokens);
-        let ledger = self.token_ledger;
-        self.put_config(ConfigKey::TokenLedger, &ledger);
     }
 
     /// Phase transition out of calling the model: the call's stall check and

@@ -75,6 +75,17 @@ pub struct Limits {
     pub max_agent_tokens_per_hour: u64,
     /// Tokens the agent's model calls may spend in one UTC day (0: no limit).
     pub max_agent_tokens_per_day: u64,
+    /// Tokens the turns one caller started may spend in one UTC day (0: no
+    /// limit). The caller is who started the turn: a tab's client (its
+    /// address, as its request rate is kept), a named caller, a parent, the
+    /// agent's own code; past it that caller's next turn is refused.
+    pub max_caller_tokens_per_day: u64,
+    /// Tokens the turns one connection (a socket) started may spend while
+    /// it is open (0: no limit).
+    pub max_connection_tokens: u64,
+    /// Tokens one turn may spend (0: no limit); once spent, its next model
+    /// call is refused and the turn ends with the error.
+    pub max_turn_tokens: u64,
     /// Sockets (tabs and sub-agent channels) one agent keeps open at once;
     /// past it a WebSocket upgrade is refused with 429 (0: no limit).
     pub max_connections: usize,
@@ -127,6 +138,9 @@ impl Default for Limits {
             max_agent_requests_per_minute: 600,
             max_agent_tokens_per_hour: 0,
             max_agent_tokens_per_day: 0,
+            max_caller_tokens_per_day: 0,
+            max_connection_tokens: 0,
+            max_turn_tokens: 0,
             max_connections: 100,
             max_stored_messages: 0,
             max_child_calls_per_turn: 4,

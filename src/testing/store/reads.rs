@@ -80,6 +80,12 @@ impl History for RefCell<MemStore> {
         store.counted(entries).pop()
     }
 
+    fn find_many(&self, ids: &[&str]) -> Vec<Entry> {
+        let store = self.borrow();
+        let entries = ids.iter().filter_map(|id| store.entry_of(id)).collect();
+        store.counted(entries)
+    }
+
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {
         let store = self.borrow();
         let owner = store

@@ -16,6 +16,7 @@ fn what_is_not_chat_state_survives_a_clear_and_a_restart() {
     let mut sim = Sim::with(|config| {
         config.agent_api.initial_state = Some(json!({"n": 0}));
         config.settings.limits.max_agent_tokens_per_day = 1_000_000;
+        config.settings.limits.max_caller_tokens_per_day = 1_000_000;
     });
     sim.response_delay_ms = 60_000; // the hook is still running at the clear
     sim.handle(Event::Named {

@@ -1,6 +1,7 @@
 //! What is let in and when it runs.
 
 mod author_alarm;
+mod caller_budgets;
 mod cancel_request;
 mod channel;
 mod clear;

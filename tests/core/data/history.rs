@@ -7,7 +7,7 @@
 use crate::sim::*;
 use durable_chat::core::{SNAPSHOT_BYTES, WINDOW_BYTES, WINDOW_MESSAGES};
 use durable_chat::model::ModelMessage;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// `pairs` stored question/answer pairs (every `tools_every`-th answer
 /// with a settled tool call `old_<i>`), the agent restarted on them.
@@ -261,4 +261,42 @@ fn a_window_of_large_messages_is_held_to_its_byte_bound_and_the_history_stays_wh
     let all = sim.core().messages();
     assert_eq!(all.len(), 24, "every message is still read back");
     assert_eq!(all, sim.store.messages());
+}
+
+/// A tab posts its whole transcript with every request (as `useAgentChat`
+/// does): the posted user messages older than the window are read in one
+/// call, whatever their number (up to the 2,000 messages a request may
+/// carry), and a turn runs as with a tail request.
+#[test]
+fn a_request_posting_a_long_transcript_reads_its_older_messages_in_one_call() {
+    let mut calls = Vec::new();
+    for pairs in [100, 900] {
+        let mut sim = seeded(pairs, 0, small_context);
+        sim.connect("a");
+        sim.script(Reply::text("fine"));
+        // What the tab shows: the stored messages as they were sent to it.
+        let mut posted: Vec<Value> = sim.store.transcript();
+        posted.push(user("new", "and now?"));
+        let before = sim.store.history_reads().1;
+        sim.send("a", chat_request("r1", &posted));
+        calls.push(sim.store.history_reads().1 - before);
+        sim.run_until_idle();
+        assert_eq!(
+            terminal(sim.frames("a"), "r1").unwrap()["outcome"],
+            "completed"
+        );
+        assert!(
+            sim.store.message("new").is_some(),
+            "the new question is stored"
+        );
+        assert_eq!(
+            sim.store.transcript().len(),
+            2 * pairs + 2,
+            "nothing posted again is stored twice"
+        );
+    }
+    assert!(
+        calls[0] <= 4 && calls[1] == calls[0],
+        "store reads while admitting a request posting 100 and 900 pairs: {calls:?}"
+    );
 }

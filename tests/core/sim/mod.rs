@@ -383,6 +383,11 @@ impl Sim {
     // ---- tabs ----
 
     pub fn connect(&mut self, tab: &str) {
+        self.connect_from(tab, None);
+    }
+
+    /// A tab whose socket the host read `client`'s address for (`None`: unnamed).
+    pub fn connect_from(&mut self, tab: &str, client: Option<&str>) {
         self.tabs.insert(
             tab.to_string(),
             Tab {
@@ -392,7 +397,7 @@ impl Sim {
         );
         self.handle(Event::Connected {
             conn: conn(tab),
-            client: None,
+            client: client.map(str::to_string),
         });
     }
 

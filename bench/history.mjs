@@ -53,10 +53,12 @@ export async function tailTurn(c, text) {
 const newId = () => randomUUID().replace(/-/g, '').slice(0, 12);
 
 export const SHORT = 50;
+/** The long history's length unless `--history-long N` says otherwise. */
 export const LONG = 4000;
 
 /** Turn and connect rows, on the running pair. */
 export async function phaseHistoryTurns(kit, pair, opts, results, uniq, log) {
+  const LONG = opts.historyLong;
   const tabs = {};
   for (const inst of pair) {
     const t0 = now();
@@ -91,9 +93,9 @@ export async function phaseHistoryTurns(kit, pair, opts, results, uniq, log) {
   for (const { short, long } of Object.values(tabs)) { kit.drop(short); kit.drop(long); }
 }
 
-/** Live heap per agent at 50 and at 4,000 messages, each in fresh processes. */
+/** Live heap per agent at 50 and at 4,000 (`--history-long`) messages, each in fresh processes. */
 export async function phaseHistoryMemory(kit, opts, results, uniq, log) {
-  for (const size of [SHORT, LONG]) {
+  for (const size of [SHORT, opts.historyLong]) {
     for (const key of ['ours', 'think']) {
       const inspectorPort = await kit.freePort();
       const inst = await kit.startInstance(kit.specs[key], {
@@ -125,8 +127,9 @@ export async function phaseHistoryMemory(kit, opts, results, uniq, log) {
   }
 }
 
-/** The history rows of the report's table. */
-export function historyRows(o, t) {
+/** The history rows of the report's table (`long`: the long history's length). */
+export function historyRows(o, t, long = LONG) {
+  const LONG = long;
   return [
     [`20-token turn, ${SHORT}-message history, tail request (ms)`, o.histShortTurn, t.histShortTurn],
     [`20-token turn, ${LONG}-message history, tail request (ms)`, o.histLongTurn, t.histLongTurn],
@@ -137,8 +140,9 @@ export function historyRows(o, t) {
   ];
 }
 
-/** The targets, from the medians of this run. */
-export function historyTargets(o, t, median) {
+/** The targets, from the medians of this run (`long`: the long history's length). */
+export function historyTargets(o, t, median, long = LONG) {
+  const LONG = long;
   const lines = [];
   const ratio = (a, b) => median(a) / median(b);
   const show = (name, value, limit) => {

@@ -28,7 +28,7 @@ import WebSocket from 'ws';
 import { COMPATIBILITY_DATE, chatRequest, connect, isDone, kebab, userMessage } from '../tests/support/harness.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import { freePort, inspect } from './inspector.mjs';
-import { historyRows, historyTargets, phaseHistoryMemory, phaseHistoryTurns } from './history.mjs';
+import { LONG, historyRows, historyTargets, phaseHistoryMemory, phaseHistoryTurns } from './history.mjs';
 import { phaseLoad, uploadHistories } from './load.mjs';
 import { cacheOptions, cacheRows, cacheTargets, phaseCache } from './cache.mjs';
 import { targetLines } from './targets.mjs';
@@ -57,7 +57,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history,cache] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--cache-turns N] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history,cache] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--history-long N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--cache-turns N] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -67,7 +67,7 @@ function parseArgs(argv) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${k} must be a positive integer`);
     return n;
   };
-  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents',
+  const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents', 'history-long',
     'load-agents', 'load-tokens', 'load-reps', 'memory-modes', 'cache-turns'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
@@ -90,6 +90,7 @@ function parseArgs(argv) {
     connects: int('connects', quick ? 10 : 30),
     historyReps: reps,
     historyAgents: int('history-agents', quick ? 2 : 4),
+    historyLong: int('history-long', LONG),
     loadAgents: int('load-agents', quick ? 10 : 40),
     loadTokens: int('load-tokens', 300),
     loadReps: int('load-reps', quick ? 1 : 3),
@@ -840,7 +841,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     [`  isolate's live heap per agent (heap snapshot, KiB)`, o.liveHeapPerAgentKiB, t.liveHeapPerAgentKiB, f.liveHeapPerAgentKiB],
     [`fresh-agent connect on a warm process → ready (ms)`, o.connect, t.connect, f.connect],
     [`  of which WebSocket open (ms)`, o.connectOpen, t.connectOpen, f.connectOpen],
-    ...historyRows(o, t),
+    ...historyRows(o, t, opts.historyLong),
     ...cacheRows(o, t, opts),
     [`worker code size (KiB; ours = wasm, think = JS bundle)`, [sizes.oursWasmKiB], [sizes.thinkBundleKiB]],
     [`worker code size gzip (KiB)`, [sizes.oursWasmGzKiB], [sizes.thinkBundleGzKiB]],
@@ -869,7 +870,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
     out.push('targets (medians of this run):');
     out.push(...ratioTargets);
   }
-  const targets = historyTargets(o, t, median);
+  const targets = historyTargets(o, t, median, opts.historyLong);
   if (targets.length) {
     out.push('');
     out.push(`history targets (medians of this run; the long agent stores ${o.historyStored ?? '-'} messages here, ${t.historyStored ?? '-'} in Think):`);

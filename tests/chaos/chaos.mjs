@@ -29,10 +29,13 @@
 // Exits non-zero if lost, duplicated, stuck or misplaced is > 0 (or the system never settled).
 //
 // Usage: node tests/chaos/chaos.mjs [--seed N] [--steps 30] [--seconds S] [--quiet-prob 0.05]
-//          [--build-dir DIR] [--json] [--verbose]
+//          [--heartbeat-ms 2000] [--build-dir DIR] [--json] [--verbose]
 //   --seed     the schedule's seed (default 1); --steps its length; --seconds, when given, stops
 //              starting new steps after that long (a bound, not part of the experiment).
-// Needs the built worker (bash scripts/build.sh).
+//   --heartbeat-ms  how far ahead a running turn's durable alarm is kept (the test build's
+//              DEBUG_HEARTBEAT_MS, default 2000); a quiet period lasts a second longer than it.
+// Needs the test build (bash scripts/build.sh --test), or --build-dir DIR: a build without the
+// switch keeps its 10 s heartbeat, so pass --heartbeat-ms 10000 with it.
 // Owns: runChaos (also importable), the CLI.
 
 import { pathToFileURL } from 'node:url';
@@ -60,17 +63,18 @@ const isToolPart = (p) => typeof p?.toolCallId === 'string';
 
 /**
  * Run the chaos scenario: the steps of `drawSchedule(seed, steps)`, then the settle phase.
- * @param {{steps?: number, seconds?: number, seed?: number, quietProb?: number, buildDir?: string,
+ * @param {{steps?: number, seconds?: number, seed?: number, quietProb?: number, heartbeatMs?: number, buildDir?: string,
  *   log?: (msg: string) => void}} [opts] `seconds`, when given, stops starting new steps after
  *   that long (the report's `stepsRun` says how many ran).
  * @returns {Promise<object>} the report (see the header), with `schedule` (the drawn steps) and
  *   `trace` (what each step observed); `ok` is true when lost, duplicated, stuck and misplaced are 0.
  */
-export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05, buildDir, log = () => {} } = {}) {
+export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05, heartbeatMs = 2000, buildDir, log = () => {} } = {}) {
   const schedule = drawSchedule(seed, steps, { quietProb });
   const model = await startModelServer();
   const proxy = await startStallProxy(model);
-  const w = await startWorker({ model: proxy, ...(buildDir ? { buildDir } : {}) });
+  const bindings = { DEBUG_HEARTBEAT_MS: String(heartbeatMs) };
+  const w = await startWorker({ model: proxy, bindings, ...(buildDir ? { buildDir } : {}) });
   const started = Date.now();
   const deadline = seconds ? started + seconds * 1000 : Infinity;
 
@@ -191,8 +195,8 @@ export async function runChaos({ steps = 30, seconds, seed = 1, quietProb = 0.05
     if (back.mode === 'quiet') {
       // Nobody comes back for a while: only the durable alarm can wake the agent.
       stats.quietPeriods++;
-      note('quiet period: no client, no request for 11 s');
-      await sleep(11000);
+      note(`quiet period: no client, no request for ${heartbeatMs + 1000} ms`);
+      await sleep(heartbeatMs + 1000);
     }
     state.rush = back.mode === 'rush';
     state.recut = s.recut?.n ?? null;
@@ -640,6 +644,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const seconds = opt('seconds', undefined) === undefined ? undefined : Number(opt('seconds'));
   const seed = Number(opt('seed', '1'));
   const quietProb = Number(opt('quiet-prob', '0.05'));
+  const heartbeatMs = Number(opt('heartbeat-ms', '2000'));
   const buildDir = opt('build-dir', undefined);
   const t0 = Date.now();
   const log = (msg) => { if (verbose) console.error(`[chaos +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); };
@@ -650,7 +655,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.exit(2);
   }, boundS * 1000);
   guard.unref();
-  const report = await runChaos({ steps, seconds, seed, quietProb, buildDir, log });
+  const report = await runChaos({ steps, seconds, seed, quietProb, heartbeatMs, buildDir, log });
   if (json) {
     console.log(JSON.stringify(report));
   } else {

@@ -123,20 +123,6 @@ test("on_connect sees the request's query and keeps it as the connection's own s
   assert.deepEqual(await guestPong, { type: 'pong', connection: { role: 'guest' } });
 });
 
-test("a connection's own state outlives the agent's eviction while the socket hibernates", async (t) => {
-  const w = await workerFor(t);
-  const c = new AgentClient({ agent: AGENT, name: rid('nap'), host: new URL(w.url).host, WebSocket: WS, query: { role: 'editor' } });
-  t.after(() => c.close());
-  await c.ready;
-  await new Promise((r) => setTimeout(r, 12000)); // local workerd evicts an idle Durable Object after ~10 s
-  const pong = new Promise((resolve) => c.addEventListener('message', (event) => {
-    const frame = JSON.parse(event.data);
-    if (frame.type === 'pong') resolve(frame);
-  }));
-  c.send(JSON.stringify({ type: 'ping' }));
-  assert.deepEqual(await pong, { type: 'pong', connection: { role: 'editor' } });
-});
-
 test('a reminder set through a callable fires on its schedule and shows in every tab', { timeout: 30000 }, async (t) => {
   const w = await workerFor(t);
   const room = rid('remind');

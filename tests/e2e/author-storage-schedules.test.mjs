@@ -171,33 +171,6 @@ test('a cron schedule may name its weekdays and months', { timeout: 30000 }, asy
   assert.match(bad.text, /day of week/);
 });
 
-test('a cron schedule in a time zone is read there and fires each due minute, across a restart', { timeout: 200000 }, async (t) => {
-  const w = await workerFor(t, DEBUG);
-  const room = 'as-cron-zone';
-  // 02:30 in Kolkata (UTC+05:30, no daylight saving time) is 21:00 UTC.
-  const nightly = { name: 'nightly', callback: 'record', payload: 'nightly', when: { zonedCron: { cron: '30 2 * * *', timeZone: 'Asia/Kolkata' } } };
-  const made = await post(w, room, 'schedule', nightly);
-  assert.equal(made.status, 200, made.text);
-  const minutely = { name: 'minutely', callback: 'record', payload: 'tick', when: { zonedCron: { cron: '* * * * *', timeZone: 'America/New_York' } } };
-  assert.equal((await post(w, room, 'schedule', minutely)).status, 200);
-  const listed = await listSchedules(w, room);
-  const night = listed.find((s) => s.name === 'nightly');
-  assert.deepEqual(night.repeat, { zonedCron: { cron: '30 2 * * *', timeZone: 'Asia/Kolkata' } });
-  assert.equal(new Date(night.nextAt).getUTCHours(), 21);
-  assert.equal(new Date(night.nextAt).getUTCMinutes(), 0);
-  const ticks = async (n) => waitUntil(async () => {
-    const f = await kvGet(w, room, 'fired');
-    return f && f.length >= n ? f : null;
-  }, { timeoutMs: 75000, intervalMs: 500, what: `${n} minute tick(s)` });
-  assert.deepEqual(await ticks(1), ['tick']);
-  await w.restart();
-  const after = await ticks(2);
-  assert.deepEqual(after.slice(0, 2), ['tick', 'tick'], 'the next minute fired after the restart');
-  const unknown = await post(w, room, 'schedule', { name: 'x', callback: 'record', when: { zonedCron: { cron: '0 9 * * *', timeZone: 'Mars/Olympus' } } });
-  assert.equal(unknown.status, 400);
-  assert.match(unknown.text, /unknown time zone `Mars\/Olympus`/);
-});
-
 test("the object's first request, and the first after a restart, wait for the start (on_start and the test build's own)", { timeout: 60000 }, async (t) => {
   const w = await workerFor(t, DEBUG);
   const started = async (room) => (await (await w.fetch(`/agents/chat-agent/${room}/__debug/started`)).json()).started;

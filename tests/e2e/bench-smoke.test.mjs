@@ -27,7 +27,7 @@ const ROWS = [
 ];
 
 test('bench/run.mjs --quick completes and prints the table', { timeout: 300_000 }, async () => {
-  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--connects', '2', '--load-agents', '3', '--load-tokens', '20', '--cache-turns', '6'];
+  const args = ['bench/run.mjs', '--quick', '--reps', '1', '--tokens', '50', '--tabs', '3', '--agents', '2', '--history', '4', '--history-long', '200', '--connects', '2', '--load-agents', '3', '--load-tokens', '20', '--cache-turns', '6'];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -542,30 +542,6 @@ test('a socket without _pk still gets a connection of its own', async (t) => {
   assert.deepEqual(frames[4], { type: 'cf_agent_stream_resume_none', reason: 'idle', probeId: 'p' });
 });
 
-test('open tabs keep chatting after the agent sat idle long enough to be evicted (sockets re-adopted from their attachments)', async (t) => {
-  const w = await workerFor(t);
-  const room = 'room-hibernate';
-  const a = await tab(w, room);
-  const b = await tab(w, room);
-  const id = rid();
-  a.send(chatRequest(id, [userMessage(rid('u'), 'before the nap')]));
-  await b.waitFor(isDone(id), TURN_MS);
-  await new Promise((r) => setTimeout(r, 12000)); // local workerd evicts an idle DO after ~10 s
-  assert.ok(a.isOpen && b.isOpen, 'hibernated sockets stay open');
-  const markA = a.mark();
-  const markB = b.mark();
-  const id2 = rid();
-  const u2 = rid('u');
-  b.send(chatRequest(id2, [...(await getMessages(w.url, AGENT, room)), userMessage(u2, 'after the nap')]));
-  assert.equal((await b.waitFor(isDone(id2), TURN_MS)).outcome, 'completed');
-  await a.waitFor(isDone(id2), TURN_MS);
-  const framesA = a.since(markA);
-  assert.ok(framesA.some((f) => f.type === 'cf_agent_chat_messages' && f.messages.at(-1)?.id === u2), 'the other tab still gets the user broadcast');
-  assert.deepEqual(chunkFrames(framesA, id2), chunkFrames(b.since(markB), id2), 'and every chunk');
-  assert.ok(!b.since(markB).some((f) => f.type === 'cf_agent_chat_messages' && f.messages.at(-1)?.id === u2), 'the requester is still recognised (no echo)');
-  assert.equal(textOf(framesA, id2), 'You said: after the nap');
-});
-
 test('an error in the middle of the model stream becomes a readable error frame, then a terminal error, and the partial text is kept', async (t) => {
   const w = await workerFor(t);
   const room = 'room-stream-error';

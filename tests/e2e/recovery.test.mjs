@@ -327,7 +327,8 @@ test('a turn waiting for an approval is parked across a restart, and approving a
 });
 
 test('with no client connected, the heartbeat alarm wakes the agent after a restart and finishes the cut turn', async (t) => {
-  const w = await workerFor(t);
+  // The alarm is kept 2 s ahead instead of the default 10 s (the test build's switch).
+  const w = await workerFor(t, { bindings: { DEBUG_HEARTBEAT_MS: '2000' } });
   const room = 'rec-no-client';
   const a = await tab(w, room);
   const id = rid();

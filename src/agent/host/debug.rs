@@ -10,7 +10,8 @@
 //! every table and the alarm, answered before the request is looked at),
 //! and adds a slow start of its own after the definition's `on_start`
 //! (50 ms), which `GET …/__debug/started` reports as finished: a request is
-//! served only after the start.
+//! served only after the start. `DEBUG_HEARTBEAT_MS` (a number of ms) sets
+//! how far ahead a running turn's durable alarm is kept.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -47,8 +48,16 @@ type DebugAnswer = fn(&Rc<AgentHost>) -> worker::Result<Response>;
 pub(super) struct DebugSwitches {
     memory: bool,
     pub(super) tools: bool,
+    /// `DEBUG_NO_ALARM=1`: the durable alarm is never set (the benchmark's
+    /// measure of what the recovery alarm costs a turn; an evicted turn is
+    /// then not resumed until something else wakes the agent).
+    pub(super) no_alarm: bool,
     /// The test-only start after `on_start` finished.
     pub(super) started: std::cell::Cell<bool>,
+    /// `DEBUG_HEARTBEAT_MS`: how far ahead the durable alarm of a running
+    /// turn is kept, instead of the recovery settings' own (so that a test of
+    /// a turn woken by that alarm waits less).
+    pub(super) heartbeat_ms: Option<u64>,
 }
 
 impl DebugSwitches {
@@ -56,7 +65,11 @@ impl DebugSwitches {
         DebugSwitches {
             memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
+            no_alarm: lookup("DEBUG_NO_ALARM").as_deref() == Some("1"),
             started: std::cell::Cell::new(false),
+            heartbeat_ms: lookup("DEBUG_HEARTBEAT_MS")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|ms| *ms > 0),
         }
     }
 }

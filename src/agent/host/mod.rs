@@ -212,6 +212,10 @@ impl AgentHost {
         }
         let providers = providers.with_workers_ai_ids(&random_token(10));
         let mut config = core_config(&definition, &settings, &tools, &name, agent);
+        #[cfg(feature = "debug-routes")]
+        if let Some(ms) = debug.heartbeat_ms {
+            config.settings.recovery.heartbeat_ms = ms;
+        }
         let author = AuthorHooks::of(&definition);
         for refused in &author.refused_rpc_methods {
             crate::log::write(crate::log::LogLevel::Error, refused);

@@ -12,7 +12,7 @@ use worker::{
     ResponseBody,
 };
 
-use crate::core::{CallId, Event};
+use crate::core::{CallId, Effect, Event};
 use crate::model::{
     CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
 };
@@ -35,13 +35,46 @@ impl AgentHost {
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
         let host = self.clone();
-        let to_core = move |event| host.dispatch(Event::Model { call, event });
+        let to_core = move |events: &mut Vec<_>| host.dispatch_model_events(call, events.drain(..));
         let result = self.stream_model(provider, request, &signal, to_core).await;
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {
             let failure = self.for_tabs(failure);
             self.dispatch(Event::ModelFailed { call, failure });
         }
+    }
+
+    /// The events one read of a model's body decoded, handed to the core
+    /// in one run with one reading of the clock: the frames they send are
+    /// carried out together, in order, at the end; any other effect (a
+    /// write, a tool run, the turn's end) is carried out before the next
+    /// event is handled, as a dispatch of each would.
+    fn dispatch_model_events(
+        self: &Rc<Self>,
+        call: CallId,
+        events: impl Iterator<Item = crate::model::ModelEvent>,
+    ) {
+        let now = super::now_ms();
+        let mut frames = Vec::new();
+        for event in events {
+            let effects = {
+                let mut core = self.core.borrow_mut();
+                core.handle(Event::Model { call, event }, now);
+                self.write_log(&mut core);
+                core.take_effects()
+            };
+            let only_frames = effects
+                .iter()
+                .all(|e| matches!(e, Effect::Send { .. } | Effect::SendTranscript { .. }));
+            frames.extend(effects);
+            if !only_frames {
+                self.execute(std::mem::take(&mut frames));
+            }
+        }
+        if !frames.is_empty() {
+            self.execute(frames);
+        }
+        self.schedule_timers();
     }
 
     /// The provider's own words go to the log; the tabs, the stored error
@@ -73,9 +106,11 @@ impl AgentHost {
         let signal = AbortController::default().signal();
         let text = Rc::new(RefCell::new(String::new()));
         let collected = text.clone();
-        let collect = move |event| {
-            if let crate::model::ModelEvent::TextDelta(delta) = event {
-                collected.borrow_mut().push_str(&delta);
+        let collect = move |events: &mut Vec<_>| {
+            for event in events.drain(..) {
+                if let crate::model::ModelEvent::TextDelta(delta) = event {
+                    collected.borrow_mut().push_str(&delta);
+                }
             }
         };
         self.stream_model(provider, request, &signal, collect)
@@ -93,7 +128,7 @@ impl AgentHost {
         provider: &dyn ModelProvider,
         mut request: ModelRequest,
         signal: &AbortSignal,
-        mut sink: impl FnMut(crate::model::ModelEvent) + 'static,
+        mut sink: impl FnMut(&mut Vec<crate::model::ModelEvent>) + 'static,
     ) -> Result<(), ModelFailure> {
         crate::model::files::keep_allowed_links(&mut request, &self.link_hosts, self.mcp.hosts());
         let plan = provider.plan(&request);
@@ -105,7 +140,7 @@ impl AgentHost {
             }
             CallPlan::Local(reply) => {
                 let mut events = reply.events;
-                deliver(&mut sink, &mut events);
+                sink(&mut events);
                 return reply.end;
             }
         };
@@ -128,11 +163,14 @@ impl AgentHost {
     }
 }
 
+/// Takes the events decoded so far (all of them).
+type EventSink = dyn FnMut(&mut Vec<crate::model::ModelEvent>);
+
 /// A model body being decoded: the provider's decoder, and a failure it
 /// reported (the reading stops there).
 struct Reading {
     decoder: Box<dyn ResponseDecoder>,
-    sink: Box<dyn FnMut(crate::model::ModelEvent)>,
+    sink: Box<EventSink>,
     events: Vec<crate::model::ModelEvent>,
     failure: Option<ModelFailure>,
 }
@@ -145,7 +183,7 @@ impl Reading {
         // error event) reach the core first, so the text streamed before the
         // failure is kept.
         let decoded = self.decoder.decode(bytes, &mut self.events);
-        deliver(&mut self.sink, &mut self.events);
+        (self.sink)(&mut self.events);
         if let Err(failure) = decoded {
             self.failure = Some(failure);
             return false;
@@ -157,17 +195,8 @@ impl Reading {
     /// was whole.
     fn end(&mut self) -> Result<(), ModelFailure> {
         let ended = self.decoder.end(&mut self.events);
-        deliver(&mut self.sink, &mut self.events);
+        (self.sink)(&mut self.events);
         ended
-    }
-}
-
-fn deliver(
-    sink: &mut dyn FnMut(crate::model::ModelEvent),
-    events: &mut Vec<crate::model::ModelEvent>,
-) {
-    for event in events.drain(..) {
-        sink(event);
     }
 }
 

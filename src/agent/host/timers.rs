@@ -23,6 +23,8 @@ impl AgentHost {
             let core = self.core.borrow();
             (core.poll_timeout(), core.durable_deadline())
         };
+        #[cfg(feature = "debug-routes")]
+        let durable = durable.filter(|_| !self.debug.no_alarm);
         if durable != self.alarm_asked.get() {
             self.alarm_asked.set(durable);
             match durable {

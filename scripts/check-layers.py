@@ -227,7 +227,8 @@ def main():
 AGENT_RANK = {'settings': 0, 'body': 0, 'ids': 0, 'typed_handler': 0, 'binding_model': 0,
               'access': 1, 'storage': 2, 'connections': 2, 'handle': 3, 'callables': 4, 'tools': 4,
               'subagents': 5, 'definition': 6, 'engine_config': 7, 'author_hooks': 7,
-              'builtin_tools': 7, 'debug_tools': 7, 'durable_object': 7, 'host': 8, 'rpc_target': 9,
+              'builtin_tools': 7, 'debug_tools': 7, 'durable_object': 7, 'effect_handlers': 7,
+              'host': 8, 'rpc_target': 9,
               'mod': 10}
 BEHAVIOUR_RANK = {'recovery': 4, 'admit': 3, 'callables': 3, 'turn': 2, 'synced_state': 1}
 WIDE = ('pub(in crate::core)', 'pub(crate)')

@@ -20,7 +20,9 @@
 //! 8. `engine_config` (a definition turned into the core's configuration),
 //!    `author_hooks` (the hooks of the agent as a whole, for the host),
 //!    `builtin_tools` (`set_context`, `search_context`, added from it),
-//!    `debug_tools`, `durable_object` (the `chat_agent!` macro);
+//!    `debug_tools`, `durable_object` (the `chat_agent!` macro),
+//!    `effect_handlers` (which handler of a host carries out each core
+//!    effect, for the worker's host and the test kit's alike);
 //! 9. `host` (runs the core in a Durable Object);
 //! 10. `rpc_target` (the agent's methods over Durable Object RPC, which the
 //!     build's generated bridge class forwards to), on top.
@@ -43,6 +45,8 @@ pub mod connections;
 pub mod debug_tools;
 pub mod definition;
 mod durable_object;
+#[cfg(any(target_arch = "wasm32", feature = "test-kit"))]
+pub(crate) mod effect_handlers;
 #[cfg_attr(
     not(any(target_arch = "wasm32", feature = "test-kit")),
     allow(dead_code)

@@ -18,8 +18,8 @@ use std::fmt;
 pub use decoder::MessagesDecoder;
 pub use request::request_body;
 
-use super::openai::http_error_text;
-use super::{CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder};
+use super::http_service::{http_refusal, streaming_post, HttpService};
+use super::{CallPlan, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder};
 
 /// Where the Messages API lives unless `ANTHROPIC_BASE_URL` says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -29,53 +29,36 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The Messages API at `base_url`, with an API key.
 #[derive(Clone, PartialEq)]
 pub struct AnthropicMessages {
-    base_url: String,
-    api_key: Option<String>,
+    service: HttpService,
 }
 
 /// Shows whether a key is set, never the key.
 impl fmt::Debug for AnthropicMessages {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicMessages")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
-            .finish()
+        self.service.debug_as("AnthropicMessages", f)
     }
 }
 
 impl AnthropicMessages {
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Self {
         AnthropicMessages {
-            base_url: base_url.into(),
-            api_key,
+            service: HttpService::new(base_url, api_key),
         }
     }
 
     /// `{base}/messages`, tolerating whitespace and trailing slashes.
     pub fn url(&self) -> String {
-        format!("{}/messages", self.base_url.trim().trim_end_matches('/'))
+        let base = &self.service.base_url;
+        format!("{}/messages", base.trim().trim_end_matches('/'))
     }
 }
 
 impl ModelProvider for AnthropicMessages {
     fn plan(&self, request: &ModelRequest) -> CallPlan {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-            ("anthropic-version".to_string(), API_VERSION.to_string()),
-        ];
-        if let Some(key) = &self.api_key {
-            headers.push(("x-api-key".to_string(), key.clone()));
-        }
-        if let Some(metadata) = super::ai_gateway::metadata_header(request) {
-            headers.push(metadata);
-        }
-        headers.extend(request.headers.iter().cloned());
-        CallPlan::Http(HttpRequest {
-            url: self.url(),
-            headers,
-            body: request_body(request),
-        })
+        let version = ("anthropic-version".to_string(), API_VERSION.to_string());
+        let key = (self.service.api_key.as_ref()).map(|key| ("x-api-key".to_string(), key.clone()));
+        let own = std::iter::once(version).chain(key);
+        streaming_post(self.url(), own, request, request_body(request))
     }
 
     fn decoder(&self) -> Box<dyn ResponseDecoder> {
@@ -91,20 +74,8 @@ impl ModelProvider for AnthropicMessages {
         body: &str,
         header: &dyn Fn(&str) -> Option<String>,
     ) -> ModelFailure {
-        let failure = ModelFailure::http(
-            status,
-            http_error_text(status, body),
-            header("retry-after-ms").as_deref(),
-            header("retry-after").as_deref(),
-        );
-        let lower = body.to_ascii_lowercase();
-        let too_long = ["prompt is too long", "context window", "too many tokens"]
-            .iter()
-            .any(|needle| lower.contains(needle));
-        match matches!(status, 400 | 413) && too_long {
-            true => failure.overflowing_context(),
-            false => failure,
-        }
+        let too_long = ["prompt is too long", "context window", "too many tokens"];
+        http_refusal(status, body, header, &[400, 413], &too_long)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod anthropic;
 mod event;
 mod failure;
 pub mod files;
+mod http_service;
 pub mod openai;
 mod provider;
 pub mod providers;

@@ -7,6 +7,7 @@
 //! returns `()` or a `Result`; an `Err` (and a run cut by an eviction) is
 //! tried again, up to three attempts in all.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -115,5 +116,29 @@ impl ScheduleCallback {
         ctx: ScheduleContext,
     ) -> Result<CallbackFuture, String> {
         (self.run)(payload, ctx)
+    }
+}
+
+/// Starts the callback named `callback` of those a definition registers,
+/// for the run `attempt` of schedule `name`: `Err` when no callback has
+/// that name or the payload does not fit its type.
+#[cfg_attr(
+    not(any(target_arch = "wasm32", feature = "test-kit")),
+    allow(dead_code)
+)]
+pub(crate) fn start_registered(
+    callbacks: &HashMap<String, ScheduleCallback>,
+    (name, callback): (&str, &str),
+    (payload, attempt): (Value, u32),
+    agent: AgentHandle,
+) -> Result<CallbackFuture, String> {
+    let ctx = ScheduleContext {
+        agent,
+        schedule: name.to_string(),
+        attempt,
+    };
+    match callbacks.get(callback) {
+        Some(registered) => registered.start(payload, ctx),
+        None => Err(format!("no schedule callback `{callback}` is registered")),
     }
 }

@@ -28,7 +28,7 @@ impl AgentHost {
 
     /// A transcript frame, its older part read as it is sent (an RPC call
     /// gets none: it follows only its own turn).
-    pub(super) fn send_transcript(&self, to: &[ConnId], frame: &TranscriptFrame) {
+    pub(super) fn send_transcript_frame(&self, to: &[ConnId], frame: &TranscriptFrame) {
         let sockets: Vec<ConnId>;
         let to = if to.iter().any(|c| self.rpc.is_call(c)) {
             sockets = to

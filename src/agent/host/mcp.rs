@@ -3,35 +3,27 @@
 //! one's session and the connect in flight; connecting when first needed
 //! (a request `authorize` let in, a turn, the agent's code adding or
 //! removing a server, a sign-in coming back; never for a request refused)
-//! and when a server is added (again after an eviction, from the stored rows), the
-//! servers' tools and state handed to the core after every change, a
-//! model's call sent to its server, and failed servers tried again when a
-//! turn starts. The protocol itself is `crate::mcp`, sans-I/O.
+//! and when a server is added (again after an eviction, from the stored
+//! rows), the servers' tools and state handed to the core after every
+//! change, and failed servers tried again when a turn starts. The handshake
+//! is `mcp_connect.rs`, a model's call to a server's tool
+//! `mcp_tool_calls.rs`; the protocol itself is `crate::mcp`, sans-I/O.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::Value;
 use wasm_bindgen_futures::spawn_local;
 use worker::Delay;
 
-use crate::agent::tools::context::AbortSignal;
-use crate::agent::tools::context::AbortSignal as CallAbort;
 use crate::core::quoted;
 use crate::log::LogLevel;
-use crate::mcp::connect::MAX_TOOL_PAGES;
-use crate::mcp::legacy_sse::should_fall_back;
 use crate::mcp::servers::ServerInfo;
-use crate::mcp::{
-    tool_outcome, Connect, ConnectStep, McpError, McpRequest, McpServer, ServerRecord, ServerState,
-    Servers, Session,
-};
+use crate::mcp::{McpServer, ServerRecord, ServerState, Servers, Session};
 use crate::outbound::OutboundHosts;
 
 use super::mcp_http::exchange;
-use super::mcp_oauth::AfterUnauthorized;
 use super::mcp_sse::SseLink;
 use super::{now_ms, AgentHost};
 
@@ -304,320 +296,6 @@ impl AgentHost {
         self.publish_mcp();
     }
 
-    /// Lists server `id`'s tools again on its open session (it said they
-    /// changed); a listing that fails connects the server again instead.
-    fn relist_mcp(self: &Rc<Self>, id: String) {
-        let host = self.clone();
-        spawn_local(async move { host.run_relist(id).await });
-    }
-
-    async fn run_relist(self: Rc<Self>, id: String) {
-        let forked = {
-            let mut state = self.mcp.state.borrow_mut();
-            let link = state.links.get(&id).cloned();
-            state
-                .sessions
-                .get_mut(&id)
-                .map(|s| (s.fork(MAX_TOOL_PAGES as u64), link))
-        };
-        let Some((mut session, link)) = forked else {
-            return;
-        };
-        let (mut listing, mut request) = Connect::relist(&mut session);
-        let outcome = loop {
-            let reply = send(
-                link.as_ref(),
-                self.mcp.hosts(),
-                &request,
-                CONNECT_TIMEOUT_MS,
-                None,
-            )
-            .await;
-            match listing.on_reply(&mut session, reply) {
-                ConnectStep::Send(next) => request = next,
-                ConnectStep::Done(outcome) => break outcome,
-            }
-        };
-        match outcome {
-            Ok(listed) => {
-                {
-                    let mut state = self.mcp.state.borrow_mut();
-                    if state.connecting.contains_key(&id) || !state.sessions.contains_key(&id) {
-                        return;
-                    }
-                    state.servers.set_tools(&id, listed.tools, listed.left_out);
-                }
-                self.log_line(
-                    LogLevel::Info,
-                    &format!("mcp: server '{id}' listed its tools again"),
-                );
-                self.publish_mcp();
-            }
-            Err(e) => {
-                self.log_line(
-                    LogLevel::Warn,
-                    &format!(
-                        "mcp: server '{id}' could not list its tools again: {}",
-                        quoted(&e.to_string())
-                    ),
-                );
-                self.connect_mcp(id);
-            }
-        }
-    }
-
-    fn connect_mcp(self: &Rc<Self>, id: String) {
-        let host = self.clone();
-        spawn_local(async move { host.run_connect(id).await });
-    }
-
-    /// One handshake with server `id`; its outcome is the server's new state.
-    async fn run_connect(self: Rc<Self>, id: String) {
-        let refused = {
-            let state = self.mcp.state.borrow();
-            let url = state.servers.server(&id).map(|s| s.url.clone());
-            url.and_then(|url| self.mcp.hosts.check(&url, "MCP server URL").err())
-        };
-        if let Some(why) = refused {
-            // A declared server on a host the policy refuses: never fetched.
-            self.mcp_sign_in_failed(&id, &why);
-            return;
-        }
-        let started = {
-            let mut state = self.mcp.state.borrow_mut();
-            let Some(server) = state.servers.server(&id).cloned() else {
-                return;
-            };
-            state.next_generation += 1;
-            let generation = state.next_generation;
-            state.connecting.insert(id.clone(), generation);
-            state.sessions.remove(&id);
-            if let Some(link) = state.links.remove(&id) {
-                link.close();
-            }
-            state.servers.set_connecting(&id);
-            (generation, server)
-        };
-        let (generation, server) = started;
-        self.publish_mcp();
-        let mut session = Session::new(&server.url, &server.headers);
-        let mut may_refresh = true;
-        let mut link = None;
-        let mut outcome = loop {
-            if let Some(token) = self.mcp_bearer(&id, &server).await {
-                session.set_bearer(&token);
-            }
-            let outcome = handshake(&mut session, self.mcp.hosts(), None).await;
-            let Err(McpError::Unauthorized { challenge, .. }) = &outcome else {
-                break outcome;
-            };
-            if server.has_authorization() {
-                break outcome;
-            }
-            match self
-                .mcp_unauthorized(&id, &server, challenge.clone(), may_refresh)
-                .await
-            {
-                AfterUnauthorized::Retry => may_refresh = false,
-                AfterUnauthorized::Failed(e) => break Err(e),
-                AfterUnauthorized::SignIn { url, issuer } => {
-                    {
-                        let mut state = self.mcp.state.borrow_mut();
-                        if state.connecting.get(&id) != Some(&generation) {
-                            return;
-                        }
-                        state.connecting.remove(&id);
-                        state.servers.set_authenticating(&id, &url, &issuer);
-                    }
-                    self.publish_mcp();
-                    return;
-                }
-            }
-        };
-        if matches!(&outcome, Err(e) if should_fall_back(e)) {
-            // A server that speaks only the older HTTP+SSE transport?
-            let bearer = self.mcp_bearer(&id, &server).await;
-            let mut headers = server.headers.clone();
-            if let Some(token) = &bearer {
-                headers.push(("authorization".into(), format!("Bearer {token}")));
-            }
-            if let Ok((opened, post_url)) =
-                SseLink::open(&server.url, &headers, self.mcp.hosts(), CONNECT_TIMEOUT_MS).await
-            {
-                let mut legacy = Session::new(&post_url, &server.headers);
-                if let Some(token) = &bearer {
-                    legacy.set_bearer(token);
-                }
-                outcome = handshake(&mut legacy, self.mcp.hosts(), Some(&opened)).await;
-                session = legacy;
-                link = Some(opened);
-            }
-        }
-        {
-            let mut state = self.mcp.state.borrow_mut();
-            if state.connecting.get(&id) != Some(&generation) {
-                if let Some(link) = link {
-                    link.close();
-                }
-                return;
-            }
-            state.connecting.remove(&id);
-            match outcome {
-                Ok(connected) => {
-                    self.log_line(
-                        LogLevel::Info,
-                        &format!(
-                            "mcp: server '{id}' ready with {} tools",
-                            connected.tools.len()
-                        ),
-                    );
-                    if let Some(note) = state.servers.set_ready(&id, connected) {
-                        self.log_line(
-                            LogLevel::Warn,
-                            &format!("mcp: server '{id}': {}", quoted(&note)),
-                        );
-                    }
-                    state.sessions.insert(id.clone(), session);
-                    if let Some(link) = link {
-                        let (host, server) = (Rc::downgrade(&self), id.clone());
-                        link.on_end(move |why| {
-                            if let Some(host) = host.upgrade() {
-                                host.mark_mcp_failed(&server, &why);
-                            }
-                        });
-                        state.links.insert(id.clone(), link);
-                    }
-                    state.failed_at.remove(&id);
-                }
-                Err(e) => {
-                    if let Some(link) = link {
-                        link.close();
-                    }
-                    self.log_line(
-                        LogLevel::Warn,
-                        &format!("mcp: server '{id}' failed: {}", quoted(&e.to_string())),
-                    );
-                    state.servers.set_failed(&id, &e.to_string());
-                    state.failed_at.insert(id.clone(), now_ms());
-                }
-            }
-        }
-        self.publish_mcp();
-    }
-
-    /// A model's call to the server's tool `tool` (offered under another
-    /// name). A session the server ended is opened again once; a server
-    /// that cannot be reached is marked failed. Every failure is a tool
-    /// error the model reads.
-    pub(super) async fn call_mcp_tool(
-        self: &Rc<Self>,
-        (id, tool): (String, String),
-        input: Value,
-        abort: AbortSignal,
-    ) -> Result<Value, String> {
-        let name = self
-            .mcp
-            .state
-            .borrow()
-            .servers
-            .server(&id)
-            .map(|s| s.name.clone())
-            .unwrap_or_else(|| id.clone());
-        let server = self.mcp.server(&id);
-        for attempt in 0..2 {
-            self.wait_for_connecting(Some(&id)).await;
-            if let Some(server) = &server {
-                if let Some(token) = self.mcp_bearer(&id, server).await {
-                    if let Some(session) = self.mcp.state.borrow_mut().sessions.get_mut(&id) {
-                        session.set_bearer(&token);
-                    }
-                }
-            }
-            let prepared = {
-                let mut state = self.mcp.state.borrow_mut();
-                let timeout = state
-                    .servers
-                    .server(&id)
-                    .and_then(|s| s.timeout_ms)
-                    .unwrap_or(CALL_TIMEOUT_MS);
-                state.sessions.get_mut(&id).map(|session| {
-                    (
-                        session.call_tool(&tool, input.clone()),
-                        session.clone(),
-                        timeout,
-                    )
-                })
-            };
-            let Some((request, mut reader, timeout)) = prepared else {
-                return Err(format!("The MCP server '{name}' is not connected."));
-            };
-            let link = self.mcp.state.borrow().links.get(&id).cloned();
-            let sent = send(
-                link.as_ref(),
-                self.mcp.hosts(),
-                &request,
-                timeout,
-                Some(abort.clone()),
-            )
-            .await;
-            let read = match sent {
-                Ok(reply) => reader.read(&request, &reply),
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(result) => {
-                    let stream_said = link.as_ref().is_some_and(|l| l.take_tools_changed());
-                    if reader.take_tools_changed() || stream_said {
-                        self.relist_mcp(id.clone());
-                    }
-                    return tool_outcome(&result);
-                }
-                Err(McpError::SessionExpired) if attempt == 0 => {
-                    self.clone().run_connect(id.clone()).await;
-                }
-                Err(McpError::Unauthorized { .. })
-                    if server.as_ref().is_some_and(|s| !s.has_authorization()) =>
-                {
-                    let refreshed = match (&server, attempt) {
-                        (Some(server), 0) => self.refresh_mcp_tokens(&id, server).await.is_ok(),
-                        _ => false,
-                    };
-                    if !refreshed {
-                        // A new sign-in: the server shows where in its state.
-                        self.connect_mcp(id.clone());
-                        return Err(format!("The MCP server '{name}' needs a new sign-in."));
-                    }
-                }
-                Err(e) if e.is_transport() => {
-                    self.mark_mcp_failed(&id, &e);
-                    return Err(format!("The MCP server '{name}' failed: {e}"));
-                }
-                Err(e) => return Err(format!("The MCP tool '{tool}' of '{name}' failed: {e}")),
-            }
-        }
-        Err(format!("The MCP server '{name}' ended the session again."))
-    }
-
-    fn mark_mcp_failed(self: &Rc<Self>, id: &str, error: &McpError) {
-        {
-            let mut state = self.mcp.state.borrow_mut();
-            if state.connecting.contains_key(id) {
-                return;
-            }
-            state.sessions.remove(id);
-            if let Some(link) = state.links.remove(id) {
-                link.close();
-            }
-            state.servers.set_failed(id, &error.to_string());
-            state.failed_at.insert(id.to_string(), now_ms());
-        }
-        self.log_line(
-            LogLevel::Warn,
-            &format!("mcp: server '{id}' failed: {}", quoted(&error.to_string())),
-        );
-        self.publish_mcp();
-    }
-
     /// Hands the servers' tools and frame to the core (which tells the tabs
     /// when the frame changed).
     fn publish_mcp(self: &Rc<Self>) {
@@ -635,33 +313,8 @@ impl AgentHost {
     }
 }
 
-/// `initialize`, `initialized` and the tool listing on `session`.
-async fn handshake(
-    session: &mut Session,
-    hosts: &OutboundHosts,
-    link: Option<&Rc<SseLink>>,
-) -> Result<crate::mcp::Connected, McpError> {
-    let (mut connect, mut request) = Connect::start(session);
-    loop {
-        let reply = send(link, hosts, &request, CONNECT_TIMEOUT_MS, None).await;
-        match connect.on_reply(session, reply) {
-            ConnectStep::Send(next) => request = next,
-            ConnectStep::Done(outcome) => return outcome,
-        }
-    }
-}
+#[path = "mcp_connect.rs"]
+mod connect;
 
-/// One exchange over the server's transport: its event stream when it has
-/// one (the older HTTP+SSE transport), a plain POST otherwise.
-async fn send(
-    link: Option<&Rc<SseLink>>,
-    hosts: &OutboundHosts,
-    request: &McpRequest,
-    timeout_ms: u64,
-    abort: Option<CallAbort>,
-) -> Result<crate::mcp::McpReply, McpError> {
-    match link {
-        Some(link) => link.send(request, timeout_ms, abort).await,
-        None => exchange(request, hosts, timeout_ms, abort).await,
-    }
-}
+#[path = "mcp_tool_calls.rs"]
+mod tool_calls;

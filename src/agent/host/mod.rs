@@ -28,7 +28,6 @@ use crate::agent::tools::context::ToolRuns;
 use crate::agent::tools::ServerTool;
 
 mod all_messages;
-mod author_calls;
 mod body_pump;
 mod connections;
 mod core_host;

@@ -1,17 +1,17 @@
-//! The stored conversation: ordered messages, how client-posted transcripts
-//! are reconciled into it, how tool results and approvals land on their part,
-//! and the repair of unanswered tool calls before the model is called.
+//! The stored conversation: ordered messages in `seq` order, the newest in
+//! memory (the window) and the older ones read through the store, and the
+//! places kept for the answers of accepted requests. Reconciling a client's
+//! transcript and the tool calls in it live in the sibling files.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::protocol::{Part, Role, ToolPart, ToolState, UIMessage};
+use crate::protocol::{Part, Role, UIMessage};
 
 use crate::core::contract::history::{self, History, PAGE, WINDOW_BYTES, WINDOW_MESSAGES};
-use crate::core::data::accumulator::{settle_output, INTERRUPTED_TOOL_ERROR};
 use crate::core::rows::persisted::Entry;
 
 /// The bytes of a message's text, reasoning and file URLs: what makes a
@@ -27,9 +27,6 @@ fn text_bytes(message: &UIMessage) -> usize {
         })
         .sum()
 }
-
-pub const APPROVED_NOT_RUN_ERROR: &str =
-    "The tool call was approved but did not run before the next turn started.";
 
 /// The conversation as the core sees it: the newest messages in memory (the
 /// window, a contiguous run up to the newest stored message), older ones
@@ -420,246 +417,6 @@ impl Transcript {
             .take_while(move |e| e.seq < seq)
             .map(|e| (e.seq, &e.message))
     }
-
-    /// Merges a client-posted transcript: new user messages are appended (marked
-    /// `channel:"web"`), edited user messages are updated by id, and assistant or
-    /// system messages the server never produced are ignored (the server owns
-    /// model output). With `regenerate`, stored messages after the last posted
-    /// message are removed so the new answer replaces them. Costs a lookup per
-    /// posted message (older ones are only loaded when they change).
-    pub fn reconcile(&mut self, incoming: &[UIMessage], regenerate: bool) -> Reconciled {
-        let mut out = Reconciled {
-            message_ids: trailing_user_ids(incoming.iter()),
-            ..Default::default()
-        };
-        if regenerate {
-            let anchor = incoming.iter().rev().find_map(|m| self.locate(&m.id));
-            if let Some(last_known) = anchor {
-                for entry in self.entries.drain(last_known + 1..) {
-                    self.seq_by_id.remove(&entry.message.id);
-                    out.removed.push(entry.message.id);
-                }
-            }
-        }
-        let older = posted::PostedOlder::read(self, incoming);
-        // Where the newest posted message the store knows is, asked the
-        // first time a posted user message is unknown.
-        let mut last_known: Option<Option<usize>> = None;
-        for (index, message) in incoming.iter().enumerate() {
-            if message.role != Role::User {
-                continue;
-            }
-            let sanitized = sanitize_user_message(message);
-            match older.find(self, &message.id) {
-                Some(stored) if stored.role != Role::User => {}
-                Some(stored) if stored.parts == sanitized.parts => {}
-                Some(_) => out.written.push(self.upsert(sanitized)),
-                None => {
-                    let known = *last_known.get_or_insert_with(|| {
-                        incoming
-                            .iter()
-                            .rposition(|m| older.find(self, &m.id).is_some())
-                    });
-                    // Unknown, yet older than a message the store keeps: a
-                    // message the history cap deleted, posted again by a tab
-                    // that still shows it. It stays deleted.
-                    if known.is_none_or(|known| index > known) {
-                        out.written.push(self.upsert(sanitized));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// Like `find`, borrowing a message of the window.
-    fn find_ref(&self, id: &str) -> Option<std::borrow::Cow<'_, UIMessage>> {
-        if let Some(i) = self.position(id) {
-            return Some(std::borrow::Cow::Borrowed(&self.entries[i].message));
-        }
-        self.find(id).map(|e| std::borrow::Cow::Owned(e.message))
-    }
-
-    /// Calls of the latest answer a person approved that have not run yet.
-    pub fn approved_calls(&self) -> Vec<&crate::protocol::ToolPart> {
-        self.last_assistant()
-            .map(|m| {
-                m.tool_parts()
-                    .filter(|t| t.state == ToolState::ApprovalResponded)
-                    .filter(|t| t.approval.as_ref().and_then(|a| a.approved) == Some(true))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Whether an assistant message holds `tool_call_id` (the window, then
-    /// the store's tool call index). Only assistants make tool calls: a tool
-    /// part a client wrote into a user message is never the target of a
-    /// result or an approval.
-    pub fn has_tool_call(&self, tool_call_id: &str) -> bool {
-        self.owner_of(tool_call_id).is_some()
-    }
-
-    /// The newest assistant message holding `tool_call_id` (the window, then
-    /// the store's tool call index).
-    pub fn owner_of(&self, tool_call_id: &str) -> Option<UIMessage> {
-        let in_window = self
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant && m.has_tool_call(tool_call_id));
-        match in_window {
-            Some(message) => Some(message.clone()),
-            None if self.older => self
-                .history
-                .tool_call_owner(tool_call_id)
-                .filter(|e| e.seq < self.window_start())
-                .map(|e| e.message),
-            None => None,
-        }
-    }
-
-    /// The newest assistant message holding `tool_call_id`, loaded into the
-    /// window when it is older (it is about to change).
-    pub fn owner_of_mut(&mut self, tool_call_id: &str) -> Option<&mut Entry> {
-        let in_window = self.entries.iter().rposition(|e| {
-            e.message.role == Role::Assistant && e.message.has_tool_call(tool_call_id)
-        });
-        let index = match in_window {
-            Some(i) => i,
-            None if self.older => {
-                let owner = self.history.tool_call_owner(tool_call_id)?;
-                if owner.seq >= self.window_start() {
-                    return None;
-                }
-                self.locate(&owner.message.id)?
-            }
-            None => return None,
-        };
-        self.entries.get_mut(index)
-    }
-
-    /// Rewrites every tool part that can no longer get a result, except the
-    /// approved calls of the last assistant message when `keep_approved_tail`
-    /// (a continuation is about to run them). Returns the entries changed.
-    pub fn repair_unanswered(&mut self, keep_approved_tail: bool) -> Vec<Entry> {
-        let last_assistant = self
-            .entries
-            .iter()
-            .rposition(|e| e.message.role == Role::Assistant);
-        let mut changed = Vec::new();
-        for (index, entry) in self.entries.iter_mut().enumerate() {
-            let is_tail = Some(index) == last_assistant;
-            let mut touched = false;
-            for part in &mut entry.message.parts {
-                let Part::Tool(tool) = part else { continue };
-                touched |= repair_part(tool, keep_approved_tail && is_tail);
-            }
-            if touched {
-                changed.push(entry.clone());
-            }
-        }
-        changed
-    }
-}
-
-fn repair_part(tool: &mut ToolPart, keep_approved: bool) -> bool {
-    match tool.state {
-        ToolState::InputStreaming | ToolState::InputAvailable | ToolState::ApprovalRequested => {
-            tool.set_error(INTERRUPTED_TOOL_ERROR);
-            true
-        }
-        ToolState::ApprovalResponded if !keep_approved => {
-            let approved = tool
-                .approval
-                .as_ref()
-                .and_then(|a| a.approved)
-                .unwrap_or(false);
-            if approved {
-                tool.set_error(APPROVED_NOT_RUN_ERROR);
-            } else {
-                tool.state = ToolState::OutputDenied;
-            }
-            true
-        }
-        _ => false,
-    }
-}
-
-/// A result or error from a client lands on the first part still waiting for one.
-pub fn apply_tool_result(tool: &mut ToolPart, output: &Value, error_text: Option<&str>) -> bool {
-    // A call waiting for (or holding) an approval is a server tool's: only
-    // its own run settles it.
-    if tool.state != ToolState::InputAvailable {
-        return false;
-    }
-    match error_text {
-        Some(text) => tool.set_error(text),
-        None => {
-            settle_output(tool, output);
-            tool.preliminary = Some(false);
-        }
-    }
-    true
-}
-
-/// An approval decision lands only on a part that asked for one.
-pub fn apply_approval(tool: &mut ToolPart, approved: bool) -> bool {
-    if tool.state != ToolState::ApprovalRequested {
-        return false;
-    }
-    let mut approval = tool.approval.clone().unwrap_or(crate::protocol::Approval {
-        id: tool.tool_call_id.clone(),
-        approved: None,
-        reason: None,
-    });
-    approval.approved = Some(approved);
-    tool.approval = Some(approval);
-    tool.state = if approved {
-        ToolState::ApprovalResponded
-    } else {
-        ToolState::OutputDenied
-    };
-    true
-}
-
-/// Ids of the trailing run of user messages (the `messageIds` of a request).
-pub(in crate::core) fn trailing_user_ids<'a>(
-    messages: impl DoubleEndedIterator<Item = &'a UIMessage>,
-) -> Vec<String> {
-    let mut ids: Vec<String> = messages
-        .rev()
-        .take_while(|m| m.role == Role::User)
-        .map(|m| m.id.clone())
-        .collect();
-    ids.reverse();
-    ids
-}
-
-/// Client-supplied `channel`/`turnMetadata` are not trusted; web messages say
-/// so. Tool parts are not a user's to send: they are dropped.
-fn sanitize_user_message(message: &UIMessage) -> UIMessage {
-    let mut clean = message.clone();
-    clean.drop_tool_parts_of_user();
-    let mut meta = match clean.metadata.take() {
-        Some(Value::Object(m)) => m,
-        _ => Default::default(),
-    };
-    meta.remove("turnMetadata");
-    meta.insert("channel".into(), json!("web"));
-    clean.metadata = Some(Value::Object(meta));
-    clean
-}
-
-/// True while the latest assistant is mid-batch: some tool calls of its step
-/// are settled and others still wait for a person.
-pub fn is_mid_batch(message: &UIMessage) -> bool {
-    let mut settled = false;
-    let mut waiting = false;
-    for tool in message.tool_parts() {
-        settled |= tool.state.is_settled() || tool.state == ToolState::ApprovalResponded;
-        waiting |= tool.state.awaits_human();
-    }
-    settled && waiting
 }
 
 #[path = "transcript_posted.rs"]
@@ -667,6 +424,14 @@ mod posted;
 
 #[path = "transcript_reads.rs"]
 mod reads;
+
+#[path = "transcript_reconcile.rs"]
+mod reconcile;
+pub(in crate::core) use reconcile::trailing_user_ids;
+
+#[path = "transcript_tool_calls.rs"]
+mod tool_calls;
+pub use tool_calls::{apply_approval, apply_tool_result, is_mid_batch, APPROVED_NOT_RUN_ERROR};
 
 #[path = "transcript_retention.rs"]
 mod retention;

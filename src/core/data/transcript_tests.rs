@@ -1,7 +1,10 @@
 //! Tests of the transcript: ordering, reconciling, repair.
 
 use super::*;
+use crate::core::data::accumulator::INTERRUPTED_TOOL_ERROR;
 use crate::protocol::UIMessage;
+use crate::protocol::{ToolPart, ToolState};
+use serde_json::json;
 
 fn assistant_with(tools: &[(&str, ToolState)]) -> UIMessage {
     let mut m = UIMessage::assistant("a1");

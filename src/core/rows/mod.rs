@@ -4,4 +4,5 @@ pub mod request_rate_row;
 pub mod row_limits;
 pub mod schedule_row;
 pub mod shape;
+pub mod submission_row;
 pub mod token_ledger_row;

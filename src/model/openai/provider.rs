@@ -4,80 +4,28 @@
 
 use std::fmt;
 
-use super::{chat_completions_url, http_error_text, request_body, StreamDecoder};
-use crate::model::{
-    CallPlan, HttpRequest, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder,
-};
+use super::{chat_completions_url, request_body, StreamDecoder};
+use crate::model::http_service::{http_refusal, streaming_post, HttpService};
+use crate::model::{CallPlan, ModelFailure, ModelProvider, ModelRequest, ResponseDecoder};
 
 /// A service at `base_url` (e.g. `https://api.openai.com/v1`), with an
 /// optional API key.
 #[derive(Clone, PartialEq)]
 pub struct OpenAiCompatible {
-    base_url: String,
-    api_key: Option<String>,
+    service: HttpService,
 }
 
 /// Shows whether a key is set, never the key.
 impl fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiCompatible")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
-            .finish()
+        self.service.debug_as("OpenAiCompatible", f)
     }
 }
 
 impl OpenAiCompatible {
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Self {
         OpenAiCompatible {
-            base_url: base_url.into(),
-            api_key,
-        }
-    }
-}
-
-impl ModelProvider for OpenAiCompatible {
-    fn plan(&self, request: &ModelRequest) -> CallPlan {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-        ];
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
-        if let Some(metadata) = crate::model::ai_gateway::metadata_header(request) {
-            headers.push(metadata);
-        }
-        headers.extend(request.headers.iter().cloned());
-        CallPlan::Http(HttpRequest {
-            url: chat_completions_url(&self.base_url),
-            headers,
-            body: request_body(request),
-        })
-    }
-
-    fn decoder(&self) -> Box<dyn ResponseDecoder> {
-        Box::new(StreamDecoder::new())
-    }
-
-    /// Transient for 408, 409, 429 and 5xx, with the `retry-after-ms` or
-    /// `retry-after` hint; the text is [`http_error_text`].
-    fn http_failure(
-        &self,
-        status: u16,
-        body: &str,
-        header: &dyn Fn(&str) -> Option<String>,
-    ) -> ModelFailure {
-        let failure = ModelFailure::http(
-            status,
-            http_error_text(status, body),
-            header("retry-after-ms").as_deref(),
-            header("retry-after").as_deref(),
-        );
-        if is_context_overflow(status, body) {
-            failure.overflowing_context()
-        } else {
-            failure
+            service: HttpService::new(base_url, api_key),
         }
     }
 }
@@ -85,24 +33,41 @@ impl ModelProvider for OpenAiCompatible {
 /// OpenAI answers an over-long request with 400 and the error code
 /// `context_length_exceeded`; compatible servers often only say so in the
 /// message ("maximum context length", "context window").
-fn is_context_overflow(status: u16, body: &str) -> bool {
-    if !matches!(status, 400 | 413 | 422) {
-        return false;
+const OVERFLOW_PHRASES: [&str; 3] = [
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+];
+
+impl ModelProvider for OpenAiCompatible {
+    fn plan(&self, request: &ModelRequest) -> CallPlan {
+        let key = self.service.api_key.as_ref();
+        let own = key.map(|key| ("authorization".to_string(), format!("Bearer {key}")));
+        let url = chat_completions_url(&self.service.base_url);
+        streaming_post(url, own, request, request_body(request))
     }
-    let body = body.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context window",
-    ]
-    .iter()
-    .any(|needle| body.contains(needle))
+
+    fn decoder(&self) -> Box<dyn ResponseDecoder> {
+        Box::new(StreamDecoder::new())
+    }
+
+    /// Transient for 408, 409, 429 and 5xx, with the `retry-after-ms` or
+    /// `retry-after` hint; the text is [`http_error_text`](super::http_error_text);
+    /// a refusal of an over-long request is a context overflow.
+    fn http_failure(
+        &self,
+        status: u16,
+        body: &str,
+        header: &dyn Fn(&str) -> Option<String>,
+    ) -> ModelFailure {
+        http_refusal(status, body, header, &[400, 413, 422], &OVERFLOW_PHRASES)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{FinishReason, ModelEvent};
+    use crate::model::{FinishReason, HttpRequest, ModelEvent};
 
     fn request() -> ModelRequest {
         ModelRequest::user_text("m", "hi")

@@ -37,6 +37,7 @@ impl AgentHost {
             self.dispatch(Event::StoreWriteFailed { ops, error });
         }
         self.settled_waiters.wake(&self.core);
+        self.run_started_hooks();
     }
 }
 
@@ -180,7 +181,7 @@ impl EffectHandlers for AgentHost {
             && (context.body.contains_key("echoBody")
                 || context.body.contains_key("structuredOutput")))
         .then(|| context.body.clone());
-        spawn_local(async move {
+        self.start_hook(async move {
             host.mcp_ready_for_turn().await;
             #[allow(unused_mut)]
             let mut config = before_turn(context, agent).await;
@@ -188,19 +189,18 @@ impl EffectHandlers for AgentHost {
             if let Some(body) = echoed {
                 debug_author::echo_body(&body, &mut config);
             }
-            host.dispatch(Event::TurnPrepared {
+            Some(Event::TurnPrepared {
                 turn,
                 config: Box::new(config),
-            });
+            })
         });
     }
 
     fn decide_tool_call(self: &Rc<Self>, call: CallId, tool: ToolCall) {
-        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| (tool.clone(), self.handle()));
         let decide = (self.hooks.before_tool_call)(tool, self.handle());
-        spawn_local(async move {
+        self.start_hook(async move {
             #[allow(unused_mut)]
             let mut decision = decide.await;
             #[cfg(feature = "debug-routes")]
@@ -210,16 +210,15 @@ impl EffectHandlers for AgentHost {
                     decision = blocked;
                 }
             }
-            host.dispatch(Event::ToolCallDecided { call, decision });
+            Some(Event::ToolCallDecided { call, decision })
         });
     }
 
     fn rewrite_tool_result(self: &Rc<Self>, call: CallId, tool: ToolCall, result: ToolOutcome) {
-        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| (tool.clone(), result.clone(), self.handle()));
         let rewrite = (self.hooks.after_tool_call)((tool, result), self.handle());
-        spawn_local(async move {
+        self.start_hook(async move {
             #[allow(unused_mut)]
             let mut result = rewrite.await;
             #[cfg(feature = "debug-routes")]
@@ -230,16 +229,15 @@ impl EffectHandlers for AgentHost {
                     }
                 }
             }
-            host.dispatch(Event::ToolResultRewritten { call, result });
+            Some(Event::ToolResultRewritten { call, result })
         });
     }
 
     fn decide_chat_error(self: &Rc<Self>, call: CallId, error: ChatError) {
-        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| self.handle());
         let decide = (self.hooks.on_chat_error)(error, self.handle());
-        spawn_local(async move {
+        self.start_hook(async move {
             #[allow(unused_mut)]
             let mut disposition = decide.await;
             #[cfg(feature = "debug-routes")]
@@ -248,16 +246,15 @@ impl EffectHandlers for AgentHost {
                     disposition = retry;
                 }
             }
-            host.dispatch(Event::ChatErrorDecided { call, disposition });
+            Some(Event::ChatErrorDecided { call, disposition })
         });
     }
 
     fn summarize(self: &Rc<Self>, call: CallId, request: SummaryRequest) {
-        let host = self.clone();
         let summarize = (self.hooks.summarize)(request, self.handle());
-        spawn_local(async move {
+        self.start_hook(async move {
             let summary = summarize.await;
-            host.dispatch(Event::Summarized { call, summary });
+            Some(Event::Summarized { call, summary })
         });
     }
 
@@ -265,19 +262,18 @@ impl EffectHandlers for AgentHost {
         self.rpc.turn_ended(&response);
         // Owed until the hook returns (an eviction meanwhile sends it again
         // after the restart).
-        let host = self.clone();
         let on_chat_response = self.hooks.on_chat_response.clone();
         let request_id = response.request_id.clone();
         #[cfg(feature = "debug-routes")]
         let recorded = (self.debug.tools).then(|| (response.clone(), self.handle()));
         let run = on_chat_response(response, self.handle());
-        spawn_local(async move {
+        self.start_hook(async move {
             run.await;
             #[cfg(feature = "debug-routes")]
             if let Some((response, agent)) = recorded {
                 debug_author::record_response(&response, &agent).await;
             }
-            host.dispatch(Event::ChatResponseDelivered { request_id });
+            Some(Event::ChatResponseDelivered { request_id })
         });
     }
 

@@ -37,7 +37,6 @@ impl AgentHost {
             self.dispatch(Event::StoreWriteFailed { ops, error });
         }
         self.settled_waiters.wake(&self.core);
-        self.run_started_hooks();
     }
 }
 
@@ -181,7 +180,7 @@ impl EffectHandlers for AgentHost {
             && (context.body.contains_key("echoBody")
                 || context.body.contains_key("structuredOutput")))
         .then(|| context.body.clone());
-        self.start_hook(async move {
+        spawn_local(async move {
             host.mcp_ready_for_turn().await;
             #[allow(unused_mut)]
             let mut config = before_turn(context, agent).await;
@@ -189,18 +188,19 @@ impl EffectHandlers for AgentHost {
             if let Some(body) = echoed {
                 debug_author::echo_body(&body, &mut config);
             }
-            Some(Event::TurnPrepared {
+            host.dispatch(Event::TurnPrepared {
                 turn,
                 config: Box::new(config),
-            })
+            });
         });
     }
 
     fn decide_tool_call(self: &Rc<Self>, call: CallId, tool: ToolCall) {
+        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| (tool.clone(), self.handle()));
         let decide = (self.hooks.before_tool_call)(tool, self.handle());
-        self.start_hook(async move {
+        spawn_local(async move {
             #[allow(unused_mut)]
             let mut decision = decide.await;
             #[cfg(feature = "debug-routes")]
@@ -210,15 +210,16 @@ impl EffectHandlers for AgentHost {
                     decision = blocked;
                 }
             }
-            Some(Event::ToolCallDecided { call, decision })
+            host.dispatch(Event::ToolCallDecided { call, decision });
         });
     }
 
     fn rewrite_tool_result(self: &Rc<Self>, call: CallId, tool: ToolCall, result: ToolOutcome) {
+        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| (tool.clone(), result.clone(), self.handle()));
         let rewrite = (self.hooks.after_tool_call)((tool, result), self.handle());
-        self.start_hook(async move {
+        spawn_local(async move {
             #[allow(unused_mut)]
             let mut result = rewrite.await;
             #[cfg(feature = "debug-routes")]
@@ -229,15 +230,16 @@ impl EffectHandlers for AgentHost {
                     }
                 }
             }
-            Some(Event::ToolResultRewritten { call, result })
+            host.dispatch(Event::ToolResultRewritten { call, result });
         });
     }
 
     fn decide_chat_error(self: &Rc<Self>, call: CallId, error: ChatError) {
+        let host = self.clone();
         #[cfg(feature = "debug-routes")]
         let listed = (self.debug.tools).then(|| self.handle());
         let decide = (self.hooks.on_chat_error)(error, self.handle());
-        self.start_hook(async move {
+        spawn_local(async move {
             #[allow(unused_mut)]
             let mut disposition = decide.await;
             #[cfg(feature = "debug-routes")]
@@ -246,15 +248,16 @@ impl EffectHandlers for AgentHost {
                     disposition = retry;
                 }
             }
-            Some(Event::ChatErrorDecided { call, disposition })
+            host.dispatch(Event::ChatErrorDecided { call, disposition });
         });
     }
 
     fn summarize(self: &Rc<Self>, call: CallId, request: SummaryRequest) {
+        let host = self.clone();
         let summarize = (self.hooks.summarize)(request, self.handle());
-        self.start_hook(async move {
+        spawn_local(async move {
             let summary = summarize.await;
-            Some(Event::Summarized { call, summary })
+            host.dispatch(Event::Summarized { call, summary });
         });
     }
 
@@ -262,18 +265,19 @@ impl EffectHandlers for AgentHost {
         self.rpc.turn_ended(&response);
         // Owed until the hook returns (an eviction meanwhile sends it again
         // after the restart).
+        let host = self.clone();
         let on_chat_response = self.hooks.on_chat_response.clone();
         let request_id = response.request_id.clone();
         #[cfg(feature = "debug-routes")]
         let recorded = (self.debug.tools).then(|| (response.clone(), self.handle()));
         let run = on_chat_response(response, self.handle());
-        self.start_hook(async move {
+        spawn_local(async move {
             run.await;
             #[cfg(feature = "debug-routes")]
             if let Some((response, agent)) = recorded {
                 debug_author::record_response(&response, &agent).await;
             }
-            Some(Event::ChatResponseDelivered { request_id })
+            host.dispatch(Event::ChatResponseDelivered { request_id });
         });
     }
 

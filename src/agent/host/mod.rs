@@ -37,7 +37,6 @@ mod debug;
 mod debug_author;
 mod effects;
 mod frames;
-mod hook_runs;
 pub mod lazy;
 mod mcp;
 mod mcp_http;
@@ -134,8 +133,6 @@ pub struct AgentHost {
     mcp: mcp::McpClients,
     /// Code waiting for a submission to be final (`AgentHandle::wait_for_submission`).
     settled_waiters: SettledWaiters,
-    /// The hooks the last run of effects started (see `hook_runs.rs`).
-    hook_runs: hook_runs::HookRuns,
     /// The calls over Durable Object RPC in flight (see `rpc_calls.rs`).
     rpc: rpc_calls::RpcCalls,
     /// `INTERNAL_FETCH_FALLBACK=1`: the internal fetch paths are served.
@@ -292,7 +289,6 @@ impl AgentHost {
             sign_in_key: settings.auth_token.clone().filter(|t| !t.is_empty()),
             mcp,
             settled_waiters: SettledWaiters::default(),
-            hook_runs: hook_runs::HookRuns::default(),
             rpc: rpc_calls::RpcCalls::default(),
             internal_fetch,
             max_connections_per_client,

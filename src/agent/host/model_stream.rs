@@ -54,14 +54,6 @@ impl AgentHost {
         call: CallId,
         events: impl Iterator<Item = crate::model::ModelEvent>,
     ) {
-        self.hooks_at_once(|| self.dispatch_model_events_now(call, events));
-    }
-
-    fn dispatch_model_events_now(
-        self: &Rc<Self>,
-        call: CallId,
-        events: impl Iterator<Item = crate::model::ModelEvent>,
-    ) {
         let now = super::now_ms();
         let mut frames = Vec::new();
         for event in events {

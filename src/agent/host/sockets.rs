@@ -43,9 +43,7 @@ impl AgentHost {
             WebSocketIncomingMessage::String(text) if readonly => {
                 self.dispatch(Event::ReadonlyFrame { conn, text })
             }
-            WebSocketIncomingMessage::String(text) => {
-                self.hooks_at_once(|| self.dispatch(Event::Frame { conn, text }))
-            }
+            WebSocketIncomingMessage::String(text) => self.dispatch(Event::Frame { conn, text }),
             WebSocketIncomingMessage::Binary(_) => {
                 let _ = ws.send_with_str(server::chat_error(
                     "binary frames are not supported; send JSON text",

@@ -141,10 +141,7 @@ impl EffectHandlers for KitHost {
         match started {
             Ok(running) => self.answer(running, move |result| Event::ScheduleRan {
                 run,
-                outcome: match result {
-                    Ok(()) => ScheduleOutcome::Done,
-                    Err(e) => ScheduleOutcome::Failed(e),
-                },
+                outcome: ScheduleOutcome::of(result),
             }),
             Err(e) => {
                 self.log_line(format!("schedule `{name}` could not run: {e}"));

@@ -163,10 +163,7 @@ impl EffectHandlers for AgentHost {
         };
         let host = self.clone();
         spawn_local(self.child_call_scope(None).run(async move {
-            let outcome = match running.await {
-                Ok(()) => ScheduleOutcome::Done,
-                Err(e) => ScheduleOutcome::Failed(e),
-            };
+            let outcome = ScheduleOutcome::of(running.await);
             host.dispatch(Event::ScheduleRan { run, outcome });
         }));
     }

@@ -368,14 +368,18 @@ impl AgentHost {
     }
 
     pub fn dispatch(self: &Rc<Self>, event: Event) {
-        let effects = {
-            let mut core = self.core.borrow_mut();
-            core.handle(event, now_ms());
-            self.write_log(&mut core);
-            core.take_effects()
-        };
+        let effects = self.handle_event(event, now_ms());
         self.execute(effects);
         self.schedule_timers();
+    }
+
+    /// The core handles `event` at `now`: its log lines are written, the
+    /// effects it asks for handed back (not yet carried out).
+    fn handle_event(&self, event: Event, now: u64) -> Vec<crate::core::Effect> {
+        let mut core = self.core.borrow_mut();
+        core.handle(event, now);
+        self.write_log(&mut core);
+        core.take_effects()
     }
 
     /// The in-isolate wake-up fired: the core fires whatever is due.

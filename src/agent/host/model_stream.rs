@@ -57,12 +57,7 @@ impl AgentHost {
         let now = super::now_ms();
         let mut frames = Vec::new();
         for event in events {
-            let effects = {
-                let mut core = self.core.borrow_mut();
-                core.handle(Event::Model { call, event }, now);
-                self.write_log(&mut core);
-                core.take_effects()
-            };
+            let effects = self.handle_event(Event::Model { call, event }, now);
             let only_frames = effects
                 .iter()
                 .all(|e| matches!(e, Effect::Send { .. } | Effect::SendTranscript { .. }));
@@ -252,14 +247,14 @@ async fn error_body(body: &ReadableStream) -> String {
     let limit = crate::protocol::gate::MODEL_ERROR_BODY.max_bytes;
     let text = Rc::new(RefCell::new(Vec::new()));
     let kept = text.clone();
-    let read = body_pump::pump(body, move |chunk| {
+    // A body that fails while read leaves the text read before the failure.
+    let _ = body_pump::pump(body, move |chunk| {
         let mut text = kept.borrow_mut();
         let room = limit - text.len();
         text.extend_from_slice(&chunk[..chunk.len().min(room)]);
         text.len() < limit
     })
     .await;
-    drop(read);
     let text = text.take();
     String::from_utf8_lossy(&text).into_owned()
 }

@@ -34,6 +34,16 @@ pub enum ScheduleOutcome {
     Unrunnable(String),
 }
 
+impl ScheduleOutcome {
+    /// How a callback that started ended: returned, or failed with its error.
+    pub fn of(result: Result<(), String>) -> ScheduleOutcome {
+        match result {
+            Ok(()) => ScheduleOutcome::Done,
+            Err(e) => ScheduleOutcome::Failed(e),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Schedule run `run` (`Effect::RunSchedule`) ended.

@@ -9,7 +9,7 @@
 // With `--window end` the window is the turn's end instead: from the model server's last byte to
 // the client's receipt of the terminal frame (storing the answer, the transcript, the done frame).
 //
-//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end] [--out DIR]
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end] [--timeline N] [--out DIR]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +22,7 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start' };
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0 };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
@@ -81,6 +81,43 @@ export function windowProfile(profile, windows) {
   }
   const ms = (m) => [...m].map(([k, us]) => [k, us / 1000]).sort((a, b) => b[1] - a[1]);
   return { totalMs: totalUs / 1000, self: ms(self), inclusive: ms(inclusive) };
+}
+
+/**
+ * One window's busy stretches in order: [offset ms, length ms, what ran], where "what ran" is the
+ * deepest frame of our own code (a Rust function of this crate or a named JS function), so the
+ * gaps between stretches show where the turn waited on the runtime (a commit, the network).
+ */
+export function windowTimeline(profile, [from, to]) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const ours = (f) => /durable_chat::(agent|core|store|model|protocol|log)/.test(f.functionName) || (f.url && !/index\.js$/.test(f.url) && f.functionName);
+  const short = (f) => (f.functionName || '(anonymous)').replace(/::h[0-9a-f]{16}$/, '').replace(/^durable_chat::/, '');
+  const what = (id) => {
+    const leaf = short(byId.get(id).callFrame);
+    for (let n = id; n !== undefined; n = parent.get(n)) {
+      const f = byId.get(n).callFrame;
+      if (ours(f)) return n === id ? leaf : `${short(f)} ← ${leaf}`;
+    }
+    return leaf;
+  };
+  const runs = [];
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i];
+    if (t < from) continue;
+    if (t > to) break;
+    const f = byId.get(profile.samples[i]).callFrame.functionName;
+    if (f === '(idle)' || f === '(program)') continue;
+    const label = what(profile.samples[i]);
+    const dt = Math.min(profile.timeDeltas[i + 1] ?? 0, MAX_SAMPLE_US);
+    const last = runs[runs.length - 1];
+    if (last && last.label === label && t - last.end < 2 * MAX_SAMPLE_US) {
+      last.end = t + dt;
+    } else runs.push({ start: t, end: t + dt, label });
+  }
+  return runs.map((r) => [(r.start - from) / 1000, (r.end - r.start) / 1000, r.label]);
 }
 
 /**
@@ -156,6 +193,14 @@ async function main() {
         if (key === 'ours' && o.window === 'start') {
           console.log('by stage (inclusive, ms per request; nested rows overlap their parent):');
           for (const l of stageLines(b.inclusive, windows.length)) console.log(l);
+        }
+        if (o.timeline) {
+          const order = windows.map((w, i) => [w[1] - w[0], i]).sort((a, b) => a[0] - b[0]);
+          const median = windows[order[Math.floor(order.length / 2)][1]];
+          console.log(`timeline of the median turn (${fmt((median[1] - median[0]) / 1000)} ms): offset ms, length ms, what ran`);
+          for (const [at, len, l] of windowTimeline(profile, median).slice(0, o.timeline)) {
+            console.log(`  ${fmt(at).padStart(7)} ${fmt(len).padStart(6)}  ${l.slice(0, 140)}`);
+          }
         }
         console.log('inclusive (a function and what it called), ms per request:');
         for (const [k, v] of b.inclusive.slice(0, o.top)) console.log(`  ${fmt(v / windows.length).padStart(7)}  ${k}`);

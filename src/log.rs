@@ -2,7 +2,11 @@
 //! written when its level is within the threshold (`LOG_LEVEL`, set by the
 //! host from the agent's settings; `info` until then). In a Worker the line
 //! goes to `console.error` / `console.warn` / `console.log` (what
-//! `wrangler tail` and the `wrangler dev` console show); natively to stderr.
+//! `wrangler tail` and the `wrangler dev` console show), in order, once the
+//! event that wrote it has done its wire work (its frames sent, its model
+//! call started, its writes committing): a console line crosses into the
+//! runtime's log pipe, which is not worth a turn's first chunk. Natively the
+//! line goes to stderr at once.
 
 use std::cell::Cell;
 
@@ -28,11 +32,14 @@ pub fn write(level: LogLevel, line: &str) {
         return;
     }
     #[cfg(target_arch = "wasm32")]
-    match level {
-        LogLevel::Error => worker::console_error!("{line}"),
-        LogLevel::Warn => worker::console_warn!("{line}"),
-        LogLevel::Info | LogLevel::Debug => worker::console_log!("{line}"),
-    }
+    console::write_soon(
+        match level {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info | LogLevel::Debug => "log",
+        },
+        line,
+    );
     #[cfg(not(target_arch = "wasm32"))]
     eprintln!("{} {line}", level.as_str());
 }
@@ -40,4 +47,26 @@ pub fn write(level: LogLevel, line: &str) {
 /// The prefix of an agent's lines: its class and instance name.
 pub fn agent_prefix(agent: &str, name: &str) -> String {
     format!("[{agent} {name}]")
+}
+
+/// The Worker's console, written a moment later: lines are kept on the JS
+/// side (so a panic in wasm after them cannot lose them) and written in
+/// order by one timer per batch.
+#[cfg(target_arch = "wasm32")]
+mod console {
+    use wasm_bindgen::prelude::wasm_bindgen;
+
+    #[wasm_bindgen(inline_js = r#"
+const pending = [];
+function flush() {
+  for (const [method, line] of pending.splice(0)) console[method](line);
+}
+export function writeSoon(method, line) {
+  if (pending.push([method, line]) === 1) setTimeout(flush, 0);
+}
+"#)]
+    extern "C" {
+        #[wasm_bindgen(js_name = writeSoon)]
+        pub(super) fn write_soon(method: &str, line: &str);
+    }
 }

@@ -13,6 +13,18 @@ use crate::core::{Event, Timer};
 
 use super::{now_ms, AgentHost};
 
+/// Resolves after the current event's work: its frames sent, its model call
+/// started and its writes on their way to a commit. A change of the durable
+/// alarm made then commits on its own, after them; a change made in the same
+/// event would join their commit, and an alarm moved earlier must be
+/// scheduled before that commit may finish, which holds back the frames and
+/// the model call that wait on it. Between the two commits an eviction finds
+/// the turn's records without the alarm: the turn is then recovered on the
+/// object's next wake-up (a tab, a request) rather than by itself.
+async fn after_this_event() {
+    Delay::from(Duration::ZERO).await;
+}
+
 impl AgentHost {
     /// Keeps the wake-up and the durable alarm in step with the core's timers.
     pub(super) fn schedule_timers(self: &Rc<Self>) {
@@ -46,10 +58,13 @@ impl AgentHost {
     }
 
     /// The durable alarm outlives the isolate: a cut turn is woken by it.
+    /// Set once the event that asked for it has done its wire work (see
+    /// [`after_this_event`]), so a turn's model call does not wait on it.
     pub(super) fn set_alarm(&self, at_ms: u64) {
         let storage = self.state.storage();
-        let offset = at_ms.saturating_sub(now_ms()).max(1) as i64;
         spawn_local(async move {
+            after_this_event().await;
+            let offset = at_ms.saturating_sub(now_ms()).max(1) as i64;
             if let Err(e) = storage.set_alarm(offset).await {
                 crate::log::write(
                     crate::log::LogLevel::Error,
@@ -62,6 +77,7 @@ impl AgentHost {
     pub(super) fn clear_alarm(&self) {
         let storage = self.state.storage();
         spawn_local(async move {
+            after_this_event().await;
             let _ = storage.delete_alarm().await;
         });
     }

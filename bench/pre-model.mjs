@@ -9,11 +9,12 @@
 // With `--window end` the window is the turn's end instead: from the model server's last byte to
 // the client's receipt of the terminal frame (storing the answer, the transcript, the done frame).
 //
-//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end] [--timeline N] [--out DIR]
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end|turn] [--history N] [--timeline N] [--out DIR]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { seed } from './history.mjs';
 import { freePort, inspect } from './inspector.mjs';
 import { startModelServer } from '../tests/support/model-server.mjs';
 import {
@@ -22,13 +23,13 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0 };
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0, history: 0 };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
     o[k] = ['workers', 'out', 'window'].includes(k) ? a[i + 1] : Number(a[i + 1]);
   }
-  if (!['start', 'end'].includes(o.window)) throw new Error('--window is start or end');
+  if (!['start', 'end', 'turn'].includes(o.window)) throw new Error('--window is start, end or turn');
   return o;
 }
 
@@ -165,8 +166,13 @@ async function main() {
       const inst = await startInstance(specs[key], { modelUrl: model.url, persistDir: join(work, `${key}-do`), miniflare: { inspectorPort: port } });
       try {
         const cdp = await inspect(port);
-        const c = await openTab(inst, 'pre-model');
-        for (let i = 0; i < 3; i++) await turn(c, `[tokens:3] warm ${i}`);
+        // With `--history N` the agent is first grown to N messages by tail requests, and every
+        // turn sends only its new message (as a long chat's tab does).
+        const c = o.history
+          ? await seed({ openTab }, inst, 'pre-model', o.history)
+          : await openTab(inst, 'pre-model');
+        const tail = o.history > 0;
+        for (let i = 0; i < 3; i++) await turn(c, `[tokens:3] warm ${i}`, { tail });
         await settle(inst);
         await cdp.call('Profiler.enable');
         await cdp.call('Profiler.setSamplingInterval', { interval: SAMPLE_US });
@@ -174,7 +180,7 @@ async function main() {
         const sent = [];
         for (let i = 0; i < o.turns; i++) {
           const tag = `${key}-${i}`;
-          const t = await turn(c, `[tokens:3] pre-model-turn ${tag}`);
+          const t = await turn(c, `[tokens:3] pre-model-turn ${tag}`, { tail });
           sent.push([tag, t]);
           await settle(inst, 300);
         }
@@ -182,13 +188,19 @@ async function main() {
         cdp.close();
         drop(c);
         writeFileSync(join(out, `${key}-pre-model.cpuprofile`), JSON.stringify(profile));
-        const span = ([tag, t]) => (o.window === 'start'
-          ? [monoUs(t.tSend), monoUs(received.get(tag).receivedAt)]
-          : [monoUs(received.get(tag).lastByteAt), monoUs(t.doneAt)]);
+        const span = ([tag, t]) => ({
+          start: [monoUs(t.tSend), monoUs(received.get(tag).receivedAt)],
+          end: [monoUs(received.get(tag).lastByteAt), monoUs(t.doneAt)],
+          turn: [monoUs(t.tSend), monoUs(t.doneAt)],
+        })[o.window];
         const windows = sent.filter(([tag]) => received.has(tag)).map(span);
         const wall = windows.reduce((s, [a, z]) => s + (z - a), 0) / 1000 / Math.max(1, windows.length);
         const b = windowProfile(profile, windows);
-        const what = o.window === 'start' ? 'send → model receives the request' : "model's last byte → terminal frame";
+        const what = {
+          start: 'send → model receives the request',
+          end: "model's last byte → terminal frame",
+          turn: 'send → terminal frame',
+        }[o.window];
         console.log(`\n=== ${inst.label}: ${windows.length} turns; ${what}: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate`);
         if (key === 'ours' && o.window === 'start') {
           console.log('by stage (inclusive, ms per request; nested rows overlap their parent):');

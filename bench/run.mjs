@@ -354,13 +354,13 @@ function drop(c) {
  * Send a user message as useAgentChat's sendMessage does (full client transcript + new message);
  * wait for the terminal frame. Returns timings (performance.now()).
  */
-async function turn(c, text, { timeoutMs = 120000 } = {}) {
+async function turn(c, text, { timeoutMs = 120000, tail = false } = {}) {
   const id = nanoid8();
   const msg = userMessage(nanoid8(), text);
   const mark = c.frames.length;
   c.cursor = mark;
   const tSend = now();
-  c.send(chatRequest(id, [...c.transcript, msg]));
+  c.send(chatRequest(id, tail ? [msg] : [...c.transcript, msg]));
   await c.waitFor(isDone(id), timeoutMs);
   let firstText = NaN;
   let doneAt = NaN;

@@ -18,6 +18,7 @@ mod reads;
 pub mod schema;
 pub mod search;
 mod snapshot;
+mod snapshot_text;
 mod tables;
 
 use serde::Deserialize;
@@ -38,7 +39,7 @@ pub struct SqlStore {
     /// Test only (`DEBUG_TOOLS=1`): the next write of the synced state is refused.
     fail_next_state: std::rc::Rc<std::cell::Cell<bool>>,
     /// Where the last transcript frame's older part started (`snapshot.rs`).
-    snapshot_cut: snapshot::CutMemo,
+    snapshot_cut: std::rc::Rc<snapshot_text::CutMemo>,
     /// What is known not to exist, so writes skip deletes that find nothing.
     known: std::rc::Rc<std::cell::RefCell<KnownRows>>,
     /// Which of the tables made by their first write exist.

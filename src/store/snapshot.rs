@@ -10,10 +10,10 @@
 //! (the core loads a message into its window before it changes it), and the
 //! budget left beside the window only shrinks a little as the window grows,
 //! so the next frame moves the cut forward past a few rows instead of
-//! summing the sizes of every row again. A write to a message before the
-//! remembered window, a delete or a clear forgets the cut.
-
-use std::cell::Cell;
+//! summing the sizes of every row again; its text is kept weakly
+//! (`snapshot_text.rs`), so such a frame reads only the rows it leaves out.
+//! A write to a message before the remembered window, a delete or a clear
+//! forgets the cut and its text.
 
 use js_sys::JsString;
 use serde::Deserialize;
@@ -29,7 +29,7 @@ use super::SqlStore;
 
 /// Where the last frame's older part started.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct SnapshotCut {
+pub(crate) struct SnapshotCut {
     /// The window's first place the part was read before.
     before: u64,
     /// The first place the part holds (`before` when it holds nothing).
@@ -42,8 +42,6 @@ pub(super) struct SnapshotCut {
     /// is found; moving it forward only leaves rows out).
     all_json: bool,
 }
-
-pub(super) type CutMemo = std::rc::Rc<Cell<Option<SnapshotCut>>>;
 
 #[wasm_bindgen::prelude::wasm_bindgen]
 extern "C" {
@@ -78,19 +76,46 @@ impl SqlStore {
     /// The older part of a transcript frame, as a JS string; see the module
     /// header. `None` when it holds no message.
     pub fn older_part_js(&self, before_seq: u64, max_bytes: usize) -> Option<JsString> {
-        let cut = self
-            .snapshot_cut
-            .get()
-            .filter(|c| c.before == before_seq)
+        let previous = self.snapshot_cut.get().filter(|c| c.before == before_seq);
+        let cut = previous
             .and_then(|c| self.narrowed(c, max_bytes))
             .or_else(|| self.cut_for(before_seq, max_bytes));
         let Some(mut cut) = cut.filter(|c| c.from < c.before) else {
             self.snapshot_cut.set(cut);
             return None;
         };
-        let joined = self.joined(&mut cut);
+        let joined = match previous.and_then(|p| self.kept_text(p, &cut)) {
+            Some(text) => {
+                cut.all_json = true;
+                Some(text)
+            }
+            None => self.joined(&mut cut),
+        };
         self.snapshot_cut.set(Some(cut));
-        joined.filter(|j| j.length() > 0)
+        let joined = joined.filter(|j| j.length() > 0)?;
+        self.snapshot_cut.keep_text(cut.from, cut.before, &joined);
+        Some(joined)
+    }
+
+    /// The text of `cut`'s run from the one kept for `previous` (the same
+    /// window, a run starting at or before `cut`'s): the kept text less the
+    /// rows the run no longer holds, whose own text SQLite joins to measure
+    /// them. `None` (the run is joined whole) when the text was collected,
+    /// or the rows left out were not all plain JSON rows.
+    fn kept_text(&self, previous: SnapshotCut, cut: &SnapshotCut) -> Option<JsString> {
+        if !previous.all_json || cut.from < previous.from {
+            return None;
+        }
+        let text = self.snapshot_cut.text(previous.from, previous.before)?;
+        if cut.from == previous.from {
+            return Some(text);
+        }
+        if !self.split_rows(previous.from, cut.from)?.is_empty() {
+            return None;
+        }
+        let left_out = self.joined_plain(previous.from, cut.from, &mut true)?;
+        let skip = left_out.length() + 1;
+        (skip < text.length()).then(|| text.slice(skip, text.length()))
     }
 
     /// Forgets the remembered cut when `op` may change a row it covers.

@@ -165,6 +165,39 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.deepEqual(afterRestart.slice(0, stored.length).map((m) => m.id), stored.map((m) => m.id));
 });
 
+test('past the transcript frame\'s 256 KiB, every turn-end frame holds exactly the newest messages that fit, word for word, in text of every script', async (t) => {
+  const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_CONNECTION: '0' } });
+  const room = 'frame-at-capacity';
+  const a = await tab(w, room);
+  // Two-, three- and four-byte characters (a surrogate pair in JS) of differing lengths, so a frame
+  // whose older part is cut a few messages later than the last one is measured in the right units.
+  const filler = (i) => `é${'ß'.repeat(200 + (i % 7) * 31)}中${'文'.repeat(150 + (i % 5) * 17)}🙂${'😀'.repeat(90 + (i % 3) * 13)}`;
+  const newestThatFit = (messages) => {
+    let used = 0;
+    let k = messages.length;
+    while (k > 0 && used + Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1 <= 256 * 1024) {
+      used += Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1;
+      k -= 1;
+    }
+    return messages.slice(k);
+  };
+  let n = 0;
+  let atCapacity = 0;
+  for (let turn = 0; atCapacity < 12; turn++) {
+    assert.ok(turn < 80, 'the history outgrew one frame');
+    const batch = Array.from({ length: turn < 40 && atCapacity === 0 ? 5 : 1 }, () => userMessage(rid('u'), `m${n} ${filler(n++)}`));
+    a.cursor = a.frames.length;
+    const { done } = await sendAndWait(a, rid(), batch);
+    assert.equal(done.outcome, 'completed', `turn ${turn}`);
+    const stored = await getMessages(w.url, AGENT, room);
+    const frame = a.frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+    const expected = newestThatFit(stored);
+    if (expected.length === stored.length) continue;
+    atCapacity += 1;
+    assert.deepEqual(frame.messages, expected, `turn ${turn}: the frame is the newest ${expected.length} of ${stored.length} messages`);
+  }
+});
+
 test('with HISTORY_MAX_MESSAGES the oldest messages are deleted after each turn, the stock client posting its whole transcript does not bring them back, and a restart keeps the cut', async (t) => {
   const w = await workerFor(t, { bindings: { HISTORY_MAX_MESSAGES: '6' } });
   const room = 'history-cap';

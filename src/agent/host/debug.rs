@@ -11,7 +11,9 @@
 //! and adds a slow start of its own after the definition's `on_start`
 //! (50 ms), which `GET …/__debug/started` reports as finished: a request is
 //! served only after the start. `DEBUG_HEARTBEAT_MS` (a number of ms) sets
-//! how far ahead a running turn's durable alarm is kept.
+//! how far ahead a running turn's durable alarm is kept; `DEBUG_NO_ALARM`
+//! and `DEBUG_SKIP_WRITES` leave durable work out, for the benchmark's
+//! measure of what it costs.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -52,6 +54,11 @@ pub(super) struct DebugSwitches {
     /// measure of what the recovery alarm costs a turn; an evicted turn is
     /// then not resumed until something else wakes the agent).
     pub(super) no_alarm: bool,
+    /// `DEBUG_SKIP_WRITES=chunks+stream+owed`: those durable writes of a
+    /// turn are dropped (the benchmark's measure of what each costs: the
+    /// chunk log, the stream record, the owed `on_chat_response` report;
+    /// without them a restart loses what they keep).
+    pub(super) skip_writes: Vec<String>,
     /// The test-only start after `on_start` finished.
     pub(super) started: std::cell::Cell<bool>,
     /// `DEBUG_HEARTBEAT_MS`: how far ahead the durable alarm of a running
@@ -66,6 +73,9 @@ impl DebugSwitches {
             memory: lookup("DEBUG_MEMORY").as_deref() == Some("1"),
             tools: lookup(DEBUG_TOOLS_VAR).as_deref() == Some("1"),
             no_alarm: lookup("DEBUG_NO_ALARM").as_deref() == Some("1"),
+            skip_writes: lookup("DEBUG_SKIP_WRITES")
+                .map(|v| v.split(['+', ',']).map(|k| k.trim().to_string()).collect())
+                .unwrap_or_default(),
             started: std::cell::Cell::new(false),
             heartbeat_ms: lookup("DEBUG_HEARTBEAT_MS")
                 .and_then(|v| v.trim().parse::<u64>().ok())
@@ -189,5 +199,23 @@ impl AgentHost {
             "pendingTimers": usize::from(self.wake.borrow().is_some()),
             "sqliteDatabaseBytes": self.store.database_size(),
         })
+    }
+}
+
+impl DebugSwitches {
+    /// Whether `op` is one of the writes `DEBUG_SKIP_WRITES` drops.
+    pub(super) fn skips(&self, op: &crate::core::StoreOp) -> bool {
+        use crate::core::{ConfigKey, StoreOp};
+        let kind = match op {
+            StoreOp::AppendChunks { .. } => "chunks",
+            StoreOp::OpenStream(_) | StoreOp::CloseStream { .. } => "stream",
+            StoreOp::PutConfig { key, .. } | StoreOp::DeleteConfig { key }
+                if *key == ConfigKey::OwedResponses =>
+            {
+                "owed"
+            }
+            _ => return false,
+        };
+        self.skip_writes.iter().any(|k| k == kind)
     }
 }

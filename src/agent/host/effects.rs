@@ -42,6 +42,8 @@ impl AgentHost {
 
 impl EffectHandlers for AgentHost {
     fn write(&self, ops: Vec<StoreOp>) -> Result<(), Refused> {
+        #[cfg(feature = "debug-routes")]
+        let ops: Vec<StoreOp> = ops.into_iter().filter(|op| !self.debug.skips(op)).collect();
         self.store.apply_all(ops).map_err(|(ops, e)| {
             self.log_line(
                 crate::log::LogLevel::Error,

@@ -6,11 +6,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use wasm_bindgen_futures::JsFuture;
 use worker::web_sys::ReadableStream;
-use worker::{
-    AbortController, AbortSignal, Fetch, Headers, Method, Request, RequestInit, Response,
-    ResponseBody,
-};
+use worker::{AbortController, AbortSignal, Response, ResponseBody};
 
 use crate::core::{CallId, Effect, Event};
 use crate::model::{
@@ -202,23 +200,21 @@ async fn fetch_body(
     http: HttpRequest,
     signal: &AbortSignal,
 ) -> Result<ReadableStream, ModelFailure> {
-    let headers = Headers::new();
-    for (name, value) in &http.headers {
-        let _ = headers.set(name, value);
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(wasm_bindgen::JsValue::from_str(&http.body)));
-    let request = Request::new_with_init(&http.url, &init)
-        .map_err(|e| ModelFailure::permanent(format!("Model request could not be built: {e}")))?;
+    let (names, values): (Vec<String>, Vec<String>) = http.headers.into_iter().unzip();
+    let posted = post(&http.url, names, values, &http.body, signal).map_err(|e| {
+        ModelFailure::permanent(format!(
+            "Model request could not be built: {}",
+            js_error_text(&e)
+        ))
+    });
     // The body is in JS now; its copy here is not held while the call runs.
-    drop(init);
-    drop(http);
-    let response = Fetch::Request(request)
-        .send_with_signal(signal)
+    drop(http.body);
+    let response: Response = JsFuture::from(posted?)
         .await
-        .map_err(|e| ModelFailure::transient(format!("Model request failed: {e}")))?;
+        .map(|r| worker::worker_sys::web_sys::Response::from(r).into())
+        .map_err(|e| {
+            ModelFailure::transient(format!("Model request failed: {}", js_error_text(&e)))
+        })?;
     let status = response.status_code();
     if !(200..300).contains(&status) {
         let headers = response.headers().clone();
@@ -230,6 +226,35 @@ async fn fetch_body(
         return Err(provider.http_failure(status, &text, &header));
     }
     body_of(&response).ok_or_else(|| ModelFailure::transient("Model response has no body"))
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export function post(url, names, values, body, signal) {
+  const headers = new Headers();
+  for (let i = 0; i < names.length; i++) headers.set(names[i], values[i]);
+  return fetch(url, { method: 'POST', headers, body, signal });
+}
+"#)]
+extern "C" {
+    /// `fetch(url, { method: 'POST', headers, body, signal })` built on the
+    /// JS side in one call (the request's parts crossing once).
+    #[wasm_bindgen(catch)]
+    fn post(
+        url: &str,
+        names: Vec<String>,
+        values: Vec<String>,
+        body: &str,
+        signal: &worker::worker_sys::web_sys::AbortSignal,
+    ) -> Result<js_sys::Promise, wasm_bindgen::JsValue>;
+}
+
+/// What a thrown JS value says: an `Error` as `Name: message`, else its text.
+fn js_error_text(error: &wasm_bindgen::JsValue) -> String {
+    use wasm_bindgen::JsCast;
+    match error.dyn_ref::<js_sys::Error>() {
+        Some(e) => String::from(e.to_string()),
+        None => error.as_string().unwrap_or_else(|| format!("{error:?}")),
+    }
 }
 
 /// The streamed body of a fetch's response, if it has one.

@@ -15,6 +15,16 @@ import { sendOnlyTheTail } from '../../demo/src/tailRequest.js';
 
 const AGENT = 'ChatAgent';
 
+/** The newest of `messages` whose JSON (a comma each) fits in a transcript frame's 256 KiB. */
+const newestThatFit = (messages) => {
+  let used = 0;
+  let k = messages.length;
+  while (k > 0 && used + Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1 <= 256 * 1024) {
+    used += Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1;
+    k -= 1;
+  }
+  return messages.slice(k);
+};
 const requestsSent = (tabHandle) => tabHandle.sent.filter((f) => f.type === 'cf_agent_use_chat_request');
 const messagesOf = (frame) => JSON.parse(frame.init.body).messages;
 const lastText = (chat) => {
@@ -139,16 +149,8 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.ok(biggest < 1 << 20, `no transcript frame reaches 1 MiB: ${biggest}`);
   // Exactly the newest messages whose JSON (a comma each) fits in 256 KiB: the place where the
   // frame's older part starts is remembered and moved between frames, never off by a message.
-  const newestThatFit = (messages) => {
-    let used = 0;
-    let k = messages.length;
-    while (k > 0 && used + Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1 <= 256 * 1024) {
-      used += Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1;
-      k -= 1;
-    }
-    return messages.slice(k).map((m) => m.id);
-  };
-  assert.deepEqual(transcriptFrames.at(-1).messages.map((m) => m.id), newestThatFit(stored),
+  const idsThatFit = (messages) => newestThatFit(messages).map((m) => m.id);
+  assert.deepEqual(transcriptFrames.at(-1).messages.map((m) => m.id), idsThatFit(stored),
     'the last turn-end frame holds the newest messages that fit');
 
   await w.restart();
@@ -157,7 +159,7 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.ok(JSON.stringify(snapshot).length < 1 << 20, 'the connect snapshot stays under 1 MiB');
   assert.deepEqual(snapshot.messages.map((m) => m.id), stored.slice(-snapshot.messages.length).map((m) => m.id),
     'the connect snapshot is the newest messages, in order');
-  assert.deepEqual(snapshot.messages.map((m) => m.id), newestThatFit(stored), 'as many as fit');
+  assert.deepEqual(snapshot.messages.map((m) => m.id), idsThatFit(stored), 'as many as fit');
   const { done } = await sendAndWait(b, rid(), [userMessage(rid('u'), 'still there?')]);
   assert.equal(done.outcome, 'completed');
   const afterRestart = await getMessages(w.url, AGENT, room);
@@ -172,15 +174,6 @@ test('past the transcript frame\'s 256 KiB, every turn-end frame holds exactly t
   // Two-, three- and four-byte characters (a surrogate pair in JS) of differing lengths, so a frame
   // whose older part is cut a few messages later than the last one is measured in the right units.
   const filler = (i) => `é${'ß'.repeat(200 + (i % 7) * 31)}中${'文'.repeat(150 + (i % 5) * 17)}🙂${'😀'.repeat(90 + (i % 3) * 13)}`;
-  const newestThatFit = (messages) => {
-    let used = 0;
-    let k = messages.length;
-    while (k > 0 && used + Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1 <= 256 * 1024) {
-      used += Buffer.byteLength(JSON.stringify(messages[k - 1])) + 1;
-      k -= 1;
-    }
-    return messages.slice(k);
-  };
   let n = 0;
   let atCapacity = 0;
   for (let turn = 0; atCapacity < 12; turn++) {

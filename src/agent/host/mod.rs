@@ -111,6 +111,9 @@ pub struct AgentHost {
     /// The durable deadline this instance last set the alarm for (an alarm
     /// set by an earlier instance is kept until this one asks otherwise).
     alarm_asked: std::cell::Cell<Option<u64>>,
+    /// Whether an alarm may be stored (one set by an earlier instance may:
+    /// `true` until this one deletes it or sees it fire).
+    alarm_stored: std::cell::Cell<bool>,
     /// The test and benchmark switches (`debug-routes` builds only).
     #[cfg(feature = "debug-routes")]
     debug: debug::DebugSwitches,
@@ -280,6 +283,7 @@ impl AgentHost {
             model_calls: RefCell::new(HashMap::new()),
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
+            alarm_stored: std::cell::Cell::new(true),
             #[cfg(feature = "debug-routes")]
             debug,
             channel_policy,

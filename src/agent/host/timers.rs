@@ -1,6 +1,7 @@
 //! The core's timers in the Durable Object: an in-isolate wake-up for the
 //! next deadline and the durable alarm for the one that must survive an
-//! eviction (set, moved or deleted as the core's durable deadline changes).
+//! eviction (set, moved or deleted as the core's durable deadline changes,
+//! a moment after the event that changed it).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -13,17 +14,17 @@ use crate::core::{Event, Timer};
 
 use super::{now_ms, AgentHost};
 
-/// Resolves after the current event's work: its frames sent, its model call
-/// started and its writes on their way to a commit. A change of the durable
-/// alarm made then commits on its own, after them; a change made in the same
-/// event would join their commit, and an alarm moved earlier must be
-/// scheduled before that commit may finish, which holds back the frames and
-/// the model call that wait on it. Between the two commits an eviction finds
-/// the turn's records without the alarm: the turn is then recovered on the
-/// object's next wake-up (a tab, a request) rather than by itself.
-async fn after_this_event() {
-    Delay::from(Duration::ZERO).await;
-}
+/// How long after the event that asked for it a change of the durable alarm
+/// is made. Made in that event, it would join the event's commit, and an
+/// alarm moved earlier must be scheduled before that commit may finish,
+/// which holds back the frames and the model call waiting on it; made at
+/// once after it, its own commit and the runtime's work for it still run
+/// while the model call goes out. A change overtaken meanwhile (a turn that
+/// ended within this time, an alarm moved again) is not made at all. Until
+/// it is made an eviction finds the turn's records without the alarm: the
+/// turn is then recovered on the object's next wake-up (a tab, a request)
+/// rather than by itself.
+const ALARM_CHANGE_DELAY: Duration = Duration::from_millis(10);
 
 impl AgentHost {
     /// Keeps the wake-up and the durable alarm in step with the core's timers.
@@ -58,14 +59,21 @@ impl AgentHost {
     }
 
     /// The durable alarm outlives the isolate: a cut turn is woken by it.
-    /// Set once the event that asked for it has done its wire work (see
-    /// [`after_this_event`]), so a turn's model call does not wait on it.
-    pub(super) fn set_alarm(&self, at_ms: u64) {
-        let storage = self.state.storage();
+    /// Set `ALARM_CHANGE_DELAY` after the event that asked for it, unless
+    /// asked for another time (or none) meanwhile.
+    fn set_alarm(self: &Rc<Self>, at_ms: u64) {
+        let host = Rc::downgrade(self);
         spawn_local(async move {
-            after_this_event().await;
+            Delay::from(ALARM_CHANGE_DELAY).await;
+            let Some(host) = host
+                .upgrade()
+                .filter(|h| !h.destroyed.get() && h.alarm_asked.get() == Some(at_ms))
+            else {
+                return;
+            };
+            host.alarm_stored.set(true);
             let offset = at_ms.saturating_sub(now_ms()).max(1) as i64;
-            if let Err(e) = storage.set_alarm(offset).await {
+            if let Err(e) = host.state.storage().set_alarm(offset).await {
                 crate::log::write(
                     crate::log::LogLevel::Error,
                     &format!("could not set the alarm: {e}"),
@@ -74,11 +82,20 @@ impl AgentHost {
         });
     }
 
-    pub(super) fn clear_alarm(&self) {
-        let storage = self.state.storage();
+    /// Deletes the durable alarm `ALARM_CHANGE_DELAY` after the event that
+    /// asked for it, unless one was asked for again meanwhile or none is
+    /// stored (a set overtaken by this delete was never made).
+    fn clear_alarm(self: &Rc<Self>) {
+        let host = Rc::downgrade(self);
         spawn_local(async move {
-            after_this_event().await;
-            let _ = storage.delete_alarm().await;
+            Delay::from(ALARM_CHANGE_DELAY).await;
+            let Some(host) = host.upgrade().filter(|h| {
+                !h.destroyed.get() && h.alarm_asked.get().is_none() && h.alarm_stored.get()
+            }) else {
+                return;
+            };
+            host.alarm_stored.set(false);
+            let _ = host.state.storage().delete_alarm().await;
         });
     }
 
@@ -86,6 +103,7 @@ impl AgentHost {
         // The platform's alarm is spent once it fires: the next durable
         // deadline is asked for again even if it did not move.
         self.alarm_asked.set(None);
+        self.alarm_stored.set(false);
         self.dispatch(Event::Timer(Timer::Heartbeat));
     }
 

@@ -4,7 +4,7 @@
 //! goes to `console.error` / `console.warn` / `console.log` (what
 //! `wrangler tail` and the `wrangler dev` console show), in order, once the
 //! event that wrote it has done its wire work (its frames sent, its model
-//! call started, its writes committing): a console line crosses into the
+//! call started) and before the event ends: a console line crosses into the
 //! runtime's log pipe, which is not worth a turn's first chunk. Natively the
 //! line goes to stderr at once.
 
@@ -51,7 +51,11 @@ pub fn agent_prefix(agent: &str, name: &str) -> String {
 
 /// The Worker's console, written a moment later: lines are kept on the JS
 /// side (so a panic in wasm after them cannot lose them) and written in
-/// order by one timer per batch.
+/// order, once per batch, two microtask hops later: after the tasks the
+/// event started have run (wasm-bindgen's task queue runs in one microtask,
+/// so a model call started there is already on its way) and still within
+/// the event (a timer could be dropped with a request that ends meanwhile,
+/// and its lines with it).
 #[cfg(target_arch = "wasm32")]
 mod console {
     use wasm_bindgen::prelude::wasm_bindgen;
@@ -62,7 +66,7 @@ function flush() {
   for (const [method, line] of pending.splice(0)) console[method](line);
 }
 export function writeSoon(method, line) {
-  if (pending.push([method, line]) === 1) setTimeout(flush, 0);
+  if (pending.push([method, line]) === 1) queueMicrotask(() => queueMicrotask(flush));
 }
 "#)]
     extern "C" {

@@ -143,11 +143,11 @@ impl EffectHandlers for KitHost {
                 run,
                 outcome: ScheduleOutcome::of(result),
             }),
-            Err(e) => {
-                self.log_line(format!("schedule `{name}` could not run: {e}"));
-                let outcome = ScheduleOutcome::Unrunnable(e);
-                self.dispatch(Event::ScheduleRan { run, outcome });
-            }
+            // The core logs the run given up, with `e` as the reason.
+            Err(e) => self.dispatch(Event::ScheduleRan {
+                run,
+                outcome: ScheduleOutcome::Unrunnable(e),
+            }),
         }
     }
 

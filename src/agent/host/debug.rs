@@ -82,6 +82,22 @@ impl DebugSwitches {
                 .filter(|ms| *ms > 0),
         }
     }
+
+    /// Whether `op` is one of the writes `DEBUG_SKIP_WRITES` drops.
+    pub(super) fn skips(&self, op: &crate::core::StoreOp) -> bool {
+        use crate::core::{ConfigKey, StoreOp};
+        let kind = match op {
+            StoreOp::AppendChunks { .. } => "chunks",
+            StoreOp::OpenStream(_) | StoreOp::CloseStream { .. } => "stream",
+            StoreOp::PutConfig { key, .. } | StoreOp::DeleteConfig { key }
+                if *key == ConfigKey::OwedResponses =>
+            {
+                "owed"
+            }
+            _ => return false,
+        };
+        self.skip_writes.iter().any(|k| k == kind)
+    }
 }
 
 pub(super) fn host_created() {
@@ -199,23 +215,5 @@ impl AgentHost {
             "pendingTimers": usize::from(self.wake.borrow().is_some()),
             "sqliteDatabaseBytes": self.store.database_size(),
         })
-    }
-}
-
-impl DebugSwitches {
-    /// Whether `op` is one of the writes `DEBUG_SKIP_WRITES` drops.
-    pub(super) fn skips(&self, op: &crate::core::StoreOp) -> bool {
-        use crate::core::{ConfigKey, StoreOp};
-        let kind = match op {
-            StoreOp::AppendChunks { .. } => "chunks",
-            StoreOp::OpenStream(_) | StoreOp::CloseStream { .. } => "stream",
-            StoreOp::PutConfig { key, .. } | StoreOp::DeleteConfig { key }
-                if *key == ConfigKey::OwedResponses =>
-            {
-                "owed"
-            }
-            _ => return false,
-        };
-        self.skip_writes.iter().any(|k| k == kind)
     }
 }

@@ -133,7 +133,8 @@ impl EffectHandlers for AgentHost {
 
     /// A schedule is due: its callback runs with its payload and the run's
     /// attempt number (a callback the definition does not register, or a
-    /// payload it cannot read, is logged), and how it ended is reported
+    /// payload it cannot read, is reported as unrunnable, which the core
+    /// logs as given up), and how it ended is reported
     /// (the core keeps the run owed until then, so a run cut by an eviction
     /// starts again).
     fn run_schedule(
@@ -153,14 +154,10 @@ impl EffectHandlers for AgentHost {
         );
         let running = match started {
             Ok(running) => running,
+            // The core logs the run given up, with `e` as the reason.
             Err(e) => {
-                self.log_line(
-                    crate::log::LogLevel::Error,
-                    &format!("schedule `{name}` could not run: {e}"),
-                );
                 let outcome = ScheduleOutcome::Unrunnable(e);
-                self.dispatch(Event::ScheduleRan { run, outcome });
-                return;
+                return self.dispatch(Event::ScheduleRan { run, outcome });
             }
         };
         let host = self.clone();

@@ -541,6 +541,11 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
     await turn(c, prompt(`bench:warm-${inst.key}-${uniq}`));
     drop(c);
   }
+  // The idle rate subtracted from each turn's CPU is measured after the warm-up: right after a
+  // start, a process still compiles (the wasm's optimising tier, in background threads), and that
+  // rate taken for idle would be subtracted from every turn.
+  await measureIdle(pair, opts.quick ? 500 : 1500);
+  for (const inst of pair) results[inst.key].idleCpuMsPerS = [inst.idleCpuPerMs * 1000];
   for (let r = 0; r < opts.reps; r++) {
     for (const inst of orderFor(r, pair)) {
       const res = results[inst.key];
@@ -555,6 +560,9 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       const cpu = inst.cpu() - cpu0 - inst.idleCpuPerMs * (now() - t0);
       const timing = await timingOf(tag);
       res.cpuPerToken.push(cpu / opts.tokens);
+      res.cpuMsSum += cpu;
+      res.tokensSum += opts.tokens;
+      res.cpuPerTokenPooled = [res.cpuMsSum / res.tokensSum];
       res.firstChunk.push(t.firstText - t.tSend);
       res.preModel.push(timing ? timing.receivedAt - t.tSend : NaN);
       res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
@@ -707,7 +715,7 @@ async function main() {
 
     const specs = workerSpecs(ours, thinkDist);
     const newResults = () => ({
-      cpuPerToken: [], firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
+      cpuPerToken: [], cpuPerTokenPooled: [], cpuMsSum: 0, tokensSum: 0, firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
       histShortTurn: [], histLongTurn: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
@@ -728,7 +736,6 @@ async function main() {
     }
     const pair = trio.slice(0, 2);
     log(`workers up: ${trio.map((i) => `${i.key} pid ${i.pids.join(',')}`).join(', ')}`);
-    await measureIdle(trio, opts.quick ? 500 : 1500);
 
     /** Runs one phase (when selected with --phases) and records the load during it. */
     const runPhase = async (key, name, instances, body) => {
@@ -824,6 +831,8 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   const f = results.floor;
   const rows = [
     [`runtime CPU per streamed token (ms)`, o.cpuPerToken, t.cpuPerToken, f.cpuPerToken],
+    [`  pooled: Σ CPU of the reps / Σ their tokens (ms)`, o.cpuPerTokenPooled, t.cpuPerTokenPooled, f.cpuPerTokenPooled],
+    [`  idle CPU subtracted, measured after the warm-up (ms per s)`, o.idleCpuMsPerS, t.idleCpuMsPerS, f.idleCpuMsPerS],
     [`request → first text chunk (ms)`, o.firstChunk, t.firstChunk, f.firstChunk],
     [`  of which before the model is called (ms)`, o.preModel, t.preModel, f.preModel],
     [`  of which after the model's first word (ms)`, o.firstChunkAfterModel, t.firstChunkAfterModel, f.firstChunkAfterModel],
@@ -889,7 +898,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   }
   out.push('');
   out.push('method:');
-  out.push('  CPU/token: utime+stime (/proc/<pid>/stat, 10 ms ticks) of the worker\'s own workerd process from just before the request until its CPU counter is still again after the terminal frame, minus the idle rate measured at start, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn).');
+  out.push('  CPU/token: utime+stime (/proc/<pid>/stat, 10 ms ticks) of the worker\'s own workerd process from just before the request until its CPU counter is still again after the terminal frame, minus the process\'s idle rate (measured after the warm-up turns) over the same time, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn). One turn is a few 10 ms ticks, so its median moves in steps of a third or a half; the pooled row (the CPU of every rep summed, over every rep\'s tokens) is the figure the targets use.');
   out.push(`  CPU/token, first chunk, whole turn: the model streams the ${opts.tokens} words as fast as it can (no delay), as do the SQLite and fan-out turns.`);
   out.push('  first chunk: client send → receipt of the first text-delta frame; "after the model\'s first word" subtracts the model server\'s write time of its first content word (timing hook, same clock).');
   out.push(`  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame, on a paced ${opts.pacedTokens}-token turn (${opts.paceMs} ms between words) so the agent keeps up with the model; the unpaced ${opts.tokens}-token turn's figure (backlog row) also contains the chunks still queued when the model finished.`);

@@ -6,7 +6,7 @@ const FLOOR_TARGETS = [
   ['  of which before the model is called', 'preModel', 1.5],
   ["turn overhead (model's last byte → terminal frame)", 'lastByteToDone', 1.5],
   ['first chunk under load', 'loadFirstChunk', 1.5],
-  ['runtime CPU per streamed token', 'cpuPerToken', 1.2],
+  ['runtime CPU per streamed token (pooled over the reps)', 'cpuPerTokenPooled', 1.2],
   ['fan-out', 'fanout', 1.1],
   ['load wall time', 'loadWallMs', 1.25],
   ['memory per agent, histories built by turns', 'memPerAgentMiB', 1.15],
@@ -14,7 +14,7 @@ const FLOOR_TARGETS = [
 ];
 
 const THINK_TARGETS = [
-  ['runtime CPU per streamed token', 'cpuPerToken', 0.15],
+  ['runtime CPU per streamed token (pooled over the reps)', 'cpuPerTokenPooled', 0.15],
   ['SQLite write transactions per turn', 'sqlCommits', 0.2],
   ['SQLite WAL bytes per turn', 'sqlWalKiB', 0.1],
 ];

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::json_shape::{self, ShapeLimits};
 use super::json_string;
 use super::message::UIMessage;
+use super::posted_message::read_posted_message;
 use super::types;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -429,7 +430,7 @@ fn parse_chat_request(fields: Fields, bounds: FrameBounds) -> Result<ClientFrame
         Some(Ok(items)) => {
             let mut messages = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
-                let message = serde_json::from_str::<UIMessage>(item.get())
+                let message = read_posted_message(item.get())
                     .map_err(|e| invalid(FRAME, format!("message {index} of `init.body`: {e}")))?;
                 messages.push(message);
             }

@@ -10,6 +10,7 @@ pub mod gate;
 pub mod json_shape;
 pub mod json_string;
 pub mod message;
+mod posted_message;
 pub mod server;
 pub mod types;
 

@@ -40,15 +40,22 @@ export async function seed(kit, inst, name, messages) {
   return c;
 }
 
-/** One tail-request turn; send → done (ms). */
-export async function tailTurn(c, text) {
+/**
+ * One tail-request turn; send → done (ms). With `endFrameKiB`, the size of the transcript frame
+ * the turn's end sent this tab is pushed to it (what a long chat's turn moves to every tab).
+ */
+export async function tailTurn(c, text, endFrameKiB) {
   const id = newId();
-  c.cursor = c.frames.length;
+  const mark = c.frames.length;
+  c.cursor = mark;
   const t0 = now();
   c.send(chatRequest(id, [userMessage(newId(), text)]));
   const done = await c.waitFor(isDone(id), 120000);
+  const ms = now() - t0;
   if (done.error) throw new Error(`turn failed: ${done.body}`);
-  return now() - t0;
+  const ends = c.frames.slice(mark).filter((f) => f?.type === 'cf_agent_chat_messages');
+  if (endFrameKiB && ends.length) endFrameKiB.push(JSON.stringify(ends[ends.length - 1]).length / 1024);
+  return ms;
 }
 const newId = () => randomUUID().replace(/-/g, '').slice(0, 12);
 
@@ -81,7 +88,7 @@ export async function phaseHistoryTurns(kit, pair, opts, results, uniq, log) {
       await kit.settle(inst);
       res.histShortTurn.push(await tailTurn(short, `[tokens:20] short ${r}`));
       await kit.settle(inst);
-      res.histLongTurn.push(await tailTurn(long, `[tokens:20] long ${r}`));
+      res.histLongTurn.push(await tailTurn(long, `[tokens:20] long ${r}`, res.histTurnEndFrameKiB));
       await kit.settle(inst);
       const c = await kit.openTab(inst, `hist-long-${uniq}`);
       res.histConnect.push(c.connectMs);
@@ -133,6 +140,7 @@ export function historyRows(o, t, long = LONG) {
   return [
     [`20-token turn, ${SHORT}-message history, tail request (ms)`, o.histShortTurn, t.histShortTurn],
     [`20-token turn, ${LONG}-message history, tail request (ms)`, o.histLongTurn, t.histLongTurn],
+    [`  its turn-end transcript frame (KiB)`, o.histTurnEndFrameKiB, t.histTurnEndFrameKiB],
     [`connect to the ${LONG}-message agent → ready (ms)`, o.histConnect, t.histConnect],
     [`  its transcript frame (KiB)`, o.histConnectFrameKiB, t.histConnectFrameKiB],
     [`isolate's live heap per agent, ${SHORT} messages (KiB)`, o.histHeapShortKiB, t.histHeapShortKiB],

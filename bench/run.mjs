@@ -718,7 +718,7 @@ async function main() {
       cpuPerToken: [], cpuPerTokenPooled: [], cpuMsSum: 0, tokensSum: 0, firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
-      histShortTurn: [], histLongTurn: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
+      histShortTurn: [], histLongTurn: [], histTurnEndFrameKiB: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],
       cacheShare: [], cacheInputTokens: [], cacheCalls: [], cacheLastRequestTokens: [],
     });
     const results = { ours: newResults(), think: newResults(), floor: newResults() };

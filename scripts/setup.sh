@@ -57,8 +57,11 @@ else
   cargo install wasm-bindgen-cli --version "$WBG_VERSION"
 fi
 
-# 4. npm packages (npm 11 does not run install scripts; workerd and esbuild work without them)
-if [ ! -d node_modules ] || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules ]; } \
+# 4. npm packages (npm 11 does not run install scripts; workerd and esbuild work without them).
+# node_modules/.package-lock.json is npm's own record of a finished install: without it (an
+# interrupted or emptied install) the directory is installed again.
+if [ ! -f node_modules/.package-lock.json ] \
+   || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules ]; } \
    || [ package.json -nt node_modules ]; then
   if [ -f package-lock.json ]; then
     say "npm ci"

@@ -3,7 +3,7 @@
 //! eviction (set, moved or deleted as the core's durable deadline changes,
 //! a moment after the event that changed it).
 
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable};
@@ -25,6 +25,17 @@ use super::{now_ms, AgentHost};
 /// turn is then recovered on the object's next wake-up (a tab, a request)
 /// rather than by itself.
 const ALARM_CHANGE_DELAY: Duration = Duration::from_millis(10);
+
+/// The host, `ALARM_CHANGE_DELAY` from now, if it is still alive, not
+/// erased and `still_wanted` still holds: an alarm change is made only then.
+async fn after_change_delay(
+    host: Weak<AgentHost>,
+    still_wanted: impl Fn(&AgentHost) -> bool,
+) -> Option<Rc<AgentHost>> {
+    Delay::from(ALARM_CHANGE_DELAY).await;
+    host.upgrade()
+        .filter(|h| !h.destroyed.get() && still_wanted(h))
+}
 
 impl AgentHost {
     /// Keeps the wake-up and the durable alarm in step with the core's timers.
@@ -64,10 +75,7 @@ impl AgentHost {
     fn set_alarm(self: &Rc<Self>, at_ms: u64) {
         let host = Rc::downgrade(self);
         spawn_local(async move {
-            Delay::from(ALARM_CHANGE_DELAY).await;
-            let Some(host) = host
-                .upgrade()
-                .filter(|h| !h.destroyed.get() && h.alarm_asked.get() == Some(at_ms))
+            let Some(host) = after_change_delay(host, |h| h.alarm_asked.get() == Some(at_ms)).await
             else {
                 return;
             };
@@ -88,10 +96,9 @@ impl AgentHost {
     fn clear_alarm(self: &Rc<Self>) {
         let host = Rc::downgrade(self);
         spawn_local(async move {
-            Delay::from(ALARM_CHANGE_DELAY).await;
-            let Some(host) = host.upgrade().filter(|h| {
-                !h.destroyed.get() && h.alarm_asked.get().is_none() && h.alarm_stored.get()
-            }) else {
+            let still_wanted =
+                |h: &AgentHost| h.alarm_asked.get().is_none() && h.alarm_stored.get();
+            let Some(host) = after_change_delay(host, still_wanted).await else {
                 return;
             };
             host.alarm_stored.set(false);

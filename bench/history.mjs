@@ -54,10 +54,12 @@ export async function tailTurn(c, text, endFrameKiB) {
   const ms = now() - t0;
   if (done.error) throw new Error(`turn failed: ${done.body}`);
   const ends = c.frames.slice(mark).filter((f) => f?.type === 'cf_agent_chat_messages');
-  if (endFrameKiB && ends.length) endFrameKiB.push(JSON.stringify(ends[ends.length - 1]).length / 1024);
+  if (endFrameKiB && ends.length) endFrameKiB.push(frameKiB(ends[ends.length - 1]));
   return ms;
 }
 const newId = () => randomUUID().replace(/-/g, '').slice(0, 12);
+/** A transcript frame's size as JSON text (KiB). */
+const frameKiB = (frame) => JSON.stringify(frame).length / 1024;
 
 export const SHORT = 50;
 /** The long history's length unless `--history-long N` says otherwise. */
@@ -93,7 +95,7 @@ export async function phaseHistoryTurns(kit, pair, opts, results, uniq, log) {
       const c = await kit.openTab(inst, `hist-long-${uniq}`);
       res.histConnect.push(c.connectMs);
       res.histConnectFrameKiB.push(Math.max(0, ...c.frames.filter((f) => f?.type === 'cf_agent_chat_messages')
-        .map((f) => JSON.stringify(f).length)) / 1024);
+        .map(frameKiB)));
       kit.drop(c);
     }
   }

@@ -560,9 +560,6 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       const cpu = inst.cpu() - cpu0 - inst.idleCpuPerMs * (now() - t0);
       const timing = await timingOf(tag);
       res.cpuPerToken.push(cpu / opts.tokens);
-      res.cpuMsSum += cpu;
-      res.tokensSum += opts.tokens;
-      res.cpuPerTokenPooled = [res.cpuMsSum / res.tokensSum];
       res.firstChunk.push(t.firstText - t.tSend);
       res.preModel.push(timing ? timing.receivedAt - t.tSend : NaN);
       res.firstChunkAfterModel.push(timing ? t.firstText - timing.firstContentAt : NaN);
@@ -577,6 +574,11 @@ async function phaseTurns(pair, opts, timingOf, results, uniq) {
       res.lastByteToDone.push(ptiming ? p.doneAt - ptiming.lastByteAt : NaN);
       drop(c);
     }
+  }
+  // Every rep streams the same tokens, so Σ CPU ÷ Σ tokens is the mean of the per-rep figures.
+  for (const inst of pair) {
+    const perRep = results[inst.key].cpuPerToken;
+    results[inst.key].cpuPerTokenPooled = [perRep.reduce((a, b) => a + b, 0) / perRep.length];
   }
 }
 
@@ -715,7 +717,7 @@ async function main() {
 
     const specs = workerSpecs(ours, thinkDist);
     const newResults = () => ({
-      cpuPerToken: [], cpuPerTokenPooled: [], cpuMsSum: 0, tokensSum: 0, firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
+      cpuPerToken: [], cpuPerTokenPooled: [], firstChunk: [], preModel: [], loadWallMs: [], loadFirstChunk: [], memUploadPerAgentMiB: [], firstChunkAfterModel: [], lastByteToDone: [], lastByteToDoneUnpaced: [], turnMs: [],
       sqlCommits: [], sqlWalKiB: [], sqlPages: [], fanout: [], connect: [], connectOpen: [],
       memPerAgentMiB: [], rssBaseMiB: [], rssAfterMiB: [], liveHeapPerAgentKiB: [], historySeconds: [],
       histShortTurn: [], histLongTurn: [], histTurnEndFrameKiB: [], histConnect: [], histConnectFrameKiB: [], histHeapShortKiB: [], histHeapLongKiB: [],

@@ -41,8 +41,9 @@ export async function seed(kit, inst, name, messages) {
 }
 
 /**
- * One tail-request turn; send → done (ms). With `endFrameKiB`, the size of the transcript frame
- * the turn's end sent this tab is pushed to it (what a long chat's turn moves to every tab).
+ * One tail-request turn; send → done (ms). With `endFrameKiB`, the size of the frames for its
+ * message list the turn sent this tab (transcripts and message updates) is pushed to it: what a
+ * long chat's turn moves to the tab beside the stream.
  */
 export async function tailTurn(c, text, endFrameKiB) {
   const id = newId();
@@ -53,8 +54,9 @@ export async function tailTurn(c, text, endFrameKiB) {
   const done = await c.waitFor(isDone(id), 120000);
   const ms = now() - t0;
   if (done.error) throw new Error(`turn failed: ${done.body}`);
-  const ends = c.frames.slice(mark).filter((f) => f?.type === 'cf_agent_chat_messages');
-  if (endFrameKiB && ends.length) endFrameKiB.push(frameKiB(ends[ends.length - 1]));
+  const lists = c.frames.slice(mark)
+    .filter((f) => f?.type === 'cf_agent_chat_messages' || f?.type === 'cf_agent_message_updated');
+  if (endFrameKiB) endFrameKiB.push(lists.reduce((kib, f) => kib + frameKiB(f), 0));
   return ms;
 }
 const newId = () => randomUUID().replace(/-/g, '').slice(0, 12);
@@ -142,7 +144,7 @@ export function historyRows(o, t, long = LONG) {
   return [
     [`20-token turn, ${SHORT}-message history, tail request (ms)`, o.histShortTurn, t.histShortTurn],
     [`20-token turn, ${LONG}-message history, tail request (ms)`, o.histLongTurn, t.histLongTurn],
-    [`  its turn-end transcript frame (KiB)`, o.histTurnEndFrameKiB, t.histTurnEndFrameKiB],
+    [`  its frames for the tab's message list (KiB)`, o.histTurnEndFrameKiB, t.histTurnEndFrameKiB],
     [`connect to the ${LONG}-message agent → ready (ms)`, o.histConnect, t.histConnect],
     [`  its transcript frame (KiB)`, o.histConnectFrameKiB, t.histConnectFrameKiB],
     [`isolate's live heap per agent, ${SHORT} messages (KiB)`, o.histHeapShortKiB, t.histHeapShortKiB],

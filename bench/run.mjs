@@ -288,9 +288,14 @@ async function openTab(inst, name) {
   // Receipt time of each frame, same index as c.frames (harness's own listener runs first and
   // pushes the parsed frame); frames that arrived together with the upgrade have no time.
   c.times = [];
+  // The tab's message list as useAgentChat keeps it: replaced by a transcript, a message replaced
+  // by an update of its id, its own messages and answers added as it sends and streams (turn()).
   c.transcript = [];
   const track = (f) => {
     if (f?.type === 'cf_agent_chat_messages' && Array.isArray(f.messages)) c.transcript = f.messages;
+    if (f?.type === 'cf_agent_message_updated' && f.message) {
+      c.transcript = c.transcript.map((m) => (m.id === f.message.id ? f.message : m));
+    }
   };
   c.frames.forEach(track);
   c.ws.on('message', () => {
@@ -335,7 +340,11 @@ async function openListeningTab(inst, name) {
   });
   await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
   ws.send(JSON.stringify({ type: 'cf_agent_stream_resume_request', probeId: nanoid8() }));
-  await probeAnswered;
+  let timer;
+  const unanswered = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`listening tab of ${inst.key}: its resume probe was not answered within 30 s`)), 30000);
+  });
+  await Promise.race([probeAnswered, unanswered]).finally(() => clearTimeout(timer));
   return {
     ws,
     doneAt: (id) => (done.has(id) ? Promise.resolve(done.get(id)) : new Promise((resolve) => waiting.set(id, resolve))),
@@ -361,11 +370,13 @@ async function turn(c, text, { timeoutMs = 120000, tail = false } = {}) {
   c.cursor = mark;
   const tSend = now();
   c.send(chatRequest(id, tail ? [msg] : [...c.transcript, msg]));
+  c.transcript = [...c.transcript, msg];
   await c.waitFor(isDone(id), timeoutMs);
   let firstText = NaN;
   let doneAt = NaN;
   let chunks = 0;
   let error = null;
+  const answer = { id: '', role: 'assistant', parts: [{ type: 'text', text: '' }] };
   for (let i = mark; i < c.frames.length; i++) {
     const f = c.frames[i];
     if (f?.type !== 'cf_agent_use_chat_response' || f.id !== id) continue;
@@ -373,9 +384,15 @@ async function turn(c, text, { timeoutMs = 120000, tail = false } = {}) {
     if (f.error) { error = f.body; continue; }
     chunks++;
     if (Number.isNaN(firstText) && f.body.includes('"text-delta"')) firstText = c.times[i];
+    const chunk = JSON.parse(f.body);
+    if (chunk.type === 'start') answer.id = chunk.messageId ?? nanoid8();
+    if (chunk.type === 'text-delta') answer.parts[0].text += chunk.delta;
   }
   if (error) throw new Error(`turn failed on ${c.url}: ${error}`);
-  // The end-of-turn transcript is broadcast before the terminal frame; keep it as the client does.
+  // A turn's end sends the transcript (which tracking took in) or, to a requester whose list
+  // matches the store, updates only: then the list keeps the answer as streamed.
+  const transcriptCame = c.frames.slice(mark).some((f) => f?.type === 'cf_agent_chat_messages');
+  if (!transcriptCame) c.transcript = [...c.transcript, answer];
   return { id, tSend, firstText, doneAt, chunks };
 }
 

@@ -52,9 +52,11 @@ impl Core {
             }) => self.on_tool_approval(conn, &tool_call_id, approved, auto_continue),
             Ok(ClientFrame::ResumeRequest { probe_id }) => self.on_resume_probe(conn, probe_id),
             Ok(ClientFrame::ResumeAck { id }) => self.on_resume_ack(conn, &id),
-            // Documented ignores: transcript pushes (the server owns history)
-            // and non-POST chat requests.
-            Ok(ClientFrame::MessagesPush) | Ok(ClientFrame::NotPost) => {}
+            // Documented ignores: transcript pushes (the server owns history;
+            // the pushing tab's list now differs from the store, so its next
+            // turn's end sends it the transcript) and non-POST chat requests.
+            Ok(ClientFrame::MessagesPush) => self.conns.lists_differ(&[conn]),
+            Ok(ClientFrame::NotPost) => {}
             // Not a chat frame: the agent's state and calls, else the author's.
             Err(FrameError::Unknown(kind)) => self.on_agent_frame(conn, &kind, text),
             Err(error) => self.reject_frame(conn, text, &error.to_string()),

@@ -331,7 +331,8 @@ impl Core {
 
     /// Deletes the oldest stored messages beyond the agent's history cap
     /// (`Limits::max_stored_messages`): before a transcript frame is made,
-    /// and last in an event's writes.
+    /// and last in an event's writes. Every tab may show what went, so each
+    /// one's list no longer matches the store (`turn/end_frames.rs`).
     fn keep_history_within_cap(&mut self) {
         let keep = self.config.settings.limits.max_stored_messages;
         if keep == 0 {
@@ -340,6 +341,8 @@ impl Core {
         let keep_from = self.active.as_ref().map(|a| a.seq());
         if let Some(seq) = self.transcript.drop_oldest_beyond(keep, keep_from) {
             self.store(StoreOp::DropMessagesBefore { seq });
+            let all = self.conns.all();
+            self.conns.lists_differ(&all);
         }
     }
 
@@ -480,6 +483,14 @@ impl Core {
         }
     }
 
+    /// Sends a frame that edits or clears the message list of each of `to`
+    /// (`cf_agent_message_updated`, `cf_agent_chat_clear`), counting it
+    /// against each (`turn/end_frames.rs` reads the count).
+    fn send_list_change(&mut self, to: Vec<ConnId>, frame: String) {
+        self.conns.lists_changed(&to);
+        self.send_to(to, frame);
+    }
+
     fn store(&mut self, op: StoreOp) {
         self.effects.push(Effect::Store(op));
     }
@@ -527,6 +538,7 @@ impl Core {
         // part the host reads after this event's earlier writes) shows what
         // stays stored.
         self.keep_history_within_cap();
+        self.conns.transcript_sent(&to);
         let frame = self.transcript.snapshot(history::SNAPSHOT_BYTES, connect);
         self.effects.push(Effect::SendTranscript { to, frame });
     }

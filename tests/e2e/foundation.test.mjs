@@ -76,7 +76,7 @@ test('a resume probe on an idle agent is answered resume_none with reason idle a
   assert.equal(c.since(mark).length, 1, 'exactly one answer');
 });
 
-test('a text turn streams to both tabs in order with contiguous seq, the requester gets no echo of its message, and the transcript precedes the terminal frame', async (t) => {
+test('a text turn streams to both tabs in order with contiguous seq, the requester gets no echo of its message but its message as stored, and the other tab gets the transcript before the terminal frame', async (t) => {
   const w = await workerFor(t);
   const room = 'room-basic';
   const a = await tab(w, room);
@@ -131,16 +131,20 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   assert.deepEqual(framesB[userBroadcast].messages.map((m) => m.id), [uid]);
   assert.equal(framesB[userBroadcast].connect, undefined);
 
-  // The requester gets no echo of its own message: its only transcript is the end-of-turn one.
-  const transcriptsA = framesA.filter((f) => f.type === 'cf_agent_chat_messages');
-  assert.equal(transcriptsA.length, 1, 'requester gets exactly one transcript (end of turn)');
-  for (const [frames, chunks] of [[framesA, chunksA], [framesB, chunksB]]) {
-    const last = frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
-    const at = frames.indexOf(last);
-    assert.ok(at > frames.indexOf(chunks.at(-1)), 'end-of-turn transcript after the last chunk');
-    assert.ok(at < frames.findIndex(isDone(id)), 'end-of-turn transcript before the terminal frame');
-    assert.deepEqual(last.messages, persisted);
-  }
+  // The requester gets no echo of its own message and no transcript: its list is the store's but
+  // for its own message, which the turn's end sends it as stored (marked `channel: "web"`).
+  assert.equal(framesA.filter((f) => f.type === 'cf_agent_chat_messages').length, 0, 'no transcript to the requester');
+  const updates = framesA.filter((f) => f.type === 'cf_agent_message_updated');
+  assert.deepEqual(updates.map((f) => f.message), [user], 'its message as stored');
+  const updatedAt = framesA.indexOf(updates[0]);
+  assert.ok(updatedAt > framesA.indexOf(chunksA.at(-1)), 'after the last chunk');
+  assert.ok(updatedAt < framesA.findIndex(isDone(id)), 'before the terminal frame');
+  // The other tab gets the end-of-turn transcript after the last chunk, before the terminal frame.
+  const last = framesB.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+  const at = framesB.indexOf(last);
+  assert.ok(at > framesB.indexOf(chunksB.at(-1)), 'end-of-turn transcript after the last chunk');
+  assert.ok(at < framesB.findIndex(isDone(id)), 'end-of-turn transcript before the terminal frame');
+  assert.deepEqual(last.messages, persisted);
 
   // What the model was sent.
   const [body] = await waitForModelRequests(w.model, 1);

@@ -7,11 +7,13 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { getMessages, userMessage, sendAndWait } from '../support/harness.mjs';
+import { getMessages, isDone, userMessage, sendAndWait } from '../support/harness.mjs';
 import { workerFor, tab, rid, waitUntil } from '../support/e2e.mjs';
 import { startModelServer } from '../support/model-server.mjs';
 import { mountAgentChat } from '../support/agent-chat-node.mjs';
 import { sendOnlyTheTail } from '../../demo/src/tailRequest.js';
+
+const TURN_MS = 15000;
 
 const AGENT = 'ChatAgent';
 
@@ -123,14 +125,20 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_CONNECTION: '0' } });
   const room = 'long-3mb';
   const a = await tab(w, room);
+  // A second tab gets every turn's end as a transcript (the requester, whose list matches the
+  // store, gets only the messages it holds in another form).
+  const watcher = await tab(w, room);
   // Each tail request carries the nine user messages the server lacks (~16 KB): ten messages a turn.
   const requests = 205;
   const filler = 'z'.repeat(1_700);
+  let id;
   for (let i = 0; i < requests; i++) {
     const batch = Array.from({ length: 9 }, (_, j) => userMessage(rid('u'), `q${i}.${j} ${filler}`));
-    const { done } = await sendAndWait(a, rid(), batch);
+    id = rid();
+    const { done } = await sendAndWait(a, id, batch);
     assert.equal(done.outcome, 'completed', `request ${i}`);
   }
+  await watcher.waitFor(isDone(id), TURN_MS);
   const stored = await getMessages(w.url, AGENT, room);
   assert.equal(stored.length, 10 * requests);
   const storedBytes = JSON.stringify(stored).length;
@@ -144,7 +152,12 @@ test('a conversation grown past 2,000 messages and 3 MB through tail requests ke
   assert.match(last[1].content, /earlier messages of this conversation are not shown/);
   assert.match(last.at(-1).content, new RegExp(`^q${requests - 1}\\.8 `), 'the newest question is always sent');
 
-  const transcriptFrames = a.frames.filter((f) => f.type === 'cf_agent_chat_messages');
+  assert.deepEqual(a.frames.filter((f) => f.type === 'cf_agent_chat_messages').length, 1,
+    'the requester got the transcript once, on connect');
+  const updates = a.frames.filter((f) => f.type === 'cf_agent_message_updated');
+  assert.equal(updates.length, 10 * requests - 1, 'each turn: its nine messages and the answer before them');
+  assert.ok(updates.every((f) => JSON.stringify(f).length < 4_096), 'each a message, not the history');
+  const transcriptFrames = watcher.frames.filter((f) => f.type === 'cf_agent_chat_messages');
   const biggest = Math.max(...transcriptFrames.map((f) => JSON.stringify(f).length));
   assert.ok(biggest < 1 << 20, `no transcript frame reaches 1 MiB: ${biggest}`);
   // Exactly the newest messages whose JSON (a comma each) fits in 256 KiB: the place where the
@@ -171,6 +184,8 @@ test('past the transcript frame\'s 256 KiB, every turn-end frame holds exactly t
   const w = await workerFor(t, { bindings: { RATE_LIMIT_PER_CONNECTION: '0' } });
   const room = 'frame-at-capacity';
   const a = await tab(w, room);
+  // The tab that gets each turn's end as a transcript (the requester gets message updates).
+  const watcher = await tab(w, room);
   // Two-, three- and four-byte characters (a surrogate pair in JS) of differing lengths, so a frame
   // whose older part is cut a few messages later than the last one is measured in the right units.
   const filler = (i) => `é${'ß'.repeat(200 + (i % 7) * 31)}中${'文'.repeat(150 + (i % 5) * 17)}🙂${'😀'.repeat(90 + (i % 3) * 13)}`;
@@ -180,10 +195,13 @@ test('past the transcript frame\'s 256 KiB, every turn-end frame holds exactly t
     assert.ok(turn < 80, 'the history outgrew one frame');
     const batch = Array.from({ length: turn < 40 && atCapacity === 0 ? 5 : 1 }, () => userMessage(rid('u'), `m${n} ${filler(n++)}`));
     a.cursor = a.frames.length;
-    const { done } = await sendAndWait(a, rid(), batch);
+    watcher.cursor = watcher.frames.length;
+    const id = rid();
+    const { done } = await sendAndWait(a, id, batch);
     assert.equal(done.outcome, 'completed', `turn ${turn}`);
+    await watcher.waitFor(isDone(id), TURN_MS);
     const stored = await getMessages(w.url, AGENT, room);
-    const frame = a.frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
+    const frame = watcher.frames.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
     const expected = newestThatFit(stored);
     if (expected.length === stored.length) continue;
     atCapacity += 1;

@@ -95,12 +95,16 @@ test('a message row far back that is not JSON is left out of the transcript fram
   assert.ok(!ids.includes(victim));
   assert.deepEqual(ids, before.map((m) => m.id).filter((id) => id !== victim), 'in order');
 
+  // A second tab gets the turn's end as a transcript (the requester gets message updates).
+  const watcher = await tab(w, room);
   const id = rid();
-  const from = b.frames.length;
-  b.cursor = from;
+  const from = watcher.frames.length;
+  watcher.cursor = from;
+  b.cursor = b.frames.length;
   b.send(chatRequest(id, [userMessage(rid('u'), 'still there?')]));
   assert.equal((await b.waitFor(isDone(id), TURN_MS)).outcome, 'completed');
-  const turnEnd = b.frames.slice(from).find((f) => f.type === 'cf_agent_chat_messages');
+  await watcher.waitFor(isDone(id), TURN_MS);
+  const turnEnd = watcher.frames.slice(from).filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
   assert.equal(turnEnd.messages.length, 101, 'the turn-end frame too');
   const stored = await getMessages(w.url, AGENT, room);
   assert.equal(stored.length, 101, 'get-messages leaves it out');

@@ -77,8 +77,15 @@ impl Core {
             self.broadcast_transcript(Some(&conn));
         }
         self.transcript.reserve_for(&id);
+        if reconciled.unmatched {
+            self.conns.lists_differ(std::slice::from_ref(&conn));
+        }
+        let requester_synced_at = (trigger == TurnTrigger::Submit)
+            .then(|| self.conns.matching_list_changes(&conn))
+            .flatten();
         self.queue.push(QueuedTurn {
             requester: Some(conn),
+            requester_synced_at,
             message_ids: reconciled.message_ids,
             overlapped,
             body: Some(request.body),
@@ -195,7 +202,7 @@ impl Core {
             Some(conn) => self.conns.all_except(conn),
             None => self.conns.all(),
         };
-        self.send_to(to, server::chat_clear());
+        self.send_list_change(to, server::chat_clear());
     }
 
     /// Why no further turn is accepted now, when the queue holds the most

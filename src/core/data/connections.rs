@@ -1,7 +1,8 @@
 //! Open protocol connections and where each stands in the resume handshake:
 //! offered a stream but not yet acknowledged (excluded from live chunks), or
-//! parked waiting for an accepted turn to start streaming; and how many
-//! delegated calls deep the turns a parent's call asks for are.
+//! parked waiting for an accepted turn to start streaming; how many
+//! delegated calls deep the turns a parent's call asks for are; and how many
+//! frames have reshaped the message list each one shows.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,13 @@ struct ConnState {
     /// The delegation depth of turns asked for on it (a parent's call: the
     /// parent's depth plus one; 0 otherwise).
     delegation_depth: u32,
+    /// Frames sent to it that replace or edit its message list (transcripts,
+    /// message updates, clears, resume offers), counted.
+    list_changes: u64,
+    /// Its list is known to be the store's: a transcript was sent to it and
+    /// nothing since made them differ (a push of its own list, a posted
+    /// message the store did not take, a history cap deletion).
+    list_matches: bool,
 }
 
 #[derive(Debug, Default)]
@@ -41,7 +49,52 @@ impl Connections {
     pub fn offer_resume(&mut self, conn: &str) {
         if let Some(state) = self.conns.get_mut(conn) {
             state.pending_resume = true;
+            state.list_changes += 1;
         }
+    }
+
+    /// Each of `to` was sent a frame that edits its message list.
+    pub fn lists_changed(&mut self, to: &[ConnId]) {
+        for conn in to {
+            if let Some(state) = self.conns.get_mut(conn) {
+                state.list_changes += 1;
+            }
+        }
+    }
+
+    /// Each of `to` was sent the transcript: its list is now the store's.
+    pub fn transcript_sent(&mut self, to: &[ConnId]) {
+        self.lists_changed(to);
+        for conn in to {
+            if let Some(state) = self.conns.get_mut(conn) {
+                state.list_matches = true;
+            }
+        }
+    }
+
+    /// The lists of `conns` differ from the store until their next transcript.
+    pub fn lists_differ(&mut self, conns: &[ConnId]) {
+        for conn in conns {
+            if let Some(state) = self.conns.get_mut(conn) {
+                state.list_matches = false;
+            }
+        }
+    }
+
+    /// How many frames have changed `conn`'s list, while that list is known
+    /// to be the store's (`None` otherwise, or once it is gone).
+    pub fn matching_list_changes(&self, conn: &str) -> Option<u64> {
+        self.conns
+            .get(conn)
+            .filter(|state| state.list_matches)
+            .map(|state| state.list_changes)
+    }
+
+    /// `conn` is open and gets live chat frames (no resume offer pending).
+    pub fn is_live(&self, conn: &str) -> bool {
+        self.conns
+            .get(conn)
+            .is_some_and(|state| !state.pending_resume)
     }
 
     /// `conn` acknowledged its offer; returns whether it had one pending.

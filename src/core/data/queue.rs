@@ -46,6 +46,11 @@ pub struct QueuedTurn {
     /// How many delegated calls deep it was asked at: 0 for a tab's or the
     /// agent's own, a parent's depth plus one for a parent's call.
     pub delegation_depth: u32,
+    /// For a tab's submit whose list matched the store once its request was
+    /// stored: the count of frames that had changed that list
+    /// (`Connections::matching_list_changes`), to tell at the turn's end
+    /// whether anything changed it since (`turn/end_frames.rs`).
+    pub requester_synced_at: Option<u64>,
 }
 
 impl QueuedTurn {
@@ -70,6 +75,7 @@ impl QueuedTurn {
             turn_tools: None,
             executor: None,
             delegation_depth: 0,
+            requester_synced_at: None,
         }
     }
 

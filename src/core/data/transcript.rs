@@ -67,6 +67,12 @@ pub struct Reconciled {
     pub removed: Vec<String>,
     /// Ids of the trailing run of user messages of the request.
     pub message_ids: Vec<String>,
+    /// The posting tab's list may differ from the store after this: a
+    /// posted user message was not taken (its id is a stored answer's, or the
+    /// history cap deleted it), an id was posted twice, or a posted answer is
+    /// not one the window holds (a forged one, or one too old to look up
+    /// cheaply).
+    pub unmatched: bool,
 }
 
 impl Transcript {

@@ -3,6 +3,8 @@
 //! on a regeneration, and what the server owns (model output) is never taken
 //! from a client.
 
+use std::collections::HashSet;
+
 use serde_json::{json, Value};
 
 use super::{Reconciled, Transcript};
@@ -33,13 +35,18 @@ impl Transcript {
         // Where the newest posted message the store knows is, asked the
         // first time a posted user message is unknown.
         let mut last_known: Option<Option<usize>> = None;
+        let mut posted_ids = HashSet::new();
         for (index, message) in incoming.iter().enumerate() {
+            if !out.unmatched {
+                out.unmatched = !posted_ids.insert(message.id.as_str())
+                    || (message.role != Role::User && self.position(&message.id).is_none());
+            }
             if message.role != Role::User {
                 continue;
             }
             let sanitized = sanitize_user_message(message);
             match older.find(self, &message.id) {
-                Some(stored) if stored.role != Role::User => {}
+                Some(stored) if stored.role != Role::User => out.unmatched = true,
                 Some(stored) if stored.parts == sanitized.parts => {}
                 Some(_) => out.written.push(self.upsert(sanitized)),
                 None => {
@@ -53,6 +60,8 @@ impl Transcript {
                     // that still shows it. It stays deleted.
                     if known.is_none_or(|known| index > known) {
                         out.written.push(self.upsert(sanitized));
+                    } else {
+                        out.unmatched = true;
                     }
                 }
             }

@@ -88,7 +88,7 @@ impl Core {
         let entry = entry.clone();
         self.put_entry(&entry);
         let to = self.conns.all();
-        self.send_to(to, server::message_updated(&entry.message));
+        self.send_list_change(to, server::message_updated(&entry.message));
     }
 
     /// Writes the chunks not yet durable as one row of the chunk log.

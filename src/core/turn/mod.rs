@@ -23,6 +23,7 @@ mod compaction_state;
 mod context_blocks;
 mod context_cut;
 mod delegation;
+mod end_frames;
 mod ended;
 mod error_decisions;
 mod hand_back;

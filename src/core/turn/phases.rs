@@ -406,7 +406,7 @@ impl Core {
             self.owe_response(&response);
         }
         if persist {
-            self.broadcast_transcript(None);
+            self.send_turn_end_lists(&active.turn, outcome, active.seq);
         }
         self.remember_finished(&request_id, &message_ids, outcome);
         self.ended.closed(crate::core::turn::active::ClosedTurn {

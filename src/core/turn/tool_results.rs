@@ -339,7 +339,7 @@ impl Core {
 
     fn broadcast_updated(&mut self, message: &UIMessage) {
         let to = self.conns.all();
-        self.send_to(to, server::message_updated(message));
+        self.send_list_change(to, server::message_updated(message));
     }
 }
 

@@ -20,6 +20,7 @@ mod summarizing;
 mod tool_decisions;
 mod tool_hooks;
 mod tool_rewrites;
+mod turn_end_lists;
 mod turn_hooks;
 mod turns;
 mod usage_metadata;

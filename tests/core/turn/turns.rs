@@ -108,17 +108,26 @@ fn a_text_turn_persists_the_user_message_streams_chunks_and_ends_completed() {
         "the other tab sees every chunk live"
     );
 
+    // The other tab gets the transcript; the requester, whose list matches
+    // the store but for its own request and stream, gets its user message
+    // as stored (the transcript would change nothing else it holds).
+    let n = b.len();
+    assert_eq!(kind(&b[n - 2]), MESSAGES, "transcript to the other tab");
+    assert_eq!(ids_of(&b[n - 2]), ["u1".to_string(), message_id.clone()]);
+    let n = a.len();
+    assert_eq!(
+        kind(&a[n - 2]),
+        UPDATED,
+        "the requester's own message as stored"
+    );
+    assert_eq!(a[n - 2]["message"]["id"], "u1");
+    assert_eq!(a[n - 2]["message"]["metadata"]["channel"], "web");
+    assert!(
+        !a.iter().any(|f| kind(f) == MESSAGES),
+        "no transcript to the requester"
+    );
     for frames in [&a, &b] {
         let n = frames.len();
-        assert_eq!(
-            kind(&frames[n - 2]),
-            MESSAGES,
-            "transcript to every tab at the end"
-        );
-        assert_eq!(
-            ids_of(&frames[n - 2]),
-            ["u1".to_string(), message_id.clone()]
-        );
         assert_eq!(
             frames[n - 1],
             json!({"type": RESPONSE, "id": "r1", "body": "", "done": true,

@@ -1,0 +1,74 @@
+//! What a turn's end sends each tab so that its message list shows what is
+//! stored: the transcript frame, or, to the tab that asked for the turn
+//! while its list matched the store, updates of only the messages it holds
+//! in another form than the stored one.
+
+use crate::protocol::{server, Outcome, Role, UIMessage};
+
+use crate::core::data::queue::QueuedTurn;
+use crate::core::vocab::ids::ConnId;
+use crate::core::Core;
+
+impl Core {
+    /// After a turn's answer (placed at `answer_seq`) is stored. Every tab
+    /// gets the transcript (the stock client replaces its list with it,
+    /// keeping the answer it streamed itself), except a requester whose list
+    /// is known to match the store but for what its own request and stream
+    /// added: it gets `cf_agent_message_updated` for what the transcript
+    /// would change in its list (the turn's user messages, held as posted,
+    /// and the answer before them, held as streamed), so a long chat's turn
+    /// does not move and re-render its whole history.
+    pub(super) fn send_turn_end_lists(
+        &mut self,
+        turn: &QueuedTurn,
+        outcome: Outcome,
+        answer_seq: u64,
+    ) {
+        // Messages past the history cap go first (every tab must lose them).
+        self.keep_history_within_cap();
+        let Some(requester) = self.synced_requester(turn, outcome) else {
+            self.broadcast_transcript(None);
+            return;
+        };
+        self.broadcast_transcript(Some(&requester));
+        for message in self.held_in_other_form(turn, answer_seq) {
+            self.send_list_change(vec![requester.clone()], server::message_updated(&message));
+        }
+    }
+
+    /// The requester of a completed submit whose list matched the store when
+    /// it asked (`QueuedTurn::requester_synced_at`), that followed the whole
+    /// turn live and that no frame has changed the list of since.
+    fn synced_requester(&self, turn: &QueuedTurn, outcome: Outcome) -> Option<ConnId> {
+        if outcome != Outcome::Completed || turn.is_continuation() {
+            return None;
+        }
+        let conn = turn.requester.as_ref()?;
+        let synced_at = turn.requester_synced_at?;
+        (self.conns.is_live(conn) && self.conns.matching_list_changes(conn) == Some(synced_at))
+            .then(|| conn.clone())
+    }
+
+    /// The stored forms of the turn's user messages and of the newest answer
+    /// before them.
+    fn held_in_other_form(&self, turn: &QueuedTurn, answer_seq: u64) -> Vec<UIMessage> {
+        let before: Vec<&UIMessage> = self.transcript.before(answer_seq).collect();
+        let first_asked = before
+            .iter()
+            .position(|m| turn.message_ids.contains(&m.id))
+            .unwrap_or(before.len());
+        let previous_answer = before[..first_asked]
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant);
+        previous_answer
+            .into_iter()
+            .chain(
+                before[first_asked..]
+                    .iter()
+                    .filter(|m| turn.message_ids.contains(&m.id)),
+            )
+            .map(|m| (*m).clone())
+            .collect()
+    }
+}

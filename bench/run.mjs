@@ -338,13 +338,16 @@ async function openListeningTab(inst, name) {
     done.set(id, at);
     waiting.get(id)?.(at);
   });
-  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
-  ws.send(JSON.stringify({ type: 'cf_agent_stream_resume_request', probeId: nanoid8() }));
   let timer;
-  const unanswered = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`listening tab of ${inst.key}: its resume probe was not answered within 30 s`)), 30000);
+  const stalled = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`listening tab of ${inst.key}: not open and answered within 30 s`)), 30000);
   });
-  await Promise.race([probeAnswered, unanswered]).finally(() => clearTimeout(timer));
+  const ready = async () => {
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    ws.send(JSON.stringify({ type: 'cf_agent_stream_resume_request', probeId: nanoid8() }));
+    await probeAnswered;
+  };
+  await Promise.race([ready(), stalled]).finally(() => clearTimeout(timer));
   return {
     ws,
     doneAt: (id) => (done.has(id) ? Promise.resolve(done.get(id)) : new Promise((resolve) => waiting.set(id, resolve))),

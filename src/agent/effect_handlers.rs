@@ -25,6 +25,9 @@ pub(crate) trait EffectHandlers {
     fn store(self: &Rc<Self>, op: StoreOp);
     fn send(&self, to: &[ConnId], frame: &str);
     fn send_transcript(&self, to: &[ConnId], frame: &TranscriptFrame);
+    /// Keeps with `conn`'s socket whether its message list is the store's
+    /// (given back in `Event::Adopted` after hibernation).
+    fn note_list_matches(&self, conn: &ConnId, matches: bool);
     fn call_model(self: &Rc<Self>, call: CallId, request: ModelRequest);
     fn abort_model(&self, call: CallId);
     fn run_tool(self: &Rc<Self>, call: CallId, tool_call_id: String, name: String, input: Value);
@@ -81,6 +84,7 @@ fn carry_out_one<H: EffectHandlers>(host: &Rc<H>, effect: Effect) {
     match effect {
         Effect::Send { to, frame } => host.send(&to, &frame),
         Effect::SendTranscript { to, frame } => host.send_transcript(&to, &frame),
+        Effect::NoteListMatches { conn, matches } => host.note_list_matches(&conn, matches),
         Effect::Store(op) => host.store(op),
         Effect::CallModel { call, request } => host.call_model(call, *request),
         Effect::AbortModel { call } => host.abort_model(call),
@@ -161,6 +165,9 @@ mod tests {
         }
         fn send(&self, _: &[ConnId], frame: &str) {
             self.note(format!("send {frame}"));
+        }
+        fn note_list_matches(&self, _: &ConnId, matches: bool) {
+            self.note(format!("note_list_matches {matches}"));
         }
         fn send_transcript(&self, _: &[ConnId], _: &TranscriptFrame) {
             self.note("send_transcript");

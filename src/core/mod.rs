@@ -247,11 +247,11 @@ impl Core {
                 self.caller_budgets.connect(&conn, caller);
                 self.on_connect(conn)
             }
-            Event::Adopted { conn } => {
+            Event::Adopted { conn, list_matches } => {
                 self.request_rate.adopt(&conn);
                 let caller = data::token_budget::tab_caller(self.request_rate.client_of(&conn));
                 self.caller_budgets.connect(&conn, caller);
-                self.conns.add(conn)
+                self.conns.adopt(conn, list_matches)
             }
             Event::Frame { conn, text } => self.on_frame(conn, &text),
             Event::ReadonlyFrame { conn, text } => self.on_readonly_frame(conn, &text),
@@ -316,6 +316,7 @@ impl Core {
         self.settle();
         self.write_down_queue();
         self.keep_history_within_cap();
+        self.note_list_matches();
     }
 
     /// Runs a command of the host's (a method: see the rule in this file's
@@ -326,7 +327,17 @@ impl Core {
         let answer = run(self);
         self.settle();
         self.write_down_queue();
+        self.note_list_matches();
         answer
+    }
+
+    /// Keeps with each socket whether its list is the store's, where that
+    /// changed in this event (`turn/end_frames.rs` reads it; it outlives
+    /// hibernation).
+    fn note_list_matches(&mut self) {
+        for (conn, matches) in self.conns.take_list_match_notes() {
+            self.effects.push(Effect::NoteListMatches { conn, matches });
+        }
     }
 
     /// Deletes the oldest stored messages beyond the agent's history cap

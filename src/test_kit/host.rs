@@ -133,12 +133,12 @@ impl KitHost {
             destroyed: Cell::new(false),
         });
         host.carry_out();
-        let open: Vec<ConnId> = (durable.tabs.borrow().iter())
+        let open: Vec<(ConnId, bool)> = (durable.tabs.borrow().iter())
             .filter(|(_, tab)| tab.open)
-            .map(|(conn, _)| conn.clone())
+            .map(|(conn, tab)| (conn.clone(), tab.list_matches))
             .collect();
-        for conn in open {
-            host.dispatch(Event::Adopted { conn });
+        for (conn, list_matches) in open {
+            host.dispatch(Event::Adopted { conn, list_matches });
         }
         host.dispatch(Event::Woke);
         // The definition's `on_start`, queued first: it runs before anything

@@ -39,6 +39,12 @@ impl EffectHandlers for KitHost {
         }
     }
 
+    fn note_list_matches(&self, conn: &ConnId, matches: bool) {
+        if let Some(tab) = self.durable.tabs.borrow_mut().get_mut(conn) {
+            tab.list_matches = matches;
+        }
+    }
+
     fn send_transcript(&self, to: &[ConnId], frame: &TranscriptFrame) {
         let text = frame.read(&*self.durable.store);
         self.send(to, &text);

@@ -22,8 +22,9 @@ use super::sql::AuthorSql;
 pub const START_MS: u64 = 1_767_225_600_000;
 
 /// One tab: what it received, whether its socket is open, its connection's
-/// own state, tags and readonly flag (kept with the socket, as an
-/// attachment is), and the close code and reason the agent closed it with.
+/// own state, tags, readonly flag and whether its list was the store's
+/// (kept with the socket, as an attachment is), and the close code and
+/// reason the agent closed it with.
 #[derive(Debug, Default)]
 pub(crate) struct TabRecord {
     pub frames: Vec<Value>,
@@ -31,6 +32,7 @@ pub(crate) struct TabRecord {
     pub state: Option<String>,
     pub tags: Vec<String>,
     pub readonly: bool,
+    pub list_matches: bool,
     pub closed_with: Option<(u16, String)>,
 }
 

@@ -124,6 +124,10 @@ describe("the runtime's own clock", { concurrency: true }, () => {
     assert.ok(framesA.some((f) => f.type === 'cf_agent_chat_messages' && f.messages.at(-1)?.id === u2), 'the other tab still gets the user broadcast');
     assert.deepEqual(chunkFrames(framesA, id2), chunkFrames(b.since(markB), id2), 'and every chunk');
     assert.ok(!b.since(markB).some((f) => f.type === 'cf_agent_chat_messages' && f.messages.at(-1)?.id === u2), 'the requester is still recognised (no echo)');
+    // Its list matched the store before the nap, as its socket's attachment kept: the turn's end
+    // sends it its message as stored, not the transcript.
+    assert.ok(!b.since(markB).some((f) => f.type === 'cf_agent_chat_messages'), 'no transcript to the requester');
+    assert.ok(b.since(markB).some((f) => f.type === 'cf_agent_message_updated' && f.message.id === u2), 'its message as stored');
     assert.equal(textOf(framesA, id2), 'You said: after the nap');
   });
 });

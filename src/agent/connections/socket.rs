@@ -31,6 +31,10 @@ pub(crate) struct Attachment {
     /// the agent's sockets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// Its message list was the store's when the agent last noted it
+    /// (`Effect::NoteListMatches`), kept across hibernation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub list_matches: bool,
 }
 
 impl Attachment {
@@ -43,6 +47,7 @@ impl Attachment {
             closed: false,
             readonly,
             client: None,
+            list_matches: false,
         }
     }
 }

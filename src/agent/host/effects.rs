@@ -65,6 +65,10 @@ impl EffectHandlers for AgentHost {
         self.send_transcript_frame(to, frame);
     }
 
+    fn note_list_matches(&self, conn: &ConnId, matches: bool) {
+        self.note_socket_list_matches(conn, matches);
+    }
+
     fn call_model(self: &Rc<Self>, call: CallId, request: ModelRequest) {
         let host = self.clone();
         spawn_local(async move { host.run_model(call, request).await });

@@ -149,7 +149,10 @@ impl AgentHost {
         self.closed.borrow_mut().retain(|c| *c != conn);
         self.sockets.borrow_mut().insert(conn.clone(), pair.server);
         self.dispatch(if channel {
-            Event::Adopted { conn }
+            Event::Adopted {
+                conn,
+                list_matches: false,
+            }
         } else {
             Event::Connected { conn, client }
         });

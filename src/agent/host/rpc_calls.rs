@@ -75,7 +75,10 @@ impl AgentHost {
         let (sink, frames) = mpsc::unbounded();
         let conn: ConnId = Rc::from(format!("rpc:{}", random_token(16)));
         self.rpc.sinks.borrow_mut().insert(conn.clone(), sink);
-        self.dispatch(Event::Adopted { conn: conn.clone() });
+        self.dispatch(Event::Adopted {
+            conn: conn.clone(),
+            list_matches: false,
+        });
         self.core.borrow_mut().set_delegation_depth(&conn, depth);
         (conn, frames)
     }

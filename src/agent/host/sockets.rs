@@ -20,14 +20,20 @@ impl AgentHost {
     /// Sockets accepted by an earlier instance (before hibernation or eviction).
     pub(super) fn adopt_open_sockets(self: &Rc<Self>) {
         for ws in self.state.get_websockets() {
-            if let Ok(Some(Attachment { conn, closed, .. })) = ws.deserialize_attachment() {
+            if let Ok(Some(Attachment {
+                conn,
+                closed,
+                list_matches,
+                ..
+            })) = ws.deserialize_attachment()
+            {
                 if closed {
                     // Its close was handled before the eviction.
                     continue;
                 }
                 let conn: ConnId = Rc::from(conn);
                 self.sockets.borrow_mut().insert(conn.clone(), ws);
-                self.dispatch(Event::Adopted { conn });
+                self.dispatch(Event::Adopted { conn, list_matches });
             }
         }
     }
@@ -107,6 +113,18 @@ impl AgentHost {
         if !attachment.channel {
             let connection = self.connection_on(&conn, ws);
             spawn_local((self.author.on_close)(connection, self.handle()));
+        }
+    }
+
+    /// Keeps with `conn`'s socket whether its list is the store's (a parent's
+    /// channel has no socket: nothing to keep).
+    pub(super) fn note_socket_list_matches(&self, conn: &ConnId, matches: bool) {
+        let Some(ws) = self.sockets.borrow().get(conn).cloned() else {
+            return;
+        };
+        if let Ok(Some(mut attachment)) = ws.deserialize_attachment::<Attachment>() {
+            attachment.list_matches = matches;
+            let _ = ws.serialize_attachment(&attachment);
         }
     }
 

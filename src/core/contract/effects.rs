@@ -62,6 +62,9 @@ pub enum Event {
     /// A socket that was already open when this instance started (after hibernation).
     Adopted {
         conn: ConnId,
+        /// What the core last noted for it (`Effect::NoteListMatches`):
+        /// its message list was the store's. `false` when never noted.
+        list_matches: bool,
     },
     Frame {
         conn: ConnId,
@@ -238,6 +241,12 @@ pub enum Effect {
     Send {
         to: Vec<ConnId>,
         frame: Rc<str>,
+    },
+    /// Keep with the socket whether its message list is the store's, so
+    /// that it outlives hibernation (given back in `Event::Adopted`).
+    NoteListMatches {
+        conn: ConnId,
+        matches: bool,
     },
     /// Send a transcript frame to each listed connection, its older part
     /// read from the store as it is sent (`TranscriptFrame::read`), after

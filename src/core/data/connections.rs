@@ -29,6 +29,9 @@ struct ConnState {
 #[derive(Debug, Default)]
 pub struct Connections {
     conns: BTreeMap<ConnId, ConnState>,
+    /// Connections whose `list_matches` changed and is not yet noted with
+    /// the socket (`take_list_match_notes`).
+    unnoted: BTreeMap<ConnId, bool>,
 }
 
 impl Connections {
@@ -36,8 +39,34 @@ impl Connections {
         self.conns.insert(conn, ConnState::default());
     }
 
+    /// A socket open before this instance started, with what was noted for
+    /// it: whether its list was the store's.
+    pub fn adopt(&mut self, conn: ConnId, list_matches: bool) {
+        let state = ConnState {
+            list_matches,
+            ..ConnState::default()
+        };
+        self.conns.insert(conn, state);
+    }
+
+    /// The connections whose list's match with the store changed since last
+    /// asked, with the new value: to be kept with their sockets.
+    pub fn take_list_match_notes(&mut self) -> Vec<(ConnId, bool)> {
+        std::mem::take(&mut self.unnoted).into_iter().collect()
+    }
+
+    fn set_list_matches(&mut self, conn: &ConnId, matches: bool) {
+        if let Some(state) = self.conns.get_mut(conn) {
+            if state.list_matches != matches {
+                state.list_matches = matches;
+                self.unnoted.insert(conn.clone(), matches);
+            }
+        }
+    }
+
     pub fn remove(&mut self, conn: &str) {
         self.conns.remove(conn);
+        self.unnoted.remove(conn);
     }
 
     pub fn contains(&self, conn: &str) -> bool {
@@ -66,18 +95,14 @@ impl Connections {
     pub fn transcript_sent(&mut self, to: &[ConnId]) {
         self.lists_changed(to);
         for conn in to {
-            if let Some(state) = self.conns.get_mut(conn) {
-                state.list_matches = true;
-            }
+            self.set_list_matches(conn, true);
         }
     }
 
     /// The lists of `conns` differ from the store until their next transcript.
     pub fn lists_differ(&mut self, conns: &[ConnId]) {
         for conn in conns {
-            if let Some(state) = self.conns.get_mut(conn) {
-                state.list_matches = false;
-            }
+            self.set_list_matches(conn, false);
         }
     }
 

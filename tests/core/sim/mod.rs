@@ -177,6 +177,8 @@ struct Scheduled {
 pub struct Tab {
     pub frames: Vec<Value>,
     pub connected: bool,
+    /// What the core noted with the socket (`Effect::NoteListMatches`).
+    pub list_matches: bool,
 }
 
 /// Steps `run_until_idle` may take before it decides the core is looping.
@@ -393,6 +395,7 @@ impl Sim {
             Tab {
                 frames: Vec::new(),
                 connected: true,
+                list_matches: false,
             },
         );
         self.handle(Event::Connected {
@@ -408,9 +411,13 @@ impl Sim {
             Tab {
                 frames: Vec::new(),
                 connected: true,
+                list_matches: false,
             },
         );
-        self.handle(Event::Adopted { conn: conn(tab) });
+        self.handle(Event::Adopted {
+            conn: conn(tab),
+            list_matches: false,
+        });
     }
 
     pub fn disconnect(&mut self, tab: &str) {
@@ -590,14 +597,17 @@ impl Sim {
             self.now,
         );
         self.apply_effects();
-        let open: Vec<String> = self
+        let open: Vec<(String, bool)> = self
             .tabs
             .iter()
             .filter(|(_, t)| t.connected)
-            .map(|(name, _)| name.clone())
+            .map(|(name, t)| (name.clone(), t.list_matches))
             .collect();
-        for tab in open {
-            self.handle(Event::Adopted { conn: conn(&tab) });
+        for (tab, list_matches) in open {
+            self.handle(Event::Adopted {
+                conn: conn(&tab),
+                list_matches,
+            });
         }
         self.handle(Event::Woke);
     }
@@ -728,6 +738,11 @@ impl Sim {
                     to,
                     frame: Rc::from(text),
                 });
+            }
+            Effect::NoteListMatches { conn, matches } => {
+                if let Some(tab) = self.tabs.get_mut(&*conn) {
+                    tab.list_matches = matches;
+                }
             }
             Effect::Store(op) => self.store.apply(op),
             Effect::CallModel { call, request } => {

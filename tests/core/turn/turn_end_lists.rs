@@ -161,3 +161,25 @@ fn a_requester_that_pushed_its_own_list_gets_the_transcript() {
     assert_eq!(end.len(), 1, "{a:?}");
     assert!(ids_of(end[0]).contains(&answer), "the list as stored");
 }
+
+#[test]
+fn what_a_tab_s_list_matches_is_kept_with_its_socket_across_hibernation() {
+    let mut sim = two_tabs();
+    let first = ask(&mut sim, "a", "r1", &[user("u1", "hi")]);
+    // Hibernation: a new instance adopts the open sockets with what was
+    // noted on them; `a`'s list still matched the store.
+    sim.evict();
+    sim.clear_frames();
+    ask(&mut sim, "a", "r2", &[user("u2", "after a nap")]);
+    let a = turn_frames(&sim, "a", "r2");
+    assert!(of_type(&a, MESSAGES).is_empty(), "{a:?}");
+    assert_eq!(updated_ids(&a), [first, "u2".to_string()]);
+
+    // A tab whose list differed keeps differing after it.
+    sim.send("b", json!({"type": MESSAGES, "messages": []}).to_string());
+    sim.evict();
+    sim.clear_frames();
+    ask(&mut sim, "b", "r3", &[user("u3", "from b")]);
+    let b = turn_frames(&sim, "b", "r3");
+    assert_eq!(of_type(&b, MESSAGES).len(), 1, "{b:?}");
+}

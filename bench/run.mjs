@@ -386,10 +386,11 @@ async function turn(c, text, { timeoutMs = 120000, tail = false } = {}) {
     if (f.done) { doneAt = c.times[i]; if (f.error) error = f.body; break; }
     if (f.error) { error = f.body; continue; }
     chunks++;
-    if (Number.isNaN(firstText) && f.body.includes('"text-delta"')) firstText = c.times[i];
     const chunk = JSON.parse(f.body);
     if (chunk.type === 'start') answer.id = chunk.messageId ?? nanoid8();
-    if (chunk.type === 'text-delta') answer.parts[0].text += chunk.delta;
+    if (chunk.type !== 'text-delta') continue;
+    if (Number.isNaN(firstText)) firstText = c.times[i];
+    answer.parts[0].text += chunk.delta;
   }
   if (error) throw new Error(`turn failed on ${c.url}: ${error}`);
   // A turn's end sends the transcript (which tracking took in) or, to a requester whose list

@@ -15,6 +15,8 @@
 //! * [`providers`] holds the agent's providers by name (built-in and the
 //!   author's own) and picks the one a request names.
 //! * [`ModelFailure`] says why a call failed and whether a retry may help.
+//! * [`join_deltas`] joins the deltas of one read of a body that continue
+//!   one another, so a fast stream is not one frame per token.
 
 pub mod ai_gateway;
 pub mod anthropic;
@@ -22,6 +24,7 @@ mod event;
 mod failure;
 pub mod files;
 mod http_service;
+mod joined_deltas;
 pub mod openai;
 mod provider;
 pub mod providers;
@@ -32,6 +35,7 @@ pub mod workers_ai;
 
 pub use event::{FinishReason, ModelError, ModelEvent, Usage};
 pub use failure::{ModelFailure, MAX_RETRY_AFTER_MS};
+pub use joined_deltas::{join_deltas, MAX_JOINED_BYTES};
 pub use provider::{
     BindingCall, CallPlan, HttpRequest, LocalReply, ModelProvider, ResponseDecoder,
 };

@@ -169,13 +169,15 @@ struct Reading {
 }
 
 impl Reading {
-    /// Decodes one chunk and hands its events to `sink`; whether more of
-    /// the body is wanted.
+    /// Decodes one chunk and hands its events to `sink`, the deltas that
+    /// arrived together joined (`model::join_deltas`); whether more of the
+    /// body is wanted.
     fn feed(&mut self, bytes: &[u8]) -> bool {
         // Events decoded before a failure in the same read (text, then an
         // error event) reach the core first, so the text streamed before the
         // failure is kept.
         let decoded = self.decoder.decode(bytes, &mut self.events);
+        crate::model::join_deltas(&mut self.events);
         (self.sink)(&mut self.events);
         if let Err(failure) = decoded {
             self.failure = Some(failure);
@@ -188,6 +190,7 @@ impl Reading {
     /// was whole.
     fn end(&mut self) -> Result<(), ModelFailure> {
         let ended = self.decoder.end(&mut self.events);
+        crate::model::join_deltas(&mut self.events);
         (self.sink)(&mut self.events);
         ended
     }

@@ -85,7 +85,9 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   const markB = b.mark();
   const id = rid();
   const uid = rid('u');
-  a.send(chatRequest(id, [userMessage(uid, 'hello world')]));
+  // Paced: each word reaches the agent in a read of its own, so each is its own delta (words that
+  // arrive together are joined into one, tests/e2e/joined-deltas.test.mjs).
+  a.send(chatRequest(id, [userMessage(uid, '[delay:5] hello world')]));
   const doneA = await a.waitFor(isDone(id), TURN_MS);
   const doneB = await b.waitFor(isDone(id), TURN_MS);
 
@@ -100,9 +102,9 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   assert.equal(user.id, uid);
   assert.equal(user.role, 'user');
   assert.equal(user.metadata?.channel, 'web');
-  assert.deepEqual(user.parts, [{ type: 'text', text: 'hello world' }]);
+  assert.deepEqual(user.parts, [{ type: 'text', text: '[delay:5] hello world' }]);
   assert.equal(assistant.role, 'assistant');
-  assert.equal(assistant.parts.find((p) => p.type === 'text')?.text, 'You said: hello world');
+  assert.equal(assistant.parts.find((p) => p.type === 'text')?.text, 'You said: [delay:5] hello world');
   assert.equal(assistant.parts.find((p) => p.type === 'text')?.state, 'done');
 
   const framesA = a.since(markA);
@@ -118,7 +120,7 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   assert.ok(types.slice(3, -3).length >= 2 && types.slice(3, -3).every((x) => x === 'text-delta'), types.join(','));
   assert.deepEqual(chunksA.map((f) => f.seq), chunksA.map((_, i) => i), 'seq from 0, contiguous');
   assert.ok(chunksA.every((f) => f.done === false && !f.continuation && !f.replay));
-  assert.equal(textOf(framesA, id), 'You said: hello world');
+  assert.equal(textOf(framesA, id), 'You said: [delay:5] hello world');
   const start = JSON.parse(chunksA[0].body);
   assert.equal(start.messageId, assistant.id, 'start.messageId is the persisted assistant id');
   assert.equal(JSON.parse(chunksA.at(-1).body).finishReason, 'stop');
@@ -150,7 +152,7 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   const [body] = await waitForModelRequests(w.model, 1);
   assert.equal(body.stream, true);
   assert.equal(body.messages[0].role, 'system');
-  assert.deepEqual(modelTexts(body), ['hello world']);
+  assert.deepEqual(modelTexts(body), ['[delay:5] hello world']);
   assert.ok(body.tools.some((x) => (x.function?.name ?? x.name) === 'get_weather'));
 });
 

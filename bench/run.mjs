@@ -57,7 +57,7 @@ function parseArgs(argv) {
     }
   }
   if (flags.has('help')) {
-    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history,cache] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--history-long N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--cache-turns N] [--build] [--json FILE]');
+    console.log('node bench/run.mjs [--quick] [--phases turns,sqlite,fanout,connect,load,memory,history,cache] [--tokens N] [--reps N] [--tabs N] [--agents N] [--history N] [--history-long N] [--load-agents N] [--load-tokens N] [--load-reps N] [--memory-modes turns,upload] [--memory-warm-turns N] [--cache-turns N] [--build] [--json FILE]');
     process.exit(0);
   }
   const quick = flags.has('quick');
@@ -68,7 +68,7 @@ function parseArgs(argv) {
     return n;
   };
   const known = ['tokens', 'reps', 'tabs', 'agents', 'history', 'json', 'fanout-tokens', 'connects', 'paced-tokens', 'pace-ms', 'phases', 'history-agents', 'history-long',
-    'load-agents', 'load-tokens', 'load-reps', 'memory-modes', 'cache-turns'];
+    'load-agents', 'load-tokens', 'load-reps', 'memory-modes', 'memory-warm-turns', 'cache-turns'];
   for (const k of Object.keys(values)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const reps = int('reps', quick ? 3 : 10);
   const allPhases = ['turns', 'sqlite', 'fanout', 'connect', 'load', 'memory', 'history', 'cache'];
@@ -94,6 +94,7 @@ function parseArgs(argv) {
     loadAgents: int('load-agents', quick ? 10 : 40),
     loadTokens: int('load-tokens', 300),
     loadReps: int('load-reps', quick ? 1 : 3),
+    memoryWarmTurns: int('memory-warm-turns', quick ? 3 : 30),
     memoryModes: (values['memory-modes'] ?? 'turns,upload').split(',').map((m) => {
       if (!['turns', 'upload'].includes(m)) throw new Error(`unknown memory mode ${m} (turns, upload)`);
       return m;
@@ -799,7 +800,10 @@ async function main() {
         for (const inst of memInstances) {
           const cdp = await inspect(inst.inspectorPort);
           const warm = await openTab(inst, `memwarm-${uniq}`);
-          for (let i = 0; i < 3; i++) await turn(warm, `[tokens:40] warm ${i}`);
+          // The baseline is taken once the worker's code is warm (its hot functions compiled by
+          // the optimising tier): what compiling costs is paid once per process, not per agent,
+          // and a worker doing less work per turn would otherwise pay it during the agents.
+          for (let i = 0; i < opts.memoryWarmTurns; i++) await turn(warm, `[tokens:40] warm ${i}`);
           memTabs.push(warm);
           const base = await rssSettled(inst);
           const heapBase = await liveHeapMiB(cdp);
@@ -927,7 +931,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   out.push(`  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame, on a paced ${opts.pacedTokens}-token turn (${opts.paceMs} ms between words) so the agent keeps up with the model; the unpaced ${opts.tokens}-token turn's figure (backlog row) also contains the chunks still queued when the model finished.`);
   out.push('  fan-out: N tabs of one fresh agent connected and idle; tab 1 sends; time until the last tab has the done:true frame. The N-1 listening tabs only look for terminal frames (substring test), so the client is not the bottleneck.');
   out.push('  SQLite: the DO\'s <id>.sqlite-wal in the Miniflare persist dir is polled every ~1 ms during the turn; each WAL frame = one page written (24-byte header + page), a frame with a non-zero "db size after commit" field ends one write transaction; checkpoint restarts (new salts) are followed. Bytes = frames × (24 + page size).');
-  out.push('  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N. Live heap: the summed self sizes of a V8 heap snapshot over the inspector (after its full GC; ArrayBuffer backing stores included, so ours counts its wasm linear memory), same points, difference / N. The three workers run one after another, each in its own fresh process.');
+  out.push(`  memory: fresh pair of processes with eviction disabled; RSS (VmRSS of workerd) after one warm agent (${opts.memoryWarmTurns} turns of 40 tokens, so the worker's hot code is compiled before the baseline) vs. after N agents each with a ~H-message transcript built by real turns (40-token replies) and one open tab; difference / N. Live heap: the summed self sizes of a V8 heap snapshot over the inspector (after its full GC; ArrayBuffer backing stores included, so ours counts its wasm linear memory), same points, difference / N. The three workers run one after another, each in its own fresh process.`);
   out.push('  connect: new socket (with _pk) to a never-used agent name on a warm process → socket open, transcript frame, identity frame and the answer to the resume probe all received.');
   out.push('  sizes: ours = build/index_bg.wasm (the JS shim is ' + sizes.oursJsKiB.toFixed(0) + ' KiB more); think = the esbuild bundle bench/think-worker/dist/index.js (unminified, as wrangler deploys it by default).');
   console.log(out.join('\n'));

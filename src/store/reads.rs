@@ -1,5 +1,6 @@
 //! The core's read-through view of the stored conversation (`core::History`):
-//! pages of older messages by `seq`, a message by id (the primary key), the
+//! pages of older messages by `seq`, a message by id (the primary key) or
+//! only its role (the first characters of its row), the
 //! owner of a tool call id (the `chat_tool_calls` index, kept in step with
 //! every message write) and counts. A row that no longer parses is
 //! quarantined as a load would, and left out.
@@ -162,6 +163,39 @@ impl History for SqlStore {
             "SELECT id, seq, body, pieces FROM chat_messages WHERE id IN (SELECT value FROM json_each(?))",
             vec![ids.into()],
         )
+    }
+
+    fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
+        #[derive(Deserialize)]
+        struct HeadRow {
+            id: String,
+            head: String,
+        }
+        // A body's first characters hold its id and role: no more is read,
+        // whatever the message's size (a long chat's tab posts every answer).
+        let longest_id = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
+        let head = i64::try_from(history::head_chars(longest_id)).unwrap_or(i64::MAX);
+        let ids = serde_json::to_string(ids).unwrap_or_default();
+        let rows = self
+            .sql
+            .exec(
+                "SELECT id, substr(body, 1, ?) AS head FROM chat_messages WHERE seq < ? AND id IN (SELECT value FROM json_each(?))",
+                vec![SqlStorageValue::from(head), seq_value(before_seq), ids.into()],
+            )
+            .and_then(|c| c.to_array::<HeadRow>());
+        match rows {
+            Ok(rows) => rows
+                .into_iter()
+                .filter_map(|r| Some((r.id, history::role_in_head(&r.head)?)))
+                .collect(),
+            Err(e) => {
+                crate::log::write(
+                    crate::log::LogLevel::Error,
+                    &format!("storage: reading message roles failed: {e}"),
+                );
+                Vec::new()
+            }
+        }
     }
 
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {

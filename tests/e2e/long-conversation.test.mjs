@@ -264,3 +264,36 @@ test('a tab posting its whole transcript past the window: nothing is stored twic
   assert.equal(textOf(after[0]), 'question 0, edited', 'the edited question, older than the window, is updated');
   assert.equal(textOf(after[2]), 'question 1');
 });
+
+test('a tab posting its whole transcript past the window gets its messages as updates at the turn end, not the transcript, unless an old answer it posts is not the stored one', async (t) => {
+  const w = await workerFor(t);
+  const room = 'whole-transcript-updates';
+  const c = await tab(w, room);
+  // 40 exchanges through tail requests: 80 messages, more than the agent keeps in memory (32–64).
+  for (let i = 0; i < 40; i++) {
+    const { done } = await sendAndWait(c, rid(), [userMessage(`q${i}`, `question ${i}`)]);
+    assert.equal(done.outcome, 'completed');
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 80);
+  const listFrames = (frames) => frames.filter((f) => f.type === 'cf_agent_chat_messages' || f.type === 'cf_agent_message_updated');
+
+  // As the stock client unconfigured: every message it shows, then the new one.
+  let mark = c.mark();
+  let id = rid();
+  await sendAndWait(c, id, [...stored, userMessage('q40', 'question 40')]);
+  let frames = listFrames(c.since(mark));
+  assert.deepEqual(frames.map((f) => f.type), ['cf_agent_message_updated', 'cf_agent_message_updated'], 'the previous answer and its message as stored, no transcript');
+  assert.deepEqual(frames.map((f) => f.message.id), [stored.at(-1).id, 'q40']);
+
+  // The oldest answer posted under another role: the tab's list is not the store's.
+  const now = await getMessages(w.url, AGENT, room);
+  const forged = now.map((m, i) => (i === 1 ? { ...m, role: 'system' } : m));
+  mark = c.mark();
+  id = rid();
+  await sendAndWait(c, id, [...forged, userMessage('q41', 'question 41')]);
+  frames = listFrames(c.since(mark));
+  const transcripts = frames.filter((f) => f.type === 'cf_agent_chat_messages');
+  assert.equal(transcripts.length, 1, 'the transcript at the turn end');
+  assert.equal(transcripts[0].messages[1].role, 'assistant', 'as stored');
+});

@@ -12,7 +12,7 @@
 
 use std::rc::Rc;
 
-use crate::protocol::UIMessage;
+use crate::protocol::{Role, UIMessage};
 
 use crate::core::rows::persisted::Entry;
 
@@ -66,6 +66,17 @@ pub trait History {
     /// can; the default asks `find` for each.
     fn find_many(&self, ids: &[&str]) -> Vec<Entry> {
         ids.iter().filter_map(|id| self.find(id)).collect()
+    }
+    /// The roles of the stored messages with these ids placed before
+    /// `before_seq` (an id not stored there is left out), each read no
+    /// further than its role: what checking the answers a tab posts back
+    /// needs. The default reads each message whole with `find_many`.
+    fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, Role)> {
+        self.find_many(ids)
+            .into_iter()
+            .filter(|e| e.seq < before_seq)
+            .map(|e| (e.message.id, e.message.role))
+            .collect()
     }
     /// The newest stored assistant message holding a tool call with this id
     /// (an index lookup, not a walk of the history).
@@ -136,6 +147,27 @@ pub fn read_row(seq: u64, body: &str) -> Result<Entry, serde_json::Error> {
     Ok(Entry { seq, message })
 }
 
+/// How many characters of a stored body hold its id and role: `{"id":`, the
+/// id as JSON (at most 6 characters for each of its `id_chars`, `\uXXXX`),
+/// and `,"role":"assistant"`.
+pub fn head_chars(id_chars: usize) -> usize {
+    6 * id_chars + 32
+}
+
+/// The role a stored body's first characters name (a stored body is a
+/// `UIMessage` as serialized here: its id, then its role). Inside the id's
+/// JSON string every `"` is escaped, so the first `"role":"` is the field.
+pub fn role_in_head(head: &str) -> Option<Role> {
+    const FIELD: &str = r#""role":""#;
+    let rest = &head[head.find(FIELD)? + FIELD.len()..];
+    match &rest[..rest.find('"')?] {
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "system" => Some(Role::System),
+        _ => None,
+    }
+}
+
 /// Whether a stored body is JSON (checked without building it).
 pub fn is_json(body: &str) -> bool {
     serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok()
@@ -167,5 +199,24 @@ mod tests {
         };
         let json = serde_json::to_string(&empty).unwrap_or_default();
         assert_eq!(json, SHORTEST_MESSAGE_JSON);
+    }
+
+    #[test]
+    fn a_stored_body_s_head_names_its_role_whatever_its_id_holds() {
+        for id in ["a1", r#"x","role":"user"#, "\\\u{7}", "ünï \"quoted\""] {
+            for role in [Role::User, Role::Assistant, Role::System] {
+                let message = UIMessage {
+                    id: id.to_string(),
+                    role,
+                    metadata: None,
+                    parts: Vec::new(),
+                };
+                let body = serde_json::to_string(&message).unwrap_or_default();
+                let head: String = body.chars().take(head_chars(id.chars().count())).collect();
+                assert_eq!(role_in_head(&head), Some(role), "{body}");
+            }
+        }
+        assert_eq!(role_in_head(r#"{"id":"a","role":"#), None);
+        assert_eq!(role_in_head("not json"), None);
     }
 }

@@ -70,8 +70,7 @@ pub struct Reconciled {
     /// The posting tab's list may differ from the store after this: a
     /// posted user message was not taken (its id is a stored answer's, or the
     /// history cap deleted it), an id was posted twice, or a posted answer is
-    /// not one the window holds (a forged one, or one too old to look up
-    /// cheaply).
+    /// not one the store holds under its id and role (a forged one).
     pub unmatched: bool,
 }
 

@@ -39,7 +39,9 @@ impl Transcript {
         for (index, message) in incoming.iter().enumerate() {
             if !out.unmatched {
                 out.unmatched = !posted_ids.insert(message.id.as_str())
-                    || (message.role != Role::User && self.position(&message.id).is_none());
+                    || (message.role != Role::User
+                        && self.position(&message.id).is_none()
+                        && !older.holds_as_posted(message));
             }
             if message.role != Role::User {
                 continue;

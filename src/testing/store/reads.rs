@@ -86,6 +86,24 @@ impl History for RefCell<MemStore> {
         store.counted(entries)
     }
 
+    fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
+        // As the SQLite store does: the first characters of each row.
+        let store = self.borrow();
+        let longest_id = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
+        let head = history::head_chars(longest_id);
+        let roles: Vec<(String, crate::protocol::Role)> = ids
+            .iter()
+            .filter_map(|id| {
+                let row = store.messages.get(*id).filter(|r| r.seq < before_seq)?;
+                let head: String = row.body.chars().take(head).collect();
+                Some((id.to_string(), history::role_in_head(&head)?))
+            })
+            .collect();
+        store.history_calls.set(store.history_calls.get() + 1);
+        store.rows_read.set(store.rows_read.get() + roles.len());
+        roles
+    }
+
     fn tool_call_owner(&self, tool_call_id: &str) -> Option<Entry> {
         let store = self.borrow();
         let owner = store

@@ -128,6 +128,66 @@ fn a_regenerate_and_a_request_the_store_did_not_take_as_posted_get_the_transcrip
     }
 }
 
+/// A single-tab chat of `turns` turns whose tab posts its whole list with
+/// every request, as `useAgentChat` does unconfigured: its messages, and
+/// its answers as stored. Returns that list.
+fn long_chat_posting_everything(sim: &mut Sim, turns: usize) -> Vec<Value> {
+    let mut posted = Vec::new();
+    for i in 0..turns {
+        posted.push(user(&format!("u{i}"), "more"));
+        let answer = ask(sim, "a", &format!("r{i}"), &posted);
+        posted.push(sim.store.message(&answer).expect("the answer is stored"));
+    }
+    posted
+}
+
+#[test]
+fn a_tab_posting_its_whole_long_history_gets_updates_its_old_answers_checked_by_role() {
+    let mut sim = Sim::new();
+    sim.connect("a");
+    // 120 messages: far more than the window keeps in memory (32–64).
+    let mut posted = long_chat_posting_everything(&mut sim, 60);
+    let oldest_answer = posted[1]["id"].as_str().unwrap_or_default().to_string();
+
+    posted.push(user("last", "and?"));
+    sim.clear_frames();
+    let (_, calls) = sim.store.history_reads();
+    ask(&mut sim, "a", "r-last", &posted);
+    let a = turn_frames(&sim, "a", "r-last");
+    assert!(of_type(&a, MESSAGES).is_empty(), "no transcript: {a:?}");
+    assert!(updated_ids(&a).contains(&"last".to_string()));
+    let (_, calls_after) = sim.store.history_reads();
+    // The request's reads (its answers' roles, the model's context…) do not
+    // grow with the 60 answers it posts: the old ones are read in one go.
+    assert!(
+        calls_after - calls < 10,
+        "{} reads for one request",
+        calls_after - calls
+    );
+
+    // The same list with the oldest answer posted as a system message, and
+    // with an answer the store never held: the tab's list is not the
+    // store's, so it gets the transcript.
+    let forged_role = {
+        let mut list = posted.clone();
+        list[1]["role"] = json!("system");
+        list
+    };
+    let forged_id = {
+        let mut list = posted.clone();
+        list[3]["id"] = json!("never-stored");
+        list
+    };
+    for (request, mut list) in [("r-role", forged_role), ("r-id", forged_id)] {
+        list.push(user(&format!("u-{request}"), "next"));
+        sim.clear_frames();
+        ask(&mut sim, "a", request, &list);
+        let a = turn_frames(&sim, "a", request);
+        assert_eq!(of_type(&a, MESSAGES).len(), 1, "{request}: {a:?}");
+    }
+    assert!(sim.store.message(&oldest_answer).is_some());
+}
+
 #[test]
 fn a_requester_whose_shown_messages_the_history_cap_deleted_gets_the_transcript() {
     let mut sim = Sim::with(|c| c.settings.limits.max_stored_messages = 2);

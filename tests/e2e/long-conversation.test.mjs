@@ -242,17 +242,23 @@ test('with HISTORY_MAX_MESSAGES the oldest messages are deleted after each turn,
   assert.deepEqual(a.errors, []);
 });
 
+/** `n` exchanges from tab `c` through tail requests (questions `q0`…); the stored messages after them. */
+async function exchangesThroughTail(w, c, room, n) {
+  for (let i = 0; i < n; i++) {
+    const { done } = await sendAndWait(c, rid(), [userMessage(`q${i}`, `question ${i}`)]);
+    assert.equal(done.outcome, 'completed');
+  }
+  const stored = await getMessages(w.url, AGENT, room);
+  assert.equal(stored.length, 2 * n);
+  return stored;
+}
+
 test('a tab posting its whole transcript past the window: nothing is stored twice, and an older question it edited is updated by id', async (t) => {
   const w = await workerFor(t);
   const room = 'whole-transcript';
   const c = await tab(w, room);
   // 24 exchanges through tail requests: 48 messages, more than the agent keeps in memory.
-  for (let i = 0; i < 24; i++) {
-    const { done } = await sendAndWait(c, rid(), [userMessage(`q${i}`, `question ${i}`)]);
-    assert.equal(done.outcome, 'completed');
-  }
-  const stored = await getMessages(w.url, AGENT, room);
-  assert.equal(stored.length, 48);
+  const stored = await exchangesThroughTail(w, c, room, 24);
   // The tab posts every message it shows, the first question edited, and a new one.
   const posted = stored.map((m) => (m.id === 'q0' ? { ...m, parts: [{ type: 'text', text: 'question 0, edited' }] } : m));
   const { done } = await sendAndWait(c, rid(), [...posted, userMessage('q24', 'question 24')]);
@@ -270,12 +276,7 @@ test('a tab posting its whole transcript past the window gets its messages as up
   const room = 'whole-transcript-updates';
   const c = await tab(w, room);
   // 40 exchanges through tail requests: 80 messages, more than the agent keeps in memory (32–64).
-  for (let i = 0; i < 40; i++) {
-    const { done } = await sendAndWait(c, rid(), [userMessage(`q${i}`, `question ${i}`)]);
-    assert.equal(done.outcome, 'completed');
-  }
-  const stored = await getMessages(w.url, AGENT, room);
-  assert.equal(stored.length, 80);
+  const stored = await exchangesThroughTail(w, c, room, 40);
   const listFrames = (frames) => frames.filter((f) => f.type === 'cf_agent_chat_messages' || f.type === 'cf_agent_message_updated');
 
   // As the stock client unconfigured: every message it shows, then the new one.

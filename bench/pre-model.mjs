@@ -47,7 +47,8 @@ const monoUs = (perfMs) => perfMs * 1000 + monoOffsetUs;
 
 /**
  * Sums the non-idle samples of `profile` that fall inside `windows` ([fromUs, toUs] on the
- * monotonic clock): { totalMs, self, inclusive } with per-function milliseconds.
+ * monotonic clock): { totalMs, programMs, self, inclusive } with per-function milliseconds
+ * (programMs: the samples of the isolate's thread outside JS and wasm, `(program)`).
  */
 export function windowProfile(profile, windows) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -57,6 +58,8 @@ export function windowProfile(profile, windows) {
   const self = new Map();
   const inclusive = new Map();
   let totalUs = 0;
+  // '(program)': the isolate's thread busy outside JS and wasm (the runtime's own native work there).
+  let programUs = 0;
   let t = profile.startTime;
   let w = 0;
   for (let i = 0; i < profile.samples.length; i++) {
@@ -68,7 +71,9 @@ export function windowProfile(profile, windows) {
     if (w >= windows.length) break;
     if (t < windows[w][0]) continue;
     const id = profile.samples[i];
-    if (idle.has(byId.get(id).callFrame.functionName)) continue;
+    const fn = byId.get(id).callFrame.functionName;
+    if (fn === '(program)') programUs += dt;
+    if (idle.has(fn)) continue;
     totalUs += dt;
     const key = label(byId.get(id).callFrame);
     self.set(key, (self.get(key) ?? 0) + dt);
@@ -81,7 +86,7 @@ export function windowProfile(profile, windows) {
     }
   }
   const ms = (m) => [...m].map(([k, us]) => [k, us / 1000]).sort((a, b) => b[1] - a[1]);
-  return { totalMs: totalUs / 1000, self: ms(self), inclusive: ms(inclusive) };
+  return { totalMs: totalUs / 1000, programMs: programUs / 1000, self: ms(self), inclusive: ms(inclusive) };
 }
 
 /**
@@ -201,7 +206,7 @@ async function main() {
           end: "model's last byte → terminal frame",
           turn: 'send → terminal frame',
         }[o.window];
-        console.log(`\n=== ${inst.label}: ${windows.length} turns; ${what}: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate`);
+        console.log(`\n=== ${inst.label}: ${windows.length} turns; ${what}: ${fmt(wall)} ms wall, ${fmt(b.totalMs / windows.length)} ms of it sampled in the worker's isolate, ${fmt(b.programMs / windows.length)} ms on its thread outside JS and wasm ('(program)')`);
         if (key === 'ours' && o.window === 'start') {
           console.log('by stage (inclusive, ms per request; nested rows overlap their parent):');
           for (const l of stageLines(b.inclusive, windows.length)) console.log(l);

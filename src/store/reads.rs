@@ -173,8 +173,7 @@ impl History for SqlStore {
         }
         // A body's first characters hold its id and role: no more is read,
         // whatever the message's size (a long chat's tab posts every answer).
-        let longest_id = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
-        let head = i64::try_from(history::head_chars(longest_id)).unwrap_or(i64::MAX);
+        let head = i64::try_from(history::head_chars(ids)).unwrap_or(i64::MAX);
         let ids = serde_json::to_string(ids).unwrap_or_default();
         let rows = self
             .sql

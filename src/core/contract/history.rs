@@ -147,11 +147,12 @@ pub fn read_row(seq: u64, body: &str) -> Result<Entry, serde_json::Error> {
     Ok(Entry { seq, message })
 }
 
-/// How many characters of a stored body hold its id and role: `{"id":`, the
-/// id as JSON (at most 6 characters for each of its `id_chars`, `\uXXXX`),
-/// and `,"role":"assistant"`.
-pub fn head_chars(id_chars: usize) -> usize {
-    6 * id_chars + 32
+/// How many characters of a stored body hold its id and role, for the
+/// longest of `ids`: `{"id":`, the id as JSON (at most 6 characters for
+/// each of its characters, `\uXXXX`), and `,"role":"assistant"`.
+pub fn head_chars(ids: &[&str]) -> usize {
+    let longest = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
+    6 * longest + 32
 }
 
 /// The role a stored body's first characters name (a stored body is a
@@ -212,7 +213,7 @@ mod tests {
                     parts: Vec::new(),
                 };
                 let body = serde_json::to_string(&message).unwrap_or_default();
-                let head: String = body.chars().take(head_chars(id.chars().count())).collect();
+                let head: String = body.chars().take(head_chars(&[id])).collect();
                 assert_eq!(role_in_head(&head), Some(role), "{body}");
             }
         }

@@ -89,8 +89,7 @@ impl History for RefCell<MemStore> {
     fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
         // As the SQLite store does: the first characters of each row.
         let store = self.borrow();
-        let longest_id = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
-        let head = history::head_chars(longest_id);
+        let head = history::head_chars(ids);
         let roles: Vec<(String, crate::protocol::Role)> = ids
             .iter()
             .filter_map(|id| {

@@ -171,15 +171,17 @@ impl History for SqlStore {
             id: String,
             head: String,
         }
-        // A body's first characters hold its id and role: no more is read,
-        // whatever the message's size (a long chat's tab posts every answer).
-        let head = i64::try_from(history::head_chars(ids)).unwrap_or(i64::MAX);
+        // A body's first characters hold its id and role (`history::head_chars`,
+        // sized by the row's own id): no more is read, whatever the message's
+        // size (a long chat's tab posts every answer).
+        let per_id_char = SqlStorageValue::from(history::HEAD_CHARS_PER_ID_CHAR as i64);
+        let beside_id = SqlStorageValue::from(history::HEAD_CHARS_BESIDE_ID as i64);
         let ids = serde_json::to_string(ids).unwrap_or_default();
         let rows = self
             .sql
             .exec(
-                "SELECT id, substr(body, 1, ?) AS head FROM chat_messages WHERE seq < ? AND id IN (SELECT value FROM json_each(?))",
-                vec![SqlStorageValue::from(head), seq_value(before_seq), ids.into()],
+                "SELECT id, substr(body, 1, ? * length(id) + ?) AS head FROM chat_messages WHERE seq < ? AND id IN (SELECT value FROM json_each(?))",
+                vec![per_id_char, beside_id, seq_value(before_seq), ids.into()],
             )
             .and_then(|c| c.to_array::<HeadRow>());
         match rows {

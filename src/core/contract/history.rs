@@ -147,13 +147,19 @@ pub fn read_row(seq: u64, body: &str) -> Result<Entry, serde_json::Error> {
     Ok(Entry { seq, message })
 }
 
-/// How many characters of a stored body hold its id and role, for the
-/// longest of `ids`: `{"id":`, the id as JSON (at most 6 characters for
-/// each of its characters, `\uXXXX`), and `,"role":"assistant"`.
-pub fn head_chars(ids: &[&str]) -> usize {
-    let longest = ids.iter().map(|id| id.chars().count()).max().unwrap_or(0);
-    6 * longest + 32
+/// How many characters of a stored body hold its id and role: `{"id":`,
+/// the id as JSON (at most `HEAD_CHARS_PER_ID_CHAR` for each of its
+/// characters, `\uXXXX`), and `,"role":"assistant"` (`HEAD_CHARS_BESIDE_ID`
+/// in all). A store sizes each row's head by that row's own id, so a long
+/// id posted beside short ones does not make every row's head long.
+pub fn head_chars(id: &str) -> usize {
+    HEAD_CHARS_PER_ID_CHAR * id.chars().count() + HEAD_CHARS_BESIDE_ID
 }
+
+/// See [`head_chars`].
+pub const HEAD_CHARS_PER_ID_CHAR: usize = 6;
+/// See [`head_chars`].
+pub const HEAD_CHARS_BESIDE_ID: usize = 32;
 
 /// The role a stored body's first characters name (a stored body is a
 /// `UIMessage` as serialized here: its id, then its role). Inside the id's
@@ -213,7 +219,7 @@ mod tests {
                     parts: Vec::new(),
                 };
                 let body = serde_json::to_string(&message).unwrap_or_default();
-                let head: String = body.chars().take(head_chars(&[id])).collect();
+                let head: String = body.chars().take(head_chars(id)).collect();
                 assert_eq!(role_in_head(&head), Some(role), "{body}");
             }
         }

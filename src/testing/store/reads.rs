@@ -89,12 +89,11 @@ impl History for RefCell<MemStore> {
     fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
         // As the SQLite store does: the first characters of each row.
         let store = self.borrow();
-        let head = history::head_chars(ids);
         let roles: Vec<(String, crate::protocol::Role)> = ids
             .iter()
             .filter_map(|id| {
                 let row = store.messages.get(*id).filter(|r| r.seq < before_seq)?;
-                let head: String = row.body.chars().take(head).collect();
+                let head: String = row.body.chars().take(history::head_chars(id)).collect();
                 Some((id.to_string(), history::role_in_head(&head)?))
             })
             .collect();

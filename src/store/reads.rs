@@ -1,6 +1,6 @@
 //! The core's read-through view of the stored conversation (`core::History`):
 //! pages of older messages by `seq`, a message by id (the primary key) or
-//! only its role (the first characters of its row), the
+//! only its role (its row's role field), the
 //! owner of a tool call id (the `chat_tool_calls` index, kept in step with
 //! every message write) and counts. A row that no longer parses is
 //! quarantined as a load would, and left out.
@@ -167,27 +167,29 @@ impl History for SqlStore {
 
     fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
         #[derive(Deserialize)]
-        struct HeadRow {
+        struct RoleRow {
             id: String,
-            head: String,
+            span: String,
         }
-        // A body's first characters hold its id and role (`history::head_chars`,
-        // sized by the row's own id): no more is read, whatever the message's
-        // size (a long chat's tab posts every answer).
-        let per_id_char = SqlStorageValue::from(history::HEAD_CHARS_PER_ID_CHAR as i64);
-        let beside_id = SqlStorageValue::from(history::HEAD_CHARS_BESIDE_ID as i64);
+        // Only the role field is read (`history::role_span`), whatever the
+        // message's size (a long chat's tab posts every answer).
         let ids = serde_json::to_string(ids).unwrap_or_default();
         let rows = self
             .sql
             .exec(
-                "SELECT id, substr(body, 1, ? * length(id) + ?) AS head FROM chat_messages WHERE seq < ? AND id IN (SELECT value FROM json_each(?))",
-                vec![per_id_char, beside_id, seq_value(before_seq), ids.into()],
+                "SELECT id, substr(body, instr(body, ?), ?) AS span FROM chat_messages WHERE seq < ? AND id IN (SELECT value FROM json_each(?))",
+                vec![
+                    history::ROLE_FIELD.into(),
+                    SqlStorageValue::from(history::ROLE_SPAN as i64),
+                    seq_value(before_seq),
+                    ids.into(),
+                ],
             )
-            .and_then(|c| c.to_array::<HeadRow>());
+            .and_then(|c| c.to_array::<RoleRow>());
         match rows {
             Ok(rows) => rows
                 .into_iter()
-                .filter_map(|r| Some((r.id, history::role_in_head(&r.head)?)))
+                .filter_map(|r| Some((r.id, history::role_in_span(&r.span)?)))
                 .collect(),
             Err(e) => {
                 crate::log::write(

@@ -147,26 +147,32 @@ pub fn read_row(seq: u64, body: &str) -> Result<Entry, serde_json::Error> {
     Ok(Entry { seq, message })
 }
 
-/// How many characters of a stored body hold its id and role: `{"id":`,
-/// the id as JSON (at most `HEAD_CHARS_PER_ID_CHAR` for each of its
-/// characters, `\uXXXX`), and `,"role":"assistant"` (`HEAD_CHARS_BESIDE_ID`
-/// in all). A store sizes each row's head by that row's own id, so a long
-/// id posted beside short ones does not make every row's head long.
-pub fn head_chars(id: &str) -> usize {
-    HEAD_CHARS_PER_ID_CHAR * id.chars().count() + HEAD_CHARS_BESIDE_ID
+/// The field a stored body names its role with. A stored body is a
+/// `UIMessage` as serialized here: its id, then its role; inside the id's
+/// JSON string every `"` is escaped, so the first `"role":"` is the field.
+pub const ROLE_FIELD: &str = r#""role":""#;
+
+/// How many characters from the role field's start hold the role and its
+/// closing quote (`"role":"assistant"`): all a store reads to know a
+/// message's role, whatever its size or its id's.
+pub const ROLE_SPAN: usize = ROLE_FIELD.len() + "assistant\"".len();
+
+/// What a store reads of `body` for its role (as SQLite's
+/// `substr(body, instr(body, ROLE_FIELD), ROLE_SPAN)` does).
+pub fn role_span(body: &str) -> &str {
+    let Some(at) = body.find(ROLE_FIELD) else {
+        return "";
+    };
+    let end = body[at..]
+        .char_indices()
+        .nth(ROLE_SPAN)
+        .map_or(body.len(), |(i, _)| at + i);
+    &body[at..end]
 }
 
-/// See [`head_chars`].
-pub const HEAD_CHARS_PER_ID_CHAR: usize = 6;
-/// See [`head_chars`].
-pub const HEAD_CHARS_BESIDE_ID: usize = 32;
-
-/// The role a stored body's first characters name (a stored body is a
-/// `UIMessage` as serialized here: its id, then its role). Inside the id's
-/// JSON string every `"` is escaped, so the first `"role":"` is the field.
-pub fn role_in_head(head: &str) -> Option<Role> {
-    const FIELD: &str = r#""role":""#;
-    let rest = &head[head.find(FIELD)? + FIELD.len()..];
+/// The role `span` (from [`role_span`]) names.
+pub fn role_in_span(span: &str) -> Option<Role> {
+    let rest = span.strip_prefix(ROLE_FIELD)?;
     match &rest[..rest.find('"')?] {
         "user" => Some(Role::User),
         "assistant" => Some(Role::Assistant),
@@ -209,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_body_s_head_names_its_role_whatever_its_id_holds() {
+    fn a_stored_body_s_role_span_names_its_role_whatever_its_id_holds() {
         for id in ["a1", r#"x","role":"user"#, "\\\u{7}", "ünï \"quoted\""] {
             for role in [Role::User, Role::Assistant, Role::System] {
                 let message = UIMessage {
@@ -219,11 +225,11 @@ mod tests {
                     parts: Vec::new(),
                 };
                 let body = serde_json::to_string(&message).unwrap_or_default();
-                let head: String = body.chars().take(head_chars(id)).collect();
-                assert_eq!(role_in_head(&head), Some(role), "{body}");
+                assert!(role_span(&body).chars().count() <= ROLE_SPAN);
+                assert_eq!(role_in_span(role_span(&body)), Some(role), "{body}");
             }
         }
-        assert_eq!(role_in_head(r#"{"id":"a","role":"#), None);
-        assert_eq!(role_in_head("not json"), None);
+        assert_eq!(role_in_span(role_span(r#"{"id":"a","role":"#)), None);
+        assert_eq!(role_in_span(role_span("not json")), None);
     }
 }

@@ -87,14 +87,14 @@ impl History for RefCell<MemStore> {
     }
 
     fn roles_before(&self, ids: &[&str], before_seq: u64) -> Vec<(String, crate::protocol::Role)> {
-        // As the SQLite store does: the first characters of each row.
+        // As the SQLite store does: each row's role field.
         let store = self.borrow();
         let roles: Vec<(String, crate::protocol::Role)> = ids
             .iter()
             .filter_map(|id| {
                 let row = store.messages.get(*id).filter(|r| r.seq < before_seq)?;
-                let head: String = row.body.chars().take(history::head_chars(id)).collect();
-                Some((id.to_string(), history::role_in_head(&head)?))
+                let role = history::role_in_span(history::role_span(&row.body))?;
+                Some((id.to_string(), role))
             })
             .collect();
         store.history_calls.set(store.history_calls.get() + 1);

@@ -2,11 +2,12 @@
 //! written when its level is within the threshold (`LOG_LEVEL`, set by the
 //! host from the agent's settings; `info` until then). In a Worker the line
 //! goes to `console.error` / `console.warn` / `console.log` (what
-//! `wrangler tail` and the `wrangler dev` console show), in order, once the
-//! event that wrote it has done its wire work (its frames sent, its model
-//! call started) and before the event ends: a console line crosses into the
-//! runtime's log pipe, which is not worth a turn's first chunk. Natively the
-//! line goes to stderr at once.
+//! `wrangler tail` and the `wrangler dev` console show), in order, a moment
+//! after the event that wrote it (10 ms, `FLUSH_DELAY_MS`), once its wire
+//! work is done: a console line crosses into the runtime's log pipe, and a
+//! line written within the event would hold back that event's commit, its
+//! frames and its model call, which wait for the event's code to end.
+//! Natively the line goes to stderr at once.
 
 use std::cell::Cell;
 
@@ -51,22 +52,23 @@ pub fn agent_prefix(agent: &str, name: &str) -> String {
 
 /// The Worker's console, written a moment later: lines are kept on the JS
 /// side (so a panic in wasm after them cannot lose them) and written in
-/// order, once per batch, two microtask hops later: after the tasks the
-/// event started have run (wasm-bindgen's task queue runs in one microtask,
-/// so a model call started there is already on its way) and still within
-/// the event (a timer could be dropped with a request that ends meanwhile,
-/// and its lines with it).
+/// order, once per batch, `FLUSH_DELAY_MS` after the first of the batch. By
+/// then the event that wrote them has ended and the runtime has done what
+/// waited on it (the event's writes committed, the frames they held sent,
+/// its model call on its way). Only Durable Objects write lines (the
+/// Worker's router writes none), and their timers run after their events end.
 #[cfg(target_arch = "wasm32")]
 mod console {
     use wasm_bindgen::prelude::wasm_bindgen;
 
     #[wasm_bindgen(inline_js = r#"
+const FLUSH_DELAY_MS = 10;
 const pending = [];
 function flush() {
   for (const [method, line] of pending.splice(0)) console[method](line);
 }
 export function writeSoon(method, line) {
-  if (pending.push([method, line]) === 1) queueMicrotask(() => queueMicrotask(flush));
+  if (pending.push([method, line]) === 1) setTimeout(flush, FLUSH_DELAY_MS);
 }
 "#)]
     extern "C" {

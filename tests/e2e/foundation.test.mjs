@@ -134,13 +134,15 @@ test('a text turn streams to both tabs in order with contiguous seq, the request
   assert.equal(framesB[userBroadcast].connect, undefined);
 
   // The requester gets no echo of its own message and no transcript: its list is the store's but
-  // for its own message, which the turn's end sends it as stored (marked `channel: "web"`).
+  // for its own message, which it is sent as stored (marked `channel: "web"`) as soon as the model
+  // begins to answer, so the turn's end sends it only the last chunks and the terminal frame.
   assert.equal(framesA.filter((f) => f.type === 'cf_agent_chat_messages').length, 0, 'no transcript to the requester');
   const updates = framesA.filter((f) => f.type === 'cf_agent_message_updated');
   assert.deepEqual(updates.map((f) => f.message), [user], 'its message as stored');
   const updatedAt = framesA.indexOf(updates[0]);
-  assert.ok(updatedAt > framesA.indexOf(chunksA.at(-1)), 'after the last chunk');
-  assert.ok(updatedAt < framesA.findIndex(isDone(id)), 'before the terminal frame');
+  const firstDelta = framesA.findIndex((f) => f.id === id && f.body?.includes('"type":"text-delta"'));
+  assert.ok(updatedAt > firstDelta, 'once the model answers');
+  assert.ok(updatedAt < framesA.indexOf(chunksA.at(-1)), 'while the answer streams, before its last chunk');
   // The other tab gets the end-of-turn transcript after the last chunk, before the terminal frame.
   const last = framesB.filter((f) => f.type === 'cf_agent_chat_messages').at(-1);
   const at = framesB.indexOf(last);

@@ -271,7 +271,7 @@ test('a tab posting its whole transcript past the window: nothing is stored twic
   assert.equal(textOf(after[2]), 'question 1');
 });
 
-test('a tab posting its whole transcript past the window gets its messages as updates at the turn end, not the transcript, unless an old answer it posts is not the stored one', async (t) => {
+test('a tab posting its whole transcript past the window gets its messages as updates with its turn, not the transcript, unless an old answer it posts is not the stored one', async (t) => {
   const w = await workerFor(t);
   const room = 'whole-transcript-updates';
   const c = await tab(w, room);

@@ -174,6 +174,9 @@ pub(in crate::core) struct ActiveTurn {
     pub(in crate::core::turn) spender: crate::core::data::token_budget::Spender,
     /// The tokens the turn's model calls spent so far (its own budget).
     pub(in crate::core::turn) spent: crate::core::data::token_budget::TokenLedger,
+    /// The requester was sent the messages it holds in another form than
+    /// the stored one when the model began to answer (`turn/end_frames.rs`).
+    pub(in crate::core::turn) requester_updated: bool,
 }
 
 impl ActiveTurn {

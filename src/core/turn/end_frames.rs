@@ -1,7 +1,9 @@
-//! What a turn's end sends each tab so that its message list shows what is
-//! stored: the transcript frame, or, to the tab that asked for the turn
-//! while its list matched the store, updates of only the messages it holds
-//! in another form than the stored one.
+//! What a turn sends each tab so that its message list shows what is
+//! stored: at its end the transcript frame; to the tab that asked for the
+//! turn while its list matched the store, updates of only the messages it
+//! holds in another form than the stored one, sent as soon as the model
+//! begins to answer (so the turn's end sends that tab only its stream's
+//! last chunks and the terminal frame).
 
 use crate::protocol::{server, Outcome, Role, UIMessage};
 
@@ -10,19 +12,48 @@ use crate::core::vocab::ids::ConnId;
 use crate::core::Core;
 
 impl Core {
+    /// When the model begins to answer (the first event of a call): a
+    /// requester whose list matches the store but for what its own request
+    /// and stream added (`synced_requester`) is sent, as
+    /// `cf_agent_message_updated`, what the end's transcript would change in
+    /// its list — the turn's user messages, held as posted, and the answer
+    /// before them, held as streamed — while the model streams, once per
+    /// turn. Its list still counts as matching: the turn notes the changes
+    /// it made itself.
+    pub(in crate::core::turn) fn update_requester_list(&mut self) {
+        let Some(active) = self.active.as_ref() else {
+            return;
+        };
+        if active.requester_updated {
+            return;
+        }
+        let Some(requester) = self.synced_requester(&active.turn, Outcome::Completed) else {
+            return;
+        };
+        let messages = self.held_in_other_form(&active.turn, active.seq);
+        for message in messages {
+            self.send_list_change(vec![requester.clone()], server::message_updated(&message));
+        }
+        let changes = self.conns.matching_list_changes(&requester);
+        if let Some(active) = self.active.as_mut() {
+            active.requester_updated = true;
+            active.turn.requester_synced_at = changes;
+        }
+    }
+
     /// After a turn's answer (placed at `answer_seq`) is stored. Every tab
     /// gets the transcript (the stock client replaces its list with it,
     /// keeping the answer it streamed itself), except a requester whose list
     /// is known to match the store but for what its own request and stream
-    /// added: it gets `cf_agent_message_updated` for what the transcript
-    /// would change in its list (the turn's user messages, held as posted,
-    /// and the answer before them, held as streamed), so a long chat's turn
-    /// does not move and re-render its whole history.
+    /// added: it needs nothing more when the model's first answer already
+    /// brought it its updates (`requester_updated`), else it gets them now,
+    /// so a long chat's turn does not move and re-render its whole history.
     pub(super) fn send_turn_end_lists(
         &mut self,
         turn: &QueuedTurn,
         outcome: Outcome,
         answer_seq: u64,
+        requester_updated: bool,
     ) {
         // Messages past the history cap go first (every tab must lose them).
         self.keep_history_within_cap();
@@ -31,6 +62,9 @@ impl Core {
             return;
         };
         self.broadcast_transcript(Some(&requester));
+        if requester_updated {
+            return;
+        }
         for message in self.held_in_other_form(turn, answer_seq) {
             self.send_list_change(vec![requester.clone()], server::message_updated(&message));
         }

@@ -248,7 +248,7 @@ impl Core {
         else {
             return;
         };
-        current.streamed = true;
+        let first = !std::mem::replace(&mut current.streamed, true);
         self.arm_stall_check();
         let bytes = match &event {
             ModelEvent::TextDelta(d) | ModelEvent::ReasoningDelta(d) => d.len(),
@@ -258,6 +258,14 @@ impl Core {
         if !self.count_model_bytes(bytes) {
             return;
         }
+        self.apply_model_event(event);
+        if first {
+            self.update_requester_list();
+        }
+    }
+
+    /// One event of the step's model stream, turned into chunks.
+    fn apply_model_event(&mut self, event: ModelEvent) {
         match event {
             ModelEvent::TextDelta(delta) => self.stream_text(delta, false),
             ModelEvent::ReasoningDelta(delta) => self.stream_text(delta, true),

@@ -108,6 +108,7 @@ impl Core {
             last_step_tools: Vec::new(),
             spender,
             spent: Default::default(),
+            requester_updated: false,
         });
         // Tabs waiting for this stream are offered it; they get chunks after their ACK.
         for conn in self.conns.take_parked() {
@@ -406,7 +407,7 @@ impl Core {
             self.owe_response(&response);
         }
         if persist {
-            self.send_turn_end_lists(&active.turn, outcome, active.seq);
+            self.send_turn_end_lists(&active.turn, outcome, active.seq, active.requester_updated);
         }
         self.remember_finished(&request_id, &message_ids, outcome);
         self.ended.closed(crate::core::turn::active::ClosedTurn {

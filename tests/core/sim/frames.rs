@@ -67,6 +67,14 @@ pub fn body(frame: &Value) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
 }
 
+/// Whether `frame` is a chunk frame whose chunk is of type `chunk_type`.
+pub fn chunk_is(frame: &Value, chunk_type: &str) -> bool {
+    frame["body"]
+        .as_str()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .is_some_and(|chunk| chunk["type"] == chunk_type)
+}
+
 pub fn bodies(frames: &[&Value]) -> Vec<Value> {
     frames.iter().map(|f| body(f)).collect()
 }

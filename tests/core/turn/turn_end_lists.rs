@@ -1,7 +1,8 @@
-//! What a turn's end sends each tab for its message list: the transcript to
-//! every tab, but to a requester whose list matches the store (nothing but
-//! its own request and stream changed it since it asked) only the messages
-//! it holds in another form, as `cf_agent_message_updated`.
+//! What a turn sends each tab for its message list: the transcript to every
+//! tab at its end, but to a requester whose list matches the store (nothing
+//! but its own request and stream changed it since it asked) only the
+//! messages it holds in another form, as `cf_agent_message_updated`, once the
+//! model begins to answer.
 
 use crate::sim::*;
 use serde_json::{json, Value};
@@ -50,12 +51,16 @@ fn a_requester_in_step_with_the_store_gets_the_previous_answer_and_its_message_a
     let updates = of_type(&a, UPDATED);
     assert_eq!(updates[0]["message"], sim.store.message(&first).unwrap());
     assert_eq!(updates[1]["message"]["metadata"]["channel"], "web");
+    // They come as soon as the model begins to answer: the turn's end sends
+    // the requester only the stream's last chunks and the terminal frame.
     let n = a.len();
-    assert_eq!(
-        kind(&a[n - 2]),
-        UPDATED,
-        "the updates come before the terminal frame"
+    let last_update = a.iter().rposition(|f| kind(f) == UPDATED);
+    let finish = position_of(&a, |f| chunk_is(f, "finish"));
+    assert!(
+        last_update < finish,
+        "the updates come while the answer streams: {a:?}"
     );
+    assert_eq!(body(&a[n - 2])["type"], "finish");
     assert_eq!(a[n - 1]["done"], true);
 
     let b = sim.frames("b");
@@ -242,4 +247,74 @@ fn what_a_tab_s_list_matches_is_kept_with_its_socket_across_hibernation() {
     ask(&mut sim, "b", "r3", &[user("u3", "from b")]);
     let b = turn_frames(&sim, "b", "r3");
     assert_eq!(of_type(&b, MESSAGES).len(), 1, "{b:?}");
+}
+
+/// Delivers work until `tab` has been sent a message update (at most 100 steps).
+fn step_until_updated(sim: &mut Sim, tab: &str) {
+    for _ in 0..100 {
+        if !of_type(sim.frames(tab), UPDATED).is_empty() {
+            return;
+        }
+        assert!(sim.step(), "nothing left to deliver before an update");
+    }
+    panic!("no update within 100 steps");
+}
+
+#[test]
+fn a_requester_s_updates_come_once_when_the_model_first_answers_even_over_several_steps() {
+    let mut sim = two_tabs();
+    let first = ask(&mut sim, "a", "r1", &[user("u1", "hi")]);
+    sim.clear_frames();
+    sim.script(Reply::tool_call(
+        "s1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"tempC": 3})).after(1_000),
+    )
+    .script(Reply::text("3 degrees"));
+    sim.send("a", chat_request("r2", &[user("u2", "weather?")]));
+    step_until_updated(&mut sim, "a");
+    assert!(
+        terminal(sim.frames("a"), "r2").is_none(),
+        "sent while the turn runs"
+    );
+    sim.run_until_idle();
+
+    let a = turn_frames(&sim, "a", "r2");
+    assert_eq!(sim.requests().len(), 3, "two steps after the first turn");
+    assert_eq!(updated_ids(&a), [first, "u2".to_string()], "once: {a:?}");
+    assert!(of_type(&a, MESSAGES).is_empty(), "no transcript: {a:?}");
+    assert_eq!(
+        terminal(&a, "r2").map(|t| t["outcome"].clone()),
+        Some(json!("completed"))
+    );
+}
+
+#[test]
+fn a_requester_updated_early_whose_list_another_tab_then_changes_gets_the_transcript() {
+    let mut sim = two_tabs();
+    ask(&mut sim, "a", "r1", &[user("u1", "hi")]);
+    sim.clear_frames();
+    sim.script(Reply::text("one two three four five six seven eight").every(1_000));
+    sim.script(Reply::text("b's answer"));
+    sim.send("a", chat_request("r2", &[user("u2", "and?")]));
+    step_until_updated(&mut sim, "a");
+    // b's message lands in a's list while a's answer still streams.
+    sim.send("b", chat_request("r3", &[user("u3", "from b")]));
+    sim.run_until_idle();
+
+    let a = turn_frames(&sim, "a", "r2");
+    let done = position_of(&a, |f| f["id"] == "r2" && f["done"] == true).unwrap();
+    let end = a[..done].iter().rposition(|f| kind(f) == MESSAGES);
+    assert!(end.is_some(), "the transcript at its turn's end: {a:?}");
+    let transcript = ids_of(&a[end.unwrap_or_default()]);
+    let answer = body(live_chunks(&a, "r2")[0])["messageId"].clone();
+    assert!(transcript.contains(&"u3".to_string()), "{transcript:?}");
+    assert!(
+        transcript.iter().any(|id| json!(id) == answer),
+        "sent after its answer was stored: {transcript:?}"
+    );
 }

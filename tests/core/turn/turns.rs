@@ -110,18 +110,26 @@ fn a_text_turn_persists_the_user_message_streams_chunks_and_ends_completed() {
 
     // The other tab gets the transcript; the requester, whose list matches
     // the store but for its own request and stream, gets its user message
-    // as stored (the transcript would change nothing else it holds).
+    // as stored (the transcript would change nothing else it holds), as
+    // soon as the model begins to answer: while the answer streams, so the
+    // turn's end sends it only the stream's last chunks and the terminal frame.
     let n = b.len();
     assert_eq!(kind(&b[n - 2]), MESSAGES, "transcript to the other tab");
     assert_eq!(ids_of(&b[n - 2]), ["u1".to_string(), message_id.clone()]);
-    let n = a.len();
-    assert_eq!(
-        kind(&a[n - 2]),
-        UPDATED,
-        "the requester's own message as stored"
+    let updated = position_of(&a, |f| kind(f) == UPDATED).expect("an update");
+    assert_eq!(a[updated]["message"]["id"], "u1");
+    assert_eq!(a[updated]["message"]["metadata"]["channel"], "web");
+    let first_delta = position_of(&a, |f| chunk_is(f, "text-delta"));
+    let finish = position_of(&a, |f| chunk_is(f, "finish"));
+    assert!(
+        first_delta < Some(updated) && Some(updated) < finish,
+        "the requester's own message as stored, while the answer streams: {a:?}"
     );
-    assert_eq!(a[n - 2]["message"]["id"], "u1");
-    assert_eq!(a[n - 2]["message"]["metadata"]["channel"], "web");
+    assert_eq!(
+        kinds(&a).iter().filter(|k| **k == UPDATED).count(),
+        1,
+        "sent once"
+    );
     assert!(
         !a.iter().any(|f| kind(f) == MESSAGES),
         "no transcript to the requester"

@@ -31,15 +31,18 @@ impl Core {
             self.reject(conn, Some(id), &error);
             return;
         }
-        if let Err(error) = self.request_rate.admit(
+        let counted = match self.request_rate.admit(
             &conn,
             self.now,
             limits.max_requests_per_minute,
             limits.max_agent_requests_per_minute,
         ) {
-            self.reject(conn, Some(id), &error);
-            return;
-        }
+            Ok(counted) => counted,
+            Err(error) => {
+                self.reject(conn, Some(id), &error);
+                return;
+            }
+        };
         let trigger = match request.trigger {
             Trigger::Submit => TurnTrigger::Submit,
             Trigger::Regenerate => TurnTrigger::Regenerate,
@@ -56,7 +59,9 @@ impl Core {
         };
         // Written with the accepted request's rows (a refused one writes
         // nothing; its count is stored with the next write).
-        self.store_request_rates();
+        if counted {
+            self.store_request_rates();
+        }
         self.forget_terminal_error();
         if let Some(tools) = request.client_tools {
             self.remember_client_tools(tools);
@@ -251,11 +256,14 @@ impl Core {
         // tab's does; the agent's own (no connection) does not.
         if let Some(conn) = &conn {
             let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
-            if let Err(error) = self.request_rate.admit_for_agent(self.now, per_agent) {
-                self.reject(conn.clone(), None, &error);
-                return;
+            match self.request_rate.admit_for_agent(self.now, per_agent) {
+                Ok(true) => self.store_request_rates(),
+                Ok(false) => {}
+                Err(error) => {
+                    self.reject(conn.clone(), None, &error);
+                    return;
+                }
             }
-            self.store_request_rates();
         }
         let request_id = self.new_id(crate::core::vocab::ids::IdKind::Request);
         if let Some(conn) = &conn {

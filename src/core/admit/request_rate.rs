@@ -214,13 +214,19 @@ impl RequestRate {
 
     /// Counts a request of `conn` at `now_ms` when both limits (0: none)
     /// allow it; otherwise the refusal's text and nothing is counted.
+    /// Whether it was counted: with neither limit set nothing is (no limit
+    /// reads the windows, so none is kept, and a limit set later counts from
+    /// then on).
     pub fn admit(
         &mut self,
         conn: &ConnId,
         now_ms: u64,
         per_conn: usize,
         per_agent: usize,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
+        if per_conn == 0 && per_agent == 0 {
+            return Ok(false);
+        }
         let mine = &mut self.by_conn.entry(conn.clone()).or_default().times;
         if per_conn > 0 && recent(mine, now_ms) >= per_conn {
             return Err(format!(
@@ -231,16 +237,20 @@ impl RequestRate {
         agent_allows(&mut self.agent, now_ms, per_agent)?;
         mine.push_back(now_ms);
         self.agent.push_back(now_ms);
-        Ok(())
+        Ok(true)
     }
 
     /// Counts a turn asked for without a tab (a parent's `chat()`, a named
     /// caller's submission) at `now_ms` when the agent's limit (0: none)
     /// allows it; otherwise the refusal's text and nothing is counted.
-    pub fn admit_for_agent(&mut self, now_ms: u64, per_agent: usize) -> Result<(), String> {
+    /// Whether it was counted (not without a limit).
+    pub fn admit_for_agent(&mut self, now_ms: u64, per_agent: usize) -> Result<bool, String> {
+        if per_agent == 0 {
+            return Ok(false);
+        }
         agent_allows(&mut self.agent, now_ms, per_agent)?;
         self.agent.push_back(now_ms);
-        Ok(())
+        Ok(true)
     }
 
     /// A connection closed: its window is kept for its client (the agent's
@@ -338,6 +348,23 @@ mod tests {
         assert!(
             again.admit_for_agent(6000, 6).is_err(),
             "the agent's window too"
+        );
+    }
+
+    #[test]
+    fn without_a_limit_nothing_is_counted_and_a_limit_set_later_counts_from_then() {
+        let mut rate = RequestRate::default();
+        let a = conn("a");
+        for t in 0..5 {
+            assert_eq!(rate.admit(&a, t, 0, 0), Ok(false));
+            assert_eq!(rate.admit_for_agent(t, 0), Ok(false));
+        }
+        assert_eq!(rate.row(10).agent.len(), 0, "nothing was counted");
+        assert_eq!(rate.admit(&a, 10, 2, 0), Ok(true));
+        assert_eq!(rate.admit(&a, 11, 2, 0), Ok(true));
+        assert!(
+            rate.admit(&a, 12, 2, 0).is_err(),
+            "the third within the minute"
         );
     }
 }

@@ -281,10 +281,13 @@ impl Core {
     /// agent's request rate; past it, the refusal.
     fn admit_outside_turn(&mut self) -> Result<(), SubmitError> {
         let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
-        self.request_rate
+        let counted = self
+            .request_rate
             .admit_for_agent(self.now, per_agent)
             .map_err(SubmitError)?;
-        self.store_request_rates();
+        if counted {
+            self.store_request_rates();
+        }
         Ok(())
     }
 

@@ -17,6 +17,8 @@ fn what_is_not_chat_state_survives_a_clear_and_a_restart() {
         config.agent_api.initial_state = Some(json!({"n": 0}));
         config.settings.limits.max_agent_tokens_per_day = 1_000_000;
         config.settings.limits.max_caller_tokens_per_day = 1_000_000;
+        // A limit on: the request rates are stored.
+        config.settings.limits.max_agent_requests_per_minute = 1_000;
     });
     sim.response_delay_ms = 60_000; // the hook is still running at the clear
     sim.handle(Event::Named {

@@ -195,7 +195,14 @@ fn merge_keeps_each_overlapping_message_as_written() {
 
 #[test]
 fn drop_refuses_an_overlapping_submit_with_a_rollback_snapshot() {
-    let mut sim = sim_with(Concurrency::Drop);
+    // A limit on: the request rates are stored with every accepted request.
+    let mut sim = Sim::with(|c| {
+        c.settings.concurrency = Concurrency::Drop;
+        c.settings.limits.max_agent_requests_per_minute = 1_000;
+    });
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
     burst(&mut sim, 4, 10);
     let writes = sim.store.ops.len();
     assert!(sim.store.message("u2").is_none() && sim.store.message("u4").is_none());

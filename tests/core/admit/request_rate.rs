@@ -266,3 +266,18 @@ fn the_agents_own_chat_is_not_rate_limited() {
         "scheduled"
     );
 }
+
+#[test]
+fn without_a_limit_no_rate_is_stored() {
+    let mut sim = limited(0, 0);
+    sim.connect("a");
+    for n in 0..5 {
+        ask(&mut sim, "a", &format!("r{n}"));
+        assert_eq!(refusal(&sim, "a", &format!("r{n}")), None);
+    }
+    assert!(
+        !sim.store.config_keys().contains(&"request_rates"),
+        "nothing reads the windows, so none is written: {:?}",
+        sim.store.config_keys()
+    );
+}

@@ -224,7 +224,11 @@ fn cancel_of_an_unknown_request_changes_nothing() {
 
 #[test]
 fn clear_empties_history_and_tells_every_other_tab() {
-    let mut sim = two_tabs();
+    // A limit on: the request rates are stored (and a clear keeps them).
+    let mut sim = Sim::with(|c| c.settings.limits.max_requests_per_minute = 1_000);
+    sim.connect("a");
+    sim.connect("b");
+    sim.clear_frames();
     sim.script(Reply::text("hello"));
     sim.send(
         "a",

@@ -3,11 +3,13 @@
 //! host from the agent's settings; `info` until then). In a Worker the line
 //! goes to `console.error` / `console.warn` / `console.log` (what
 //! `wrangler tail` and the `wrangler dev` console show), in order, a moment
-//! after the event that wrote it (10 ms, `FLUSH_DELAY_MS`), once its wire
-//! work is done: a console line crosses into the runtime's log pipe, and a
-//! line written within the event would hold back that event's commit, its
-//! frames and its model call, which wait for the event's code to end.
-//! Natively the line goes to stderr at once.
+//! after the event that wrote it (50 ms, `FLUSH_DELAY_MS`), once its wire
+//! work is done and the next wire work of a turn is usually not yet due: a
+//! console line crosses into the runtime's log pipe, and a line written
+//! within the event would hold back that event's commit, its frames and its
+//! model call, which wait for the event's code to end (one written a few ms
+//! later would meet the model's first words). Natively the line goes to
+//! stderr at once.
 
 use std::cell::Cell;
 
@@ -62,7 +64,7 @@ mod console {
     use wasm_bindgen::prelude::wasm_bindgen;
 
     #[wasm_bindgen(inline_js = r#"
-const FLUSH_DELAY_MS = 10;
+const FLUSH_DELAY_MS = 50;
 const pending = [];
 function flush() {
   for (const [method, line] of pending.splice(0)) console[method](line);

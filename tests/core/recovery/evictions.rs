@@ -196,15 +196,7 @@ fn an_eviction_before_the_first_token_retries_the_turn_with_the_same_message_ids
 #[test]
 fn an_eviction_mid_server_tool_turns_the_call_into_an_interrupted_error_and_the_model_goes_on() {
     let mut sim = two_tabs();
-    sim.script(Reply::tool_call(
-        "s1",
-        "get_weather",
-        json!({"city": "Oslo"}),
-    ))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(5_000),
-    );
+    script_weather_call(&mut sim, 5_000);
     sim.send("a", chat_request("r1", &[user("u1", "weather in Oslo?")]));
     sim.advance(1_000);
     let record = open_stream(&sim, "r1");

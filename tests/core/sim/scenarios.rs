@@ -60,6 +60,20 @@ pub fn mixed_tools_turn(sim: &mut Sim) {
     );
 }
 
+/// The model's next step calls the server tool `get_weather` for Oslo
+/// (call `s1`), which answers 3 °C after `after_ms`.
+pub fn script_weather_call(sim: &mut Sim, after_ms: u64) -> &mut Sim {
+    sim.script(Reply::tool_call(
+        "s1",
+        "get_weather",
+        json!({"city": "Oslo"}),
+    ))
+    .script_tool(
+        "get_weather",
+        ToolReply::ok(json!({"tempC": 3})).after(after_ms),
+    )
+}
+
 /// A turn from tab `a` in which the model asks to delete a file (needs
 /// approval); returns the id of the stored answer.
 pub fn approval_turn(sim: &mut Sim) -> String {

@@ -265,16 +265,7 @@ fn a_requester_s_updates_come_once_when_the_model_first_answers_even_over_severa
     let mut sim = two_tabs();
     let first = ask(&mut sim, "a", "r1", &[user("u1", "hi")]);
     sim.clear_frames();
-    sim.script(Reply::tool_call(
-        "s1",
-        "get_weather",
-        json!({"city": "Oslo"}),
-    ))
-    .script_tool(
-        "get_weather",
-        ToolReply::ok(json!({"tempC": 3})).after(1_000),
-    )
-    .script(Reply::text("3 degrees"));
+    script_weather_call(&mut sim, 1_000).script(Reply::text("3 degrees"));
     sim.send("a", chat_request("r2", &[user("u2", "weather?")]));
     step_until_updated(&mut sim, "a");
     assert!(

@@ -406,7 +406,7 @@ impl AgentHost {
         }
         let prefix = crate::log::agent_prefix(&core.config().agent, &core.config().name);
         for event in events {
-            crate::log::write(event.level(), &format!("{prefix} {event}"));
+            crate::log::write_after_event(event.level(), &format!("{prefix} {event}"));
         }
     }
 
@@ -417,7 +417,7 @@ impl AgentHost {
         }
         let core = self.core.borrow();
         let prefix = crate::log::agent_prefix(&core.config().agent, &core.config().name);
-        crate::log::write(level, &format!("{prefix} {text}"));
+        crate::log::write_after_event(level, &format!("{prefix} {text}"));
     }
 }
 

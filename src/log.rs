@@ -34,26 +34,35 @@ pub fn threshold() -> LogLevel {
 
 /// Writes `line` at once when `level` is within the threshold.
 pub fn write(level: LogLevel, line: &str) {
-    if !level.shown_at(threshold()) {
-        return;
-    }
-    #[cfg(target_arch = "wasm32")]
-    console::write_now(console_method(level), line);
-    #[cfg(not(target_arch = "wasm32"))]
-    eprintln!("{} {line}", level.as_str());
+    write_when(level, line, false);
 }
 
 /// Writes a Durable Object's `line` about the event it is handling
 /// `FLUSH_DELAY_MS` after that event, when `level` is within the threshold
 /// (see the module header; only a Durable Object's timers outlive its event).
 pub fn write_after_event(level: LogLevel, line: &str) {
+    write_when(level, line, true);
+}
+
+/// Writes `line` when `level` is within the threshold: in a Worker at once
+/// or, `after_event`, deferred; natively always at once.
+fn write_when(level: LogLevel, line: &str, after_event: bool) {
     if !level.shown_at(threshold()) {
         return;
     }
     #[cfg(target_arch = "wasm32")]
-    console::write_later(console_method(level), line);
+    {
+        let method = console_method(level);
+        match after_event {
+            true => console::write_later(method, line),
+            false => console::write_now(method, line),
+        }
+    }
     #[cfg(not(target_arch = "wasm32"))]
-    eprintln!("{} {line}", level.as_str());
+    {
+        let _ = after_event;
+        eprintln!("{} {line}", level.as_str());
+    }
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -31,9 +31,7 @@ impl Core {
             return;
         };
         let messages = self.held_in_other_form(&active.turn, active.seq);
-        for message in messages {
-            self.send_list_change(vec![requester.clone()], server::message_updated(&message));
-        }
+        self.send_updates(&requester, messages);
         let changes = self.conns.matching_list_changes(&requester);
         if let Some(active) = self.active.as_mut() {
             active.requester_updated = true;
@@ -62,10 +60,15 @@ impl Core {
             return;
         };
         self.broadcast_transcript(Some(&requester));
-        if requester_updated {
-            return;
+        if !requester_updated {
+            let messages = self.held_in_other_form(turn, answer_seq);
+            self.send_updates(&requester, messages);
         }
-        for message in self.held_in_other_form(turn, answer_seq) {
+    }
+
+    /// `messages`, as stored, to the requester, each as `cf_agent_message_updated`.
+    fn send_updates(&mut self, requester: &ConnId, messages: Vec<UIMessage>) {
+        for message in messages {
             self.send_list_change(vec![requester.clone()], server::message_updated(&message));
         }
     }

@@ -8,8 +8,12 @@
 //
 // With `--window end` the window is the turn's end instead: from the model server's last byte to
 // the client's receipt of the terminal frame (storing the answer, the transcript, the done frame).
+// `--window first` profiles from the model's first word to the client's receipt of the first
+// text chunk, on turns of `--tokens N` words (3 unless given).
+// With `--fresh 1` every measured turn is a fresh agent's second turn (after one 3-token turn), the
+// turn bench/run.mjs measures; otherwise all turns go to one agent, whose history grows.
 //
-//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|end|turn] [--history N] [--timeline N] [--out DIR]
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|first|end|turn] [--tokens N] [--history N] [--fresh 1] [--timeline N] [--out DIR]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,13 +27,13 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0, history: 0 };
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0, history: 0, fresh: 0, tokens: 3 };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
     o[k] = ['workers', 'out', 'window'].includes(k) ? a[i + 1] : Number(a[i + 1]);
   }
-  if (!['start', 'end', 'turn'].includes(o.window)) throw new Error('--window is start, end or turn');
+  if (!['start', 'first', 'end', 'turn'].includes(o.window)) throw new Error('--window is start, first, end or turn');
   return o;
 }
 
@@ -185,8 +189,11 @@ async function main() {
         const sent = [];
         for (let i = 0; i < o.turns; i++) {
           const tag = `${key}-${i}`;
-          const t = await turn(c, `[tokens:3] pre-model-turn ${tag}`, { tail });
+          const tab = o.fresh ? await openTab(inst, `pre-model-fresh-${i}`) : c;
+          if (o.fresh) await turn(tab, '[tokens:3] priming', { tail: false });
+          const t = await turn(tab, `[tokens:${o.tokens}] pre-model-turn ${tag}`, { tail: tail && !o.fresh });
           sent.push([tag, t]);
+          if (o.fresh) drop(tab);
           await settle(inst, 300);
         }
         const { profile } = await cdp.call('Profiler.stop');
@@ -195,6 +202,7 @@ async function main() {
         writeFileSync(join(out, `${key}-pre-model.cpuprofile`), JSON.stringify(profile));
         const span = ([tag, t]) => ({
           start: [monoUs(t.tSend), monoUs(received.get(tag).receivedAt)],
+          first: [monoUs(received.get(tag).firstContentAt), monoUs(t.firstText)],
           end: [monoUs(received.get(tag).lastByteAt), monoUs(t.doneAt)],
           turn: [monoUs(t.tSend), monoUs(t.doneAt)],
         })[o.window];
@@ -203,6 +211,7 @@ async function main() {
         const b = windowProfile(profile, windows);
         const what = {
           start: 'send → model receives the request',
+          first: "model's first word → first text chunk",
           end: "model's last byte → terminal frame",
           turn: 'send → terminal frame',
         }[o.window];

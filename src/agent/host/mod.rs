@@ -114,6 +114,9 @@ pub struct AgentHost {
     /// Whether an alarm may be stored (one set by an earlier instance may:
     /// `true` until this one deletes it or sees it fire).
     alarm_stored: std::cell::Cell<bool>,
+    /// Ends the wait of the latest alarm set still pending (see
+    /// `set_alarm_now`); an earlier one is overtaken by it.
+    alarm_set_wait: RefCell<Option<AbortHandle>>,
     /// The test and benchmark switches (`debug-routes` builds only).
     #[cfg(feature = "debug-routes")]
     debug: debug::DebugSwitches,
@@ -284,6 +287,7 @@ impl AgentHost {
             wake: RefCell::new(None),
             alarm_asked: std::cell::Cell::new(None),
             alarm_stored: std::cell::Cell::new(true),
+            alarm_set_wait: RefCell::new(None),
             #[cfg(feature = "debug-routes")]
             debug,
             channel_policy,

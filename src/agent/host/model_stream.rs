@@ -33,7 +33,14 @@ impl AgentHost {
         let signal = controller.signal();
         self.model_calls.borrow_mut().insert(call, controller);
         let host = self.clone();
-        let to_core = move |events: &mut Vec<_>| host.dispatch_model_events(call, events.drain(..));
+        let mut answered = false;
+        let to_core = move |events: &mut Vec<_>| {
+            host.dispatch_model_events(call, events.drain(..));
+            if !answered {
+                answered = true;
+                host.set_alarm_now();
+            }
+        };
         let result = self.stream_model(provider, request, &signal, to_core).await;
         self.model_calls.borrow_mut().remove(&call);
         if let Err(failure) = result {

@@ -9,11 +9,12 @@
 // With `--window end` the window is the turn's end instead: from the model server's last byte to
 // the client's receipt of the terminal frame (storing the answer, the transcript, the done frame).
 // `--window first` profiles from the model's first word to the client's receipt of the first
-// text chunk, on turns of `--tokens N` words (3 unless given).
+// text chunk, on turns of `--tokens N` words (3 unless given; `--pace MS` apart, as fast as the
+// model server can unless given).
 // With `--fresh 1` every measured turn is a fresh agent's second turn (after one 3-token turn), the
 // turn bench/run.mjs measures; otherwise all turns go to one agent, whose history grows.
 //
-//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|first|end|turn] [--tokens N] [--history N] [--fresh 1] [--timeline N] [--out DIR]
+//   node bench/pre-model.mjs [--turns 40] [--workers ours,floor] [--top 40] [--window start|first|end|turn] [--tokens N] [--pace MS] [--history N] [--fresh 1] [--timeline N] [--out DIR]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +28,7 @@ import {
 
 function args() {
   const a = process.argv.slice(2);
-  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0, history: 0, fresh: 0, tokens: 3 };
+  const o = { turns: 40, workers: 'ours,floor', top: 40, out: null, window: 'start', timeline: 0, history: 0, fresh: 0, tokens: 3, pace: 0 };
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${a[i]}`);
@@ -191,7 +192,7 @@ async function main() {
           const tag = `${key}-${i}`;
           const tab = o.fresh ? await openTab(inst, `pre-model-fresh-${i}`) : c;
           if (o.fresh) await turn(tab, '[tokens:3] priming', { tail: false });
-          const t = await turn(tab, `[tokens:${o.tokens}] pre-model-turn ${tag}`, { tail: tail && !o.fresh });
+          const t = await turn(tab, `[tokens:${o.tokens}]${o.pace ? ` [delay:${o.pace}]` : ''} pre-model-turn ${tag}`, { tail: tail && !o.fresh });
           sent.push([tag, t]);
           if (o.fresh) drop(tab);
           await settle(inst, 300);

@@ -61,6 +61,8 @@ impl AgentHost {
         let durable = durable.filter(|_| !self.debug.no_alarm);
         if durable != self.alarm_asked.get() {
             self.alarm_asked.set(durable);
+            // A set still waiting is overtaken: it is no longer hurried.
+            self.alarm_set_wait.take();
             match durable {
                 Some(at) => self.set_alarm(at),
                 None => self.clear_alarm(),

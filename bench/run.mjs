@@ -139,14 +139,56 @@ function descendants(pid) {
   return all;
 }
 
-/** CPU ms (utime+stime) summed over pids. */
-function cpuMs(pids) {
-  let ticks = 0;
-  for (const p of pids) {
-    const st = readProcStat(p);
-    if (st) ticks += st.utime + st.stime;
-  }
-  return ticks * TICK_MS;
+/**
+ * A CPU clock (ms) for `pids`: the time on CPU of every thread, from
+ * /proc/<pid>/task/<tid>/schedstat (ns), so that a turn of a few ms is not rounded to the 10 ms
+ * ticks of /proc/<pid>/stat. A thread that has exited keeps the time it was last seen with; where
+ * schedstat cannot be read the process's utime+stime ticks are used.
+ */
+function cpuClock(pids) {
+  const seen = new Map(); // `${pid}/${tid}` → ms on CPU when last read
+  let gone = 0; // ms of the threads that have exited
+  const threadMs = (pid, tid) => {
+    try {
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      return Number.isFinite(ns) ? ns / 1e6 : null;
+    } catch {
+      return null;
+    }
+  };
+  return () => {
+    let ticksMs = 0;
+    const live = new Set();
+    for (const p of pids) {
+      let tids = [];
+      try {
+        tids = readdirSync(`/proc/${p}/task`);
+      } catch {
+        continue;
+      }
+      const times = tids.map((tid) => [`${p}/${tid}`, threadMs(p, tid)]);
+      if (times.every(([, ms]) => ms === null)) {
+        const st = readProcStat(p);
+        if (st) ticksMs += (st.utime + st.stime) * TICK_MS;
+        continue;
+      }
+      // A thread that exited between the listing and its read counts as exited.
+      for (const [key, ms] of times) {
+        if (ms === null) continue;
+        seen.set(key, ms);
+        live.add(key);
+      }
+    }
+    for (const [key, last] of seen) {
+      if (!live.has(key)) {
+        gone += last;
+        seen.delete(key);
+      }
+    }
+    let ms = gone + ticksMs;
+    for (const v of seen.values()) ms += v;
+    return ms;
+  };
 }
 
 /** RSS in KiB summed over pids (VmRSS). */
@@ -264,7 +306,7 @@ async function startInstance(spec, { modelUrl, persistDir, preventEviction = fal
     walPath(name) {
       return join(persistDir, 'do', `-${spec.className}`, `${ns.idFromName(name).toString()}.sqlite-wal`);
     },
-    cpu: () => cpuMs(pids),
+    cpu: cpuClock(pids),
     rss: () => rssKiB(pids),
     idleCpuPerMs: 0,
     close: () => mf.dispose(),
@@ -501,7 +543,10 @@ class WalWatcher {
 
 // ---- phases ---------------------------------------------------------------------------
 
-/** Wait until the instance's CPU counter stops moving (≤ 1 tick over 60 ms), at most maxMs. */
+/** CPU ms per 20 ms sample below which a worker counts as still. */
+const STILL_MS = 1;
+
+/** Wait until the instance's CPU clock stops moving (< 1 ms in each 20 ms over 60 ms), at most maxMs. */
 async function settle(inst, maxMs = 1500) {
   const t0 = now();
   let last = inst.cpu();
@@ -509,7 +554,7 @@ async function settle(inst, maxMs = 1500) {
   while (now() - t0 < maxMs) {
     await sleep(20);
     const c = inst.cpu();
-    if (c - last <= TICK_MS) stable++; else stable = 0;
+    if (c - last < STILL_MS) stable++; else stable = 0;
     last = c;
     if (stable >= 3) break;
   }
@@ -925,7 +970,7 @@ function report(opts, results, loads, sizes, { ours, elapsed }) {
   }
   out.push('');
   out.push('method:');
-  out.push('  CPU/token: utime+stime (/proc/<pid>/stat, 10 ms ticks) of the worker\'s own workerd process from just before the request until its CPU counter is still again after the terminal frame, minus the process\'s idle rate (measured after the warm-up turns) over the same time, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn). One turn is a few 10 ms ticks, so its median moves in steps of a third or a half; the pooled row (the CPU of every rep summed, over every rep\'s tokens) is the figure the targets use.');
+  out.push('  CPU/token: time on CPU of every thread of the worker\'s own workerd process (/proc/<pid>/task/<tid>/schedstat, ns) from just before the request until its CPU clock is still again after the terminal frame (< 1 ms in each of three 20 ms samples), minus the process\'s idle rate (measured after the warm-up turns) over the same time, divided by the streamed tokens; each agent\'s 2nd turn (the 1st is a 3-token priming turn). The pooled row (the CPU of every rep summed, over every rep\'s tokens) is the figure the targets use.');
   out.push(`  CPU/token, first chunk, whole turn: the model streams the ${opts.tokens} words as fast as it can (no delay), as do the SQLite and fan-out turns.`);
   out.push('  first chunk: client send → receipt of the first text-delta frame; "after the model\'s first word" subtracts the model server\'s write time of its first content word (timing hook, same clock).');
   out.push(`  last byte → done: the model server\'s last response byte handed to the OS (\'finish\') → receipt of the done:true frame, on a paced ${opts.pacedTokens}-token turn (${opts.paceMs} ms between words) so the agent keeps up with the model; the unpaced ${opts.tokens}-token turn's figure (backlog row) also contains the chunks still queued when the model finished.`);

@@ -255,14 +255,9 @@ impl Core {
         // A parent's turn counts toward the agent's request rate, as a
         // tab's does; the agent's own (no connection) does not.
         if let Some(conn) = &conn {
-            let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
-            match self.request_rate.admit_for_agent(self.now, per_agent) {
-                Ok(true) => self.store_request_rates(),
-                Ok(false) => {}
-                Err(error) => {
-                    self.reject(conn.clone(), None, &error);
-                    return;
-                }
+            if let Err(refused) = self.admit_outside_turn() {
+                self.reject(conn.clone(), None, &refused.0);
+                return;
             }
         }
         let request_id = self.new_id(crate::core::vocab::ids::IdKind::Request);

@@ -277,9 +277,9 @@ impl Core {
     }
 
     /// A turn asked for from outside the agent without a tab (a named
-    /// caller's submission, a continuation over RPC) counts toward the
-    /// agent's request rate; past it, the refusal.
-    fn admit_outside_turn(&mut self) -> Result<(), SubmitError> {
+    /// caller's submission, a continuation over RPC, a parent's `chat()`)
+    /// counts toward the agent's request rate; past it, the refusal.
+    pub(in crate::core::admit) fn admit_outside_turn(&mut self) -> Result<(), SubmitError> {
         let per_agent = self.config.settings.limits.max_agent_requests_per_minute;
         let counted = self
             .request_rate
